@@ -1,0 +1,77 @@
+/* Failure classification: what went wrong (transfer result, HTTP status, the
+ * body's error type/code, x-should-retry) -> an error kind and what the
+ * attempt loop may do about it. The kinds map one to one onto the Ruby
+ * classes of DESIGN.md ("Errors"). */
+#ifndef LF_CLASSIFY_H
+#define LF_CLASSIFY_H
+
+typedef enum lf_kind {
+    LF_OK = 0,
+    /* retryable: retry the target, then fail over */
+    LF_E_RATE_LIMIT,           /* RateLimitError 429 */
+    LF_E_SERVER,               /* ServerError 500 (and other 5xx) */
+    LF_E_SERVICE_UNAVAILABLE,  /* ServiceUnavailableError 502/503/504 */
+    LF_E_OVERLOADED,           /* OverloadedError 529, in-stream overloaded_error */
+    LF_E_TIMEOUT,              /* TimeoutError: fails over without retrying */
+    LF_E_CONNECTION,           /* ConnectionError: reset or closed mid-transfer */
+    LF_E_STREAM_INTERRUPTED,   /* StreamInterruptedError */
+    LF_E_INVALID_RESPONSE,     /* InvalidResponseError */
+    /* fail over, never retry the same target */
+    LF_E_PROVIDER_QUOTA,       /* ProviderQuotaError: 429 insufficient_quota, 402 */
+    /* not retryable: raise at once */
+    LF_E_BAD_REQUEST,          /* BadRequestError 400/413/422 */
+    LF_E_CONTEXT_LENGTH,       /* ContextLengthExceededError < BadRequestError */
+    LF_E_CONTENT_POLICY,       /* ContentPolicyError < BadRequestError */
+    LF_E_UNAUTHORIZED,         /* UnauthorizedError 401 */
+    LF_E_FORBIDDEN,            /* ForbiddenError 403 */
+    LF_E_NOT_FOUND,            /* NotFoundError 404 */
+    LF_E_CONNECTION_REFUSED,   /* ConnectionRefusedError: refused, DNS failure */
+    LF_E_OTHER,                /* LlmFailover::Error: any other status */
+    LF_E_ABORTED,              /* not a provider failure: the host stopped the call */
+    LF_KIND_COUNT
+} lf_kind;
+
+/* What the transfer itself ended with, before any status is looked at. */
+typedef enum lf_transfer {
+    LF_T_OK = 0,
+    LF_T_REFUSED,               /* connection refused */
+    LF_T_DNS,                   /* host name did not resolve */
+    LF_T_CONNECT_TIMEOUT,
+    LF_T_FIRST_TOKEN_TIMEOUT,
+    LF_T_IDLE_TIMEOUT,
+    LF_T_TOTAL_TIMEOUT,
+    LF_T_CONNECTION,            /* reset, closed, recv/send failure, TLS failure */
+    LF_T_TOO_LARGE,             /* body over the response-size cap */
+    LF_T_ABORTED,               /* stopped by the host (interrupt, listener) */
+    LF_T_OTHER
+} lf_transfer;
+
+typedef struct lf_facts {
+    lf_transfer transfer;
+    long status;               /* 0 when no response status was received */
+    const char *error_type;    /* body's error.type (or Gemini status); NULL if none */
+    const char *error_code;    /* body's error.code; NULL if none */
+    const char *error_message; /* body's error.message; NULL if none */
+    int should_retry;          /* x-should-retry: -1 absent, 0 false, 1 true */
+    int in_stream;             /* an error event inside a 2xx stream */
+    int invalid_body;          /* 2xx whose body is not the protocol */
+    int stream_interrupted;    /* 2xx stream ended without its terminal event */
+} lf_facts;
+
+typedef struct lf_verdict {
+    lf_kind kind;
+    int retryable;   /* the error class's retryable? */
+    int retry_same;  /* the attempt loop may retry the same target */
+    int failover;    /* the attempt loop may fail over to a backup */
+} lf_verdict;
+
+lf_verdict lf_classify(const lf_facts *f);
+
+/* "RateLimitError", ... ; "Error" for LF_E_OTHER; NULL for LF_OK. */
+const char *lf_kind_name(lf_kind k);
+
+/* 1 when a message says the prompt exceeded the context window (every
+ * signal listed in WIRE.md, case-insensitive). */
+int lf_is_context_length_message(const char *msg);
+
+#endif

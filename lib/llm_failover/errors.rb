@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # Raised before any HTTP: a missing key, an unknown provider, a bad option.
+  class ConfigurationError < StandardError; end
+
+  # Raised before any HTTP: the chat names a model or provider nobody configured.
+  class ModelNotFoundError < StandardError; end
+
+  # Raised only with enforce_quota: true when the quota is used up and no backup exists.
+  class QuotaExceededError < StandardError; end
+
+  # A provider call failed. Carries what a caller needs to decide and to debug,
+  # and never the API key.
+  class Error < StandardError
+    attr_reader :status, :body, :provider, :model, :request_id, :retry_after,
+                :partial_content, :attempts, :provider_request_id, :error_type, :error_code
+
+    # @param message [String] human-readable description (never contains a key)
+    def initialize(message = nil, status: nil, body: nil, provider: nil, model: nil, request_id: nil,
+                   retry_after: nil, retryable: nil, partial_content: nil, attempts: nil,
+                   provider_request_id: nil, error_type: nil, error_code: nil)
+      super(message || self.class.name)
+      @status = status
+      @body = body
+      @provider = provider
+      @model = model
+      @request_id = request_id
+      @retry_after = retry_after
+      @retryable = retryable
+      @partial_content = partial_content
+      @attempts = attempts || []
+      @provider_request_id = provider_request_id
+      @error_type = error_type
+      @error_code = error_code
+    end
+
+    # Whether retrying the same target may help (the class's default unless the
+    # provider said otherwise, e.g. with x-should-retry).
+    def retryable?
+      @retryable.nil? ? self.class.retryable_by_default? : @retryable
+    end
+
+    def self.retryable_by_default?
+      false
+    end
+
+    # @api private: the attempt loop attaches the full attempt list once known.
+    def attach(request_id:, attempts:)
+      @request_id = request_id
+      @attempts = attempts
+      self
+    end
+  end
+
+  # Retry the target, then fail over.
+  class RetryableError < Error
+    def self.retryable_by_default?
+      true
+    end
+  end
+
+  class RateLimitError < RetryableError; end
+  class ServerError < RetryableError; end
+  class ServiceUnavailableError < RetryableError; end
+  class OverloadedError < RetryableError; end
+  # Connect, first token, idle or total deadline. Fails over without retrying
+  # the silent target; #phase says which deadline passed.
+  class TimeoutError < RetryableError
+    def phase
+      message[/\A(connect|first token|idle|total)/, 1]
+    end
+  end
+  class ConnectionError < RetryableError; end
+  class StreamInterruptedError < RetryableError; end
+  class InvalidResponseError < RetryableError; end
+
+  # The account is out of money: fail over, never retry the same target.
+  class ProviderQuotaError < Error; end
+
+  # Not retryable: raised at once, the backup is never asked.
+  class BadRequestError < Error; end
+  class ContextLengthExceededError < BadRequestError; end
+  class ContentPolicyError < BadRequestError; end
+  class UnauthorizedError < Error; end
+  class ForbiddenError < Error; end
+  class NotFoundError < Error; end
+  class ConnectionRefusedError < Error; end
+end
