@@ -1,0 +1,347 @@
+# frozen_string_literal: true
+
+require "socket"
+require "json"
+require "securerandom"
+
+module LlmFailover
+  module Testing
+    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions and the
+    # Anthropic messages protocols, streamed and not, and that a test scripts request by
+    # request. The gem's C client talks to it through libcurl, so it sees what a real
+    # provider would send: WebMock and friends cannot.
+    #
+    # Each request takes the next enqueued step; with the queue empty it gets {#default}.
+    # Every request is logged ({#requests}). Requests whose path does not end in
+    # `/chat/completions` or `/messages` (or that are not POSTs) get a 404 and take no step.
+    #
+    # @example In your own test suite (RSpec)
+    #   require "llm_failover/testing"
+    #
+    #   RSpec.describe "Summaries" do
+    #     around do |example|
+    #       LlmFailover::Testing::FakeProvider.open do |fp|
+    #         @fp = fp
+    #         LlmFailover.configure do |c|
+    #           c.provider :openai, api: :openai, api_key: "test", base_url: fp.base_url(:openai)
+    #           c.provider :anthropic, api: :anthropic, api_key: "test", base_url: fp.base_url(:anthropic)
+    #         end
+    #         example.run
+    #       end
+    #     end
+    #
+    #     it "fails over when OpenAI is rate limited" do
+    #       @fp.enqueue({ error: :rate_limit, retry_after: 120 },   # OpenAI: too long to wait
+    #                   { text: "Hi from the backup" })             # Anthropic answers
+    #       chat = LlmFailover.chat(model: "gpt-4o", provider: :openai,
+    #                               backup_model: "claude-sonnet-4-6", backup_provider: :anthropic)
+    #       expect(chat.ask("Hello").content).to eq("Hi from the backup")
+    #       expect(@fp.requests.map(&:api)).to eq(%i[openai anthropic])
+    #     end
+    #   end
+    #
+    # @example Steps
+    #   fp.enqueue({ text: "Hello world" })                        # healthy answer, streamed if asked
+    #   fp.enqueue({ chunks: ["Hel", "lo"], usage: { input: 3, output: 2 } })
+    #   fp.enqueue({ error: :overloaded })                         # 529 in the request's protocol
+    #   fp.enqueue({ status: 502, body: "<html>Bad gateway</html>", headers: { "content-type" => "text/html" } })
+    #   fp.enqueue({ text: "a b c d", cut_after: 2 })              # stream closes after two deltas
+    #   fp.enqueue({ text: "a b c", stall_after: 1 })              # then silence until fp.stop
+    #   fp.enqueue({ delay_first_token: 2 }, { error_event_after: 1 }, { reset: true })
+    #   fp.enqueue({ fixture: "spec/fixtures/recorded/some_cassette.json", interaction: 0 })
+    #   fp.enqueue({ raw: "not json", status: 200 })
+    #
+    # Faults that act between stream events (`delay_first_token`, `cut_after`, `stall_after`,
+    # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed text
+    # answers; `delay_headers`, `reset`, `close` and `headers` apply to every step, and
+    # `chunk_delay` to every stream, recorded fixtures included.
+    class FakeProvider
+      DEFAULT_TEXT = "Hello from FakeProvider"
+
+      # One request as the server saw it. headers has lowercase names; json is the parsed
+      # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
+      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream) do
+        # @return [Boolean] whether the body asked for a stream
+        def stream?
+          stream
+        end
+      end
+
+      # Errors a client can cause by going away; never worth a warning.
+      QUIET_ERRORS = [IOError, EOFError, Errno::EPIPE, Errno::ECONNRESET, Errno::ECONNABORTED,
+                      Errno::ENOTCONN, Errno::ESHUTDOWN, Errno::ETIMEDOUT, Errno::EBADF].freeze
+
+      attr_reader :host, :port
+
+      # Starts a server and returns it.
+      # @return [FakeProvider]
+      def self.start(**opts)
+        new(**opts).start
+      end
+
+      # Starts a server, yields it and stops it when the block ends.
+      # @return [Object] the block's value
+      def self.open(**opts)
+        fp = start(**opts)
+        begin
+          yield fp
+        ensure
+          fp.stop
+        end
+      end
+
+      # @param host [String] address to listen on (loopback)
+      # @param port [Integer] 0 picks a free port
+      def initialize(host: "127.0.0.1", port: 0)
+        @host = host
+        @port = port
+        @mutex = Mutex.new
+        @queue = []
+        @requests = []
+        @default_hash = { text: DEFAULT_TEXT }.freeze
+        @default = Step.new(@default_hash)
+        @connections = {}
+        @listener = nil
+        @accept_thread = nil
+        @stopped = false
+      end
+
+      # Binds and starts accepting; returns once the port is listening. Idempotent.
+      # @return [self]
+      def start
+        @mutex.synchronize do
+          return self if @listener
+
+          @stop_r, @stop_w = IO.pipe
+          @listener = TCPServer.new(@host, @port)
+          @port = @listener.local_address.ip_port
+          @stopped = false
+        end
+        @accept_thread = Thread.new { accept_loop }
+        @accept_thread.report_on_exception = false
+        self
+      end
+
+      # Closes the listener and every connection (stalled ones too) and joins the threads.
+      # Idempotent.
+      # @return [void]
+      def stop
+        listener, conns = @mutex.synchronize do
+          return if @listener.nil? || @stopped
+
+          @stopped = true
+          @stop_w.write_nonblock("x", exception: false) # wakes every select and pause
+          [@listener, @connections.dup]
+        end
+        quietly { listener.close }
+        conns.each_key { |sock| quietly { sock.close } }
+        threads = [@accept_thread, *conns.values].compact
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 2
+        threads.each do |t|
+          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          t.join([left, 0].max) || t.kill # last resort: a thread stuck in a write
+        end
+        @mutex.synchronize do
+          @listener = nil
+          @connections.clear
+          quietly { @stop_r.close }
+          quietly { @stop_w.close }
+        end
+        nil
+      end
+
+      # @return [Boolean] whether the server is accepting connections
+      def running?
+        @mutex.synchronize { !@listener.nil? && !@stopped }
+      end
+
+      # @return [String] e.g. "http://127.0.0.1:40123"
+      def url
+        h = @host.include?(":") ? "[#{@host}]" : @host
+        "http://#{h}:#{@port}"
+      end
+
+      # The base_url a provider of that API should be configured with.
+      # @param api [Symbol] :openai or :anthropic
+      # @return [String]
+      def base_url(api)
+        case api.to_sym
+        when :openai then "#{url}/v1"
+        when :anthropic then url
+        else raise ArgumentError, "FakeProvider speaks :openai and :anthropic, not #{api.inspect}"
+        end
+      end
+
+      # Queues steps; each incoming request takes the next one.
+      # @param steps [Array<Hash>]
+      # @raise [ArgumentError] on an unknown key or a bad value, before anything is queued
+      # @return [self]
+      def enqueue(*steps)
+        built = steps.map { |s| Step.new(s) }
+        @mutex.synchronize { @queue.concat(built) }
+        self
+      end
+
+      # @return [Hash] the step used when the queue is empty
+      def default
+        @mutex.synchronize { @default_hash }
+      end
+
+      # @param step [Hash] the step to use when the queue is empty
+      def default=(step)
+        built = Step.new(step)
+        @mutex.synchronize do
+          @default = built
+          @default_hash = step.dup.freeze
+        end
+      end
+
+      # @return [Array<Request>] every request seen so far, oldest first (a copy)
+      def requests
+        @mutex.synchronize { @requests.dup }
+      end
+
+      # @return [Integer]
+      def request_count
+        @mutex.synchronize { @requests.size }
+      end
+
+      # @return [Integer] steps still queued
+      def queue_size
+        @mutex.synchronize { @queue.size }
+      end
+
+      # Drops the queued steps and the request log.
+      # @return [self]
+      def clear
+        @mutex.synchronize do
+          @queue.clear
+          @requests.clear
+        end
+        self
+      end
+
+      def inspect
+        "#<#{self.class.name} #{url} queued=#{queue_size} requests=#{request_count}>"
+      end
+      alias to_s inspect
+
+      private
+
+      def accept_loop
+        loop do
+          ready, = IO.select([@listener, @stop_r])
+          break if ready.include?(@stop_r)
+
+          sock = @listener.accept_nonblock(exception: false)
+          next if sock == :wait_readable
+
+          @mutex.synchronize do
+            if @stopped
+              quietly { sock.close }
+              break
+            end
+            @connections[sock] = Thread.new(sock) { |s| serve_connection(s) }
+          end
+        end
+      rescue IOError, SystemCallError
+        nil # the listener was closed by #stop
+      end
+
+      def serve_connection(sock)
+        Thread.current.report_on_exception = false
+        sock.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1)
+        io = HttpIO.new(sock, @stop_r)
+        current = nil
+        loop do
+          parts = io.read_request
+          break if parts.nil?
+
+          current = build_request(*parts)
+          step = take_step(current)
+          outcome = step ? Responder.new(io, current, step, method(:pause)).serve : not_found(io, current)
+          break unless outcome == :keep
+        end
+      rescue BadRequest => e
+        quietly { bad_request(io, e.message) }
+      rescue Stopped, *QUIET_ERRORS
+        nil
+      rescue StandardError => e
+        # A bug in the fake, not the client's doing: say so once, without a backtrace.
+        what = current ? "#{current.method} #{current.path}" : "a request"
+        warn "#{self.class.name}: error while answering #{what}: #{e.class}: #{e.message}"
+      ensure
+        quietly { sock.close }
+        @mutex.synchronize { @connections.delete(sock) }
+      end
+
+      def build_request(method, target, headers, body)
+        path = target.dup.force_encoding(Encoding::UTF_8)
+        path = path.sub(%r{\Ahttps?://[^/]*}i, "") # absolute-form targets
+        body = body.dup.force_encoding(Encoding::UTF_8)
+        json = begin
+          parsed = JSON.parse(body)
+          parsed.is_a?(Hash) ? parsed : nil
+        rescue JSON::ParserError, EncodingError
+          nil
+        end
+        headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
+        method = method.dup.force_encoding(Encoding::UTF_8)
+        Request.new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true)
+      end
+
+      def route(method, path)
+        return nil unless method == "POST"
+
+        bare = path.split("?", 2).first
+        if bare.end_with?("/chat/completions") then :openai
+        elsif bare.end_with?("/messages") then :anthropic
+        end
+      end
+
+      # Logs the request and, when it is routed, hands it the next step (atomically, so
+      # concurrent requests take steps in the order they are logged).
+      def take_step(request)
+        @mutex.synchronize do
+          @requests << request
+          next nil unless request.api
+
+          @queue.shift || @default
+        end
+      end
+
+      def not_found(io, request)
+        body = JSON.generate("error" => { "message" => "FakeProvider: no route for #{request.method} #{request.path} " \
+                                                       "(POST .../chat/completions or .../messages)",
+                                          "type" => "invalid_request_error", "param" => nil, "code" => "not_found" })
+        io.write_head(404, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
+                            ["Connection", "keep-alive"]])
+        io.write(body)
+        :keep
+      end
+
+      def bad_request(io, message)
+        body = JSON.generate("error" => { "message" => "FakeProvider: #{message}", "type" => "invalid_request_error" })
+        io.write_head(400, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
+                            ["Connection", "close"]])
+        io.write(body)
+      end
+
+      # Sleeps, waking at once (with Stopped) when the server stops.
+      def pause(seconds)
+        raise Stopped if IO.select([@stop_r], nil, nil, seconds)
+      end
+
+      def quietly
+        yield
+      rescue IOError, SystemCallError
+        nil
+      end
+    end
+  end
+end
+
+require_relative "http_io"
+require_relative "step"
+require_relative "answers"
+require_relative "responder"

@@ -1,0 +1,175 @@
+# frozen_string_literal: true
+
+require "json"
+require_relative "answers"
+require_relative "canned_errors"
+
+module LlmFailover
+  module Testing
+    class FakeProvider
+      # Answers one request according to one step. #serve returns :keep when the
+      # connection can carry the next request, :close when it must be closed, :gone when
+      # it already is.
+      class Responder
+        # Fixture headers we recompute: the body framing is ours.
+        FRAMING_HEADERS = %w[content-length transfer-encoding connection].freeze
+
+        # @param io [HttpIO]
+        # @param request [Request]
+        # @param step [Step]
+        # @param waiter [#call] sleeps for the given seconds, raising Stopped when the server stops
+        def initialize(io, request, step, waiter)
+          @io = io
+          @request = request
+          @step = step
+          @waiter = waiter
+          @close = step[:close] || client_wants_close? ||
+                   step[:headers].to_h.any? { |k, v| k.to_s.casecmp?("connection") && v.to_s.casecmp?("close") }
+        end
+
+        # @return [Symbol] :keep, :close or :gone
+        def serve
+          pause(@step[:delay_headers])
+          if @step[:reset]
+            @io.reset!
+            return :gone
+          end
+
+          if @step.key?(:fixture) then serve_fixture
+          elsif @step.key?(:raw) then serve_raw
+          elsif @step.key?(:error) then serve_error
+          elsif @step.key?(:status) || @step.key?(:body) then serve_exact
+          elsif @request.stream then return serve_stream
+          else serve_answer
+          end
+          @close ? :close : :keep
+        end
+
+        private
+
+        def client_wants_close?
+          @request.headers["connection"].to_s.downcase.split(/\s*,\s*/).include?("close")
+        end
+
+        def pause(seconds)
+          @waiter.call(seconds) if seconds&.positive?
+        end
+
+        def serve_fixture
+          fixture = @step.fixture_response
+          headers = fixture[:headers].reject { |k, _| FRAMING_HEADERS.include?(k.downcase) }
+          if fixture[:headers].any? { |k, v| k.casecmp?("content-type") && v.to_s.include?("text/event-stream") }
+            @io.write_head(fixture[:status], framing(headers, chunked: true))
+            events = fixture[:body].scan(/.*?(?:\r\n\r\n|\n\n|\r\r)|.+\z/m)
+            events.each_with_index do |event, i|
+              pause(@step[:chunk_delay]) if i.positive?
+              @io.write_chunk(event)
+            end
+            @io.finish_chunks
+          else
+            send_whole(fixture[:status], headers, fixture[:body])
+          end
+        end
+
+        def serve_raw
+          send_whole(@step[:status] || 200,
+                     { "Content-Type" => @step[:content_type] || "application/json" }, @step[:raw])
+        end
+
+        def serve_error
+          status, headers, body = CannedErrors.build(@step[:error], @request.api, model: request_model)
+          headers = { "Content-Type" => "application/json" }.merge(headers)
+          headers["retry-after"] = @step[:retry_after].to_s if @step.key?(:retry_after)
+          headers["retry-after-ms"] = @step[:retry_after_ms].to_s if @step.key?(:retry_after_ms)
+          send_whole(@step[:status] || status, headers, body)
+        end
+
+        def serve_exact
+          body = @step[:body]
+          body = JSON.generate(body) if body.is_a?(Hash) || body.is_a?(Array)
+          headers = { "Content-Type" => "application/json" }
+          headers["retry-after"] = @step[:retry_after].to_s if @step.key?(:retry_after)
+          headers["retry-after-ms"] = @step[:retry_after_ms].to_s if @step.key?(:retry_after_ms)
+          send_whole(@step[:status] || 200, headers, body.to_s)
+        end
+
+        def serve_answer
+          answer = build_answer
+          send_whole(200, { "Content-Type" => "application/json" }.merge(answer.headers), answer.body)
+        end
+
+        # Streams the answer, applying the fault options between content deltas.
+        def serve_stream
+          answer = build_answer
+          headers = { "Content-Type" => "text/event-stream", "Cache-Control" => "no-cache" }.merge(answer.headers)
+          @io.write_head(200, framing(headers, chunked: true))
+          @sent = 0
+          answer.preamble_events.each { |e| event(e) }
+          pause(@step[:delay_first_token])
+
+          count = answer.chunks.size
+          at = ->(key) { @step.key?(key) ? [@step[key], count].min : nil }
+          cut, stall, malformed, error = at.call(:cut_after), at.call(:stall_after),
+                                         at.call(:malformed_after), at.call(:error_event_after)
+          (0..count).each do |i|
+            if i == cut
+              @io.close # FIN after a partial body: no terminal event, no last chunk
+              return :gone
+            end
+            if i == stall
+              @io.wait_for_hangup
+              return :close
+            end
+            event(answer.malformed_event) if i == malformed
+            if i == error
+              event(answer.error_event)
+              @io.finish_chunks
+              return @close ? :close : :keep
+            end
+            event(answer.delta_event(i)) if i < count
+          end
+
+          answer.closing_events.each { |e| event(e) }
+          answer.terminal_events(no_done: @step[:no_done]).each { |e| event(e) } unless @step[:no_terminal]
+          @io.finish_chunks
+          @close ? :close : :keep
+        end
+
+        def event(data)
+          pause(@step[:chunk_delay]) if @sent.positive?
+          @io.write_chunk(data)
+          @sent += 1
+        end
+
+        def build_answer
+          usage = @step[:usage].to_h.transform_keys(&:to_sym)
+          include_usage = @request.json.is_a?(Hash) &&
+                          @request.json.dig("stream_options", "include_usage") == true
+          Answer.for(@request.api, model: @step[:model] || request_model, text: @step.text,
+                                   chunks: @step.chunks, usage: usage,
+                                   finish_reason: @step[:finish_reason], include_usage: include_usage)
+        end
+
+        def request_model
+          model = @request.json["model"] if @request.json.is_a?(Hash)
+          model.is_a?(String) ? model : "fake-model"
+        end
+
+        def send_whole(status, headers, body)
+          @io.write_head(status, framing(headers, length: body.bytesize))
+          @io.write(body) unless body.empty?
+        end
+
+        # Our headers, then the step's extra headers (which win, case-insensitively), then framing.
+        def framing(headers, chunked: false, length: nil)
+          extra = @step[:headers].to_h.to_h { |k, v| [k.to_s, v.to_s] }
+          merged = headers.reject { |k, _| extra.keys.any? { |e| e.casecmp?(k) } }.merge(extra)
+          merged = merged.reject { |k, _| FRAMING_HEADERS.include?(k.downcase) }.to_a
+          merged << (chunked ? ["Transfer-Encoding", "chunked"] : ["Content-Length", length.to_s])
+          merged << ["Connection", @close ? "close" : "keep-alive"]
+          merged
+        end
+      end
+    end
+  end
+end

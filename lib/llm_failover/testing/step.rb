@@ -1,0 +1,138 @@
+# frozen_string_literal: true
+
+require "json"
+require_relative "canned_errors"
+
+module LlmFailover
+  module Testing
+    class FakeProvider
+      # One validated, frozen script entry. Validation happens at enqueue time so a typo in a
+      # test fails at the line that made it, not as a mysterious answer later.
+      class Step
+        KEYS = %i[
+          text chunks model usage finish_reason headers
+          status body error retry_after retry_after_ms
+          delay_headers delay_first_token chunk_delay
+          cut_after stall_after malformed_after error_event_after
+          no_done no_terminal reset close
+          fixture interaction raw content_type
+        ].freeze
+
+        # At most one of these says what the body is.
+        EXCLUSIVE = %i[fixture raw error body].freeze
+        DELAYS = %i[delay_headers delay_first_token chunk_delay retry_after_ms].freeze
+        COUNTS = %i[cut_after stall_after malformed_after error_event_after interaction].freeze
+
+        attr_reader :options, :fixture_response
+
+        # @param hash [Hash] the step as the test wrote it (Symbol or String keys)
+        # @raise [ArgumentError] unknown keys, wrong types, unreadable fixture
+        def initialize(hash)
+          raise ArgumentError, "a FakeProvider step is a Hash, got #{hash.inspect}" unless hash.is_a?(Hash)
+
+          opts = hash.each_with_object({}) { |(k, v), h| h[k.respond_to?(:to_sym) ? k.to_sym : k] = v }
+          unknown = opts.keys - KEYS
+          unless unknown.empty?
+            raise ArgumentError, "unknown FakeProvider step key#{'s' if unknown.size > 1} " \
+                                 "#{unknown.map(&:inspect).join(', ')} (known: #{KEYS.join(', ')})"
+          end
+          picked = EXCLUSIVE & opts.keys
+          if picked.size > 1
+            raise ArgumentError, "a FakeProvider step takes one of #{EXCLUSIVE.join(', ')}; got #{picked.join(' and ')}"
+          end
+
+          validate(opts)
+          opts[:error] = opts[:error].to_sym if opts.key?(:error)
+          @fixture_response = load_fixture(opts[:fixture], opts.fetch(:interaction, 0)) if opts.key?(:fixture)
+          @options = opts.freeze
+          freeze
+        end
+
+        # @return [Object] the option's value or nil
+        def [](key)
+          @options[key]
+        end
+
+        # @return [Boolean] whether the test set this option
+        def key?(key)
+          @options.key?(key)
+        end
+
+        # @return [String] the answer text
+        def text
+          return @options[:text] if @options.key?(:text)
+          return @options[:chunks].join if @options.key?(:chunks)
+
+          DEFAULT_TEXT
+        end
+
+        # @return [Array<String>] the content deltas of a streamed answer; joined they equal #text
+        # unless the test gave explicit chunks
+        def chunks
+          return @options[:chunks] if @options.key?(:chunks)
+
+          words = text.scan(/\s*\S+\s*/)
+          words.empty? && !text.empty? ? [text] : words
+        end
+
+        private
+
+        def validate(opts)
+          check(opts, :text) { |v| v.is_a?(String) }
+          check(opts, :chunks) { |v| v.is_a?(Array) && v.all?(String) }
+          check(opts, :model) { |v| v.is_a?(String) }
+          check(opts, :finish_reason) { |v| v.is_a?(String) }
+          check(opts, :headers) { |v| v.is_a?(Hash) }
+          check(opts, :status) { |v| v.is_a?(Integer) && v.between?(100, 599) }
+          check(opts, :body) { |v| v.is_a?(String) || v.is_a?(Hash) || v.is_a?(Array) }
+          check(opts, :raw) { |v| v.is_a?(String) }
+          check(opts, :content_type) { |v| v.is_a?(String) }
+          check(opts, :retry_after) { |v| (v.is_a?(Numeric) && v >= 0) || v.is_a?(String) }
+          check(opts, :fixture) { |v| v.is_a?(String) || v.is_a?(Hash) || v.respond_to?(:to_path) }
+          check(opts, :usage) do |v|
+            v.is_a?(Hash) && (v.keys.map(&:to_sym) - %i[input output]).empty? &&
+              v.values.all? { |n| n.is_a?(Integer) && n >= 0 }
+          end
+          check(opts, :error) { |v| v.respond_to?(:to_sym) && CannedErrors::NAMES.include?(v.to_sym) }
+          DELAYS.each { |k| check(opts, k) { |v| v.is_a?(Numeric) && v >= 0 } }
+          COUNTS.each { |k| check(opts, k) { |v| v.is_a?(Integer) && v >= 0 } }
+        end
+
+        def check(opts, key)
+          return unless opts.key?(key)
+          return if yield(opts[key])
+
+          hint = key == :error ? " (one of #{CannedErrors::NAMES.map(&:inspect).join(', ')})" : ""
+          raise ArgumentError, "FakeProvider step #{key}: #{opts[key].inspect} is not valid#{hint}"
+        end
+
+        # @return [Hash] {status:, headers:, body:} of the recorded interaction
+        def load_fixture(fixture, index)
+          doc = if fixture.is_a?(Hash)
+                  fixture
+                else
+                  path = fixture.respond_to?(:to_path) ? fixture.to_path : fixture
+                  begin
+                    JSON.parse(File.read(path))
+                  rescue SystemCallError, JSON::ParserError => e
+                    raise ArgumentError, "FakeProvider fixture #{path}: #{e.message}"
+                  end
+                end
+          interactions = doc["interactions"] || doc[:interactions]
+          unless interactions.is_a?(Array) && interactions[index].is_a?(Hash)
+            raise ArgumentError, "FakeProvider fixture has no interaction #{index}"
+          end
+
+          response = interactions[index]["response"] || interactions[index][:response]
+          raise ArgumentError, "FakeProvider fixture interaction #{index} has no response" unless response.is_a?(Hash)
+
+          status = response["status"] || response[:status]
+          headers = response["headers"] || response[:headers] || {}
+          body = response.key?("body") ? response["body"] : response[:body]
+          body = JSON.generate(body) if body.is_a?(Hash) || body.is_a?(Array)
+          { status: Integer(status), headers: headers.transform_keys(&:to_s).freeze, body: body.to_s.b.freeze }.freeze
+        end
+      end
+    end
+  end
+end
