@@ -98,7 +98,7 @@ typedef struct lf_stream_state {
 
 void lf_stream_init(lf_stream_state *s, lf_api api);
 void lf_stream_free(lf_stream_state *s);
-/* Handles one SSE event. When it carried content, *delta/*delta_len point to
+/* Handles one SSE event. When it carried content, *delta and *delta_len point to
  * the new text (valid UTF-8, owned by s, valid until the next call) and it has
  * been appended to s->answer.text; otherwise *delta_len is 0. Unknown event
  * types, pings and comment-only events are ignored (CONTINUE). */
