@@ -9,11 +9,7 @@
 #include <json-c/json.h>
 
 #include "lf_classify.h"
-/* lf_wire.h line 101 has a "/" "*" inside a comment (-Wcomment); not ours to edit. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wcomment"
 #include "lf_wire.h"
-#pragma GCC diagnostic pop
 #include "lf_test.h"
 
 /* lf_wire.c is written in parallel with this file: reference its parser
