@@ -1,0 +1,721 @@
+#include "lf_failover.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lf_sse.h"
+
+#include "lf_banned.h"
+
+/* An error body is kept for the exception up to this size. */
+#define LF_ERROR_BODY_CAP (64u * 1024u)
+/* Longest single wait, so that a wall-clock jump or a missed wakeup can
+ * never hold a call for long. */
+#define LF_MAX_WAIT_MS 1000
+
+void lf_outcome_init(lf_outcome *o)
+{
+    memset(o, 0, sizeof(*o));
+    lf_answer_init(&o->answer);
+    lf_buf_init(&o->message);
+    lf_buf_init(&o->body);
+    lf_buf_init(&o->partial);
+    lf_buf_init(&o->provider_request_id);
+    lf_buf_init(&o->error_type);
+    lf_buf_init(&o->error_code);
+    o->retry_after = -1;
+}
+
+void lf_outcome_free(lf_outcome *o)
+{
+    lf_answer_free(&o->answer);
+    lf_buf_free(&o->message);
+    lf_buf_free(&o->body);
+    lf_buf_free(&o->partial);
+    lf_buf_free(&o->provider_request_id);
+    lf_buf_free(&o->error_type);
+    lf_buf_free(&o->error_code);
+}
+
+/* One logical call. */
+typedef struct lf_call {
+    const lf_policy *pol;
+    const lf_listener *l;
+    lf_conn *conn;
+    uint64_t rng;
+    int attempt_no;
+    int stopped;      /* a listener callback asked to stop */
+    lf_buf partial;   /* content handed to on_chunk since the last reset */
+    int delivered;    /* partial holds content the consumer has seen */
+} lf_call;
+
+/* One HTTP attempt. */
+typedef struct lf_attempt {
+    const lf_target *target;
+    int stream_requested;
+    lf_response resp;
+    lf_sse_parser sse;
+    lf_stream_state stream;
+    lf_answer answer;         /* non-streamed answers */
+    lf_wire_error werr;
+    lf_buf body;              /* non-streamed body or error body */
+    int mode;                 /* LF_MODE_* */
+    int stream_rc;            /* LF_STREAM_ERROR / LF_STREAM_INVALID once seen */
+    int delivered;            /* this attempt delivered content */
+    double started_mono;
+    double started_wall;
+    double first_token_at;    /* monotonic, 0 when none */
+    lf_transfer transfer;
+    int curl_done;
+    CURLcode curl_rc;
+    char errbuf[CURL_ERROR_SIZE];
+    lf_buf message;
+    /* verdict */
+    lf_verdict verdict;
+    int success;
+    double retry_after;
+} lf_attempt;
+
+enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };
+
+static double lf_random(lf_call *c)
+{
+    /* xorshift64*: jitter only, no need for more. */
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return (double)((c->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+static void lf_attempt_init(lf_attempt *a, const lf_target *t, int stream, size_t max_bytes)
+{
+    memset(a, 0, sizeof(*a));
+    a->target = t;
+    a->stream_requested = stream;
+    lf_response_init(&a->resp, max_bytes);
+    lf_sse_init(&a->sse);
+    lf_stream_init(&a->stream, t->api);
+    lf_answer_init(&a->answer);
+    lf_wire_error_init(&a->werr);
+    lf_buf_init(&a->body);
+    lf_buf_init(&a->message);
+    a->retry_after = -1;
+}
+
+static void lf_attempt_free(lf_attempt *a)
+{
+    lf_response_free(&a->resp);
+    lf_sse_free(&a->sse);
+    lf_stream_free(&a->stream);
+    lf_answer_free(&a->answer);
+    lf_wire_error_free(&a->werr);
+    lf_buf_free(&a->body);
+    lf_buf_free(&a->message);
+}
+
+static void lf_msg(lf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void lf_msg(lf_buf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    lf_buf_set(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static int lf_deliver(lf_call *c, lf_attempt *a, const char *text, size_t len)
+{
+    if (!len) return 0;
+    if (!a->first_token_at) a->first_token_at = lf_now_monotonic();
+    a->delivered = 1;
+    c->delivered = 1;
+    lf_buf_append(&c->partial, text, len);
+    if (c->l->on_chunk(c->l->ud, text, len) != 0) {
+        c->stopped = 1;
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct lf_sse_ctx {
+    lf_call *call;
+    lf_attempt *a;
+} lf_sse_ctx;
+
+static int lf_on_sse_event(void *ud, const lf_sse_event *ev)
+{
+    lf_sse_ctx *x = ud;
+    const char *delta = NULL;
+    size_t dlen = 0;
+    int rc = lf_stream_event(&x->a->stream, ev, &delta, &dlen);
+
+    if (rc == LF_STREAM_ERROR || rc == LF_STREAM_INVALID) {
+        x->a->stream_rc = rc;
+        return 1;
+    }
+    if (dlen && lf_deliver(x->call, x->a, delta, dlen) != 0) return 1;
+    return 0;
+}
+
+static int lf_is_2xx(long status)
+{
+    return status >= 200 && status < 300;
+}
+
+/* Hands the bytes received so far to the parser. Returns nonzero when the
+ * attempt must end now (in-stream error, malformed event, listener stop). */
+static int lf_consume(lf_call *c, lf_attempt *a)
+{
+    lf_response *r = &a->resp;
+    int rc = 0;
+
+    if (!r->inbox.len) return 0;
+    if (a->mode == LF_MODE_UNKNOWN) {
+        int sse = a->stream_requested && lf_is_2xx(r->status) &&
+                  strstr(lf_buf_cstr(&r->content_type), "event-stream") != NULL;
+        a->mode = sse ? LF_MODE_SSE : LF_MODE_BODY;
+    }
+    if (a->mode == LF_MODE_SSE) {
+        lf_sse_ctx x = { c, a };
+        int src = lf_sse_feed(&a->sse, r->inbox.ptr, r->inbox.len, lf_on_sse_event, &x);
+        if (src == LF_SSE_ERR_LINE_TOO_LONG || src == LF_SSE_ERR_NOMEM) a->stream_rc = LF_STREAM_INVALID;
+        if (src != 0) rc = 1;
+    } else {
+        lf_buf_append(&a->body, r->inbox.ptr, r->inbox.len);
+    }
+    lf_buf_clear(&r->inbox);
+    return rc;
+}
+
+static lf_transfer lf_transfer_from_curl(const lf_attempt *a)
+{
+    switch (a->curl_rc) {
+    case CURLE_OK: return LF_T_OK;
+    case CURLE_COULDNT_CONNECT: return LF_T_REFUSED;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return LF_T_DNS;
+    case CURLE_OPERATION_TIMEDOUT: return a->resp.status ? LF_T_TOTAL_TIMEOUT : LF_T_CONNECT_TIMEOUT;
+    case CURLE_WRITE_ERROR: return a->resp.too_large ? LF_T_TOO_LARGE : LF_T_CONNECTION;
+    case CURLE_ABORTED_BY_CALLBACK: return LF_T_ABORTED;
+    default: return LF_T_CONNECTION;
+    }
+}
+
+/* Runs one HTTP exchange until it ends, fails, or a deadline passes. */
+static void lf_exchange(lf_call *c, lf_attempt *a, const char *url, const lf_buf *body,
+                        struct curl_slist *headers)
+{
+    const lf_policy *pol = c->pol;
+    lf_http_request req;
+    double now, deadline;
+    lf_transfer which;
+    int ms;
+
+    req.url = url;
+    req.headers = headers;
+    req.body = body->ptr;
+    req.body_len = body->len;
+    req.connect_timeout_ms = pol->connect_timeout > 0 ? (long)ceil(pol->connect_timeout * 1000.0) : 0;
+    req.errbuf = a->errbuf;
+
+    a->started_mono = lf_now_monotonic();
+    a->started_wall = lf_now_wall();
+    if (lf_transfer_start(c->conn, &req, &a->resp) != 0) {
+        a->transfer = LF_T_OTHER;
+        lf_msg(&a->message, "could not start the transfer");
+        return;
+    }
+    for (;;) {
+        if (lf_transfer_step(c->conn, &a->curl_done, &a->curl_rc) != 0) {
+            a->transfer = LF_T_OTHER;
+            break;
+        }
+        if (lf_consume(c, a) != 0) break;
+        if (a->curl_done) break;
+
+        now = lf_now_monotonic();
+        deadline = pol->request_timeout > 0 ? a->started_mono + pol->request_timeout : INFINITY;
+        which = LF_T_TOTAL_TIMEOUT;
+        if (a->stream_requested && !a->first_token_at && pol->first_token_timeout > 0 &&
+            !a->stream.done && !a->stream.finished) {
+            /* Streamed: the provider must start answering in time. */
+            if (a->started_mono + pol->first_token_timeout < deadline) {
+                deadline = a->started_mono + pol->first_token_timeout;
+                which = LF_T_FIRST_TOKEN_TIMEOUT;
+            }
+        } else if (a->resp.last_byte_at > 0 && pol->idle_timeout > 0) {
+            if (a->resp.last_byte_at + pol->idle_timeout < deadline) {
+                deadline = a->resp.last_byte_at + pol->idle_timeout;
+                which = LF_T_IDLE_TIMEOUT;
+            }
+        }
+        if (now >= deadline) {
+            a->transfer = which;
+            break;
+        }
+        ms = isinf(deadline) ? LF_MAX_WAIT_MS : (int)ceil((deadline - now) * 1000.0);
+        if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
+        if (ms < 1) ms = 1;
+        if (c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+            c->stopped = 1;
+            break;
+        }
+    }
+    lf_transfer_end(c->conn);
+}
+
+static void lf_fill_record(const lf_call *c, const lf_attempt *a, int target_index, lf_attempt_record *rec)
+{
+    const lf_answer *ans = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+    double end = lf_now_monotonic();
+
+    memset(rec, 0, sizeof(*rec));
+    rec->attempt = c->attempt_no;
+    rec->target = target_index;
+    rec->success = a->success;
+    rec->kind = a->success ? LF_OK : a->verdict.kind;
+    rec->error_message = a->success ? NULL : lf_buf_cstr(&a->message);
+    rec->http_status = a->resp.status;
+    rec->failover_eligible = a->success ? 0 : a->verdict.failover;
+    rec->retry_after = a->retry_after;
+    rec->latency_ms = (end - a->started_mono) * 1000.0;
+    if (a->first_token_at) rec->first_token_ms = (a->first_token_at - a->started_mono) * 1000.0;
+    else if (!a->stream_requested && a->resp.first_byte_at)
+        rec->first_token_ms = (a->resp.first_byte_at - a->started_mono) * 1000.0;
+    else rec->first_token_ms = -1;
+    rec->input_tokens = ans->input_tokens;
+    rec->output_tokens = ans->output_tokens;
+    rec->started_at = a->started_wall;
+    rec->provider_request_id = a->resp.request_id.len ? lf_buf_cstr(&a->resp.request_id) : NULL;
+}
+
+static const char *lf_api_name(lf_api api)
+{
+    return api == LF_API_ANTHROPIC ? "Anthropic messages" : "OpenAI chat completions";
+}
+
+/* Decides what the finished exchange amounts to: success, or the facts of
+ * a failure and their verdict. */
+static void lf_judge(lf_call *c, lf_attempt *a)
+{
+    lf_facts f;
+    const lf_response *r = &a->resp;
+    int have_err = 0;
+
+    memset(&f, 0, sizeof(f));
+    f.should_retry = r->should_retry;
+    f.status = r->status;
+    f.transfer = a->transfer;
+
+    if (c->stopped) {
+        f.transfer = LF_T_ABORTED;
+        lf_msg(&a->message, "call stopped by the host");
+    } else if (a->transfer == LF_T_OK && a->curl_done && a->curl_rc != CURLE_OK) {
+        f.transfer = lf_transfer_from_curl(a);
+    }
+
+    /* A stream whose terminal event arrived is an answer, however the
+     * connection ended after it. */
+    if (a->mode == LF_MODE_SSE && !a->stream_rc && f.transfer != LF_T_ABORTED) {
+        if (f.transfer == LF_T_OK) {
+            lf_sse_ctx x = { c, a };
+            lf_sse_finish(&a->sse, lf_on_sse_event, &x);
+            if (c->stopped) {
+                f.transfer = LF_T_ABORTED;
+                lf_msg(&a->message, "call stopped by the host");
+            }
+        }
+        if (f.transfer != LF_T_ABORTED && lf_stream_complete(&a->stream)) {
+            a->success = 1;
+            return;
+        }
+    }
+
+    if (f.transfer == LF_T_OK && lf_is_2xx(r->status)) {
+        if (a->mode == LF_MODE_SSE) {
+            if (a->stream_rc == LF_STREAM_ERROR) {
+                f.in_stream = 1;
+                have_err = 1;
+                lf_buf_set(&a->werr.type, a->stream.error.type.ptr ? a->stream.error.type.ptr : "",
+                           a->stream.error.type.len);
+                lf_buf_set(&a->werr.code, a->stream.error.code.ptr ? a->stream.error.code.ptr : "",
+                           a->stream.error.code.len);
+                lf_buf_set(&a->werr.message, a->stream.error.message.ptr ? a->stream.error.message.ptr : "",
+                           a->stream.error.message.len);
+                lf_msg(&a->message, "error event in the stream: %s%s%s",
+                       lf_buf_cstr(&a->werr.type), a->werr.message.len ? ": " : "",
+                       lf_buf_cstr(&a->werr.message));
+            } else if (a->stream_rc == LF_STREAM_INVALID) {
+                f.invalid_body = 1;
+                lf_msg(&a->message, "malformed event in the %s stream", lf_api_name(a->target->api));
+            } else {
+                f.stream_interrupted = 1;
+                lf_msg(&a->message, "stream ended without its terminal event after %zu bytes",
+                       r->body_bytes);
+            }
+        } else {
+            int rc = lf_wire_parse_response(a->target->api, a->body.ptr ? a->body.ptr : "", a->body.len,
+                                            &a->answer, &a->werr);
+            if (rc == LF_WIRE_OK) {
+                a->success = 1;
+                /* A streamed call answered with a plain body still shows its
+                 * text to the consumer. */
+                if (a->stream_requested && a->answer.text.len &&
+                    lf_deliver(c, a, a->answer.text.ptr, a->answer.text.len) != 0) {
+                    a->success = 0;
+                    f.transfer = LF_T_ABORTED;
+                    lf_msg(&a->message, "call stopped by the host");
+                } else {
+                    return;
+                }
+            } else if (rc == LF_WIRE_ERROR_BODY) {
+                f.in_stream = 1;
+                have_err = 1;
+                lf_msg(&a->message, "HTTP %ld with an error body: %s", r->status,
+                       lf_buf_cstr(&a->werr.message));
+            } else {
+                f.invalid_body = 1;
+                if (!a->body.len) lf_msg(&a->message, "HTTP %ld with an empty body", r->status);
+                else lf_msg(&a->message, "HTTP %ld body is not the %s protocol: %.80s", r->status,
+                            lf_api_name(a->target->api), lf_buf_cstr(&a->body));
+            }
+        }
+    } else if (f.transfer == LF_T_OK || (r->status >= 300 && f.transfer == LF_T_CONNECTION)) {
+        /* An error status (the body may have been cut short: still judge by the status). */
+        f.transfer = LF_T_OK;
+        have_err = lf_wire_parse_error(a->body.ptr ? a->body.ptr : "", a->body.len, &a->werr);
+        if (have_err && a->werr.message.len)
+            lf_msg(&a->message, "HTTP %ld: %s", r->status, lf_buf_cstr(&a->werr.message));
+        else if (a->body.len)
+            lf_msg(&a->message, "HTTP %ld: %.200s", r->status, lf_buf_cstr(&a->body));
+        else
+            lf_msg(&a->message, "HTTP %ld", r->status);
+    } else {
+        switch (f.transfer) {
+        case LF_T_REFUSED: lf_msg(&a->message, "connection refused: %s", a->errbuf); break;
+        case LF_T_DNS: lf_msg(&a->message, "could not resolve host: %s", a->errbuf); break;
+        case LF_T_CONNECT_TIMEOUT:
+            lf_msg(&a->message, "connect timeout after %.3gs: %s", c->pol->connect_timeout, a->errbuf);
+            break;
+        case LF_T_FIRST_TOKEN_TIMEOUT:
+            lf_msg(&a->message, "first token timeout: no content within %.3gs", c->pol->first_token_timeout);
+            break;
+        case LF_T_IDLE_TIMEOUT:
+            lf_msg(&a->message, "idle timeout: no data for %.3gs", c->pol->idle_timeout);
+            break;
+        case LF_T_TOTAL_TIMEOUT:
+            lf_msg(&a->message, "total timeout: the attempt took over %.3gs", c->pol->request_timeout);
+            break;
+        case LF_T_TOO_LARGE:
+            lf_msg(&a->message, "response exceeded %zu bytes", a->resp.max_bytes);
+            break;
+        case LF_T_ABORTED:
+            if (!a->message.len) lf_msg(&a->message, "call stopped by the host");
+            break;
+        default:
+            if (a->mode == LF_MODE_SSE)
+                lf_msg(&a->message, "stream ended without its terminal event after %zu bytes: %s",
+                       r->body_bytes, a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->curl_rc));
+            else
+                lf_msg(&a->message, "connection failed: %s",
+                       a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->curl_rc));
+            break;
+        }
+        /* A 2xx stream cut by the network is an interrupted stream. */
+        if (f.transfer == LF_T_CONNECTION && a->mode == LF_MODE_SSE) {
+            f.transfer = LF_T_OK;
+            f.stream_interrupted = 1;
+        }
+    }
+
+    if (have_err) {
+        f.error_type = a->werr.type.len ? a->werr.type.ptr : NULL;
+        f.error_code = a->werr.code.len ? a->werr.code.ptr : NULL;
+        f.error_message = a->werr.message.len ? a->werr.message.ptr : NULL;
+    }
+    a->verdict = lf_classify(&f);
+    if (a->verdict.kind == LF_E_CONTEXT_LENGTH && c->pol->failover_on_context_length)
+        a->verdict.failover = 1;
+    a->retry_after = lf_retry_after_seconds(r->retry_after.len ? r->retry_after.ptr : NULL,
+                                            r->retry_after_ms.len ? r->retry_after_ms.ptr : NULL,
+                                            time(NULL));
+}
+
+/* Waits `seconds` without holding up the host's interrupts. */
+static int lf_sleep(lf_call *c, double seconds)
+{
+    double until = lf_now_monotonic() + seconds, left;
+    while ((left = until - lf_now_monotonic()) > 0) {
+        int ms = (int)ceil(left * 1000.0);
+        if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
+        if (c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+            c->stopped = 1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void lf_finish_failure(lf_call *c, lf_attempt *a, int target_index, lf_outcome *o)
+{
+    o->ok = 0;
+    o->aborted = c->stopped || a->verdict.kind == LF_E_ABORTED;
+    o->target = target_index;
+    o->kind = a->verdict.kind;
+    o->retryable = a->verdict.retryable;
+    o->status = a->resp.status;
+    o->retry_after = a->retry_after;
+    lf_buf_set(&o->message, a->message.ptr ? a->message.ptr : "", a->message.len);
+    if (a->mode != LF_MODE_SSE && a->body.len)
+        lf_buf_set(&o->body, a->body.ptr, a->body.len < LF_ERROR_BODY_CAP ? a->body.len : LF_ERROR_BODY_CAP);
+    if (c->delivered) lf_buf_set(&o->partial, c->partial.ptr, c->partial.len);
+    lf_buf_set(&o->provider_request_id, a->resp.request_id.ptr ? a->resp.request_id.ptr : "",
+               a->resp.request_id.len);
+    lf_buf_set(&o->error_type, a->werr.type.ptr ? a->werr.type.ptr : "", a->werr.type.len);
+    lf_buf_set(&o->error_code, a->werr.code.ptr ? a->werr.code.ptr : "", a->werr.code.len);
+}
+
+static void lf_finish_success(lf_attempt *a, int target_index, lf_outcome *o)
+{
+    lf_answer *src = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+    o->ok = 1;
+    o->target = target_index;
+    o->status = a->resp.status;
+    lf_buf_set(&o->answer.text, src->text.ptr ? src->text.ptr : "", src->text.len);
+    if (src->model.len) lf_buf_set(&o->answer.model, src->model.ptr, src->model.len);
+    else lf_buf_set(&o->answer.model, a->target->model, strlen(a->target->model));
+    lf_buf_set(&o->answer.finish_reason, src->finish_reason.ptr ? src->finish_reason.ptr : "",
+               src->finish_reason.len);
+    lf_buf_set(&o->answer.id, src->id.ptr ? src->id.ptr : "", src->id.len);
+    o->answer.input_tokens = src->input_tokens;
+    o->answer.output_tokens = src->output_tokens;
+    lf_buf_set(&o->provider_request_id, a->resp.request_id.ptr ? a->resp.request_id.ptr : "",
+               a->resp.request_id.len);
+}
+
+typedef struct lf_prepared {
+    lf_buf url;
+    lf_buf body;
+    struct curl_slist *headers;
+} lf_prepared;
+
+static int lf_append_header(struct curl_slist **list, const char *line)
+{
+    struct curl_slist *n = curl_slist_append(*list, line);
+    if (!n) return -1;
+    *list = n;
+    return 0;
+}
+
+static int lf_has_crlf(const char *s)
+{
+    return strpbrk(s, "\r\n") != NULL;
+}
+
+/* Builds URL, body and headers for a target before any network, so that a
+ * request that cannot be built fails before the first byte is sent. */
+static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_prepared *p, lf_buf *err)
+{
+    lf_request_params tp = *params;
+    lf_buf line;
+    size_t blen;
+    size_t i;
+    int rc = -1;
+
+    lf_buf_init(&line);
+    if (!t->base_url || !t->model || !t->api_key) {
+        lf_msg(err, "target needs base_url, model and api_key");
+        goto out;
+    }
+    if (lf_has_crlf(t->api_key)) {
+        lf_msg(err, "API key contains a line break");
+        goto out;
+    }
+    blen = strlen(t->base_url);
+    while (blen && t->base_url[blen - 1] == '/') blen--;
+    lf_buf_set(&p->url, t->base_url, blen);
+    lf_buf_append_str(&p->url, lf_wire_path(t->api));
+
+    tp.api = t->api;
+    tp.model = t->model;
+    if (lf_wire_build_request(&tp, &p->body, err) != 0) goto out;
+
+    if (lf_append_header(&p->headers, "Content-Type: application/json") != 0) goto nomem;
+    if (lf_append_header(&p->headers, params->stream ? "Accept: text/event-stream"
+                                                     : "Accept: application/json") != 0) goto nomem;
+    if (lf_append_header(&p->headers, "Expect:") != 0) goto nomem;
+    if (t->api == LF_API_ANTHROPIC) {
+        lf_buf_set(&line, "x-api-key: ", 11);
+        if (lf_append_header(&p->headers, "anthropic-version: 2023-06-01") != 0) goto nomem;
+    } else {
+        lf_buf_set(&line, "Authorization: Bearer ", 22);
+    }
+    lf_buf_append_str(&line, t->api_key);
+    if (lf_append_header(&p->headers, lf_buf_cstr(&line)) != 0) goto nomem;
+    for (i = 0; i < t->n_headers; i++) {
+        if (!t->headers[i] || lf_has_crlf(t->headers[i]) || !strchr(t->headers[i], ':')) {
+            lf_msg(err, "extra header %zu is not a single \"Name: value\" line", i);
+            goto out;
+        }
+        if (lf_append_header(&p->headers, t->headers[i]) != 0) goto nomem;
+    }
+    rc = 0;
+    goto out;
+nomem:
+    lf_msg(err, "out of memory");
+out:
+    /* The key was copied into curl's list; wipe our copy. */
+    if (line.ptr) memset(line.ptr, 0, line.cap);
+    lf_buf_free(&line);
+    return rc;
+}
+
+static void lf_prepared_free(lf_prepared *p)
+{
+    lf_buf_free(&p->url);
+    lf_buf_free(&p->body);
+    curl_slist_free_all(p->headers);
+    p->headers = NULL;
+}
+
+int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
+           const lf_request_params *params, const lf_policy *pol,
+           const lf_listener *l, lf_outcome *o)
+{
+    lf_prepared prep[LF_MAX_TARGETS];
+    lf_call call;
+    size_t ti, i;
+    int rc = -1;
+
+    if (!pool || !targets || n_targets < 1 || n_targets > LF_MAX_TARGETS || !params || !pol || !l ||
+        !l->on_chunk || !l->on_reset || !l->on_attempt || !l->wait) {
+        lf_msg(&o->message, "lf_run: bad arguments");
+        return -1;
+    }
+    memset(prep, 0, sizeof(prep));
+    for (i = 0; i < n_targets; i++) {
+        lf_buf_init(&prep[i].url);
+        lf_buf_init(&prep[i].body);
+    }
+    memset(&call, 0, sizeof(call));
+    call.pol = pol;
+    call.l = l;
+    lf_buf_init(&call.partial);
+    call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)getpid();
+    if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;
+
+    for (i = 0; i < n_targets; i++)
+        if (lf_prepare(&targets[i], params, &prep[i], &o->message) != 0) goto out;
+
+    call.conn = lf_pool_checkout(pool);
+    if (!call.conn) {
+        lf_msg(&o->message, "out of memory (connection)");
+        goto out;
+    }
+
+    for (ti = 0; ti < n_targets; ti++) {
+        const lf_target *t = &targets[ti];
+        int retry;
+        int go_next = 0;
+
+        if (ti > 0 && call.delivered) {
+            /* The consumer has seen words of an answer that will not be
+             * finished: they must be withdrawn before the backup speaks. */
+            call.delivered = 0;
+            lf_buf_clear(&call.partial);
+            if (l->on_reset(l->ud) != 0) {
+                call.stopped = 1;
+                o->ok = 0;
+                o->aborted = 1;
+                o->kind = LF_E_ABORTED;
+                lf_msg(&o->message, "call stopped by the host");
+                rc = 0;
+                goto out;
+            }
+        }
+        for (retry = 0; retry <= pol->max_retries; retry++) {
+            lf_attempt a;
+            lf_attempt_record rec;
+            int final = 0;
+
+            lf_attempt_init(&a, t, params->stream, pol->max_response_bytes);
+            call.attempt_no++;
+            lf_exchange(&call, &a, lf_buf_cstr(&prep[ti].url), &prep[ti].body, prep[ti].headers);
+            lf_judge(&call, &a);
+            o->attempts = call.attempt_no;
+
+            if (!call.stopped) {
+                lf_fill_record(&call, &a, (int)ti, &rec);
+                if (l->on_attempt(l->ud, &rec) != 0) call.stopped = 1;
+            }
+            if (call.stopped) {
+                a.success = 0;
+                a.verdict.kind = LF_E_ABORTED;
+                lf_finish_failure(&call, &a, (int)ti, o);
+                lf_attempt_free(&a);
+                rc = 0;
+                goto out;
+            }
+            if (a.success) {
+                lf_finish_success(&a, (int)ti, o);
+                lf_attempt_free(&a);
+                rc = 0;
+                goto out;
+            }
+
+            {
+                lf_verdict v = a.verdict;
+                int has_next = ti + 1 < n_targets;
+                int can_retry = v.retry_same && retry < pol->max_retries && !a.delivered;
+                double delay = 0;
+
+                if (can_retry && a.retry_after >= 0) {
+                    if (a.retry_after > pol->backoff.max_interval) can_retry = 0; /* fail over now */
+                    else delay = a.retry_after;
+                } else if (can_retry) {
+                    delay = lf_backoff_delay(&pol->backoff, retry + 1, lf_random(&call));
+                }
+                if (can_retry) {
+                    lf_attempt_free(&a);
+                    if (delay > 0 && lf_sleep(&call, delay) != 0) {
+                        o->ok = 0;
+                        o->aborted = 1;
+                        o->kind = LF_E_ABORTED;
+                        lf_msg(&o->message, "call stopped by the host");
+                        rc = 0;
+                        goto out;
+                    }
+                    continue;
+                }
+                if (v.failover && has_next) go_next = 1;
+                else final = 1;
+            }
+            if (final) {
+                lf_finish_failure(&call, &a, (int)ti, o);
+                lf_attempt_free(&a);
+                rc = 0;
+                goto out;
+            }
+            lf_attempt_free(&a);
+            break;
+        }
+        if (!go_next) break; /* unreachable: every path above ends or fails over */
+    }
+    rc = 0;
+out:
+    if (call.conn) lf_pool_checkin(pool, call.conn);
+    for (i = 0; i < n_targets; i++) lf_prepared_free(&prep[i]);
+    lf_buf_free(&call.partial);
+    return rc;
+}

@@ -1,0 +1,97 @@
+/* The attempt loop: one logical call over an ordered list of targets (the
+ * primary, then at most one backup). Retries a target where that helps,
+ * fails over where that helps, resets partial streamed output before the
+ * backup answers, and reports every attempt. It talks to its host (the Ruby
+ * binding) only through the listener below, and never from inside libcurl. */
+#ifndef LF_FAILOVER_H
+#define LF_FAILOVER_H
+
+#include <stddef.h>
+#include <curl/curl.h>
+#include "lf_backoff.h"
+#include "lf_buf.h"
+#include "lf_classify.h"
+#include "lf_transport.h"
+#include "lf_wire.h"
+
+#define LF_MAX_TARGETS 2
+
+typedef struct lf_target {
+    lf_api api;
+    const char *base_url;         /* the API path is appended */
+    const char *api_key;
+    const char *model;
+    const char *const *headers;   /* extra "Name: value" lines */
+    size_t n_headers;
+} lf_target;
+
+typedef struct lf_policy {
+    int max_retries;              /* retries of a target after its first attempt */
+    lf_backoff backoff;
+    double connect_timeout;       /* seconds; <= 0: none */
+    double first_token_timeout;   /* request start -> first content (streamed calls) */
+    double idle_timeout;          /* longest silence once bytes flow */
+    double request_timeout;       /* whole attempt */
+    int failover_on_context_length;
+    size_t max_response_bytes;
+} lf_policy;
+
+typedef struct lf_attempt_record {
+    int attempt;                  /* 1, 2, ... across the whole call */
+    int target;                   /* index into the targets */
+    int success;
+    lf_kind kind;                 /* LF_OK on success */
+    const char *error_message;    /* NULL on success */
+    long http_status;             /* 0 when none */
+    int failover_eligible;        /* the error allows failing over */
+    double retry_after;           /* seconds, -1 when none */
+    double latency_ms;
+    double first_token_ms;        /* -1 when no content arrived */
+    long input_tokens;            /* -1 when unknown */
+    long output_tokens;
+    double started_at;            /* wall clock, epoch seconds */
+    const char *provider_request_id; /* NULL when none */
+} lf_attempt_record;
+
+/* Every callback returns 0 to go on; nonzero stops the call at once (the
+ * outcome is then marked aborted and the host raises what it stashed). */
+typedef struct lf_listener {
+    void *ud;
+    int (*on_chunk)(void *ud, const char *text, size_t len);
+    int (*on_reset)(void *ud);
+    int (*on_attempt)(void *ud, const lf_attempt_record *rec);
+    /* Blocks until the multi handle has activity, timeout_ms passes, or the
+     * host wakes it (curl_multi_wakeup). Must not call into libcurl other
+     * than curl_multi_poll/curl_multi_wakeup. */
+    int (*wait)(void *ud, CURLM *multi, int timeout_ms);
+} lf_listener;
+
+typedef struct lf_outcome {
+    int ok;
+    int aborted;                  /* a listener callback stopped the call */
+    int target;                   /* the target that answered, or whose error is final */
+    int attempts;
+    lf_answer answer;             /* on success */
+    lf_kind kind;                 /* on failure */
+    int retryable;
+    long status;
+    lf_buf message;
+    lf_buf body;                  /* error body (capped) */
+    double retry_after;           /* -1 when none */
+    lf_buf partial;               /* text streamed before a final failure */
+    lf_buf provider_request_id;
+    lf_buf error_type;
+    lf_buf error_code;
+} lf_outcome;
+
+void lf_outcome_init(lf_outcome *o);
+void lf_outcome_free(lf_outcome *o);
+
+/* Runs the call. params->api and params->model are taken from each target.
+ * Returns 0 when the outcome is filled (success or a provider failure), -1
+ * on bad arguments or out of memory (o->message says which). */
+int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
+           const lf_request_params *params, const lf_policy *policy,
+           const lf_listener *listener, lf_outcome *o);
+
+#endif

@@ -1,0 +1,335 @@
+#include "lf_transport.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lf_banned.h"
+
+/* Idle connections kept per pool; more are closed on check-in. */
+#define LF_POOL_MAX_IDLE 16
+
+struct lf_pool {
+    pthread_mutex_t lock;
+    lf_conn *idle;
+    size_t n_idle;
+    pid_t pid;
+};
+
+static pthread_once_t lf_global_once = PTHREAD_ONCE_INIT;
+static int lf_global_rc = -1;
+
+static void lf_global_init_once(void)
+{
+    lf_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+int lf_transport_global_init(void)
+{
+    pthread_once(&lf_global_once, lf_global_init_once);
+    return lf_global_rc;
+}
+
+double lf_now_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double lf_now_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void lf_conn_destroy(lf_conn *c)
+{
+    if (!c) return;
+    /* Handles made by another process share sockets (and TLS state) with
+     * it: closing them here would write on the parent's connections. They
+     * are abandoned instead; the child pays a little memory. */
+    if (c->pid == getpid()) {
+        if (c->easy) curl_easy_cleanup(c->easy);
+        if (c->multi) curl_multi_cleanup(c->multi);
+        free(c);
+    }
+}
+
+static lf_conn *lf_conn_new(void)
+{
+    lf_conn *c = calloc(1, sizeof(*c));
+    if (!c) return NULL;
+    c->pid = getpid();
+    c->multi = curl_multi_init();
+    c->easy = curl_easy_init();
+    if (!c->multi || !c->easy) {
+        lf_conn_destroy(c);
+        return NULL;
+    }
+    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 8L);
+    return c;
+}
+
+lf_pool *lf_pool_new(void)
+{
+    lf_pool *p = calloc(1, sizeof(*p));
+    if (!p) return NULL;
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        return NULL;
+    }
+    p->pid = getpid();
+    return p;
+}
+
+/* Called with the lock held. */
+static void lf_pool_forget_if_forked(lf_pool *p)
+{
+    if (p->pid == getpid()) return;
+    /* A forked child: the parent's handles are dropped, never reused. */
+    p->idle = NULL;
+    p->n_idle = 0;
+    p->pid = getpid();
+}
+
+void lf_pool_free(lf_pool *p)
+{
+    lf_conn *c, *next;
+    if (!p) return;
+    pthread_mutex_lock(&p->lock);
+    lf_pool_forget_if_forked(p);
+    c = p->idle;
+    p->idle = NULL;
+    pthread_mutex_unlock(&p->lock);
+    for (; c; c = next) {
+        next = c->next;
+        lf_conn_destroy(c);
+    }
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+lf_conn *lf_pool_checkout(lf_pool *p)
+{
+    lf_conn *c;
+    pthread_mutex_lock(&p->lock);
+    lf_pool_forget_if_forked(p);
+    c = p->idle;
+    if (c) {
+        p->idle = c->next;
+        p->n_idle--;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (c) {
+        c->next = NULL;
+        return c;
+    }
+    return lf_conn_new();
+}
+
+void lf_pool_checkin(lf_pool *p, lf_conn *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&p->lock);
+    lf_pool_forget_if_forked(p);
+    if (c->pid == getpid() && p->n_idle < LF_POOL_MAX_IDLE) {
+        c->next = p->idle;
+        p->idle = c;
+        p->n_idle++;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+    lf_conn_destroy(c);
+}
+
+size_t lf_pool_idle_count(lf_pool *p)
+{
+    size_t n;
+    pthread_mutex_lock(&p->lock);
+    lf_pool_forget_if_forked(p);
+    n = p->n_idle;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+void lf_response_init(lf_response *r, size_t max_bytes)
+{
+    memset(r, 0, sizeof(*r));
+    lf_buf_init(&r->inbox);
+    lf_buf_init(&r->content_type);
+    lf_buf_init(&r->retry_after);
+    lf_buf_init(&r->retry_after_ms);
+    lf_buf_init(&r->request_id);
+    r->should_retry = -1;
+    r->max_bytes = max_bytes;
+}
+
+void lf_response_reset(lf_response *r, size_t max_bytes)
+{
+    r->status = 0;
+    lf_buf_clear(&r->inbox);
+    lf_buf_clear(&r->content_type);
+    lf_buf_clear(&r->retry_after);
+    lf_buf_clear(&r->retry_after_ms);
+    lf_buf_clear(&r->request_id);
+    r->body_bytes = 0;
+    r->max_bytes = max_bytes;
+    r->too_large = 0;
+    r->should_retry = -1;
+    r->headers_done = 0;
+    r->first_byte_at = 0;
+    r->last_byte_at = 0;
+}
+
+void lf_response_free(lf_response *r)
+{
+    lf_buf_free(&r->inbox);
+    lf_buf_free(&r->content_type);
+    lf_buf_free(&r->retry_after);
+    lf_buf_free(&r->retry_after_ms);
+    lf_buf_free(&r->request_id);
+}
+
+/* Body bytes are only buffered here: parsing and every call into the host
+ * happen after curl_multi_perform has returned, so nothing of the host ever
+ * runs (or unwinds) inside libcurl. */
+static size_t lf_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    lf_response *r = ud;
+    size_t n = size * nmemb;
+    double now = lf_now_monotonic();
+
+    if (r->body_bytes + n > r->max_bytes) {
+        r->too_large = 1;
+        return 0; /* CURLE_WRITE_ERROR ends the transfer */
+    }
+    if (lf_buf_append(&r->inbox, ptr, n) != 0) return 0;
+    if (!r->first_byte_at && n) r->first_byte_at = now;
+    r->last_byte_at = now;
+    r->body_bytes += n;
+    return n;
+}
+
+static int lf_header_is(const char *line, size_t len, const char *name, const char **value, size_t *vlen)
+{
+    size_t nlen = strlen(name);
+    const char *v, *end;
+    if (len <= nlen || line[nlen] != ':' || strncasecmp(line, name, nlen) != 0) return 0;
+    v = line + nlen + 1;
+    end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t')) v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
+    *value = v;
+    *vlen = (size_t)(end - v);
+    return 1;
+}
+
+static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    lf_response *r = ud;
+    size_t n = size * nmemb;
+    const char *v;
+    size_t vlen;
+
+    r->last_byte_at = lf_now_monotonic();
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+        /* A new status line (after a 100 Continue, say): start over. */
+        lf_buf_clear(&r->content_type);
+        lf_buf_clear(&r->retry_after);
+        lf_buf_clear(&r->retry_after_ms);
+        lf_buf_clear(&r->request_id);
+        r->should_retry = -1;
+        r->headers_done = 0;
+        r->status = 0;
+        {
+            /* "HTTP/1.1 200 OK" or "HTTP/2 200" */
+            const char *sp = memchr(ptr, ' ', n);
+            if (sp && (size_t)(sp - ptr) + 4 <= n && isdigit((unsigned char)sp[1]) &&
+                isdigit((unsigned char)sp[2]) && isdigit((unsigned char)sp[3]))
+                r->status = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
+        }
+        return n;
+    }
+    if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
+        r->headers_done = 1;
+        return n;
+    }
+    if (lf_header_is(ptr, n, "content-type", &v, &vlen)) {
+        lf_buf_set(&r->content_type, v, vlen);
+    } else if (lf_header_is(ptr, n, "retry-after", &v, &vlen)) {
+        lf_buf_set(&r->retry_after, v, vlen);
+    } else if (lf_header_is(ptr, n, "retry-after-ms", &v, &vlen)) {
+        lf_buf_set(&r->retry_after_ms, v, vlen);
+    } else if (lf_header_is(ptr, n, "x-request-id", &v, &vlen) ||
+               lf_header_is(ptr, n, "request-id", &v, &vlen)) {
+        lf_buf_set(&r->request_id, v, vlen);
+    } else if (lf_header_is(ptr, n, "x-should-retry", &v, &vlen)) {
+        if (vlen == 4 && strncasecmp(v, "true", 4) == 0) r->should_retry = 1;
+        else if (vlen == 5 && strncasecmp(v, "false", 5) == 0) r->should_retry = 0;
+    }
+    return n;
+}
+
+int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
+{
+    CURL *e = c->easy;
+
+    curl_easy_reset(e);
+    curl_easy_setopt(e, CURLOPT_URL, req->url);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, lf_on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, lf_on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 0L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    /* TLS verification stays on: these are the library defaults, set
+     * explicitly so that no environment can turn them off. */
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "llm_failover");
+    if (req->errbuf) {
+        req->errbuf[0] = '\0';
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
+    }
+    curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+    return curl_multi_add_handle(c->multi, e) == CURLM_OK ? 0 : -1;
+}
+
+int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
+{
+    int running = 0, left = 0;
+    CURLMsg *msg;
+
+    if (curl_multi_perform(c->multi, &running) != CURLM_OK) return -1;
+    while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c->easy) {
+            *done = 1;
+            *result = msg->data.result;
+        }
+    }
+    return 0;
+}
+
+void lf_transfer_end(lf_conn *c)
+{
+    curl_multi_remove_handle(c->multi, c->easy);
+}

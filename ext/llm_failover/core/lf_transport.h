@@ -1,0 +1,79 @@
+/* libcurl transport: a pool of reusable connections and one HTTP exchange at
+ * a time per connection. The attempt loop (lf_failover.c) drives a transfer
+ * step by step so that it can enforce deadlines, feed the stream parser
+ * outside libcurl's callbacks, and abort at once. */
+#ifndef LF_TRANSPORT_H
+#define LF_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <curl/curl.h>
+#include "lf_buf.h"
+
+/* A connection slot: one multi handle (which owns the connection cache, so
+ * keep-alive connections survive between calls) and one easy handle. */
+typedef struct lf_conn {
+    CURLM *multi;
+    CURL *easy;
+    pid_t pid;             /* the process that created the handles */
+    struct lf_conn *next;  /* idle list */
+} lf_conn;
+
+typedef struct lf_pool lf_pool;
+
+/* curl_global_init, once per process; 0 on success. */
+int lf_transport_global_init(void);
+
+lf_pool *lf_pool_new(void);
+void lf_pool_free(lf_pool *p);
+/* An idle connection (most recently used first, so that its keep-alive
+ * connections are warm) or a new one; NULL when out of memory. In a forked
+ * child the parent's connections are never handed out. */
+lf_conn *lf_pool_checkout(lf_pool *p);
+void lf_pool_checkin(lf_pool *p, lf_conn *c);
+size_t lf_pool_idle_count(lf_pool *p);
+
+/* What one response looks like while it arrives. */
+typedef struct lf_response {
+    long status;
+    lf_buf inbox;            /* body bytes not yet consumed by the caller */
+    size_t body_bytes;       /* all body bytes received */
+    size_t max_bytes;        /* cap; the transfer fails past it */
+    int too_large;
+    lf_buf content_type;
+    lf_buf retry_after;
+    lf_buf retry_after_ms;
+    lf_buf request_id;       /* x-request-id or request-id */
+    int should_retry;        /* x-should-retry: -1 absent, 0 false, 1 true */
+    int headers_done;
+    double first_byte_at;    /* monotonic seconds of the first body byte, 0 if none */
+    double last_byte_at;     /* monotonic seconds of the last byte received */
+} lf_response;
+
+void lf_response_init(lf_response *r, size_t max_bytes);
+void lf_response_reset(lf_response *r, size_t max_bytes);
+void lf_response_free(lf_response *r);
+
+typedef struct lf_http_request {
+    const char *url;
+    struct curl_slist *headers;
+    const char *body;
+    size_t body_len;
+    long connect_timeout_ms;
+    char *errbuf;            /* CURL_ERROR_SIZE bytes for libcurl's message */
+} lf_http_request;
+
+/* Prepares c->easy for the request and adds it to c->multi. 0 on success. */
+int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp);
+/* Runs curl_multi_perform once; *done is set when the transfer finished
+ * (*result holds its CURLcode). Never calls back into the host. */
+int lf_transfer_step(lf_conn *c, int *done, CURLcode *result);
+/* Removes the easy handle from the multi (aborting the transfer if it is
+ * still running). */
+void lf_transfer_end(lf_conn *c);
+
+/* Seconds on the monotonic clock / the wall clock. */
+double lf_now_monotonic(void);
+double lf_now_wall(void);
+
+#endif

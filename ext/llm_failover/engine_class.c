@@ -1,0 +1,584 @@
+/* LlmFailover::Engine: the attempt loop of the core, driven from Ruby.
+ *
+ * The loop runs holding the GVL and gives it up only while it waits on the
+ * network or sleeps between retries (rb_thread_call_without_gvl2 with an
+ * unblocking function that wakes curl_multi_poll). Ruby is called only from
+ * the loop's listener, never from inside libcurl, and always under
+ * rb_protect: an exception (or break/throw, Thread#kill, Timeout) is stashed,
+ * the transfer is torn down, and the exception is re-raised once the core
+ * has returned and freed everything. */
+#include "lf_ruby.h"
+
+#include <ruby/thread.h>
+#include <math.h>
+#include <string.h>
+
+#include "lf_failover.h"
+#include "lf_transport.h"
+
+#include "lf_banned.h"
+
+typedef struct lf_engine {
+    lf_pool *pool;
+} lf_engine;
+
+static void lf_engine_free(void *p)
+{
+    lf_engine *e = p;
+    /* dfree never calls Ruby: only libcurl and free(). */
+    if (e->pool) lf_pool_free(e->pool);
+    xfree(e);
+}
+
+static size_t lf_engine_memsize(const void *p)
+{
+    return sizeof(lf_engine);
+}
+
+/* The engine holds no Ruby objects, so it has nothing to mark or to update
+ * after compaction. */
+static const rb_data_type_t lf_engine_type = {
+    .wrap_struct_name = "LlmFailover::Engine",
+    .function = {
+        .dmark = NULL,
+        .dfree = lf_engine_free,
+        .dsize = lf_engine_memsize,
+        .dcompact = NULL,
+    },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
+static VALUE lf_engine_alloc(VALUE klass)
+{
+    lf_engine *e;
+    VALUE obj = TypedData_Make_Struct(klass, lf_engine, &lf_engine_type, e);
+    e->pool = lf_pool_new();
+    if (!e->pool) rb_raise(rb_eNoMemError, "llm_failover: cannot allocate a connection pool");
+    return obj;
+}
+
+static lf_engine *lf_engine_get(VALUE self)
+{
+    lf_engine *e;
+    TypedData_Get_Struct(self, lf_engine, &lf_engine_type, e);
+    return e;
+}
+
+/* ---- converting the request ------------------------------------------ */
+
+static VALUE lf_sym_ok, lf_sym_target, lf_sym_content, lf_sym_model, lf_sym_finish_reason,
+    lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id, lf_sym_attempts,
+    lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
+    lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_attempt,
+    lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
+    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_openai, lf_sym_anthropic;
+static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt;
+
+static VALUE lf_fetch(VALUE hash, const char *key, int required)
+{
+    VALUE v = rb_hash_lookup2(hash, ID2SYM(rb_intern(key)), Qundef);
+    if (v == Qundef) {
+        if (required) rb_raise(rb_eArgError, "llm_failover: request is missing :%s", key);
+        return Qnil;
+    }
+    return v;
+}
+
+static double lf_fetch_num(VALUE hash, const char *key)
+{
+    VALUE v = lf_fetch(hash, key, 1);
+    double d;
+    if (!RB_FLOAT_TYPE_P(v) && !RB_INTEGER_TYPE_P(v))
+        rb_raise(rb_eArgError, "llm_failover: :%s must be a number", key);
+    d = NUM2DBL(v);
+    if (isnan(d) || d < 0) rb_raise(rb_eArgError, "llm_failover: :%s must not be negative", key);
+    return d;
+}
+
+static void lf_check_string(VALUE v, const char *what)
+{
+    if (!RB_TYPE_P(v, T_STRING)) rb_raise(rb_eArgError, "llm_failover: %s must be a String", what);
+    if (memchr(RSTRING_PTR(v), '\0', (size_t)RSTRING_LEN(v)))
+        rb_raise(rb_eArgError, "llm_failover: %s contains a NUL byte", what);
+}
+
+/* All the C memory of one call, in one place so that it is freed on every
+ * path. Filled only after every Ruby value was validated, so that nothing
+ * can raise while it holds memory. */
+typedef struct lf_call_args {
+    lf_buf arena;                    /* every string, NUL-separated */
+    lf_target targets[LF_MAX_TARGETS];
+    size_t n_targets;
+    const char **header_ptrs[LF_MAX_TARGETS];
+    lf_message *messages;
+    size_t n_messages;
+    lf_request_params params;
+    lf_policy policy;
+} lf_call_args;
+
+/* Copies into the arena and returns the offset (pointers are fixed later,
+ * once the arena no longer grows). */
+static size_t lf_arena_put(lf_buf *arena, const char *p, size_t n)
+{
+    size_t off = arena->len;
+    if (lf_buf_append(arena, p, n) != 0 || lf_buf_append_char(arena, '\0') != 0)
+        rb_raise(rb_eNoMemError, "llm_failover: out of memory");
+    return off;
+}
+
+static void lf_validate_request(VALUE request, VALUE *targets, VALUE *messages)
+{
+    long i;
+    Check_Type(request, T_HASH);
+    *targets = lf_fetch(request, "targets", 1);
+    Check_Type(*targets, T_ARRAY);
+    if (RARRAY_LEN(*targets) < 1 || RARRAY_LEN(*targets) > LF_MAX_TARGETS)
+        rb_raise(rb_eArgError, "llm_failover: 1 or %d targets, got %ld", LF_MAX_TARGETS, RARRAY_LEN(*targets));
+    for (i = 0; i < RARRAY_LEN(*targets); i++) {
+        VALUE t = RARRAY_AREF(*targets, i), api, headers;
+        Check_Type(t, T_HASH);
+        api = lf_fetch(t, "api", 1);
+        if (api != lf_sym_openai && api != lf_sym_anthropic)
+            rb_raise(rb_eArgError, "llm_failover: unknown api (expected :openai or :anthropic)");
+        lf_check_string(lf_fetch(t, "base_url", 1), "base_url");
+        lf_check_string(lf_fetch(t, "api_key", 1), "api_key");
+        lf_check_string(lf_fetch(t, "model", 1), "model");
+        headers = lf_fetch(t, "headers", 0);
+        if (!NIL_P(headers)) {
+            VALUE keys;
+            long k;
+            Check_Type(headers, T_HASH);
+            keys = rb_funcall(headers, rb_intern("keys"), 0);
+            for (k = 0; k < RARRAY_LEN(keys); k++) {
+                VALUE key = RARRAY_AREF(keys, k);
+                lf_check_string(key, "header name");
+                lf_check_string(rb_hash_aref(headers, key), "header value");
+            }
+        }
+    }
+    *messages = lf_fetch(request, "messages", 1);
+    Check_Type(*messages, T_ARRAY);
+    for (i = 0; i < RARRAY_LEN(*messages); i++) {
+        VALUE m = RARRAY_AREF(*messages, i);
+        Check_Type(m, T_ARRAY);
+        if (RARRAY_LEN(m) != 2) rb_raise(rb_eArgError, "llm_failover: a message is [role, content]");
+        lf_check_string(RARRAY_AREF(m, 0), "message role");
+        lf_check_string(RARRAY_AREF(m, 1), "message content");
+    }
+    if (!NIL_P(lf_fetch(request, "system", 0))) lf_check_string(lf_fetch(request, "system", 0), "system");
+}
+
+static void lf_call_args_free(lf_call_args *ca)
+{
+    size_t i;
+    if (ca->arena.ptr) memset(ca->arena.ptr, 0, ca->arena.cap); /* it held API keys */
+    lf_buf_free(&ca->arena);
+    for (i = 0; i < LF_MAX_TARGETS; i++) {
+        free(ca->header_ptrs[i]);
+        ca->header_ptrs[i] = NULL;
+    }
+    free(ca->messages);
+    ca->messages = NULL;
+}
+
+/* Offsets into the arena, recorded while it grows. */
+typedef struct lf_offsets {
+    size_t base_url, api_key, model;
+    size_t headers_start, n_headers;
+} lf_target_offsets;
+
+static VALUE lf_build_args_body(VALUE arg)
+{
+    /* Everything here may raise (type conversions): the caller's rb_protect
+     * frees the arena on that path. */
+    VALUE *argv = (VALUE *)arg;
+    VALUE request = argv[0], targets = argv[1], messages = argv[2];
+    lf_call_args *ca = (lf_call_args *)argv[3];
+    lf_target_offsets toff[LF_MAX_TARGETS];
+    size_t *msg_off = NULL, *hdr_off[LF_MAX_TARGETS] = { NULL, NULL };
+    size_t system_off = 0, i, k;
+    VALUE system, temperature, max_tokens;
+    long n_msgs = RARRAY_LEN(messages);
+
+    ca->n_targets = (size_t)RARRAY_LEN(targets);
+    ca->n_messages = (size_t)n_msgs;
+    ca->messages = calloc(n_msgs ? (size_t)n_msgs : 1, sizeof(lf_message));
+    msg_off = calloc(n_msgs ? (size_t)n_msgs * 2 : 1, sizeof(size_t));
+    if (!ca->messages || !msg_off) {
+        free(msg_off);
+        rb_raise(rb_eNoMemError, "llm_failover: out of memory");
+    }
+    for (i = 0; i < ca->n_targets; i++) {
+        VALUE t = RARRAY_AREF(targets, (long)i), v, headers;
+        v = lf_fetch(t, "base_url", 1);
+        toff[i].base_url = lf_arena_put(&ca->arena, RSTRING_PTR(v), (size_t)RSTRING_LEN(v));
+        v = lf_fetch(t, "api_key", 1);
+        toff[i].api_key = lf_arena_put(&ca->arena, RSTRING_PTR(v), (size_t)RSTRING_LEN(v));
+        v = lf_fetch(t, "model", 1);
+        toff[i].model = lf_arena_put(&ca->arena, RSTRING_PTR(v), (size_t)RSTRING_LEN(v));
+        ca->targets[i].api = lf_fetch(t, "api", 1) == lf_sym_anthropic ? LF_API_ANTHROPIC : LF_API_OPENAI;
+        toff[i].n_headers = 0;
+        headers = lf_fetch(t, "headers", 0);
+        if (!NIL_P(headers) && RHASH_SIZE(headers) > 0) {
+            VALUE keys = rb_funcall(headers, rb_intern("keys"), 0);
+            toff[i].n_headers = (size_t)RARRAY_LEN(keys);
+            hdr_off[i] = calloc(toff[i].n_headers, sizeof(size_t));
+            ca->header_ptrs[i] = calloc(toff[i].n_headers, sizeof(char *));
+            if (!hdr_off[i] || !ca->header_ptrs[i]) {
+                free(msg_off);
+                free(hdr_off[0]);
+                free(hdr_off[1]);
+                rb_raise(rb_eNoMemError, "llm_failover: out of memory");
+            }
+            for (k = 0; k < toff[i].n_headers; k++) {
+                VALUE key = RARRAY_AREF(keys, (long)k), val = rb_hash_aref(headers, key);
+                hdr_off[i][k] = ca->arena.len;
+                if (lf_buf_append(&ca->arena, RSTRING_PTR(key), (size_t)RSTRING_LEN(key)) != 0 ||
+                    lf_buf_append(&ca->arena, ": ", 2) != 0)
+                    rb_raise(rb_eNoMemError, "llm_failover: out of memory");
+                lf_arena_put(&ca->arena, RSTRING_PTR(val), (size_t)RSTRING_LEN(val));
+            }
+        }
+    }
+    for (i = 0; i < (size_t)n_msgs; i++) {
+        VALUE m = RARRAY_AREF(messages, (long)i);
+        VALUE role = RARRAY_AREF(m, 0), content = RARRAY_AREF(m, 1);
+        msg_off[2 * i] = lf_arena_put(&ca->arena, RSTRING_PTR(role), (size_t)RSTRING_LEN(role));
+        msg_off[2 * i + 1] = lf_arena_put(&ca->arena, RSTRING_PTR(content), (size_t)RSTRING_LEN(content));
+    }
+    system = lf_fetch(request, "system", 0);
+    if (!NIL_P(system)) system_off = lf_arena_put(&ca->arena, RSTRING_PTR(system), (size_t)RSTRING_LEN(system));
+
+    /* The arena is complete: turn offsets into pointers. */
+    for (i = 0; i < ca->n_targets; i++) {
+        ca->targets[i].base_url = ca->arena.ptr + toff[i].base_url;
+        ca->targets[i].api_key = ca->arena.ptr + toff[i].api_key;
+        ca->targets[i].model = ca->arena.ptr + toff[i].model;
+        ca->targets[i].n_headers = toff[i].n_headers;
+        for (k = 0; k < toff[i].n_headers; k++) ca->header_ptrs[i][k] = ca->arena.ptr + hdr_off[i][k];
+        ca->targets[i].headers = (const char *const *)ca->header_ptrs[i];
+        free(hdr_off[i]);
+        hdr_off[i] = NULL;
+    }
+    for (i = 0; i < (size_t)n_msgs; i++) {
+        ca->messages[i].role = ca->arena.ptr + msg_off[2 * i];
+        ca->messages[i].content = ca->arena.ptr + msg_off[2 * i + 1];
+    }
+    free(msg_off);
+
+    memset(&ca->params, 0, sizeof(ca->params));
+    ca->params.messages = ca->messages;
+    ca->params.n_messages = ca->n_messages;
+    ca->params.system = NIL_P(system) ? NULL : ca->arena.ptr + system_off;
+    temperature = lf_fetch(request, "temperature", 0);
+    if (!NIL_P(temperature)) {
+        ca->params.has_temperature = 1;
+        ca->params.temperature = NUM2DBL(temperature);
+    }
+    max_tokens = lf_fetch(request, "max_tokens", 0);
+    ca->params.max_tokens = NIL_P(max_tokens) ? 0 : NUM2LONG(max_tokens);
+    ca->params.stream = RTEST(lf_fetch(request, "stream", 0));
+
+    ca->policy.max_retries = NUM2INT(lf_fetch(request, "max_retries", 1));
+    if (ca->policy.max_retries < 0) rb_raise(rb_eArgError, "llm_failover: :max_retries must not be negative");
+    ca->policy.backoff.interval = lf_fetch_num(request, "retry_interval");
+    ca->policy.backoff.factor = lf_fetch_num(request, "retry_backoff_factor");
+    ca->policy.backoff.max_interval = lf_fetch_num(request, "retry_max_interval");
+    ca->policy.backoff.randomness = lf_fetch_num(request, "retry_interval_randomness");
+    ca->policy.connect_timeout = lf_fetch_num(request, "connect_timeout");
+    ca->policy.first_token_timeout = lf_fetch_num(request, "first_token_timeout");
+    ca->policy.idle_timeout = lf_fetch_num(request, "idle_timeout");
+    ca->policy.request_timeout = lf_fetch_num(request, "request_timeout");
+    ca->policy.failover_on_context_length = RTEST(lf_fetch(request, "failover_on_context_length", 1));
+    ca->policy.max_response_bytes = (size_t)lf_fetch_num(request, "max_response_bytes");
+    return Qnil;
+}
+
+/* ---- the listener ------------------------------------------------------ */
+
+typedef struct lf_ruby_listener {
+    VALUE listener;
+    int state;            /* rb_protect state of a stashed exception, or 0 */
+    CURLM *waiting_on;    /* the multi handle of the current wait */
+    volatile int woken;
+} lf_ruby_listener;
+
+typedef struct lf_chunk_args {
+    VALUE listener;
+    const char *text;
+    size_t len;
+} lf_chunk_args;
+
+static VALUE lf_call_on_chunk(VALUE arg)
+{
+    lf_chunk_args *a = (lf_chunk_args *)arg;
+    VALUE s = rb_utf8_str_new(a->text, (long)a->len);
+    return rb_funcall(a->listener, lf_id_on_chunk, 1, s);
+}
+
+static int lf_rl_on_chunk(void *ud, const char *text, size_t len)
+{
+    lf_ruby_listener *rl = ud;
+    lf_chunk_args a = { rl->listener, text, len };
+    rb_protect(lf_call_on_chunk, (VALUE)&a, &rl->state);
+    return rl->state != 0;
+}
+
+static VALUE lf_call_on_reset(VALUE listener)
+{
+    return rb_funcall(listener, lf_id_on_reset, 0);
+}
+
+static int lf_rl_on_reset(void *ud)
+{
+    lf_ruby_listener *rl = ud;
+    rb_protect(lf_call_on_reset, rl->listener, &rl->state);
+    return rl->state != 0;
+}
+
+static VALUE lf_num_or_nil(double v)
+{
+    return v < 0 ? Qnil : DBL2NUM(v);
+}
+
+static VALUE lf_long_or_nil(long v)
+{
+    return v < 0 ? Qnil : LONG2NUM(v);
+}
+
+typedef struct lf_attempt_args {
+    VALUE listener;
+    const lf_attempt_record *rec;
+} lf_attempt_args;
+
+static VALUE lf_call_on_attempt(VALUE arg)
+{
+    lf_attempt_args *a = (lf_attempt_args *)arg;
+    const lf_attempt_record *r = a->rec;
+    VALUE h = rb_hash_new();
+    rb_hash_aset(h, lf_sym_attempt, INT2NUM(r->attempt));
+    rb_hash_aset(h, lf_sym_target, INT2NUM(r->target));
+    rb_hash_aset(h, lf_sym_success, r->success ? Qtrue : Qfalse);
+    rb_hash_aset(h, lf_sym_error_class, r->success ? Qnil : lf_error_class_for(r->kind));
+    rb_hash_aset(h, lf_sym_error_message, r->error_message ? rb_utf8_str_new_cstr(r->error_message) : Qnil);
+    rb_hash_aset(h, lf_sym_http_status, r->http_status ? LONG2NUM(r->http_status) : Qnil);
+    rb_hash_aset(h, lf_sym_failover_eligible, r->failover_eligible ? Qtrue : Qfalse);
+    rb_hash_aset(h, lf_sym_retry_after, lf_num_or_nil(r->retry_after));
+    rb_hash_aset(h, lf_sym_latency_ms, DBL2NUM(r->latency_ms));
+    rb_hash_aset(h, lf_sym_first_token_ms, lf_num_or_nil(r->first_token_ms));
+    rb_hash_aset(h, lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
+    rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
+    rb_hash_aset(h, lf_sym_started_at, DBL2NUM(r->started_at));
+    rb_hash_aset(h, lf_sym_provider_request_id,
+                 r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil);
+    return rb_funcall(a->listener, lf_id_on_attempt, 1, h);
+}
+
+static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
+{
+    lf_ruby_listener *rl = ud;
+    lf_attempt_args a = { rl->listener, rec };
+    rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
+    return rl->state != 0;
+}
+
+typedef struct lf_wait_args {
+    lf_ruby_listener *rl;
+    CURLM *multi;
+    int timeout_ms;
+} lf_wait_args;
+
+static void *lf_wait_nogvl(void *arg)
+{
+    lf_wait_args *w = arg;
+    int numfds = 0;
+    if (!w->rl->woken) curl_multi_poll(w->multi, NULL, 0, w->timeout_ms, &numfds);
+    return NULL;
+}
+
+/* The unblocking function: Thread#kill, Thread#raise, Timeout and signals
+ * call it from another thread. curl_multi_wakeup is safe to call from any
+ * thread and makes the poll return at once. */
+static void lf_wait_ubf(void *arg)
+{
+    lf_wait_args *w = arg;
+    w->rl->woken = 1;
+    curl_multi_wakeup(w->multi);
+}
+
+static VALUE lf_check_ints(VALUE unused)
+{
+    rb_thread_check_ints();
+    return Qnil;
+}
+
+static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
+{
+    lf_ruby_listener *rl = ud;
+    lf_wait_args w = { rl, multi, timeout_ms };
+
+    rl->woken = 0;
+    /* The "2" variant never raises: it returns at once when an interrupt is
+     * pending, and leaves interrupts to us. */
+    rb_thread_call_without_gvl2(lf_wait_nogvl, &w, lf_wait_ubf, &w);
+    /* Run pending interrupts now, under protection: a Thread#kill or an
+     * exception from a signal handler stops the call, a signal handler
+     * that returns normally lets it go on. */
+    rb_protect(lf_check_ints, Qnil, &rl->state);
+    return rl->state != 0;
+}
+
+/* ---- the result ------------------------------------------------------- */
+
+static VALUE lf_buf_to_str_or_nil(const lf_buf *b)
+{
+    return b->len ? rb_utf8_str_new(b->ptr, (long)b->len) : Qnil;
+}
+
+static VALUE lf_outcome_to_hash(const lf_outcome *o)
+{
+    VALUE h = rb_hash_new();
+    rb_hash_aset(h, lf_sym_ok, o->ok ? Qtrue : Qfalse);
+    rb_hash_aset(h, lf_sym_target, INT2NUM(o->target));
+    rb_hash_aset(h, lf_sym_attempts, INT2NUM(o->attempts));
+    rb_hash_aset(h, lf_sym_provider_request_id, lf_buf_to_str_or_nil(&o->provider_request_id));
+    if (o->ok) {
+        rb_hash_aset(h, lf_sym_content, rb_utf8_str_new(o->answer.text.ptr ? o->answer.text.ptr : "",
+                                                         (long)o->answer.text.len));
+        rb_hash_aset(h, lf_sym_model, lf_buf_to_str_or_nil(&o->answer.model));
+        rb_hash_aset(h, lf_sym_finish_reason, lf_buf_to_str_or_nil(&o->answer.finish_reason));
+        rb_hash_aset(h, lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
+        rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
+    } else {
+        VALUE body = o->body.len ? rb_str_new(o->body.ptr, (long)o->body.len) : Qnil;
+        if (!NIL_P(body)) {
+            rb_enc_associate(body, rb_utf8_encoding());
+            if (rb_enc_str_coderange(body) == ENC_CODERANGE_BROKEN)
+                body = rb_str_scrub(body, Qnil);
+        }
+        rb_hash_aset(h, lf_sym_error_class, lf_error_class_for(o->kind));
+        rb_hash_aset(h, lf_sym_message, rb_utf8_str_new(o->message.ptr ? o->message.ptr : "",
+                                                        (long)o->message.len));
+        rb_hash_aset(h, lf_sym_status, o->status ? LONG2NUM(o->status) : Qnil);
+        rb_hash_aset(h, lf_sym_body, body);
+        rb_hash_aset(h, lf_sym_retry_after, lf_num_or_nil(o->retry_after));
+        rb_hash_aset(h, lf_sym_retryable, o->retryable ? Qtrue : Qfalse);
+        rb_hash_aset(h, lf_sym_partial_content, lf_buf_to_str_or_nil(&o->partial));
+        rb_hash_aset(h, lf_sym_error_type, lf_buf_to_str_or_nil(&o->error_type));
+        rb_hash_aset(h, lf_sym_error_code, lf_buf_to_str_or_nil(&o->error_code));
+    }
+    return h;
+}
+
+/* @overload run(request, listener)
+ *   Runs one logical call (see lib/llm_failover/engine.rb for the contract).
+ *   @return [Hash] */
+static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
+{
+    lf_engine *e = lf_engine_get(self);
+    lf_call_args ca;
+    lf_outcome o;
+    lf_ruby_listener rl;
+    lf_listener l;
+    VALUE targets, messages, argv[4], result = Qnil;
+    int state = 0, rc;
+
+    lf_validate_request(request, &targets, &messages);
+    if (!rb_respond_to(listener, lf_id_on_chunk) || !rb_respond_to(listener, lf_id_on_reset) ||
+        !rb_respond_to(listener, lf_id_on_attempt))
+        rb_raise(rb_eArgError, "llm_failover: listener must respond to on_chunk, on_reset and on_attempt");
+
+    memset(&ca, 0, sizeof(ca));
+    lf_buf_init(&ca.arena);
+    argv[0] = request;
+    argv[1] = targets;
+    argv[2] = messages;
+    argv[3] = (VALUE)&ca;
+    rb_protect(lf_build_args_body, (VALUE)argv, &state);
+    if (state) {
+        lf_call_args_free(&ca);
+        rb_jump_tag(state);
+    }
+
+    memset(&rl, 0, sizeof(rl));
+    rl.listener = listener;
+    l.ud = &rl;
+    l.on_chunk = lf_rl_on_chunk;
+    l.on_reset = lf_rl_on_reset;
+    l.on_attempt = lf_rl_on_attempt;
+    l.wait = lf_rl_wait;
+
+    lf_outcome_init(&o);
+    rc = lf_run(e->pool, ca.targets, ca.n_targets, &ca.params, &ca.policy, &l, &o);
+    lf_call_args_free(&ca);
+    if (rl.state) {
+        lf_outcome_free(&o);
+        rb_jump_tag(rl.state);
+    }
+    if (rc != 0) {
+        VALUE msg = rb_utf8_str_new(o.message.ptr ? o.message.ptr : "", (long)o.message.len);
+        lf_outcome_free(&o);
+        rb_raise(rb_eArgError, "llm_failover: %" PRIsVALUE, msg);
+    }
+    result = rb_protect((VALUE(*)(VALUE))lf_outcome_to_hash, (VALUE)&o, &state);
+    lf_outcome_free(&o);
+    if (state) rb_jump_tag(state);
+    RB_GC_GUARD(request);
+    RB_GC_GUARD(listener);
+    return result;
+}
+
+/* Idle pooled connections (for tests and diagnostics). */
+static VALUE lf_engine_idle_connections(VALUE self)
+{
+    return SIZET2NUM(lf_pool_idle_count(lf_engine_get(self)->pool));
+}
+
+/* libcurl's version string, for diagnostics and bench output. */
+static VALUE lf_engine_s_curl_version(VALUE klass)
+{
+    return rb_str_new_cstr(curl_version());
+}
+
+void lf_init_engine(VALUE mod)
+{
+    VALUE cEngine = rb_define_class_under(mod, "Engine", rb_cObject);
+    rb_define_alloc_func(cEngine, lf_engine_alloc);
+    rb_define_method(cEngine, "run", lf_engine_run, 2);
+    rb_define_method(cEngine, "idle_connections", lf_engine_idle_connections, 0);
+    rb_define_singleton_method(cEngine, "curl_version", lf_engine_s_curl_version, 0);
+
+#define LF_SYM(var, name) do { var = ID2SYM(rb_intern(name)); rb_gc_register_mark_object(var); } while (0)
+    LF_SYM(lf_sym_ok, "ok");
+    LF_SYM(lf_sym_target, "target");
+    LF_SYM(lf_sym_content, "content");
+    LF_SYM(lf_sym_model, "model");
+    LF_SYM(lf_sym_finish_reason, "finish_reason");
+    LF_SYM(lf_sym_input_tokens, "input_tokens");
+    LF_SYM(lf_sym_output_tokens, "output_tokens");
+    LF_SYM(lf_sym_provider_request_id, "provider_request_id");
+    LF_SYM(lf_sym_attempts, "attempts");
+    LF_SYM(lf_sym_error_class, "error_class");
+    LF_SYM(lf_sym_message, "message");
+    LF_SYM(lf_sym_status, "status");
+    LF_SYM(lf_sym_body, "body");
+    LF_SYM(lf_sym_retry_after, "retry_after");
+    LF_SYM(lf_sym_retryable, "retryable");
+    LF_SYM(lf_sym_partial_content, "partial_content");
+    LF_SYM(lf_sym_error_type, "error_type");
+    LF_SYM(lf_sym_error_code, "error_code");
+    LF_SYM(lf_sym_attempt, "attempt");
+    LF_SYM(lf_sym_success, "success");
+    LF_SYM(lf_sym_error_message, "error_message");
+    LF_SYM(lf_sym_http_status, "http_status");
+    LF_SYM(lf_sym_failover_eligible, "failover_eligible");
+    LF_SYM(lf_sym_latency_ms, "latency_ms");
+    LF_SYM(lf_sym_first_token_ms, "first_token_ms");
+    LF_SYM(lf_sym_started_at, "started_at");
+    LF_SYM(lf_sym_openai, "openai");
+    LF_SYM(lf_sym_anthropic, "anthropic");
+#undef LF_SYM
+    lf_id_on_chunk = rb_intern("on_chunk");
+    lf_id_on_reset = rb_intern("on_reset");
+    lf_id_on_attempt = rb_intern("on_attempt");
+}

@@ -1,0 +1,31 @@
+/* Maps core error kinds to the Ruby error classes of lib/llm_failover/errors.rb,
+ * which are defined in Ruby and looked up here once. */
+#include "lf_ruby.h"
+#include "lf_classify.h"
+
+#include "lf_banned.h"
+
+static VALUE lf_error_classes[LF_KIND_COUNT];
+
+VALUE lf_error_class_for(int kind)
+{
+    if (kind <= LF_OK || kind >= LF_KIND_COUNT || NIL_P(lf_error_classes[kind]))
+        return lf_error_classes[LF_E_OTHER];
+    return lf_error_classes[kind];
+}
+
+void lf_init_errors(VALUE mod)
+{
+    int k;
+    char path[128];
+
+    for (k = 0; k < LF_KIND_COUNT; k++) {
+        const char *name = lf_kind_name((lf_kind)k);
+        lf_error_classes[k] = Qnil;
+        rb_global_variable(&lf_error_classes[k]);
+        if (!name || k == LF_E_ABORTED) continue;
+        snprintf(path, sizeof path, "LlmFailover::%s", name);
+        /* lib/llm_failover.rb requires errors.rb before the extension. */
+        lf_error_classes[k] = rb_path2class(path);
+    }
+}
