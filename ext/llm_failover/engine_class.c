@@ -9,6 +9,7 @@
  * has returned and freed everything. */
 #include "lf_ruby.h"
 
+#include <ruby/encoding.h>
 #include <ruby/thread.h>
 #include <math.h>
 #include <string.h>
