@@ -42,8 +42,8 @@ module LlmFailover
                       ["permission_error", "Your API key does not have permission to use the specified resource."]],
           not_found: [404,
                       ["invalid_request_error", "model_not_found",
-                       "The model `%<model>s` does not exist or you do not have access to it."],
-                      ["not_found_error", "model: %<model>s"]],
+                       "The model `{model}` does not exist or you do not have access to it."],
+                      ["not_found_error", "model: {model}"]],
           bad_request: [400,
                         ["invalid_request_error", nil, "Invalid request: 'messages' is malformed."],
                         ["invalid_request_error", "messages: at least one message is required"]],
@@ -74,17 +74,17 @@ module LlmFailover
         # @return [Array(Integer, Hash, String)] status, headers (lowercase names), JSON body
         def build(name, api, model: nil)
           status, oa, an = TABLE.fetch(name) { raise ArgumentError, "unknown FakeProvider error #{name.inspect}" }
-          fill = { model: model || "fake-model" }
+          fill = model || "fake-model"
           headers = {}
           body =
             if api == :anthropic && an
               headers["x-should-retry"] = "false" if [400, 401].include?(status)
               { "type" => "error",
-                "error" => { "type" => an[0], "message" => format(an[1], fill) },
+                "error" => { "type" => an[0], "message" => an[1].sub("{model}", fill) },
                 "request_id" => "req_#{SecureRandom.hex(12)}" }
             else
               type, code, message = oa
-              err = { "message" => format(message, fill), "type" => type, "param" => nil, "code" => code }
+              err = { "message" => message.sub("{model}", fill), "type" => type, "param" => nil, "code" => code }
               # insufficient_quota keeps the OpenAI shape on both APIs (no Anthropic equivalent);
               # the top-level "type" lets an Anthropic parser still find error.type.
               api == :anthropic ? { "type" => "error", "error" => err } : { "error" => err }

@@ -206,6 +206,11 @@ module LlmFailover
         @mutex.synchronize { @requests.size }
       end
 
+      # @return [Integer] client connections currently open
+      def connection_count
+        @mutex.synchronize { @connections.size }
+      end
+
       # @return [Integer] steps still queued
       def queue_size
         @mutex.synchronize { @queue.size }
