@@ -37,6 +37,9 @@ typedef struct lf_sse_parser {
     lf_buf event;     /* event name of the current event */
     int has_data;     /* a data: field was seen in the current event */
     int last_was_cr;  /* the previous slice ended in CR */
+    int seen_line;    /* a line has ended: a UTF-8 BOM is only stripped from the first */
+    int stopped;      /* nonzero once a callback or an error stopped the parser: later
+                       * feed/finish calls return it again until lf_sse_reset */
 } lf_sse_parser;
 
 void lf_sse_init(lf_sse_parser *p);
@@ -44,6 +47,9 @@ void lf_sse_free(lf_sse_parser *p);
 /* Forget all state (for reuse on a new stream). */
 void lf_sse_reset(lf_sse_parser *p);
 int lf_sse_feed(lf_sse_parser *p, const char *bytes, size_t n, lf_sse_cb cb, void *ud);
+/* The stream ended: parse an unfinished last line and dispatch the event left
+ * without a blank line. On success the parser is ready for a new stream, as
+ * after lf_sse_reset. */
 int lf_sse_finish(lf_sse_parser *p, lf_sse_cb cb, void *ud);
 
 #endif
