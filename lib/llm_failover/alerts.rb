@@ -1,0 +1,59 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # Throttles on_chain_exhausted: at most one Alert per feature x error class per
+  # window, so an outage pages someone once instead of once per job. Process-wide and
+  # thread-safe; the callback runs outside the lock.
+  class Alerts
+    def initialize(clock: -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) })
+      @clock = clock
+      @lock = Mutex.new
+      @windows = {} # [feature, error_class] => {opened_at:, first_seen:, suppressed:}
+    end
+
+    # Fires +callback+ with an Alert unless one of the same kind fired within +window+
+    # seconds. A callback that raises is reported and swallowed.
+    # @return [Alert, nil] the alert delivered, nil when throttled
+    def notify(callback:, window:, feature:, error_class:, request_id:, attempts:, logger: nil)
+      return nil unless callback
+
+      alert = admit(window, feature, error_class) do |first_seen, suppressed|
+        Alert.new(feature: feature, error_class: error_class, request_id: request_id, attempts: attempts,
+                  providers: attempts.map(&:provider).uniq, models: attempts.map(&:model).uniq,
+                  first_seen: first_seen, suppressed: suppressed)
+      end
+      return nil unless alert
+
+      begin
+        callback.call(alert)
+      rescue StandardError => e
+        message = "llm_failover: on_chain_exhausted raised #{e.class}: #{e.message}"
+        logger ? logger.warn(message) : Kernel.warn(message)
+      end
+      alert
+    end
+
+    # Forgets every window (specs, reconfiguration).
+    def reset!
+      @lock.synchronize { @windows.clear }
+    end
+
+    private
+
+    def admit(window, feature, error_class)
+      key = [feature, error_class].freeze
+      now = @clock.call
+      @lock.synchronize do
+        state = @windows[key]
+        if state && now - state[:opened_at] < window
+          state[:suppressed] += 1
+          return nil
+        end
+
+        suppressed = state ? state[:suppressed] : 0
+        @windows[key] = { opened_at: now, suppressed: 0 }
+        yield Time.now, suppressed
+      end
+    end
+  end
+end

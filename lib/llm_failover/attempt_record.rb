@@ -1,0 +1,91 @@
+# frozen_string_literal: true
+
+require "json"
+require "time"
+
+module LlmFailover
+  # One HTTP attempt of a logical call (retries and failover included). Every attempt
+  # of one call shares its request_id. Failed attempts keep the tokens the provider
+  # reported: a cost report that reads only successes is not a cost report.
+  class AttemptRecord
+    FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
+                failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
+                started_at provider_request_id].freeze
+
+    # @return [String] UUID shared by every attempt of one call
+    attr_reader :request_id
+    # @return [Integer] 1, 2, ... across the whole call
+    attr_reader :attempt
+    # @return [Symbol] the configured provider name
+    attr_reader :provider
+    # @return [String] the model asked for
+    attr_reader :model
+    # @return [String, nil]
+    attr_reader :feature
+    # @return [String, nil] the error's class name, e.g. "LlmFailover::RateLimitError"
+    attr_reader :error_class
+    attr_reader :error_message, :http_status, :retry_after, :latency_ms, :first_token_ms,
+                :input_tokens, :output_tokens, :provider_request_id
+    # @return [Time]
+    attr_reader :started_at
+
+    def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
+                   error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
+                   latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
+                   started_at: nil, provider_request_id: nil)
+      @request_id = request_id
+      @attempt = attempt
+      @provider = provider
+      @model = model
+      @feature = feature
+      @success = success ? true : false
+      @error_class = error_class.is_a?(Module) ? error_class.name : error_class
+      @error_message = error_message
+      @http_status = http_status
+      @failover_eligible = failover_eligible ? true : false
+      @retry_after = retry_after
+      @latency_ms = latency_ms
+      @first_token_ms = first_token_ms
+      @input_tokens = input_tokens
+      @output_tokens = output_tokens
+      @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
+      @provider_request_id = provider_request_id
+      freeze
+    end
+
+    def success?
+      @success
+    end
+    alias success success?
+
+    # Whether the error would let a backup take over (false on success).
+    def failover_eligible?
+      @failover_eligible
+    end
+    alias failover_eligible failover_eligible?
+
+    # @return [Hash{Symbol => Object}] JSON-native values only: provider as a String,
+    #   started_at as an ISO 8601 String with milliseconds
+    def to_h
+      FIELDS.to_h do |name|
+        value = public_send(name)
+        value = value.to_s if name == :provider && value
+        value = value.utc.iso8601(3) if value.is_a?(Time)
+        [name, value]
+      end
+    end
+
+    def as_json(*)
+      to_h
+    end
+
+    def to_json(*args)
+      to_h.to_json(*args)
+    end
+
+    def inspect
+      outcome = success? ? "ok" : "#{error_class}#{" #{http_status}" if http_status}"
+      "#<#{self.class.name} #{request_id} ##{attempt} #{provider}/#{model} #{outcome}>"
+    end
+  end
+end

@@ -1,0 +1,227 @@
+# frozen_string_literal: true
+
+require "securerandom"
+
+module LlmFailover
+  # One logical call: runs the engine's attempt loop and is its listener. It turns
+  # the engine's events into the user's Chunks, the store's writes and the attempt
+  # records, then into a Reply or a raised Error.
+  #
+  # @api private: built by Chat for every #ask / #complete
+  class Call
+    # A target the attempt loop may try: the model asked of a configured provider.
+    Target = Struct.new(:model, :provider) do
+      def name
+        provider.name
+      end
+
+      def label
+        "#{name}/#{model}"
+      end
+    end
+
+    attr_reader :request_id, :records
+
+    # @param targets [Array<Target>] in the order the engine tries them
+    # @param messages [Array<Array(String, String)>] role/content pairs, system lifted out
+    def initialize(engine:, config:, store:, targets:, messages:, system:, temperature:, max_tokens:,
+                   feature:, block:)
+      @engine = engine
+      @config = config
+      @store = store
+      @targets = targets
+      @messages = messages
+      @system = system
+      @temperature = temperature
+      @max_tokens = max_tokens
+      @feature = feature
+      @block = block
+      @usage_log = UsageLog.new(config.usage_log, logger: config.logger)
+      @request_id = SecureRandom.uuid
+      @records = []
+      @failures = [] # [engine attempt Hash, Target] of every failed attempt
+      @attempts_on = Hash.new(0)
+      @chunk_target = 0 # the target streaming now, as far as the listener can tell
+      @chunk_index = 0
+      @delivered_this_attempt = false
+    end
+
+    # @return [Reply]
+    # @raise [Error] the final error, with every attempt attached
+    def run
+      @message = @store.start_assistant(model: @targets[0].model, provider: @targets[0].name.to_s)
+      settled = false
+      begin
+        result = @engine.run(engine_request, self)
+        settled = true
+        result[:ok] ? succeed(result) : fail_with(result)
+      ensure
+        # The block raised, the thread was killed, a Timeout fired: the partial answer
+        # must never be sent again as if it were complete.
+        fail_stored_message unless settled
+      end
+    end
+
+    # Engine listener: a streamed content delta.
+    def on_chunk(text, target = nil)
+      @chunk_target = target if target
+      @delivered_this_attempt = true
+      @store.append_assistant(@message, text)
+      current = @targets[@chunk_target] || @targets[0]
+      chunk = Chunk.new(content: text, model: current.model, provider: current.name, index: @chunk_index,
+                        request_id: @request_id)
+      @chunk_index += 1
+      @block&.call(chunk)
+      nil
+    end
+
+    # Engine listener: the failover target is about to answer, after an earlier
+    # attempt streamed content. The stored partial goes before the backup's first chunk.
+    def on_reset
+      @chunk_target = [@targets.size - 1, 1].min
+      @chunk_index = 0
+      current = @targets[@chunk_target]
+      @store.reset_assistant(@message, model: current.model, provider: current.name.to_s)
+      @block&.call(Chunk.new(content: "", model: current.model, provider: current.name, index: 0,
+                             request_id: @request_id, reset: true))
+      nil
+    end
+
+    # Engine listener: one HTTP attempt finished.
+    def on_attempt(attempt)
+      target = @targets.fetch(attempt[:target]) { @targets[0] }
+      record = AttemptRecord.new(
+        request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
+        feature: @feature, success: attempt[:success], error_class: attempt[:error_class],
+        error_message: redact(attempt[:error_message]), http_status: attempt[:http_status],
+        failover_eligible: attempt[:failover_eligible], retry_after: attempt[:retry_after],
+        latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
+        input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
+        started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id]
+      )
+      @records << record
+      @attempts_on[attempt[:target]] += 1
+      @failures << [attempt, target] unless attempt[:success]
+      @chunk_target = next_target(attempt)
+      @delivered_this_attempt = false
+      @usage_log.emit(record)
+      nil
+    end
+
+    private
+
+    def engine_request
+      {
+        targets: @targets.map { |t| t.provider.engine_target(t.model) },
+        messages: @messages,
+        system: @system,
+        temperature: @temperature&.to_f,
+        max_tokens: @max_tokens,
+        stream: !@block.nil?
+      }.merge(@config.engine_policy)
+    end
+
+    def succeed(result)
+      target = @targets.fetch(result[:target])
+      @store.finish_assistant(@message, content: result[:content], model: result[:model], provider: target.name.to_s,
+                                        input_tokens: result[:input_tokens], output_tokens: result[:output_tokens])
+      reply = Reply.new(content: result[:content], model: result[:model], provider: target.name,
+                        input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
+                        request_id: @request_id, attempts: @records, failover: result[:target].positive?,
+                        finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
+                        streamed: !@block.nil?, chunk_count: @chunk_index)
+      log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if reply.failover?
+      reply
+    end
+
+    def fail_with(result)
+      fail_stored_message
+      target = @targets.fetch(result[:target]) { @targets[0] }
+      error = build_error(result[:error_class], result[:message], target,
+                          status: result[:status], body: redact(result[:body]), retry_after: result[:retry_after],
+                          retryable: result[:retryable], partial_content: result[:partial_content],
+                          provider_request_id: result[:provider_request_id], error_type: result[:error_type],
+                          error_code: result[:error_code])
+      log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")
+      alert(error) if chain_exhausted?
+      cause = earlier_target_error(result[:target])
+      cause ? raise(error, cause: cause) : raise(error)
+    end
+
+    def build_error(klass, message, target, **details)
+      klass = Error unless klass.is_a?(Class) && klass <= Error
+      klass.new(redact(message), provider: target.name, model: target.model, request_id: @request_id,
+                                 attempts: @records.dup.freeze, **details)
+    end
+
+    # The last error of the target tried before the one whose error is final, so that
+    # `rescue => e; e.cause` shows why the primary was left.
+    def earlier_target_error(final_target)
+      attempt, target = @failures.reverse.find { |a, _| a[:target] < final_target }
+      return nil unless attempt
+
+      build_error(attempt[:error_class], attempt[:error_message], target,
+                  status: attempt[:http_status], retry_after: attempt[:retry_after],
+                  provider_request_id: attempt[:provider_request_id])
+    end
+
+    # Every target tried ended on an error a healthy backup could have fixed.
+    def chain_exhausted?
+      return false if @attempts_on.empty?
+
+      last_failure = {}
+      @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
+      @attempts_on.keys.all? { |t| last_failure[t] && last_failure[t][:failover_eligible] }
+    end
+
+    def alert(error)
+      LlmFailover.alerts.notify(callback: @config.on_chain_exhausted, window: @config.alert_window,
+                                feature: @feature, error_class: error.class.name, request_id: @request_id,
+                                attempts: @records.dup.freeze, logger: @config.logger)
+    end
+
+    # Which target streams next, for Chunk#model/#provider: the engine does not say,
+    # so this follows DESIGN's rules (timeouts, empty accounts, a long Retry-After,
+    # a stream that delivered content and spent retries move on to the next target).
+    def next_target(attempt)
+      current = attempt[:target]
+      return current if attempt[:success] || current + 1 >= @targets.size
+      return current unless attempt[:failover_eligible]
+
+      klass = attempt[:error_class]
+      moves_on = (klass.is_a?(Class) && (klass <= TimeoutError || klass <= ProviderQuotaError)) ||
+                 @delivered_this_attempt ||
+                 (attempt[:retry_after] && attempt[:retry_after] > @config.retry_max_interval) ||
+                 @attempts_on[current] > @config.max_retries
+      moves_on ? current + 1 : current
+    end
+
+    def fail_stored_message
+      return if @failed
+
+      @failed = true
+      @store.fail_assistant(@message) if @message
+    end
+
+    # The engine promises messages without keys; a provider's body may still quote
+    # one back, and that must not reach an exception or a record either.
+    def redact(text)
+      return text unless text.is_a?(String)
+
+      @targets.each do |t|
+        secrets = [t.provider.api_key] + t.provider.headers.values.select { |v| v.length >= 8 }
+        secrets.each { |s| text = text.gsub(s, ProviderConfig::REDACTED) if text.include?(s) }
+      end
+      text
+    end
+
+    def log(level, message)
+      logger = @config.logger
+      return unless logger
+
+      logger.public_send(level, "llm_failover: request_id=#{@request_id} feature=#{@feature.inspect} #{message}")
+    rescue StandardError
+      nil
+    end
+  end
+end

@@ -1,0 +1,254 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # A conversation with a primary target and an optional backup. Messages live in a
+  # store (MemoryStore unless another is given); every #ask / #complete is one logical
+  # call through the engine's attempt loop.
+  #
+  # A store is any object with #messages, #conversation, #add_user, #add_system,
+  # #replace_system, #start_assistant, #append_assistant, #reset_assistant,
+  # #finish_assistant and #fail_assistant (see MemoryStore).
+  class Chat
+    STORE_METHODS = %i[messages conversation add_user add_system replace_system start_assistant
+                       append_assistant reset_assistant finish_assistant fail_assistant].freeze
+
+    KEEP = Object.new.freeze # "argument not given" for with_model's backup options
+    private_constant :KEEP
+
+    attr_reader :model, :provider, :backup_model, :backup_provider, :feature, :store, :config,
+                :quota, :temperature, :max_tokens
+
+    # Prefer LlmFailover.chat, which applies the global configuration.
+    # @param config [Configuration] this chat's own copy
+    def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, quota: nil,
+                   quota_used: 0, enforce_quota: false, feature: nil, store: nil, temperature: nil,
+                   max_tokens: nil, engine: nil)
+      @config = config
+      @engine = engine
+      @store = validate_store(store || MemoryStore.new)
+      set_primary(model, provider)
+      set_backup(backup_model, backup_provider)
+      @quota = validate_quota(quota)
+      @quota_used = validate_quota_used(quota_used)
+      unless [true, false].include?(enforce_quota)
+        raise ConfigurationError, "enforce_quota must be true or false, got #{enforce_quota.inspect}"
+      end
+
+      @enforce_quota = enforce_quota
+      @feature = validate_feature(feature)
+      @temperature = validate_temperature(temperature)
+      @max_tokens = validate_max_tokens(max_tokens)
+    end
+
+    # Stores +text+ as the user's message (once, whatever follows) and answers it.
+    # With a block the answer is streamed: the block gets every Chunk, and a reset
+    # Chunk (reset? true) before a backup starts over.
+    # @return [Reply]
+    # @raise [Error] the provider call failed; the user message stays stored
+    def ask(text, temperature: KEEP, max_tokens: KEEP, &block)
+      unless text.is_a?(String)
+        raise ArgumentError, "the prompt must be a String, got #{text.class}"
+      end
+      raise ArgumentError, "the prompt is empty" if text.strip.empty?
+
+      options = call_options(temperature, max_tokens) # validate before storing anything
+      @store.add_user(text)
+      answer(options, block)
+    end
+
+    # Answers from the stored messages without storing a user message: after a
+    # failed #ask this answers the same turn.
+    # @return [Reply]
+    def complete(temperature: KEEP, max_tokens: KEEP, &block)
+      answer(call_options(temperature, max_tokens), block)
+    end
+
+    # Switches the primary target; the messages stay. The backup is kept unless
+    # backup_model: / backup_provider: are given (nil drops it).
+    # @return [self]
+    def with_model(model, provider: @provider, backup_model: KEEP, backup_provider: KEEP)
+      set_primary(model, provider)
+      set_backup(backup_model.equal?(KEEP) ? @backup_model : backup_model,
+                 backup_provider.equal?(KEEP) ? @backup_provider : backup_provider)
+      self
+    end
+
+    # Sets the system instructions; replace: false adds another system message.
+    # @return [self]
+    def with_instructions(text, replace: true)
+      raise ArgumentError, "instructions must be a non-empty String" unless text.is_a?(String) && !text.strip.empty?
+
+      replace ? @store.replace_system(text) : @store.add_system(text)
+      self
+    end
+
+    # @return [self]
+    def with_temperature(temperature)
+      @temperature = validate_temperature(temperature)
+      self
+    end
+
+    # @return [self]
+    def with_max_tokens(max_tokens)
+      @max_tokens = validate_max_tokens(max_tokens)
+      self
+    end
+
+    # @return [Array] the stored messages, in order
+    def messages
+      @store.messages
+    end
+
+    def backup?
+      !@backup_model.nil? && !@backup_provider.nil?
+    end
+
+    def inspect
+      backup = backup? ? " backup=#{@backup_provider}/#{@backup_model}" : ""
+      "#<#{self.class.name} #{@provider}/#{@model}#{backup} feature=#{@feature.inspect} " \
+        "quota=#{@quota.inspect} store=#{@store.class.name}>"
+    end
+    alias to_s inspect
+
+    def pretty_print(pp)
+      pp.text(inspect)
+    end
+
+    private
+
+    def answer(options, block)
+      targets = pick_targets
+      system, messages = split_conversation(@store.conversation)
+      raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
+
+      Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: targets,
+               messages: messages, system: system, temperature: options[:temperature],
+               max_tokens: options[:max_tokens], feature: @feature, block: block).run
+    end
+
+    # The quota decides the order before any network.
+    def pick_targets
+      quota = Quota.new(limit: @quota, used: quota_used_now)
+      picker = ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
+                               backup_provider: @backup_provider, quota: quota, enforce_quota: @enforce_quota)
+      picker.pick # raises QuotaExceededError under enforce_quota
+      picker.targets.map do |model, provider|
+        Call::Target.new(model, @config.provider_config(provider))
+      end
+    end
+
+    def quota_used_now
+      used = @quota_used.respond_to?(:call) ? @quota_used.call : @quota_used
+      unless used.is_a?(Numeric) && used.real?
+        raise ConfigurationError, "quota_used must give a number, got #{used.inspect}"
+      end
+
+      used
+    end
+
+    # System messages travel apart (Anthropic wants them out of the array; the engine
+    # puts them first for OpenAI-compatible APIs).
+    def split_conversation(conversation)
+      system = []
+      messages = []
+      conversation.each do |m|
+        role = m.role.to_s
+        if role == "system"
+          system << m.content.to_s
+        else
+          messages << [role, m.content.to_s]
+        end
+      end
+      [system.empty? ? nil : system.join("\n\n"), messages]
+    end
+
+    def call_options(temperature, max_tokens)
+      { temperature: temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature),
+        max_tokens: max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens) }
+    end
+
+    def set_primary(model, provider)
+      model = validate_model(model, "model")
+      raise ConfigurationError, "provider: is required (configured: #{configured_names})" if provider.nil?
+
+      @provider = @config.provider_config(provider).name
+      @model = model
+    end
+
+    # Half a backup counts as none (DESIGN), but is almost always a mistake: say so.
+    def set_backup(model, provider)
+      model = validate_model(model, "backup_model") unless model.nil?
+      provider = @config.provider_config(provider).name unless provider.nil?
+      if model.nil? ^ provider.nil?
+        warn_config("#{model ? 'backup_model' : 'backup_provider'} given without the other: this chat has no backup")
+      end
+      @backup_model = model
+      @backup_provider = provider
+    end
+
+    def configured_names
+      names = @config.providers.keys
+      names.empty? ? "none" : names.map(&:inspect).join(", ")
+    end
+
+    def validate_model(model, what)
+      raise ModelNotFoundError, "#{what} is empty" if model.nil? || (model.is_a?(String) && model.strip.empty?)
+      raise ConfigurationError, "#{what} must be a String, got #{model.class}" unless model.is_a?(String)
+
+      model.dup.freeze
+    end
+
+    def validate_store(store)
+      missing = STORE_METHODS.reject { |m| store.respond_to?(m) }
+      return store if missing.empty?
+
+      raise ConfigurationError, "store #{store.class} lacks #{missing.map { |m| "##{m}" }.join(', ')}"
+    end
+
+    def validate_quota(quota)
+      return nil if quota.nil?
+      unless quota.is_a?(Integer) && !quota.negative?
+        raise ConfigurationError, "quota must be a non-negative Integer or nil (0 means unlimited), got #{quota.inspect}"
+      end
+
+      quota
+    end
+
+    def validate_quota_used(used)
+      return used if used.respond_to?(:call)
+      return used if used.is_a?(Numeric) && used.real? && !used.negative?
+
+      raise ConfigurationError, "quota_used must be a non-negative number or respond to #call, got #{used.inspect}"
+    end
+
+    def validate_feature(feature)
+      return nil if feature.nil?
+      unless feature.is_a?(String) || feature.is_a?(Symbol)
+        raise ConfigurationError, "feature must be a String, got #{feature.class}"
+      end
+
+      feature.to_s.dup.freeze
+    end
+
+    def validate_temperature(value)
+      return nil if value.nil?
+      unless value.is_a?(Numeric) && value.real? && value.to_f.finite? && !value.negative?
+        raise ArgumentError, "temperature must be a non-negative number, got #{value.inspect}"
+      end
+
+      value
+    end
+
+    def validate_max_tokens(value)
+      return nil if value.nil?
+      raise ArgumentError, "max_tokens must be a positive Integer, got #{value.inspect}" unless value.is_a?(Integer) && value.positive?
+
+      value
+    end
+
+    def warn_config(message)
+      message = "llm_failover: #{message}"
+      @config.logger ? @config.logger.warn(message) : Kernel.warn(message)
+    end
+  end
+end

@@ -1,0 +1,220 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # The providers and the call policy. Every setter validates at once, so a bad value
+  # fails at boot with ConfigurationError rather than on the first call in production.
+  # A Chat works on its own copy (see #with_overrides), so per-chat overrides never
+  # leak into the global configuration.
+  class Configuration
+    MIB = 1024 * 1024
+
+    # name => default. Every one of them may be overridden per chat.
+    DEFAULTS = {
+      max_retries: 3,
+      retry_interval: 0.1,
+      retry_backoff_factor: 2,
+      retry_max_interval: 30,
+      retry_interval_randomness: 0.5,
+      connect_timeout: 5,
+      first_token_timeout: 30,
+      idle_timeout: 30,
+      request_timeout: 300,
+      failover_on_context_length: false,
+      max_response_bytes: 32 * MIB,
+      usage_log: nil,
+      on_chain_exhausted: nil,
+      alert_window: 900,
+      logger: nil
+    }.freeze
+
+    OPTIONS = DEFAULTS.keys.freeze
+
+    # The numbers the engine needs on every request, in seconds where they are times.
+    ENGINE_POLICY = %i[max_retries retry_interval retry_backoff_factor retry_max_interval
+                       retry_interval_randomness connect_timeout first_token_timeout idle_timeout
+                       request_timeout failover_on_context_length max_response_bytes].freeze
+
+    attr_reader(*OPTIONS)
+
+    def initialize
+      @providers = {}
+      DEFAULTS.each { |name, value| instance_variable_set(:"@#{name}", value) }
+    end
+
+    # Declares (or redeclares) a provider.
+    # @example
+    #   c.provider :groq, api: :openai, api_key: ENV["GROQ_API_KEY"], base_url: "https://api.groq.com/openai/v1"
+    # @return [ProviderConfig]
+    def provider(name, api:, api_key:, base_url: nil, headers: {})
+      config = ProviderConfig.new(name, api: api, api_key: api_key, base_url: base_url, headers: headers)
+      @providers = @providers.merge(config.name => config).freeze
+      config
+    end
+
+    # @return [Hash{Symbol => ProviderConfig}]
+    def providers
+      @providers
+    end
+
+    # @raise [ConfigurationError] naming the configured providers when +name+ is unknown
+    def provider_config(name)
+      key = name.respond_to?(:to_sym) ? name.to_sym : name
+      @providers.fetch(key) do
+        known = @providers.empty? ? "none; declare one with LlmFailover.configure { |c| c.provider ... }" : @providers.keys.map(&:inspect).join(", ")
+        raise ConfigurationError, "unknown provider #{name.inspect} (configured: #{known})"
+      end
+    end
+
+    def max_retries=(value)
+      @max_retries = integer(:max_retries, value, min: 0)
+    end
+
+    def retry_interval=(value)
+      @retry_interval = number(:retry_interval, value, min: 0)
+    end
+
+    def retry_backoff_factor=(value)
+      # Below 1 the waits would shrink, which is never what a backoff means.
+      @retry_backoff_factor = number(:retry_backoff_factor, value, min: 1)
+    end
+
+    def retry_max_interval=(value)
+      @retry_max_interval = number(:retry_max_interval, value, min: 0)
+    end
+
+    def retry_interval_randomness=(value)
+      value = number(:retry_interval_randomness, value, min: 0)
+      raise ConfigurationError, "retry_interval_randomness must be within 0..1, got #{value}" if value > 1
+
+      @retry_interval_randomness = value
+    end
+
+    def connect_timeout=(value)
+      @connect_timeout = number(:connect_timeout, value, positive: true)
+    end
+
+    def first_token_timeout=(value)
+      @first_token_timeout = number(:first_token_timeout, value, positive: true)
+    end
+
+    def idle_timeout=(value)
+      @idle_timeout = number(:idle_timeout, value, positive: true)
+    end
+
+    def request_timeout=(value)
+      @request_timeout = number(:request_timeout, value, positive: true)
+    end
+
+    def failover_on_context_length=(value)
+      unless [true, false].include?(value)
+        raise ConfigurationError, "failover_on_context_length must be true or false, got #{value.inspect}"
+      end
+
+      @failover_on_context_length = value
+    end
+
+    def max_response_bytes=(value)
+      @max_response_bytes = integer(:max_response_bytes, value, min: 1)
+    end
+
+    # One sink or an Array of sinks: a callable, an object responding to #call or
+    # #record, or a Logger (one JSON line per attempt). nil for none.
+    def usage_log=(value)
+      UsageLog.new(value) # validates
+      @usage_log = value.is_a?(Array) ? value.dup.freeze : value
+    end
+
+    # A callable given an Alert when every target of a call failed on errors a
+    # backup could have fixed; see Alerts.
+    def on_chain_exhausted=(value)
+      unless value.nil? || value.respond_to?(:call)
+        raise ConfigurationError, "on_chain_exhausted must respond to #call, got #{value.class}"
+      end
+
+      @on_chain_exhausted = value
+    end
+
+    def alert_window=(value)
+      @alert_window = number(:alert_window, value, min: 0)
+    end
+
+    # Where the gem's own warnings go (a failing sink, a failing alert callback).
+    def logger=(value)
+      unless value.nil? || value.respond_to?(:warn)
+        raise ConfigurationError, "logger must respond to #warn (a Logger), got #{value.class}"
+      end
+
+      @logger = value
+    end
+
+    # @return [Configuration] a copy with +overrides+ applied and validated
+    # @raise [ConfigurationError] naming unknown options
+    def with_overrides(overrides)
+      unknown = overrides.keys.reject { |k| OPTIONS.include?(k) }
+      unless unknown.empty?
+        raise ConfigurationError,
+              "unknown option#{'s' if unknown.size > 1} #{unknown.map(&:inspect).join(', ')} " \
+              "(known: #{OPTIONS.map(&:inspect).join(', ')})"
+      end
+
+      copy = dup
+      overrides.each { |name, value| copy.public_send(:"#{name}=", value) }
+      copy
+    end
+
+    # @api private: the policy part of an engine request, in the engine's types.
+    def engine_policy
+      ENGINE_POLICY.to_h do |name|
+        value = public_send(name)
+        value = value.to_f unless value == true || value == false || integer_option?(name)
+        [name, value]
+      end
+    end
+
+    def inspect
+      opts = OPTIONS.map { |name| "#{name}=#{summary(public_send(name))}" }.join(" ")
+      "#<#{self.class.name} providers=[#{@providers.values.map(&:inspect).join(', ')}] #{opts}>"
+    end
+    alias to_s inspect
+
+    def pretty_print(pp)
+      pp.text(inspect)
+    end
+
+    private
+
+    def integer_option?(name)
+      %i[max_retries max_response_bytes].include?(name)
+    end
+
+    # Sinks, loggers and callbacks are shown by class only: their own #inspect may
+    # hold anything.
+    def summary(value)
+      case value
+      when nil, true, false, Numeric then value.inspect
+      when Array then "[#{value.map { |v| summary(v) }.join(', ')}]"
+      when Proc then value.lambda? ? "#<lambda>" : "#<proc>"
+      else "#<#{value.class.name}>"
+      end
+    end
+
+    def number(name, value, min: nil, positive: false)
+      unless value.is_a?(Numeric) && value.real? && (!value.is_a?(Float) || value.finite?)
+        raise ConfigurationError, "#{name} must be a finite number, got #{value.inspect}"
+      end
+      raise ConfigurationError, "#{name} must be positive, got #{value}" if positive && value <= 0
+      raise ConfigurationError, "#{name} must not be negative, got #{value}" if value.negative?
+      raise ConfigurationError, "#{name} must be at least #{min}, got #{value}" if min && value < min
+
+      value
+    end
+
+    def integer(name, value, min:)
+      raise ConfigurationError, "#{name} must be an Integer, got #{value.inspect}" unless value.is_a?(Integer)
+      raise ConfigurationError, "#{name} must not be negative, got #{value}" if value.negative?
+      raise ConfigurationError, "#{name} must be at least #{min}, got #{value}" if value < min
+
+      value
+    end
+  end
+end

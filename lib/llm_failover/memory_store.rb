@@ -1,0 +1,70 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # The default message store: one chat's messages in memory, in order. Implements
+  # the store interface the ActiveRecord store shares (see Chat).
+  class MemoryStore
+    def initialize
+      @messages = []
+      @lock = Mutex.new
+    end
+
+    # @return [Array<Message>] everything stored, failed answers included
+    def messages
+      @lock.synchronize { @messages.dup }
+    end
+
+    # @return [Array<Message>] what a provider must see: no failed or unfinished answers
+    def conversation
+      @lock.synchronize { @messages.reject { |m| m.role == "assistant" && !m.complete? } }
+    end
+
+    def add_user(content)
+      push(Message.new(role: "user", content: content.dup.freeze))
+    end
+
+    def add_system(content)
+      push(Message.new(role: "system", content: content.dup.freeze))
+    end
+
+    # Drops every system message and adds this one.
+    def replace_system(content)
+      @lock.synchronize { @messages.reject! { |m| m.role == "system" } }
+      add_system(content)
+    end
+
+    def start_assistant(model:, provider:)
+      push(Message.new(role: "assistant", content: +"", status: "streaming", model: model, provider: provider))
+    end
+
+    def append_assistant(message, text)
+      @lock.synchronize { message.update(content: message.content + text) }
+    end
+
+    def reset_assistant(message, model:, provider:)
+      @lock.synchronize { message.update(content: +"", model: model, provider: provider) }
+    end
+
+    def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:)
+      @lock.synchronize do
+        message.update(content: content, model: model, provider: provider, status: "complete",
+                       input_tokens: input_tokens, output_tokens: output_tokens)
+      end
+    end
+
+    def fail_assistant(message)
+      @lock.synchronize { message.update(status: "failed") }
+    end
+
+    def inspect
+      "#<#{self.class.name} #{@messages.size} messages>"
+    end
+
+    private
+
+    def push(message)
+      @lock.synchronize { @messages << message }
+      message
+    end
+  end
+end

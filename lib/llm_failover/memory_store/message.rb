@@ -1,0 +1,40 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  class MemoryStore
+    # A stored message. Only the store mutates it.
+    class Message
+      attr_reader :role, :content, :model, :provider, :status, :input_tokens, :output_tokens
+
+      def initialize(role:, content:, status: "complete", model: nil, provider: nil)
+        @role = role
+        @content = content
+        @status = status
+        @model = model
+        @provider = provider
+        @input_tokens = nil
+        @output_tokens = nil
+      end
+
+      def complete?
+        status == "complete"
+      end
+
+      # @api private: store use only
+      def update(**attrs)
+        attrs.each { |name, value| instance_variable_set(:"@#{name}", value) }
+        self
+      end
+
+      def to_h
+        { role: role, content: content, model: model, provider: provider, status: status,
+          input_tokens: input_tokens, output_tokens: output_tokens }
+      end
+
+      def inspect
+        "#<#{self.class.name} #{role} #{status} #{content.to_s[0, 40].inspect}" \
+          "#{" #{provider}/#{model}" if model}>"
+      end
+    end
+  end
+end

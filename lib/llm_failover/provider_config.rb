@@ -1,0 +1,121 @@
+# frozen_string_literal: true
+
+require "uri"
+
+module LlmFailover
+  # One configured provider: a name the app chooses (:openai, :groq, ...), the wire
+  # protocol it speaks, where it lives and its key. The key is readable by the gem
+  # but never shown by #inspect or #to_s.
+  class ProviderConfig
+    APIS = %i[openai anthropic].freeze
+
+    # Where each protocol lives when no base_url is given; the engine appends
+    # "/chat/completions" (OpenAI) or "/v1/messages" (Anthropic).
+    DEFAULT_BASE_URLS = {
+      openai: "https://api.openai.com/v1",
+      anthropic: "https://api.anthropic.com"
+    }.freeze
+
+    REDACTED = "[REDACTED]"
+
+    # A header name is an RFC 9110 token.
+    HEADER_NAME = /\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\z/.freeze
+    # CR, LF and NUL would let a value smuggle extra header lines or cut a C string.
+    FORBIDDEN_CHARS = /[\r\n\0]/.freeze
+
+    attr_reader :name, :api, :base_url, :headers
+
+    # @raise [ConfigurationError] on anything the engine could not use
+    def initialize(name, api:, api_key:, base_url: nil, headers: {})
+      @name = validate_name(name)
+      @api = validate_api(api)
+      @api_key = validate_key(api_key)
+      @base_url = validate_base_url(base_url.nil? ? DEFAULT_BASE_URLS.fetch(@api) : base_url)
+      @headers = validate_headers(headers).freeze
+      freeze
+    end
+
+    # @return [String] the secret; only the engine request and the redactor read it
+    def api_key
+      @api_key
+    end
+
+    # @api private: the engine's description of one target. Never log this Hash.
+    def engine_target(model)
+      { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }
+    end
+
+    def inspect
+      shown = headers.keys.map { |k| "#{k}: #{REDACTED}" }.join(", ")
+      "#<#{self.class.name} #{name.inspect} api=#{api} base_url=#{base_url} " \
+        "api_key=#{REDACTED}#{" headers={#{shown}}" unless headers.empty?}>"
+    end
+    alias to_s inspect
+
+    def pretty_print(pp)
+      pp.text(inspect)
+    end
+
+    private
+
+    def fail!(message)
+      raise ConfigurationError, "provider #{@name.inspect}: #{message}"
+    end
+
+    def validate_name(name)
+      unless (name.is_a?(Symbol) || name.is_a?(String)) && !name.to_s.strip.empty?
+        raise ConfigurationError, "provider name must be a non-empty Symbol or String, got #{name.class}"
+      end
+
+      name.to_sym
+    end
+
+    def validate_api(api)
+      sym = api.respond_to?(:to_sym) ? api.to_sym : nil
+      return sym if APIS.include?(sym)
+
+      fail!("unknown api #{api.inspect} (known: #{APIS.map(&:inspect).join(', ')})")
+    end
+
+    # The key's value is never put in a message, not even in part.
+    def validate_key(key)
+      fail!("api_key is missing (nil); is its environment variable set?") if key.nil?
+      fail!("api_key must be a String, got #{key.class}") unless key.is_a?(String)
+      fail!("api_key is empty") if key.strip.empty?
+      fail!("api_key contains a CR, LF or NUL character (a pasted newline?)") if key.match?(FORBIDDEN_CHARS)
+
+      key.dup.freeze
+    end
+
+    def validate_base_url(url)
+      fail!("base_url must be a String, got #{url.class}") unless url.is_a?(String)
+      uri = begin
+        URI.parse(url)
+      rescue URI::InvalidURIError
+        nil
+      end
+      unless uri && %w[http https].include?(uri.scheme&.downcase) && uri.host && !uri.host.empty?
+        fail!("base_url must be an http:// or https:// URL, got #{url.inspect}")
+      end
+      fail!("base_url must not carry a query or fragment") if uri.query || uri.fragment
+      fail!("base_url must not carry credentials") if uri.userinfo
+
+      # The engine appends the endpoint path; a trailing slash would double it.
+      url.sub(%r{/+\z}, "").freeze
+    end
+
+    def validate_headers(headers)
+      fail!("headers must be a Hash, got #{headers.class}") unless headers.is_a?(Hash)
+
+      headers.each_with_object({}) do |(key, value), out|
+        name = key.to_s
+        fail!("header name #{name.inspect} is not a valid HTTP header name") unless name.match?(HEADER_NAME)
+        # Values may be secrets (Authorization): name the header, never show the value.
+        fail!("header #{name} must have a String value, got #{value.class}") unless value.is_a?(String)
+        fail!("header #{name} value contains a CR, LF or NUL character") if value.match?(FORBIDDEN_CHARS)
+
+        out[name.dup.freeze] = value.dup.freeze
+      end
+    end
+  end
+end

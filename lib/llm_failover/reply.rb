@@ -1,0 +1,57 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # The answer to one logical call, and who really gave it.
+  class Reply
+    # @return [String] the full answer text
+    attr_reader :content
+    # @return [String] the model the provider says answered
+    attr_reader :model
+    # @return [Symbol] the configured provider name that answered
+    attr_reader :provider
+    attr_reader :input_tokens, :output_tokens, :finish_reason, :provider_request_id
+    # @return [String] UUID of the logical call, shared by its attempt records
+    attr_reader :request_id
+    # @return [Array<AttemptRecord>] every attempt, in order
+    attr_reader :attempts
+    # @return [Integer] content chunks the block received for this answer (0 unstreamed)
+    attr_reader :chunk_count
+
+    def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
+                   failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0)
+      @content = content
+      @model = model
+      @provider = provider
+      @input_tokens = input_tokens
+      @output_tokens = output_tokens
+      @request_id = request_id
+      @attempts = attempts.dup.freeze
+      @failover = failover ? true : false
+      @finish_reason = finish_reason
+      @provider_request_id = provider_request_id
+      @streamed = streamed ? true : false
+      @chunk_count = chunk_count
+      freeze
+    end
+
+    # Whether a target other than the first one tried gave the answer.
+    def failover?
+      @failover
+    end
+
+    # Whether the answer was streamed to a block.
+    def streamed?
+      @streamed
+    end
+    alias chunks? streamed?
+
+    def to_s
+      content
+    end
+
+    def inspect
+      "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
+        "attempts=#{attempts.size}#{' failover' if failover?} request_id=#{request_id}>"
+    end
+  end
+end

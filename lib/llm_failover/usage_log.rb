@@ -1,0 +1,98 @@
+# frozen_string_literal: true
+
+require "json"
+require "set"
+
+module LlmFailover
+  # Hands every AttemptRecord to the configured sinks, as the attempts happen.
+  #
+  # A sink is a callable (#call(record)), an object responding to #record(record), or a
+  # Logger (one JSON line per attempt at info level). When ActiveSupport::Notifications
+  # is loaded, every record is also instrumented as "attempt.llm_failover" with the
+  # record's Hash as payload. A sink that raises never breaks the user's call: it is
+  # reported once per sink class and the other sinks still get the record.
+  class UsageLog
+    NOTIFICATION = "attempt.llm_failover"
+
+    @warned = Set.new
+    @warned_lock = Mutex.new
+
+    class << self
+      # @api private: true the first time +klass+ fails, false afterwards
+      def first_failure?(klass)
+        @warned_lock.synchronize { @warned.add?(klass) ? true : false }
+      end
+
+      # @api private: forget which sink classes already warned (specs, reconfiguration)
+      def reset_warnings!
+        @warned_lock.synchronize { @warned.clear }
+      end
+    end
+
+    attr_reader :sinks
+
+    # @param sinks [nil, Object, Array<Object>]
+    # @raise [ConfigurationError] when a sink is none of the accepted kinds
+    def initialize(sinks, logger: nil)
+      @sinks = Array(sinks).compact.freeze
+      @sinks.each { |sink| kind_of_sink(sink) }
+      @logger = logger
+    end
+
+    # Delivers +record+ to every sink and to ActiveSupport::Notifications.
+    # @param record [AttemptRecord]
+    def emit(record)
+      @sinks.each { |sink| deliver(sink, record) }
+      instrument(record)
+      nil
+    end
+
+    private
+
+    def kind_of_sink(sink)
+      if sink.respond_to?(:call) then :call
+      elsif sink.respond_to?(:record) then :record
+      elsif logger?(sink) then :logger
+      else
+        raise ConfigurationError,
+              "usage_log sink #{sink.class} must respond to #call or #record, or be a Logger"
+      end
+    end
+
+    def logger?(sink)
+      (defined?(::Logger) && sink.is_a?(::Logger)) || sink.respond_to?(:info)
+    end
+
+    def deliver(sink, record)
+      case kind_of_sink(sink)
+      when :call then sink.call(record)
+      when :record then sink.record(record)
+      when :logger then sink.info(JSON.generate(record.to_h))
+      end
+    rescue StandardError => e
+      report(sink.class, e)
+    end
+
+    def instrument(record)
+      return unless defined?(::ActiveSupport::Notifications)
+
+      ::ActiveSupport::Notifications.instrument(NOTIFICATION, record.to_h)
+    rescue StandardError => e
+      report(::ActiveSupport::Notifications, e)
+    end
+
+    def report(klass, error)
+      return unless self.class.first_failure?(klass)
+
+      message = "llm_failover: usage_log sink #{klass} raised #{error.class}: #{error.message} " \
+                "(reported once per sink class; the call goes on)"
+      if @logger
+        @logger.warn(message)
+      else
+        Kernel.warn(message)
+      end
+    rescue StandardError
+      nil # a broken logger must not break the call either
+    end
+  end
+end

@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+
+# API keys never leave: no record, reply, chat, configuration, exception or log line
+# shows them, whole or in part.
+RSpec.describe "Secrets" do
+  include_context "with fake providers"
+
+  let(:secret_fragments) { %w[SECRET123 SECRET456 sk-test sk-ant-S] }
+  let(:log) { StringIO.new }
+  let(:records) { [] }
+
+  before do
+    LlmFailover.configure do |c|
+      c.logger = Logger.new(log)
+      c.usage_log = [->(r) { records << r }, Logger.new(log)]
+    end
+  end
+
+  def leaks(text)
+    secret_fragments.select { |s| text.to_s.include?(s) }
+  end
+
+  it "keeps the keys out of everything a successful failover produces" do
+    primary.default = { error: :server }
+    chat = failover_chat(max_retries: 1)
+    reply = chat.ask("Hi") { |_| nil }
+
+    texts = [reply.inspect, reply.to_s, chat.inspect, chat.to_s, LlmFailover.configuration.inspect,
+             chat.config.inspect, log.string, JSON.generate(records.map(&:to_h)), records.map(&:inspect).join,
+             reply.attempts.map(&:inspect).join, chat.messages.map(&:inspect).join]
+    expect(texts.flat_map { |t| leaks(t) }).to eq([])
+    expect(records.size).to eq(3) # the checks above looked at something
+    expect(log.string).not_to be_empty
+  end
+
+  it "keeps the keys out of errors, even when the provider quotes the key back" do
+    primary.enqueue({ status: 401, headers: { "content-type" => "application/json" },
+                      body: { error: { message: "Incorrect API key provided: sk-test-SECRET123.",
+                                       type: "invalid_request_error", code: "invalid_api_key" } } })
+    error = nil
+    begin
+      failover_chat.ask("Hi")
+    rescue LlmFailover::Error => e
+      error = e
+    end
+    expect(error).to be_a(LlmFailover::UnauthorizedError)
+    texts = [error.message, error.inspect, error.full_message, error.body.to_s, error.attempts.map(&:to_h).to_s,
+             log.string, JSON.generate(records.map(&:to_h))]
+    expect(texts.flat_map { |t| leaks(t) }).to eq([])
+  end
+
+  it "keeps the keys out of the backup's error after a failover" do
+    primary.default = { error: :unavailable }
+    backup.default = { error: :unauthorized }
+    expect { failover_chat(max_retries: 0).ask("Hi") }.to raise_error(LlmFailover::UnauthorizedError) { |e|
+      expect(leaks([e.message, e.inspect, e.full_message, e.cause&.full_message, e.body].join)).to eq([])
+    }
+    expect(leaks(log.string + JSON.generate(records.map(&:to_h)))).to eq([])
+  end
+
+  it "keeps the keys out of the configuration and provider inspections, pp included" do
+    LlmFailover.configure do |c|
+      c.provider :custom, api: :openai, api_key: "sk-test-SECRET123",
+                          headers: { "X-Api-Token" => "tok-SECRET456" }
+    end
+    out = StringIO.new
+    PP.pp(LlmFailover.configuration, out)
+    PP.pp(LlmFailover.configuration.providers, out)
+    texts = [out.string, LlmFailover.configuration.providers.inspect, LlmFailover.configuration.providers.to_s]
+    expect(texts.flat_map { |t| leaks(t) }).to eq([])
+  end
+
+  it "keeps a rejected key out of the ConfigurationError" do
+    expect { LlmFailover.configure { |c| c.provider :bad, api: :nope, api_key: "sk-test-SECRET123" } }
+      .to raise_error(LlmFailover::ConfigurationError) { |e| expect(leaks(e.message)).to eq([]) }
+  end
+
+  it "still sends the key to the provider, where it belongs" do
+    failover_chat.ask("Hi")
+    expect(primary.requests.last.headers["authorization"]).to eq("Bearer sk-test-SECRET123")
+  end
+end

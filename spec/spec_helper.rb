@@ -1,0 +1,94 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+
+require "json"
+require "logger"
+require "stringio"
+require "pp"
+require "llm_failover"
+require "llm_failover/testing"
+require_relative "support/list_store"
+
+# Real FakeProviders on loopback, started per example and stopped after it.
+module FakeProviderHelpers
+  PRIMARY_KEY = "sk-test-SECRET123"
+  BACKUP_KEY = "sk-ant-SECRET456"
+
+  # @return [LlmFailover::Testing::FakeProvider] a started server, stopped after the example
+  def start_fake_provider
+    fp = LlmFailover::Testing::FakeProvider.start
+    (@fake_providers ||= []) << fp
+    fp
+  end
+
+  def stop_fake_providers
+    (@fake_providers || []).each(&:stop)
+    @fake_providers = nil
+  end
+
+  # Fast, deterministic policy for specs: short waits, no jitter, and deadlines short
+  # enough that a hang fails the example instead of the suite.
+  def fast_policy(c)
+    c.retry_interval = 0.01
+    c.retry_interval_randomness = 0
+    c.retry_backoff_factor = 1
+    c.connect_timeout = 2
+    c.first_token_timeout = 5
+    c.idle_timeout = 5
+    c.request_timeout = 10
+  end
+
+  # Collects every Chunk a call yields.
+  def collect_chunks
+    chunks = []
+    [chunks, ->(chunk) { chunks << chunk }]
+  end
+end
+
+# Two FakeProviders: :openai (primary, OpenAI protocol) and :anthropic (backup,
+# Anthropic protocol), each its own server so their request counts stay apart.
+RSpec.shared_context "with fake providers" do
+  let(:primary) { start_fake_provider }
+  let(:backup) { start_fake_provider }
+
+  before do
+    LlmFailover.configure do |c|
+      c.provider :openai, api: :openai, api_key: FakeProviderHelpers::PRIMARY_KEY,
+                          base_url: primary.base_url(:openai)
+      c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                             base_url: backup.base_url(:anthropic)
+      fast_policy(c)
+    end
+  end
+
+  # A chat with gpt-4o on :openai and a claude backup on :anthropic.
+  def failover_chat(**options)
+    LlmFailover.chat(model: "gpt-4o", provider: :openai,
+                     backup_model: "claude-sonnet-4-6", backup_provider: :anthropic, **options)
+  end
+
+  # The messages a recorded request carried, as [role, text] pairs (Anthropic content
+  # may be a String or an Array of text blocks).
+  def sent_messages(request)
+    request.json.fetch("messages").map do |m|
+      content = m["content"]
+      text = content.is_a?(Array) ? content.map { |b| b["text"] }.join : content
+      [m["role"], text]
+    end
+  end
+end
+
+RSpec.configure do |config|
+  config.include FakeProviderHelpers
+  config.disable_monkey_patching!
+  config.expect_with(:rspec) { |c| c.syntax = :expect }
+  config.order = :random
+  Kernel.srand config.seed
+
+  config.before { LlmFailover.reset_configuration! }
+  config.after do
+    stop_fake_providers
+    LlmFailover.reset_configuration!
+  end
+end
