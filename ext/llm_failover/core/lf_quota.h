@@ -19,6 +19,7 @@ double lf_quota_percent_used(const lf_quota *q);
 typedef enum lf_pick_result { LF_PICK_PRIMARY = 0, LF_PICK_BACKUP = 1, LF_PICK_REFUSE = 2 } lf_pick_result;
 
 /* has_backup: both a backup model and a backup provider are configured.
+ * A NULL quota is an unlimited one.
  * Exceeded + backup -> BACKUP; exceeded + no backup -> PRIMARY, or REFUSE when
  * enforce is set; otherwise PRIMARY. */
 lf_pick_result lf_pick(const lf_quota *q, int has_backup, int enforce);
