@@ -100,6 +100,7 @@ RSpec.describe "Observability" do
 
     it "instruments attempt.llm_failover when ActiveSupport::Notifications is loaded" do
       begin
+        require "active_support"
         require "active_support/notifications"
       rescue LoadError
         skip "activesupport is not installed"

@@ -38,7 +38,10 @@ module LlmFailover
     end
 
     def append_assistant(message, text)
-      @lock.synchronize { message.update(content: message.content + text) }
+      @lock.synchronize do
+        content = message.content.frozen? ? message.content.dup : message.content
+        message.update(content: content << text)
+      end
     end
 
     def reset_assistant(message, model:, provider:)
