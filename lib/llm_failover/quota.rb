@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+require "llm_failover/errors"
+require "llm_failover/llm_failover"
+
+module LlmFailover
+  # A spending budget for the primary model: how much may be used and how much has
+  # been. A limit of 0 or nil means unlimited, so a quota of 0 never stops a call.
+  # The answers come from the C core (ext/llm_failover/quota_class.c), the same code
+  # the attempt loop uses.
+  #
+  # @example
+  #   quota = LlmFailover::Quota.new(limit: 1000, used: 250)
+  #   quota.exceeded?     # => false
+  #   quota.remaining     # => 750.0
+  #   quota.percent_used  # => 25.0
+  class Quota
+    # @!method limit
+    #   @return [Numeric, nil] the limit as given (nil or 0: unlimited)
+    # @!method used
+    #   @return [Numeric] the amount used, as given
+    # @!method unlimited?
+    #   @return [Boolean] whether the limit is 0 or nil
+    # @!method exceeded?
+    #   @return [Boolean] `!unlimited? && used >= limit`
+    # @!method remaining
+    #   @return [Float] what is left to use, never negative; Float::INFINITY when unlimited
+    # @!method percent_used
+    #   @return [Float] 100 * used / limit (above 100 when overspent); 0.0 when unlimited
+
+    # @param limit [Numeric, nil] the budget; 0 or nil means unlimited
+    # @param used [Numeric] how much of it has been spent
+    # @raise [ConfigurationError] a negative, non-finite or non-numeric value
+    def initialize(limit:, used:)
+      __set(checked(:limit, limit, allow_nil: true), checked(:used, used, allow_nil: false))
+    end
+
+    # @return [String] e.g. `#<LlmFailover::Quota limit=1000 used=250 remaining=750.0 percent_used=25.0>`
+    def inspect
+      if unlimited?
+        "#<#{self.class.name} unlimited (limit=#{limit.inspect}) used=#{used.inspect}>"
+      else
+        "#<#{self.class.name} limit=#{limit.inspect} used=#{used.inspect} " \
+          "remaining=#{remaining.inspect} percent_used=#{percent_used.round(2).inspect}>"
+      end
+    end
+    alias to_s inspect
+
+    private
+
+    # A real, finite, non-negative number (nil too when allowed), or a ConfigurationError.
+    def checked(name, value, allow_nil:)
+      return value if value.nil? && allow_nil
+      return value if value.is_a?(Numeric) && value.real? && value.finite? && !value.negative?
+
+      allowed = allow_nil ? "a non-negative number or nil (0 and nil mean unlimited)" : "a non-negative number"
+      raise ConfigurationError, "quota #{name} must be #{allowed}, got #{value.inspect}"
+    end
+  end
+end
