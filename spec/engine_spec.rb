@@ -1,0 +1,173 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "support/engine_helpers"
+require "timeout"
+require "rbconfig"
+
+RSpec.describe LlmFailover::Engine do
+  let(:engine) { described_class.new }
+  let(:fp) { start_fake_provider }
+
+  it "answers a plain call and a streamed call over one reused connection" do
+    listener = EngineHelpers::RecordingListener.new
+    plain = engine.run(engine_request(engine_target(fp)), listener)
+    streamed = engine.run(engine_request(engine_target(fp), stream: true), listener)
+
+    expect(plain).to include(ok: true, target: 0, content: "Hello from FakeProvider", model: "gpt-4o")
+    expect(streamed[:content]).to eq("Hello from FakeProvider")
+    expect(listener.chunks.join).to eq("Hello from FakeProvider")
+    expect(listener.attempts.map { |a| a[:success] }).to eq([true, true])
+    expect(engine.idle_connections).to eq(1)
+    expect(fp.connection_count).to eq(1) if fp.respond_to?(:connection_count)
+  end
+
+  it "sends the key in the provider's header and nowhere else" do
+    engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)
+    engine.run(engine_request(engine_target(fp, api: :anthropic, model: "claude")), EngineHelpers::RecordingListener.new)
+    openai, anthropic = fp.requests
+    expect(openai.headers["authorization"]).to eq("Bearer sk-test-SECRET123")
+    expect(anthropic.headers["x-api-key"]).to eq("sk-test-SECRET123")
+    expect(anthropic.headers["anthropic-version"]).to eq("2023-06-01")
+    expect(anthropic.headers).not_to have_key("authorization")
+    expect(openai.body + anthropic.body).not_to include("SECRET123")
+  end
+
+  it "reports connection refused as ConnectionRefusedError without failing over" do
+    port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] } # closed again: nobody listens
+    dead = { api: :openai, base_url: "http://127.0.0.1:#{port}/v1", api_key: "k", model: "m" }
+    result = engine.run(engine_request([dead, engine_target(fp)]), EngineHelpers::RecordingListener.new)
+    expect(result).to include(ok: false, error_class: LlmFailover::ConnectionRefusedError, target: 0, attempts: 1)
+    expect(fp.request_count).to eq(0)
+  end
+
+  it "caps the response size" do
+    fp.enqueue({ raw: JSON.generate(choices: [{ message: { content: "x" * 10_000 } }]) })
+    result = engine.run(engine_request(engine_target(fp), max_response_bytes: 1000), EngineHelpers::RecordingListener.new)
+    expect(result).to include(ok: false, error_class: LlmFailover::InvalidResponseError)
+    expect(result[:message]).to include("exceeded 1000 bytes")
+  end
+
+  it "re-raises an exception from the listener after tearing the transfer down" do
+    fp.enqueue({ text: "one two three four", chunk_delay: 0.01 })
+    listener = EngineHelpers::RecordingListener.new { |_| raise ArgumentError, "consumer broke" }
+    expect { engine.run(engine_request(engine_target(fp), stream: true), listener) }
+      .to raise_error(ArgumentError, "consumer broke")
+    expect(listener.chunks).to eq(["one "])
+    # The engine is still usable afterwards.
+    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]).to be(true)
+  end
+
+  it "lets a throw from the listener leave the call" do
+    fp.enqueue({ text: "one two three", chunk_delay: 0.01 })
+    seen = []
+    listener = EngineHelpers::RecordingListener.new do |t|
+      seen << t
+      throw :enough
+    end
+    catch(:enough) { engine.run(engine_request(engine_target(fp), stream: true), listener) }
+    expect(seen).to eq(["one "])
+  end
+
+  describe "interrupts" do
+    it "ends a call waiting on a silent provider when the thread is killed" do
+      fp.enqueue({ delay_headers: 30 })
+      thread = Thread.new { engine.run(engine_request(engine_target(fp), request_timeout: 60), EngineHelpers::RecordingListener.new) }
+      wait_for { fp.request_count == 1 }
+      thread.kill
+      expect(thread.join(5)).to eq(thread)
+      expect(thread.status).to be(false)
+    end
+
+    it "ends a call on Timeout.timeout" do
+      fp.enqueue({ text: "a b c", stall_after: 1 })
+      expect do
+        Timeout.timeout(0.3) do
+          engine.run(engine_request(engine_target(fp), stream: true, idle_timeout: 60, request_timeout: 60),
+                     EngineHelpers::RecordingListener.new)
+        end
+      end.to raise_error(Timeout::Error)
+    end
+
+    it "ends a call sleeping between retries on Thread#raise" do
+      fp.enqueue({ error: :rate_limit, retry_after: 20 })
+      thread = Thread.new do
+        engine.run(engine_request(engine_target(fp), max_retries: 2, retry_max_interval: 30),
+                   EngineHelpers::RecordingListener.new)
+      rescue RuntimeError => e
+        e
+      end
+      wait_for { fp.request_count == 1 }
+      sleep 0.05
+      thread.raise(RuntimeError, "stop")
+      expect(thread.join(5).value.message).to eq("stop")
+    end
+
+    it "ends a call on SIGINT in a plain Ruby process" do
+      fp.enqueue({ delay_headers: 30 })
+      script = <<~RUBY
+        require "llm_failover"
+        e = LlmFailover::Engine.new
+        req = { targets: [{ api: :openai, base_url: #{fp.base_url(:openai).inspect}, api_key: "k", model: "m" }],
+                messages: [["user", "hi"]], stream: false, max_retries: 0, retry_interval: 0.1,
+                retry_backoff_factor: 2, retry_max_interval: 1, retry_interval_randomness: 0,
+                connect_timeout: 5, first_token_timeout: 60, idle_timeout: 60, request_timeout: 60,
+                failover_on_context_length: false, max_response_bytes: 1_000_000 }
+        l = Object.new
+        def l.on_chunk(_) = nil
+        def l.on_reset = nil
+        def l.on_attempt(_) = nil
+        begin
+          e.run(req, l)
+          exit 3
+        rescue Interrupt
+          exit 42
+        end
+      RUBY
+      pid = Process.spawn({ "RUBYLIB" => $LOAD_PATH.join(File::PATH_SEPARATOR) }, RbConfig.ruby, "-e", script)
+      wait_for { fp.request_count == 1 }
+      Process.kill("INT", pid)
+      _, status = Timeout.timeout(10) { Process.wait2(pid) }
+      expect(status.exitstatus).to eq(42)
+    end
+  end
+
+  it "never hands a forked child the parent's connections" do
+    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]).to be(true)
+    expect(engine.idle_connections).to eq(1)
+    reader, writer = IO.pipe
+    pid = fork do
+      reader.close
+      idle_before = engine.idle_connections
+      ok = engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]
+      writer.write(JSON.generate(idle_before: idle_before, ok: ok))
+      writer.close
+      exit!(0)
+    end
+    writer.close
+    child = JSON.parse(reader.read)
+    Process.wait(pid)
+    expect(child).to eq("idle_before" => 0, "ok" => true)
+    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]).to be(true)
+  end
+
+  it "survives GC compaction between and during calls" do
+    skip "GC.compact is not supported here" unless GC.respond_to?(:verify_compaction_references)
+    parser = LlmFailover::SSEParser.new
+    GC.verify_compaction_references(double_heap: true, toward: :empty)
+    listener = EngineHelpers::RecordingListener.new { |_| GC.compact }
+    fp.enqueue({ text: "alpha beta gamma" })
+    result = engine.run(engine_request(engine_target(fp), stream: true), listener)
+    GC.verify_compaction_references(double_heap: true, toward: :empty)
+    expect(result[:content]).to eq("alpha beta gamma")
+    expect(parser.feed("data: x\n\n")).to eq([["", "x"]])
+  end
+
+  it "validates its request before any network" do
+    expect { engine.run(engine_request([]), EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /targets/)
+    bad = engine_target(fp).merge(api: :gemini)
+    expect { engine.run(engine_request(bad), EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /api/)
+    expect { engine.run(engine_request(engine_target(fp)), Object.new) }.to raise_error(ArgumentError, /listener/)
+    expect(fp.request_count).to eq(0)
+  end
+end
