@@ -5,7 +5,8 @@
  * data fields are joined with "\n"; "event:" names the event; comment lines
  * (":" first) and unknown fields are ignored; one leading space after the colon
  * is stripped. A blank line dispatches the event (if it has data or an event
- * name). lf_sse_finish dispatches a final event left without a blank line. */
+ * name). lf_sse_finish dispatches a final event left without a blank line.
+ * A UTF-8 byte order mark opening the stream is skipped. */
 #ifndef LF_SSE_H
 #define LF_SSE_H
 
