@@ -1510,6 +1510,52 @@ static void test_build_rejects(void)
 
 static void test_fuzz_regressions(void)
 {
+    /* fuzz_wire's first find (crash-da39a3ee..., the empty input) was in the
+     * harness's expectation, not in lf_wire: with every string empty, the
+     * empty params->system is left out while an empty system message stays
+     * in OpenAI's array, and Anthropic gets no "system" at all. */
+    lf_message empty[3] = { { "system", "" }, { "user", "" }, { "assistant", "" } };
+    lf_request_params p;
+    lf_buf out;
+    lf_stream_state s;
+    lf_answer a;
+    lf_wire_error e;
+    json_object *o;
+    const char *b;
+
+    lf_buf_init(&out);
+    memset(&p, 0, sizeof p);
+    p.model = "m";
+    p.system = "";
+    p.messages = empty;
+    p.n_messages = 3;
+    o = build_ok(&p, &out);
+    LF_CHECK_INT(json_object_array_length(jget(o, "messages")), 3);
+    check_msg(jget(o, "messages"), 0, "system", "");
+    check_msg(jget(o, "messages"), 1, "user", "");
+    json_object_put(o);
+    p.api = LF_API_ANTHROPIC;
+    o = build_ok(&p, &out);
+    LF_CHECK_INT(json_object_array_length(jget(o, "messages")), 2);
+    LF_CHECK(jget(o, "system") == NULL);
+    json_object_put(o);
+    lf_buf_free(&out);
+
+    /* Names compare with their length: an escaped NUL does not shorten them. */
+    lf_stream_init(&s, LF_API_ANTHROPIC);
+    LF_CHECK_INT(ev(&s, "message_stop", "{\"type\":\"message_stop\\u0000x\"}"), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(ev(&s, "content_block_delta", "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\\u0000\",\"text\":\"no\"}}"),
+                 LF_STREAM_CONTINUE);
+    CHECK_BUF(s.answer.text, "");
+    LF_CHECK(!s.done);
+    lf_stream_free(&s);
+    lf_answer_init(&a);
+    lf_wire_error_init(&e);
+    b = "{\"content\":[{\"type\":\"text\\u0000\",\"text\":\"no\"},{\"type\":\"text\",\"text\":\"yes\"}]}";
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    CHECK_BUF(a.text, "yes");
+    lf_answer_free(&a);
+    lf_wire_error_free(&e);
 }
 
 int main(void)

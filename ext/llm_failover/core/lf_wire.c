@@ -472,11 +472,19 @@ static int lf_json_take_string(json_object *o, const char *key, lf_buf *out)
                                  (size_t)json_object_get_string_len(v));
 }
 
+/* Exact, length included: "text\u0000junk" is not "text". */
+static int lf_bytes_are(const char *s, size_t n, const char *want)
+{
+    size_t wn = strlen(want);
+
+    return n == wn && memcmp(s, want, n) == 0;
+}
+
 static int lf_json_string_is(json_object *o, const char *key, const char *want)
 {
     json_object *v = lf_json_get_typed(o, key, json_type_string);
 
-    return v && strcmp(json_object_get_string(v), want) == 0;
+    return v && lf_bytes_are(json_object_get_string(v), (size_t)json_object_get_string_len(v), want);
 }
 
 /* A token count: a non-negative integer (or an integral double). Returns 1
@@ -882,6 +890,7 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
 {
     json_object *type, *msg, *delta, *block;
     const char *t;
+    size_t tn;
 
     if (!json_object_is_type(root, json_type_object)) {
         if (lf_wire_error_from_json(root, &s->error)) return LF_STREAM_ERROR;
@@ -890,12 +899,20 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
     /* The data's own "type" is what the event is; the SSE name only helps
      * when a proxy dropped it. */
     type = lf_json_get_typed(root, "type", json_type_string);
-    if (type) t = json_object_get_string(type);
-    else if (ev->event && ev->event_len) t = ev->event;
-    else if (lf_json_get(root, "error")) t = "error";
-    else return LF_STREAM_INVALID;
+    if (type) {
+        t = json_object_get_string(type);
+        tn = (size_t)json_object_get_string_len(type);
+    } else if (ev->event && ev->event_len) {
+        t = ev->event;
+        tn = ev->event_len;
+    } else if (lf_json_get(root, "error")) {
+        t = "error";
+        tn = 5;
+    } else {
+        return LF_STREAM_INVALID;
+    }
 
-    if (strcmp(t, "message_start") == 0) {
+    if (lf_bytes_are(t, tn, "message_start")) {
         msg = lf_json_get_typed(root, "message", json_type_object);
         if (lf_json_take_string(msg, "model", &s->answer.model) != 0 ||
             lf_json_take_string(msg, "id", &s->answer.id) != 0)
@@ -903,7 +920,7 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
         if (lf_wire_anthropic_usage(lf_json_get(msg, "usage"), &s->answer)) s->has_usage = 1;
         return LF_STREAM_CONTINUE;
     }
-    if (strcmp(t, "content_block_start") == 0) {
+    if (lf_bytes_are(t, tn, "content_block_start")) {
         /* A text block starts with "text": "" in practice; take it anyway. */
         block = lf_json_get(root, "content_block");
         if (lf_json_string_is(block, "type", "text") &&
@@ -911,7 +928,7 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
             return LF_STREAM_INVALID;
         return LF_STREAM_CONTINUE;
     }
-    if (strcmp(t, "content_block_delta") == 0) {
+    if (lf_bytes_are(t, tn, "content_block_delta")) {
         /* input_json_delta, thinking_delta, signature_delta: not text. */
         delta = lf_json_get(root, "delta");
         if (lf_json_string_is(delta, "type", "text_delta") &&
@@ -919,7 +936,7 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
             return LF_STREAM_INVALID;
         return LF_STREAM_CONTINUE;
     }
-    if (strcmp(t, "message_delta") == 0) {
+    if (lf_bytes_are(t, tn, "message_delta")) {
         delta = lf_json_get(root, "delta");
         if (lf_json_get_typed(delta, "stop_reason", json_type_string)) {
             if (lf_json_take_string(delta, "stop_reason", &s->answer.finish_reason) != 0)
@@ -930,11 +947,11 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
         if (lf_wire_anthropic_usage(lf_json_get(root, "usage"), &s->answer)) s->has_usage = 1;
         return LF_STREAM_CONTINUE;
     }
-    if (strcmp(t, "message_stop") == 0) {
+    if (lf_bytes_are(t, tn, "message_stop")) {
         s->done = 1;
         return LF_STREAM_DONE;
     }
-    if (strcmp(t, "error") == 0) {
+    if (lf_bytes_are(t, tn, "error")) {
         if (!lf_wire_error_from_json(root, &s->error))
             (void)lf_json_value_text(root, &s->error.message);
         return LF_STREAM_ERROR;

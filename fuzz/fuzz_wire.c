@@ -1,0 +1,264 @@
+/* libFuzzer target for the wire parsers: each input is an answer body for
+ * both APIs, an error body, single SSE events (with and without an event
+ * name) and a sequence of events for both APIs, and message content for the
+ * request builder. Besides the sanitizers, it checks what the parsers
+ * promise: valid UTF-8 out, text equal to the deltas handed out, nothing
+ * left over on failure, a built request that is strict JSON holding the
+ * content it was given.
+ *
+ *   mkdir -p tmp/fuzz && ruby fuzz/seed_wire.rb
+ *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+ *     -Iext/llm_failover/core $(pkg-config --cflags json-c) -o tmp/fuzz/fuzz_wire \
+ *     fuzz/fuzz_wire.c ext/llm_failover/core/lf_wire.c ext/llm_failover/core/lf_buf.c \
+ *     $(pkg-config --libs json-c) -lm
+ *   tmp/fuzz/fuzz_wire -max_total_time=60 tmp/fuzz/corpus_wire
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "lf_buf.h"
+#include "lf_sse.h"
+#include "lf_wire.h"
+
+#include "lf_banned.h"
+
+#define CHECK(cond) do { if (!(cond)) abort(); } while (0)
+
+/* Decodes code points and tests their ranges: a different method from the
+ * sanitizer's byte table, so the two cannot share a mistake. */
+static int utf8_valid(const char *p, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)p;
+    size_t i = 0, k, len;
+    uint32_t cp, min;
+
+    while (i < n) {
+        if (s[i] < 0x80) { i++; continue; }
+        if ((s[i] & 0xE0) == 0xC0) { len = 2; cp = s[i] & 0x1F; min = 0x80; }
+        else if ((s[i] & 0xF0) == 0xE0) { len = 3; cp = s[i] & 0x0F; min = 0x800; }
+        else if ((s[i] & 0xF8) == 0xF0) { len = 4; cp = s[i] & 0x07; min = 0x10000; }
+        else return 0;
+        if (i + len > n) return 0;
+        for (k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+static void check_buf(const lf_buf *b)
+{
+    CHECK(utf8_valid(lf_buf_cstr(b), b->len));
+    CHECK(b->len == 0 || b->ptr[b->len] == '\0');
+}
+
+static void check_answer(const lf_answer *a)
+{
+    check_buf(&a->text);
+    check_buf(&a->model);
+    check_buf(&a->finish_reason);
+    check_buf(&a->id);
+    CHECK(a->input_tokens >= -1 && a->output_tokens >= -1);
+}
+
+static void check_error(const lf_wire_error *e)
+{
+    check_buf(&e->type);
+    check_buf(&e->code);
+    check_buf(&e->message);
+}
+
+static void fuzz_response(const uint8_t *data, size_t size)
+{
+    lf_answer a;
+    lf_wire_error e;
+    int api, rc;
+
+    lf_answer_init(&a);
+    lf_wire_error_init(&e);
+    for (api = 0; api <= 1; api++) {
+        rc = lf_wire_parse_response((lf_api)api, (const char *)data, size, &a, &e);
+        CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
+        check_answer(&a);
+        check_error(&e);
+        if (rc != LF_WIRE_OK) CHECK(a.text.len == 0 && a.model.len == 0 && a.input_tokens == -1);
+        if (rc != LF_WIRE_ERROR_BODY) CHECK(e.type.len == 0 && e.code.len == 0 && e.message.len == 0);
+    }
+    rc = lf_wire_parse_error((const char *)data, size, &e);
+    CHECK(rc == 0 || rc == 1);
+    check_error(&e);
+    if (!rc) CHECK(e.type.len == 0 && e.code.len == 0 && e.message.len == 0);
+    lf_answer_free(&a);
+    lf_wire_error_free(&e);
+}
+
+typedef struct stream_check {
+    lf_stream_state st;
+    lf_buf deltas;
+    int was_complete;
+} stream_check;
+
+static void stream_check_event(stream_check *c, const char *event, size_t event_len,
+                               const char *d, size_t n)
+{
+    lf_sse_event ev;
+    const char *delta = NULL;
+    size_t delta_len = 1;
+    int rc, was_done = c->st.done;
+    size_t text_before = c->st.answer.text.len;
+
+    ev.event = event;
+    ev.event_len = event_len;
+    ev.data = d;
+    ev.data_len = n;
+    rc = lf_stream_event(&c->st, &ev, &delta, &delta_len);
+    CHECK(rc >= LF_STREAM_CONTINUE && rc <= LF_STREAM_INVALID);
+    CHECK(delta != NULL);
+    CHECK(utf8_valid(delta, delta_len));
+    if (rc != LF_STREAM_CONTINUE) CHECK(delta_len == 0);
+    if (was_done) CHECK(rc == LF_STREAM_CONTINUE && delta_len == 0);
+    if (rc == LF_STREAM_DONE) CHECK(c->st.done);
+    CHECK(c->st.answer.text.len == text_before + delta_len);
+    if (delta_len) {
+        CHECK(memcmp(c->st.answer.text.ptr + text_before, delta, delta_len) == 0);
+        CHECK(lf_buf_append(&c->deltas, delta, delta_len) == 0);
+    }
+    check_answer(&c->st.answer);
+    check_error(&c->st.error);
+    /* Once complete, a stream stays complete. */
+    if (c->was_complete) CHECK(lf_stream_complete(&c->st));
+    c->was_complete = lf_stream_complete(&c->st);
+}
+
+static void stream_check_init(stream_check *c, lf_api api)
+{
+    lf_stream_init(&c->st, api);
+    lf_buf_init(&c->deltas);
+    c->was_complete = 0;
+}
+
+static void stream_check_free(stream_check *c)
+{
+    CHECK(c->deltas.len == c->st.answer.text.len);
+    CHECK(c->deltas.len == 0 || memcmp(c->deltas.ptr, c->st.answer.text.ptr, c->deltas.len) == 0);
+    lf_stream_free(&c->st);
+    lf_buf_free(&c->deltas);
+}
+
+/* `text` is NUL-terminated at `size`, as lf_sse hands data over. */
+static void fuzz_stream(const char *text, size_t size)
+{
+    const char *nl, *p, *end = text + size;
+    stream_check c;
+    char *copy;
+    int api;
+
+    for (api = 0; api <= 1; api++) {
+        /* The whole input as one event's data. */
+        stream_check_init(&c, (lf_api)api);
+        stream_check_event(&c, "", 0, text, size);
+        stream_check_free(&c);
+
+        /* First line the event name, the rest its data. */
+        nl = memchr(text, '\n', size);
+        if (nl && nl - text <= 64) {
+            size_t name_len = (size_t)(nl - text);
+            char name[65];
+            memcpy(name, text, name_len);
+            name[name_len] = '\0';
+            stream_check_init(&c, (lf_api)api);
+            stream_check_event(&c, name, name_len, nl + 1, (size_t)(end - nl - 1));
+            stream_check_free(&c);
+        }
+
+        /* A stream: events are the lines, all into one state. */
+        stream_check_init(&c, (lf_api)api);
+        for (p = text; p < end; p = nl + 1) {
+            size_t n;
+            nl = memchr(p, '\n', (size_t)(end - p));
+            if (!nl) nl = end;
+            n = (size_t)(nl - p);
+            copy = malloc(n + 1);
+            CHECK(copy != NULL);
+            if (n) memcpy(copy, p, n);
+            copy[n] = '\0';
+            stream_check_event(&c, api ? "message" : "", api ? 7 : 0, copy, n);
+            free(copy);
+        }
+        stream_check_free(&c);
+    }
+}
+
+/* The input (up to its first NUL) as every string of a request. */
+static void fuzz_build(const char *text)
+{
+    lf_message msgs[3];
+    lf_request_params p;
+    lf_buf out, err, want;
+    json_object *o, *m;
+    struct json_tokener *tok;
+    int api;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    lf_buf_init(&want);
+    CHECK(lf_utf8_append_sanitized(&want, text, strlen(text)) == 0);
+    msgs[0].role = "system";
+    msgs[0].content = text;
+    msgs[1].role = "user";
+    msgs[1].content = text;
+    msgs[2].role = "assistant";
+    msgs[2].content = text;
+    for (api = 0; api <= 1; api++) {
+        memset(&p, 0, sizeof p);
+        p.api = (lf_api)api;
+        p.model = text[0] ? text : "m";
+        p.messages = msgs;
+        p.n_messages = 3;
+        p.system = text;
+        p.stream = api;
+        CHECK(lf_wire_build_request(&p, &out, &err) == 0);
+        tok = json_tokener_new();
+        CHECK(tok != NULL);
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, out.ptr, (int)out.len);
+        CHECK(o != NULL);
+        CHECK(json_tokener_get_parse_end(tok) == out.len);
+        json_tokener_free(tok);
+        /* An empty system prompt is left out (OpenAI: the leading one). */
+        m = json_object_object_get(o, "messages");
+        CHECK(m && json_object_array_length(m) == (api ? 2u : text[0] ? 4u : 3u));
+        m = json_object_object_get(json_object_array_get_idx(m, api ? 0 : text[0] ? 2 : 1), "content");
+        CHECK(m && (size_t)json_object_get_string_len(m) == want.len);
+        CHECK(want.len == 0 || memcmp(json_object_get_string(m), want.ptr, want.len) == 0);
+        json_object_put(o);
+    }
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+    lf_buf_free(&want);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text;
+
+    /* An exact-size copy: a read past `size` is an ASan report. */
+    fuzz_response(data, size);
+
+    text = malloc(size + 1);
+    if (!text) return 0;
+    if (size) memcpy(text, data, size);
+    text[size] = '\0';
+    fuzz_stream(text, size);
+    fuzz_build(text);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,59 @@
+# frozen_string_literal: true
+
+# Seeds the fuzz_wire corpus from the recorded traffic: every response body,
+# every SSE event's data (alone, and as "event-name\ndata" the way the target
+# reads a named event), every request body, and the error shapes of WIRE.md
+# that no recording holds.
+#
+#   ruby fuzz/seed_wire.rb [fixtures_dir] [corpus_dir]
+
+require "digest"
+require "fileutils"
+require "json"
+
+root = File.expand_path("..", __dir__)
+fixtures = ARGV[0] || File.join(root, "spec/fixtures/recorded")
+corpus = ARGV[1] || File.join(root, "tmp/fuzz/corpus_wire")
+FileUtils.mkdir_p(corpus)
+
+seeds = []
+
+Dir[File.join(fixtures, "*.json")].sort.each do |path|
+  JSON.parse(File.read(path))["interactions"].each do |interaction|
+    body = interaction.dig("response", "body").to_s
+    seeds << body
+    seeds << interaction.dig("request", "body").to_s
+    next unless interaction.dig("response", "headers", "content-type").to_s.include?("event-stream")
+
+    seeds << body[0, 4096]
+    body.split(/\r?\n\r?\n/).each do |event|
+      name = event[/^event: ?(.*)$/, 1]
+      data = event.scan(/^data: ?(.*)$/).flatten.join("\n")
+      seeds << data
+      seeds << "#{name}\n#{data}" if name
+    end
+  end
+end
+
+seeds.concat [
+  '[{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}]',
+  '{"error":{"message":"Insufficient credits","code":402}}',
+  '{"error":{"message":"m","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}',
+  '{"detail":[{"loc":["body","model"],"msg":"field required","type":"value_error.missing"}]}',
+  '{"error":"model not found"}',
+  '{"message":"Too many requests"}',
+  '{"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400}',
+  "error\n{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+  '{"choices":[{"index":0,"message":{"content":null,"tool_calls":[]},"finish_reason":"tool_calls"}]}',
+  '{"choices":[{"delta":{"content":"caf\u00e9 \ud83d\ude0a \ud800"},"finish_reason":null}]}',
+  "[DONE]",
+  "data: [DONE]\n",
+  "{\"choices\":[{\"delta\":{\"content\":\"\xC0\xAF\xED\xA0\x80\xF4\x90\x80\x80\"}}]}".b
+]
+
+seeds.uniq.each do |seed|
+  next if seed.empty?
+
+  File.binwrite(File.join(corpus, Digest::SHA1.hexdigest(seed)), seed)
+end
+puts "#{seeds.uniq.size} seeds in #{corpus}"
