@@ -1,0 +1,422 @@
+#define _GNU_SOURCE
+/* The attempt loop (lf_run) end to end against a tiny scripted HTTP server on
+ * loopback, under ASan/UBSan: retries, failover, reset, fatal errors,
+ * refused connections and a host that stops the call. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lf_failover.h"
+#include "lf_test.h"
+
+#define MAX_SCRIPT 8
+
+/* A server that answers the i-th connection with script[i] and closes it. */
+typedef struct server {
+    int fd;
+    int port;
+    const char *script[MAX_SCRIPT];
+    int n_script;
+    int served;
+    pthread_t thread;
+} server;
+
+static void read_request(int c)
+{
+    char buf[8192];
+    size_t have = 0;
+    long clen = -1;
+    char *hdr_end = NULL;
+    for (;;) {
+        ssize_t n = recv(c, buf + have, sizeof buf - 1 - have, 0);
+        if (n <= 0) return;
+        have += (size_t)n;
+        buf[have] = '\0';
+        if (!hdr_end && (hdr_end = strstr(buf, "\r\n\r\n")) != NULL) {
+            char *cl = strcasestr(buf, "content-length:");
+            clen = cl ? strtol(cl + 15, NULL, 10) : 0;
+        }
+        if (hdr_end && (long)(have - (size_t)(hdr_end + 4 - buf)) >= clen) return;
+        if (have >= sizeof buf - 1) return;
+    }
+}
+
+/* Sends a scripted response, filling in "Content-Length: @@" with the real
+ * length of the body. */
+static void send_response(int c, const char *resp)
+{
+    char out[8192];
+    const char *mark = strstr(resp, "Content-Length: @@");
+    const char *body = strstr(resp, "\r\n\r\n");
+    if (mark && body) {
+        snprintf(out, sizeof out, "%.*sContent-Length: %zu%s", (int)(mark - resp), resp,
+                 strlen(body + 4), mark + strlen("Content-Length: @@"));
+        resp = out;
+    }
+    if (send(c, resp, strlen(resp), MSG_NOSIGNAL) < 0) { /* the client went away */ }
+}
+
+static void *serve(void *arg)
+{
+    server *s = arg;
+    while (s->served < s->n_script) {
+        int c = accept(s->fd, NULL, NULL);
+        const char *resp;
+        if (c < 0) return NULL;
+        read_request(c);
+        resp = s->script[s->served++];
+        send_response(c, resp);
+        close(c);
+    }
+    return NULL;
+}
+
+static void server_start(server *s)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int one = 1;
+    s->fd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(s->fd, (struct sockaddr *)&a, sizeof a);
+    listen(s->fd, 8);
+    getsockname(s->fd, (struct sockaddr *)&a, &len);
+    s->port = ntohs(a.sin_port);
+    pthread_create(&s->thread, NULL, serve, s);
+}
+
+static void server_stop(server *s)
+{
+    shutdown(s->fd, SHUT_RDWR);
+    close(s->fd);
+    pthread_join(s->thread, NULL);
+}
+
+/* What the listener saw. */
+typedef struct seen {
+    char log[2048];
+    int chunks, resets, attempts;
+    lf_kind kinds[8];
+    int stop_on_wait;
+} seen;
+
+static void log_add(seen *s, const char *what, const char *text, size_t len)
+{
+    size_t used = strlen(s->log);
+    snprintf(s->log + used, sizeof s->log - used, "%s%.*s|", what, (int)len, text);
+}
+
+static int on_chunk(void *ud, const char *text, size_t len)
+{
+    seen *s = ud;
+    s->chunks++;
+    log_add(s, "c:", text, len);
+    return 0;
+}
+
+static int on_reset(void *ud)
+{
+    seen *s = ud;
+    s->resets++;
+    log_add(s, "reset", "", 0);
+    return 0;
+}
+
+static int on_attempt(void *ud, const lf_attempt_record *rec)
+{
+    seen *s = ud;
+    char tag[32];
+    if (s->attempts < 8) s->kinds[s->attempts] = rec->kind;
+    s->attempts++;
+    snprintf(tag, sizeof tag, "a%d/t%d:", rec->attempt, rec->target);
+    log_add(s, tag, rec->success ? "ok" : "fail", rec->success ? 2 : 4);
+    return 0;
+}
+
+static int wait_fn(void *ud, CURLM *multi, int timeout_ms)
+{
+    seen *s = ud;
+    int n = 0;
+    if (s->stop_on_wait) return 1;
+    curl_multi_poll(multi, NULL, 0, timeout_ms, &n);
+    return 0;
+}
+
+static const char *OK_JSON =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\nConnection: close\r\n\r\n"
+    "{\"model\":\"m-1\",\"choices\":[{\"message\":{\"content\":\"hi there\"},\"finish_reason\":\"stop\"}],"
+    "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}";
+
+static const char *UNAVAILABLE =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: @@\r\n"
+    "Connection: close\r\n\r\n{\"error\":{\"message\":\"busy now\"}}";
+
+static const char *UNAUTHORIZED =
+    "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: @@\r\n"
+    "Connection: close\r\n\r\n{\"error\":{\"message\":\"bad key\",\"type\":\"invalid_request_error\",\"code\":null}}";
+
+static const char *RATE_LIMITED_LONG =
+    "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 3600\r\n"
+    "Content-Length: @@\r\nConnection: close\r\n\r\n{\"error\":{\"message\":\"slow\",\"code\":\"rate_limit\"}}";
+
+/* OpenAI stream: two deltas, then the connection closes mid-body. */
+static const char *CUT_STREAM =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+    "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"half \"}}]}\n\n"
+    "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"an answer\"}}]}\n\n";
+
+/* Anthropic stream, complete. */
+static const char *ANTHROPIC_STREAM =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\","
+    "\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+    "\"delta\":{\"type\":\"text_delta\",\"text\":\"whole\"}}\n\n"
+    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
+    "\"usage\":{\"output_tokens\":4}}\n\n"
+    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+typedef struct fixture {
+    server srv[2];
+    char url[2][64];
+    lf_target targets[2];
+    lf_message msg;
+    lf_request_params params;
+    lf_policy pol;
+    seen seen;
+    lf_listener l;
+    lf_outcome o;
+    lf_pool *pool;
+} fixture;
+
+static void fixture_init(fixture *f, int stream)
+{
+    int i;
+    memset(f, 0, sizeof *f);
+    for (i = 0; i < 2; i++) {
+        f->targets[i].base_url = f->url[i];
+        f->targets[i].api_key = "sk-test";
+        f->targets[i].model = i == 0 ? "primary-model" : "backup-model";
+    }
+    f->targets[0].api = LF_API_OPENAI;
+    f->targets[1].api = LF_API_ANTHROPIC;
+    f->msg.role = "user";
+    f->msg.content = "hello";
+    f->params.messages = &f->msg;
+    f->params.n_messages = 1;
+    f->params.stream = stream;
+    f->pol.max_retries = 2;
+    f->pol.backoff.interval = 0.001;
+    f->pol.backoff.factor = 1;
+    f->pol.backoff.max_interval = 5;
+    f->pol.connect_timeout = 2;
+    f->pol.first_token_timeout = 5;
+    f->pol.idle_timeout = 5;
+    f->pol.request_timeout = 10;
+    f->pol.max_response_bytes = 1 << 20;
+    f->l.ud = &f->seen;
+    f->l.on_chunk = on_chunk;
+    f->l.on_reset = on_reset;
+    f->l.on_attempt = on_attempt;
+    f->l.wait = wait_fn;
+    lf_outcome_init(&f->o);
+    f->pool = lf_pool_new();
+}
+
+static void fixture_serve(fixture *f, int i)
+{
+    server_start(&f->srv[i]);
+    snprintf(f->url[i], sizeof f->url[i], "http://127.0.0.1:%d%s", f->srv[i].port, i == 0 ? "/v1" : "");
+}
+
+static int fixture_run(fixture *f, size_t n_targets)
+{
+    return lf_run(f->pool, f->targets, n_targets, &f->params, &f->pol, &f->l, &f->o);
+}
+
+static void fixture_free(fixture *f)
+{
+    int i;
+    for (i = 0; i < 2; i++)
+        if (f->srv[i].fd) server_stop(&f->srv[i]);
+    lf_outcome_free(&f->o);
+    lf_pool_free(f->pool);
+}
+
+static void test_retry_then_success(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    f.srv[0].script[0] = UNAVAILABLE;
+    f.srv[0].script[1] = OK_JSON;
+    f.srv[0].n_script = 2;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.attempts, 2);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "hi there");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.model), "m-1");
+    LF_CHECK_INT(f.o.answer.input_tokens, 3);
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_SERVICE_UNAVAILABLE);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:ok|");
+    fixture_free(&f);
+}
+
+static void test_cut_stream_resets_then_backup(void)
+{
+    fixture f;
+    fixture_init(&f, 1);
+    f.srv[0].script[0] = CUT_STREAM;
+    f.srv[0].n_script = 1;
+    f.srv[1].script[0] = ANTHROPIC_STREAM;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_INT(f.o.attempts, 2); /* content was shown: never retried on the primary */
+    LF_CHECK_STR(f.seen.log, "c:half |c:an answer|a1/t0:fail|reset|c:whole|a2/t1:ok|");
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_STREAM_INTERRUPTED);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "whole");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.model), "claude-x");
+    LF_CHECK_INT(f.o.answer.output_tokens, 4);
+    fixture_free(&f);
+}
+
+static void test_cut_stream_without_backup_keeps_partial(void)
+{
+    fixture f;
+    fixture_init(&f, 1);
+    f.srv[0].script[0] = CUT_STREAM;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_STREAM_INTERRUPTED);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.partial), "half an answer");
+    LF_CHECK_INT(f.seen.resets, 0);
+    fixture_free(&f);
+}
+
+static void test_unauthorized_never_fails_over(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    f.srv[0].script[0] = UNAUTHORIZED;
+    f.srv[0].n_script = 1;
+    f.srv[1].script[0] = OK_JSON;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_UNAUTHORIZED);
+    LF_CHECK_INT(f.o.status, 401);
+    LF_CHECK_INT(f.o.attempts, 1);
+    LF_CHECK_INT(f.srv[1].served, 0);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.message), "HTTP 401: bad key");
+    /* Unblock the backup's accept() so that it can be joined. */
+    f.srv[1].n_script = 0;
+    fixture_free(&f);
+}
+
+static void test_long_retry_after_fails_over_at_once(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    f.targets[1].api = LF_API_OPENAI;
+    f.srv[0].script[0] = RATE_LIMITED_LONG;
+    f.srv[0].n_script = 1;
+    f.srv[1].script[0] = OK_JSON;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    server_start(&f.srv[1]);
+    snprintf(f.url[1], sizeof f.url[1], "http://127.0.0.1:%d/v1", f.srv[1].port);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_INT(f.o.attempts, 2);
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_RATE_LIMIT);
+    fixture_free(&f);
+}
+
+static void test_refused(void)
+{
+    fixture f;
+    int port;
+    fixture_init(&f, 0);
+    server_start(&f.srv[0]);
+    port = f.srv[0].port;
+    server_stop(&f.srv[0]);
+    f.srv[0].fd = 0;
+    snprintf(f.url[0], sizeof f.url[0], "http://127.0.0.1:%d/v1", port);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_CONNECTION_REFUSED);
+    LF_CHECK_INT(f.o.attempts, 1);
+    fixture_free(&f);
+}
+
+static void test_host_stops_the_call(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    f.seen.stop_on_wait = 1;
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.aborted, 1);
+    LF_CHECK_INT(f.seen.attempts, 0); /* no record for a call the host tore down */
+    /* Let the server's accept() finish if the request never arrived. */
+    if (f.srv[0].served == 0) {
+        int c = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons((unsigned short)f.srv[0].port);
+        if (connect(c, (struct sockaddr *)&a, sizeof a) == 0 &&
+            send(c, "POST / HTTP/1.1\r\nContent-Length: @@\r\n\r\n", 38, MSG_NOSIGNAL) < 0) {
+            /* nothing to do */
+        }
+        close(c);
+    }
+    fixture_free(&f);
+}
+
+static void test_bad_request_params_fail_before_network(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    snprintf(f.url[0], sizeof f.url[0], "http://127.0.0.1:9/v1");
+    f.targets[0].model = "";
+    LF_CHECK_INT(fixture_run(&f, 1), -1);
+    LF_CHECK(f.o.message.len > 0);
+    LF_CHECK_INT(f.seen.attempts, 0);
+    fixture_free(&f);
+}
+
+int main(void)
+{
+    if (lf_transport_global_init() != 0) return 2;
+    LF_RUN(test_retry_then_success);
+    LF_RUN(test_cut_stream_resets_then_backup);
+    LF_RUN(test_cut_stream_without_backup_keeps_partial);
+    LF_RUN(test_unauthorized_never_fails_over);
+    LF_RUN(test_long_retry_after_fails_over_at_once);
+    LF_RUN(test_refused);
+    LF_RUN(test_host_stops_the_call);
+    LF_RUN(test_bad_request_params_fail_before_network);
+    curl_global_cleanup();
+    return lf_test_summary("failover");
+}
