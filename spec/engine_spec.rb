@@ -114,7 +114,7 @@ RSpec.describe LlmFailover::Engine do
                 connect_timeout: 5, first_token_timeout: 60, idle_timeout: 60, request_timeout: 60,
                 failover_on_context_length: false, max_response_bytes: 1_000_000 }
         l = Object.new
-        def l.on_chunk(_) = nil
+        def l.on_chunk(*) = nil
         def l.on_reset = nil
         def l.on_attempt(_) = nil
         begin

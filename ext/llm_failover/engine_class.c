@@ -306,6 +306,7 @@ typedef struct lf_ruby_listener {
 
 typedef struct lf_chunk_args {
     VALUE listener;
+    int target;
     const char *text;
     size_t len;
 } lf_chunk_args;
@@ -314,13 +315,13 @@ static VALUE lf_call_on_chunk(VALUE arg)
 {
     lf_chunk_args *a = (lf_chunk_args *)arg;
     VALUE s = rb_utf8_str_new(a->text, (long)a->len);
-    return rb_funcall(a->listener, lf_id_on_chunk, 1, s);
+    return rb_funcall(a->listener, lf_id_on_chunk, 2, s, INT2NUM(a->target));
 }
 
-static int lf_rl_on_chunk(void *ud, const char *text, size_t len)
+static int lf_rl_on_chunk(void *ud, int target, const char *text, size_t len)
 {
     lf_ruby_listener *rl = ud;
-    lf_chunk_args a = { rl->listener, text, len };
+    lf_chunk_args a = { rl->listener, target, text, len };
     rb_protect(lf_call_on_chunk, (VALUE)&a, &rl->state);
     return rl->state != 0;
 }

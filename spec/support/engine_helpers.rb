@@ -14,7 +14,7 @@ module EngineHelpers
       @on_chunk = on_chunk
     end
 
-    def on_chunk(text)
+    def on_chunk(text, _target = nil)
       @chunks << text
       @events << [:chunk, text]
       @on_chunk&.call(text)

@@ -113,11 +113,11 @@ static void log_add(seen *s, const char *what, const char *text, size_t len)
     snprintf(s->log + used, sizeof s->log - used, "%s%.*s|", what, (int)len, text);
 }
 
-static int on_chunk(void *ud, const char *text, size_t len)
+static int on_chunk(void *ud, int target, const char *text, size_t len)
 {
     seen *s = ud;
     s->chunks++;
-    log_add(s, "c:", text, len);
+    log_add(s, target ? "c1:" : "c0:", text, len);
     return 0;
 }
 
@@ -283,7 +283,7 @@ static void test_cut_stream_resets_then_backup(void)
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 1);
     LF_CHECK_INT(f.o.attempts, 2); /* content was shown: never retried on the primary */
-    LF_CHECK_STR(f.seen.log, "c:half |c:an answer|a1/t0:fail|reset|c:whole|a2/t1:ok|");
+    LF_CHECK_STR(f.seen.log, "c0:half |c0:an answer|a1/t0:fail|reset|c1:whole|a2/t1:ok|");
     LF_CHECK_INT(f.seen.kinds[0], LF_E_STREAM_INTERRUPTED);
     LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "whole");
     LF_CHECK_STR(lf_buf_cstr(&f.o.answer.model), "claude-x");

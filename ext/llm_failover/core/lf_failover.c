@@ -59,6 +59,7 @@ typedef struct lf_call {
 /* One HTTP attempt. */
 typedef struct lf_attempt {
     const lf_target *target;
+    int target_index;
     int stream_requested;
     lf_response resp;
     lf_sse_parser sse;
@@ -141,7 +142,7 @@ static int lf_deliver(lf_call *c, lf_attempt *a, const char *text, size_t len)
     a->delivered = 1;
     c->delivered = 1;
     lf_buf_append(&c->partial, text, len);
-    if (c->l->on_chunk(c->l->ud, text, len) != 0) {
+    if (c->l->on_chunk(c->l->ud, a->target_index, text, len) != 0) {
         c->stopped = 1;
         return -1;
     }
@@ -650,6 +651,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             int final = 0;
 
             lf_attempt_init(&a, t, params->stream, pol->max_response_bytes);
+            a.target_index = (int)ti;
             call.attempt_no++;
             lf_exchange(&call, &a, lf_buf_cstr(&prep[ti].url), &prep[ti].body, prep[ti].headers);
             lf_judge(&call, &a);

@@ -57,7 +57,7 @@ typedef struct lf_attempt_record {
  * outcome is then marked aborted and the host raises what it stashed). */
 typedef struct lf_listener {
     void *ud;
-    int (*on_chunk)(void *ud, const char *text, size_t len);
+    int (*on_chunk)(void *ud, int target, const char *text, size_t len);
     int (*on_reset)(void *ud);
     int (*on_attempt)(void *ud, const lf_attempt_record *rec);
     /* Blocks until the multi handle has activity, timeout_ms passes, or the
