@@ -1,0 +1,28 @@
+# frozen_string_literal: true
+
+require "active_record"
+
+module LlmFailover
+  module ActiveRecord
+    # One row of llm_failover_attempts: one HTTP attempt (see AttemptRecord). Written
+    # by AttemptLog, read by Report. Subclass it to use another table or database:
+    #
+    #   class AuditAttempt < LlmFailover::ActiveRecord::Attempt
+    #     self.table_name = "audit_llm_attempts"
+    #     connects_to database: { writing: :audit }
+    #   end
+    class Attempt < ::ActiveRecord::Base
+      self.table_name = "llm_failover_attempts"
+
+      # Every column AttemptLog writes, in the order of DESIGN's attempt record.
+      COLUMNS = %i[request_id attempt provider model feature success error_class error_message http_status
+                   failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
+                   started_at provider_request_id].freeze
+
+      # @return [String] "provider/model"
+      def target
+        "#{provider}/#{model}"
+      end
+    end
+  end
+end

@@ -1,0 +1,83 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  module ActiveRecord
+    # A usage sink writing one llm_failover_attempts row per attempt.
+    #
+    #   LlmFailover.configure { |c| c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new }
+    #
+    # Rows are written on the calling thread's connection from the pool, so inside the
+    # app's transaction they join it. An attempt happened (and may have been billed)
+    # whatever the app's transaction decides: when that transaction rolls back, the row
+    # is written again after the rollback (ActiveRecord >= 7.2; older versions lose it
+    # with the rollback).
+    class AttemptLog
+      # Provider error bodies can be long; the report needs the gist.
+      MAX_ERROR_MESSAGE = 4000
+
+      # @param model [Class] an Attempt (sub)class: its table and connection are used
+      # @param survive_rollback [Boolean] rewrite rows a caller's rollback took away
+      def initialize(model: Attempt, survive_rollback: true)
+        @model = model
+        @survive_rollback = survive_rollback
+      end
+
+      # Writes +record+ (an AttemptRecord, or a Hash with its fields).
+      # @return [nil]
+      def call(record)
+        write(row(record))
+        nil
+      end
+
+      def inspect
+        "#<#{self.class.name} #{@model.name} table=#{@model.table_name}>"
+      end
+
+      private
+
+      # Only the record's fields: no headers, no keys (the record holds none; Call
+      # redacts error messages before they reach it).
+      def row(record)
+        Attempt::COLUMNS.to_h do |name|
+          value = record.is_a?(Hash) ? record[name] : (record.public_send(name) if record.respond_to?(name))
+          [name, convert(name, value)]
+        end
+      end
+
+      def convert(name, value)
+        case name
+        when :provider, :error_class then value&.to_s
+        when :error_message then value && value.to_s[0, MAX_ERROR_MESSAGE]
+        when :success, :failover_eligible then value ? true : false
+        when :started_at then started_at(value)
+        else value
+        end
+      end
+
+      def started_at(value)
+        case value
+        when Time then value
+        when Numeric then Time.at(value)
+        when String then Time.iso8601(value)
+        else Time.now
+        end
+      end
+
+      def write(attributes)
+        @model.connection_pool.with_connection do
+          @model.create!(attributes)
+          rewrite_after_rollback(attributes) if @survive_rollback
+        end
+      end
+
+      # Registered on the innermost open transaction: a savepoint's rollback writes the
+      # row again inside the outer transaction, which registers again, and so on out.
+      def rewrite_after_rollback(attributes)
+        return unless @model.respond_to?(:current_transaction)
+
+        transaction = @model.current_transaction
+        transaction.after_rollback { write(attributes) } if transaction.open?
+      end
+    end
+  end
+end

@@ -1,0 +1,170 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  module ActiveRecord
+    # The message store (the interface MemoryStore implements) over a chat record's
+    # messages association. Every database call runs on the calling thread's
+    # connection from the pool (with_connection), so a job thread never shares one.
+    #
+    # Streamed deltas are buffered: the assistant row's content is written at most once
+    # per +flush_interval+ seconds while it streams (0: every delta; nil: only at the
+    # end), and always at finish and at failure. A reset is written at once, before
+    # the backup's first delta reaches the store.
+    class MessageStore
+      DEFAULT_COLUMNS = %w[role content model provider status input_tokens output_tokens]
+                        .to_h { |c| [c.to_sym, c] }.freeze
+      DEFAULT_FLUSH_INTERVAL = 0.5
+
+      # The deltas of one streaming answer not yet in the database.
+      Buffer = Struct.new(:text, :flushed_at)
+      private_constant :Buffer
+
+      attr_reader :chat, :flush_interval
+
+      # @param chat [ActiveRecord::Base] a saved chat record
+      # @param association [Symbol] its has_many of messages
+      def initialize(chat, association: :messages, flush_interval: DEFAULT_FLUSH_INTERVAL)
+        raise ArgumentError, "the chat record must be saved before it stores messages" if chat.new_record?
+        unless flush_interval.nil? || (flush_interval.is_a?(Numeric) && !flush_interval.negative?)
+          raise ArgumentError, "flush_interval must be nil or a non-negative number, got #{flush_interval.inspect}"
+        end
+
+        @chat = chat
+        @association = association
+        @klass = chat.association(association).klass
+        @columns = @klass.respond_to?(:llm_message_columns) ? @klass.llm_message_columns : DEFAULT_COLUMNS
+        @flush_interval = flush_interval
+        @buffers = {}.compare_by_identity
+        @lock = Mutex.new
+      end
+
+      # @return [Array<ActiveRecord::Base>] every stored message, failed answers included,
+      #   read from the database (unwritten deltas are written first)
+      def messages
+        flush_all
+        with_connection { LlmFailover::ActiveRecord.insertion_order(@chat.association(@association).scope).to_a }
+      end
+
+      # @return [Array<ActiveRecord::Base>] what a provider must see: no assistant row
+      #   that is streaming (abandoned) or failed
+      def conversation
+        messages.reject { |m| read(m, :role) == "assistant" && read(m, :status) != "complete" }
+      end
+
+      def add_user(content)
+        create(role: "user", content: content, status: "complete")
+      end
+
+      def add_system(content)
+        create(role: "system", content: content, status: "complete")
+      end
+
+      # Drops every system message (with their callbacks) and adds this one.
+      def replace_system(content)
+        with_connection do
+          @klass.transaction do
+            proxy.where(@columns[:role] => "system").destroy_all
+            proxy.reset
+            add_system(content)
+          end
+        end
+      end
+
+      def start_assistant(model:, provider:)
+        with_connection do
+          message = proxy.build(attributes(role: "assistant", content: +"", status: "streaming", model: model,
+                                           provider: provider))
+          # An empty answer is valid here whatever the app validates for finished rows.
+          message.save!(validate: false)
+          message
+        end
+      end
+
+      def append_assistant(message, text)
+        @lock.synchronize do
+          buffer = (@buffers[message] ||= Buffer.new(+read(message, :content).to_s, monotonic))
+          buffer.text << text
+          flush(message, buffer) if @flush_interval && monotonic - buffer.flushed_at >= @flush_interval
+        end
+        nil
+      end
+
+      def reset_assistant(message, model:, provider:)
+        @lock.synchronize { @buffers.delete(message) }
+        save(message, content: +"", model: model, provider: provider)
+      end
+
+      def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:)
+        @lock.synchronize { @buffers.delete(message) }
+        save(message, content: content, model: model, provider: provider, status: "complete",
+                      input_tokens: input_tokens, output_tokens: output_tokens)
+      end
+
+      # Keeps the partial text for audit; the row leaves the conversation. This runs
+      # while an error is on its way up: a database failure here must not replace that
+      # error (an unmarked row is still "streaming", and excluded all the same).
+      def fail_assistant(message)
+        buffer = @lock.synchronize { @buffers.delete(message) }
+        attrs = { status: "failed" }
+        attrs[:content] = buffer.text.dup if buffer
+        save(message, **attrs)
+      rescue ::ActiveRecord::ActiveRecordError => e
+        Kernel.warn("llm_failover: could not mark assistant message #{message.id.inspect} failed: " \
+                    "#{e.class}: #{e.message}")
+        message
+      end
+
+      def inspect
+        "#<#{self.class.name} #{@chat.class.name}##{@chat.id} #{@association}>"
+      end
+
+      private
+
+      def proxy
+        @chat.public_send(@association)
+      end
+
+      def create(**attrs)
+        with_connection { proxy.create!(attributes(**attrs)) }
+      end
+
+      # Lifecycle changes go through save: the app's callbacks see them (a broadcast
+      # clears the screen on a reset), its validations do not block them.
+      def save(message, **attrs)
+        with_connection do
+          message.assign_attributes(attributes(**attrs))
+          message.save!(validate: false)
+        end
+        message
+      end
+
+      # A plain UPDATE of the content: no callbacks, no transaction, once per interval.
+      def flush(message, buffer)
+        changes = { @columns[:content] => buffer.text.dup }
+        changes["updated_at"] = Time.current if message.has_attribute?("updated_at")
+        with_connection { message.update_columns(changes) }
+        buffer.flushed_at = monotonic
+      end
+
+      def flush_all
+        @lock.synchronize { @buffers.each { |message, buffer| flush(message, buffer) } }
+      end
+
+      def attributes(**attrs)
+        attrs.to_h { |name, value| [@columns.fetch(name), value] }
+      end
+
+      def read(message, name)
+        message[@columns.fetch(name)]
+      end
+
+      def with_connection(&block)
+        @klass.connection_pool.with_connection(&block)
+      end
+
+      def monotonic
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+    end
+  end
+end

@@ -1,0 +1,79 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  module ActiveRecord
+    # The tables of the ActiveRecord integration. create_tables! applies this to a
+    # connection; the `llm_failover:install` generator writes the same schema as a
+    # migration (spec/active_record/generator_spec.rb keeps the two equal).
+    module Schema
+      DEFAULT_TABLES = { chats: "chats", messages: "messages", attempts: "llm_failover_attempts" }.freeze
+
+      module_function
+
+      # Creates the three tables on +connection+ (anything with create_table/add_index:
+      # a connection or a migration).
+      # @param force [Boolean] drop and recreate the tables
+      # @param if_not_exists [Boolean] leave existing tables alone (scripts rerun)
+      def define(connection, chats: DEFAULT_TABLES[:chats], messages: DEFAULT_TABLES[:messages],
+                 attempts: DEFAULT_TABLES[:attempts], foreign_key: "chat_id", force: false, if_not_exists: true)
+        # Messages reference chats: drop them first, create them after.
+        if force
+          [messages, chats, attempts].each { |table| connection.drop_table(table, if_exists: true) }
+        end
+        table_options = { if_not_exists: if_not_exists && !force }
+
+        connection.create_table(chats, **table_options) do |t|
+          t.string :model
+          t.string :provider
+          t.string :backup_model
+          t.string :backup_provider
+          t.integer :quota
+          t.string :feature
+          t.timestamps
+        end
+
+        connection.create_table(messages, **table_options) do |t|
+          t.references foreign_key.to_s.delete_suffix("_id"), null: false, foreign_key: { to_table: chats }
+          t.string :role, null: false
+          t.text :content
+          t.string :model
+          t.string :provider
+          t.string :status, null: false, default: "complete"
+          t.integer :input_tokens
+          t.integer :output_tokens
+          t.timestamps
+        end
+        # The quota count: this month's completed answers of one model.
+        connection.add_index(messages, %i[model created_at], name: "index_#{messages}_on_model_and_created_at",
+                                                             if_not_exists: true)
+
+        connection.create_table(attempts, **table_options) do |t|
+          t.string :request_id, null: false, limit: 36
+          t.integer :attempt, null: false
+          t.string :provider, null: false
+          t.string :model, null: false
+          t.string :feature
+          t.boolean :success, null: false
+          t.string :error_class
+          t.text :error_message
+          t.integer :http_status
+          t.boolean :failover_eligible, null: false, default: false
+          t.float :retry_after
+          t.float :latency_ms
+          t.float :first_token_ms
+          t.integer :input_tokens
+          t.integer :output_tokens
+          t.datetime :started_at, null: false
+          t.string :provider_request_id
+        end
+        connection.add_index(attempts, %i[request_id attempt], unique: true,
+                                                               name: "index_#{attempts}_on_request_id_and_attempt",
+                                                               if_not_exists: true)
+        connection.add_index(attempts, :started_at, name: "index_#{attempts}_on_started_at", if_not_exists: true)
+        connection.add_index(attempts, %i[provider model started_at],
+                             name: "index_#{attempts}_on_provider_and_model_and_started_at", if_not_exists: true)
+        nil
+      end
+    end
+  end
+end
