@@ -1,0 +1,75 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "open3"
+require "pty"
+
+# Every example runs as its users would run it: `bundle exec ruby examples/...`, as a
+# subprocess, against the FakeProviders it starts itself.
+RSpec.describe "examples/" do
+  root = File.expand_path("..", __dir__)
+  # A developer's real keys must not turn an example into a live call.
+  clean_env = { "OPENAI_API_KEY" => nil, "ANTHROPIC_API_KEY" => nil, "LLM_FAILOVER_LIVE" => nil }
+
+  define_method(:run_example) do |name|
+    out, err, status = Open3.capture3(clean_env, "bundle", "exec", "ruby", "examples/#{name}", chdir: root)
+    expect(status.exitstatus).to eq(0), "#{name} failed:\n#{err}"
+    expect(err).to eq("")
+    out
+  end
+
+  it "finds the examples the README points to" do
+    expect(Dir.children(File.join(root, "examples")))
+      .to include("background_job.rb", "script.rb", "streaming_consumer.rb")
+  end
+
+  it "script.rb: answers, fails over on an empty account, and lets a 401 through" do
+    out = run_example("script.rb")
+    expect(out).to include("A: Paris.\n   answered by openai/gpt-4o after 1 attempt(s), failover: no")
+    expect(out).to include("[attempt 1] openai/gpt-4o: LlmFailover::ProviderQuotaError 429")
+    expect(out).to include("A: Rome.\n   answered by anthropic/claude-sonnet-4-6 after 2 attempt(s), failover: yes")
+    expect(out).to include("error: LlmFailover::UnauthorizedError (not retryable) from openai/gpt-4o after 1 attempt(s)")
+    expect(out).to include('assistant "Rome." (anthropic/claude-sonnet-4-6, complete)')
+    expect(out).to include("openai saw 3 requests, anthropic 1")
+  end
+
+  it "background_job.rb: fails over, moves to the backup past the quota, and decides what to retry" do
+    lines = run_example("background_job.rb").lines.map(&:chomp)
+    expect(lines.size).to eq(6)
+    expect(lines[0]).to match(%r{\Aticket 1 \(0/150 tokens used\): ".+" by openai/gpt-4o-mini, 1 attempt\(s\)\z})
+    expect(lines[1]).to match(%r{\Aticket 2 .* by anthropic/claude-haiku-4-5, 4 attempt\(s\), failover\z})
+    # Past the quota the backup is asked first and alone: one attempt, no failover.
+    expect(lines[2]).to match(%r{\Aticket 3 \(160/150 tokens used\): ".+" by anthropic/claude-haiku-4-5, 1 attempt\(s\)\z})
+    expect(lines[3]).to eq("ticket 4 (240/150 tokens used): job raised LlmFailover::OverloadedError; " \
+                           "the job system retries it later")
+    expect(lines[4]).to start_with("ticket 5 (240/150 tokens used): not retried: LlmFailover::BadRequestError")
+    expect(lines[5]).to eq("openai saw 4 requests, anthropic 6")
+  end
+
+  it "streaming_consumer.rb: marks the reset in a pipe and ends with the backup's answer alone" do
+    out = run_example("streaming_consumer.rb")
+    partial, rest = out.split("\n[reset: the answer above is void; the backup answers below]\n", 2)
+    expect(partial).to eq("Streaming lets the reader start early, but ")
+    expect(rest).to start_with("Streaming shows words as they come.")
+    expect(out).to include("answered by anthropic/claude-sonnet-4-6, failover: yes")
+    expect(out).to include("terminal shows exactly the reply: true", "browser shows exactly the reply: true")
+    expect(out).to include("1 reset")
+    expect(out).to include("stored answer: the backup's alone")
+  end
+
+  it "streaming_consumer.rb: erases the partial answer on a terminal" do
+    output = +""
+    code = nil
+    PTY.spawn(clean_env, "bundle", "exec", "ruby", "examples/streaming_consumer.rb", chdir: root) do |r, _w, pid|
+      begin
+        loop { output << r.readpartial(4096) }
+      rescue EOFError, Errno::EIO
+        nil
+      end
+      code = Process.wait2(pid)[1].exitstatus
+    end
+    expect(code).to eq(0)
+    expect(output).to match(/\AStreaming lets the reader start early, but \r(\e\[\d+A)?\e\[JStreaming shows words/)
+    expect(output).not_to include("[reset:")
+  end
+end
