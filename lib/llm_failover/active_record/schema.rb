@@ -12,10 +12,12 @@ module LlmFailover
 
       # Creates the three tables on +connection+ (anything with create_table/add_index:
       # a connection or a migration).
+      # @param foreign_key [String, nil] messages' reference to chats (chat_id for "chats")
       # @param force [Boolean] drop and recreate the tables
       # @param if_not_exists [Boolean] leave existing tables alone (scripts rerun)
       def define(connection, chats: DEFAULT_TABLES[:chats], messages: DEFAULT_TABLES[:messages],
-                 attempts: DEFAULT_TABLES[:attempts], foreign_key: "chat_id", force: false, if_not_exists: true)
+                 attempts: DEFAULT_TABLES[:attempts], foreign_key: nil, force: false, if_not_exists: true)
+        foreign_key ||= "#{chats.to_s.singularize}_id"
         # Messages reference chats: drop them first, create them after.
         if force
           [messages, chats, attempts].each { |table| connection.drop_table(table, if_exists: true) }

@@ -1,0 +1,287 @@
+# frozen_string_literal: true
+
+require "active_record"
+require "llm_failover/active_record/attempt"
+require "llm_failover/report/table"
+
+module LlmFailover
+  # What the attempts table says about a period: failure rates per provider and model,
+  # the calls failover saved, the features that fail over, incident windows and the
+  # tokens spent (failed attempts included: a provider may bill a call that failed).
+  #
+  #   puts LlmFailover::Report.new(from: 7.days.ago)
+  #
+  # Counting is done by the database (GROUP BY); only the rows of calls that took more
+  # than one attempt, and the failed attempts' times, are read into Ruby.
+  class Report
+    BUCKET_SECONDS = 300
+
+    FailureRate = Struct.new(:provider, :model, :attempts, :failures, :failover_eligible, :top_error,
+                             keyword_init: true) do
+      def rate
+        attempts.zero? ? 0.0 : failures.to_f / attempts
+      end
+    end
+
+    # A call that succeeded after a failed attempt: from the first target that failed
+    # to the one that answered.
+    Save = Struct.new(:request_id, :feature, :from, :to, :attempts, keyword_init: true) do
+      def cross_provider?
+        from.split("/", 2).first != to.split("/", 2).first
+      end
+
+      def failover?
+        from != to
+      end
+    end
+
+    Feature = Struct.new(:feature, :requests, :attempts, :failed_attempts, :failed_over, :saved, :lost,
+                         keyword_init: true)
+    Window = Struct.new(:starts_at, :failures, :attempts, :providers, :errors, keyword_init: true) do
+      def ends_at
+        starts_at + BUCKET_SECONDS
+      end
+    end
+    Tokens = Struct.new(:provider, :model, :input, :output, :failed_input, :failed_output, keyword_init: true) do
+      def total
+        input + output
+      end
+
+      def failed_total
+        failed_input + failed_output
+      end
+    end
+
+    attr_reader :from, :to
+
+    # @param from [Time, nil] first started_at included (nil: from the beginning)
+    # @param to [Time, nil] started_at before this (nil: up to now)
+    # @param attempts [Class] the Attempt model (or a subclass on another table/database)
+    def initialize(from: nil, to: nil, attempts: LlmFailover::ActiveRecord::Attempt)
+      @from = from
+      @to = to
+      @model = attempts
+    end
+
+    # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
+    #   target), lost (calls without any successful attempt)
+    def summary
+      @summary ||= query do
+        { attempts: scope.count, requests: scope.distinct.count(:request_id), failures: failed.count,
+          saves: saves.size, failover_saves: saves.count(&:failover?),
+          cross_provider_saves: saves.count(&:cross_provider?), lost: lost_scope.distinct.count(:request_id) }
+      end
+    end
+
+    # @return [Array<FailureRate>] per provider and model, most failures first
+    def failure_rates
+      @failure_rates ||= query do
+        attempts = scope.group(:provider, :model).count
+        failures = failed.group(:provider, :model).count
+        eligible = failed.where(failover_eligible: true).group(:provider, :model).count
+        errors = failed.group(:provider, :model, :error_class).count
+        attempts.map do |(provider, model), n|
+          top = errors.select { |(p, m, _), _| p == provider && m == model }.max_by { |(_, _, e), c| [c, e.to_s] }
+          FailureRate.new(provider: provider, model: model, attempts: n, failures: failures.fetch([provider, model], 0),
+                          failover_eligible: eligible.fetch([provider, model], 0),
+                          top_error: top && short_error(top[0][2]))
+        end.sort_by { |r| [-r.failures, r.provider.to_s, r.model.to_s] }
+      end
+    end
+
+    # Calls whose final attempt succeeded with attempt > 1 after a failed one.
+    # @return [Array<Save>]
+    def saves
+      @saves ||= multi_attempt_calls.filter_map do |request_id, rows|
+        winner = rows.find { |r| r[:success] && r[:attempt] > 1 }
+        next unless winner
+
+        first_failure = rows.select { |r| !r[:success] && r[:attempt] < winner[:attempt] }.min_by { |r| r[:attempt] }
+        next unless first_failure
+
+        Save.new(request_id: request_id, feature: winner[:feature], from: target(first_failure), to: target(winner),
+                 attempts: winner[:attempt])
+      end
+    end
+
+    # @return [Array<Array(String, String, Integer)>] from, to, count: where saves went
+    def save_paths
+      saves.group_by { |s| [s.from, s.to] }.map { |(from, to), list| [from, to, list.size] }
+           .sort_by { |from, to, n| [-n, from, to] }
+    end
+
+    # @return [Array<Feature>] per feature (nil for calls without one), most failed-over first
+    def features
+      @features ||= query do
+        requests = scope.group(:feature).distinct.count(:request_id)
+        attempts = scope.group(:feature).count
+        failed_attempts = failed.group(:feature).count
+        lost = lost_scope.group(:feature).distinct.count(:request_id)
+        failed_over = Hash.new(0)
+        multi_attempt_calls.each_value do |rows|
+          failed_over[rows.first[:feature]] += 1 if rows.map { |r| target(r) }.uniq.size > 1
+        end
+        saved = saves.group_by(&:feature).transform_values(&:size)
+        requests.map do |feature, n|
+          Feature.new(feature: feature, requests: n, attempts: attempts.fetch(feature, 0),
+                      failed_attempts: failed_attempts.fetch(feature, 0), failed_over: failed_over[feature],
+                      saved: saved.fetch(feature, 0), lost: lost.fetch(feature, 0))
+        end.sort_by { |f| [-f.failed_over, -f.failed_attempts, f.feature.to_s] }
+      end
+    end
+
+    # Failures per 5-minute bucket (UTC, aligned on the epoch), for the buckets that
+    # had any, in time order; the +limit+ worst when there are more.
+    # @return [Array<Window>]
+    def incident_windows(limit: 20)
+      query do
+        buckets = failed.pluck(:started_at, :provider, :error_class).group_by do |started_at, _, _|
+          t = started_at.to_i
+          Time.at(t - (t % BUCKET_SECONDS)).utc
+        end
+        worst = buckets.sort_by { |start, rows| [-rows.size, start] }.first(limit).sort_by(&:first)
+        worst.map do |start, rows|
+          Window.new(starts_at: start, failures: rows.size,
+                     attempts: scope.where(started_at: start...(start + BUCKET_SECONDS)).count,
+                     providers: tally(rows.map { |r| r[1] }), errors: tally(rows.map { |r| short_error(r[2]) }))
+        end
+      end
+    end
+
+    # @return [Array<Tokens>] per provider and model, every attempt counted
+    def tokens
+      @tokens ||= query do
+        input = scope.group(:provider, :model).sum(:input_tokens)
+        output = scope.group(:provider, :model).sum(:output_tokens)
+        failed_input = failed.group(:provider, :model).sum(:input_tokens)
+        failed_output = failed.group(:provider, :model).sum(:output_tokens)
+        input.keys.map do |key|
+          Tokens.new(provider: key[0], model: key[1], input: input[key].to_i, output: output[key].to_i,
+                     failed_input: failed_input[key].to_i, failed_output: failed_output[key].to_i)
+        end.sort_by { |t| [-t.total, t.provider.to_s, t.model.to_s] }
+      end
+    end
+
+    # The whole report as text tables.
+    # @return [String]
+    def to_s
+      [header, summary_table, section("Failure rate per provider and model", failure_table),
+       section("Failover saves (succeeded after a failed attempt)", saves_table),
+       section("Features", features_table),
+       section("Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)", windows_table),
+       section("Tokens (failed attempts included)", tokens_table)].join("\n\n") + "\n"
+    end
+
+    def inspect
+      "#<#{self.class.name} #{@model.table_name} from=#{@from.inspect} to=#{@to.inspect}>"
+    end
+
+    private
+
+    def scope
+      rows = @model.all
+      rows = rows.where(@model.arel_table[:started_at].gteq(@from)) if @from
+      rows = rows.where(@model.arel_table[:started_at].lt(@to)) if @to
+      rows
+    end
+
+    def failed
+      scope.where(success: false)
+    end
+
+    # Calls with a failed attempt and no successful one.
+    def lost_scope
+      failed.where.not(request_id: scope.where(success: true).select(:request_id))
+    end
+
+    # Every attempt of the calls in the period that took more than one attempt.
+    # @return [Hash{String => Array<Hash>}] request_id => rows in attempt order
+    def multi_attempt_calls
+      @multi_attempt_calls ||= query do
+        ids = scope.where(@model.arel_table[:attempt].gt(1)).select(:request_id)
+        @model.where(request_id: ids).order(:request_id, :attempt)
+              .pluck(:request_id, :attempt, :provider, :model, :feature, :success)
+              .map { |id, attempt, provider, model, feature, success|
+                { request_id: id, attempt: attempt, provider: provider, model: model, feature: feature,
+                  success: success ? true : false }
+              }
+              .group_by { |r| r[:request_id] }
+      end
+    end
+
+    def target(row)
+      "#{row[:provider]}/#{row[:model]}"
+    end
+
+    def query(&block)
+      @model.connection_pool.with_connection(&block)
+    end
+
+    def tally(values)
+      values.tally.sort_by { |v, n| [-n, v.to_s] }.map { |v, n| "#{v} #{n}" }.join(", ")
+    end
+
+    def short_error(name)
+      name.to_s.delete_prefix("LlmFailover::").then { |s| s.empty? ? nil : s }
+    end
+
+    def percent(fraction)
+      format("%.1f%%", fraction * 100)
+    end
+
+    def section(title, table)
+      "#{title}\n#{table}"
+    end
+
+    def header
+      period = if @from && @to then "#{time(@from)} .. #{time(@to)}"
+               elsif @from then "since #{time(@from)}"
+               elsif @to then "before #{time(@to)}"
+               else "all time"
+               end
+      "llm_failover report: #{@model.table_name}, #{period}"
+    end
+
+    def time(t)
+      t.getutc.strftime("%Y-%m-%d %H:%M UTC")
+    end
+
+    def summary_table
+      s = summary
+      Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost],
+                [[s[:attempts], s[:requests], s[:failures], s[:saves], s[:failover_saves],
+                  s[:cross_provider_saves], s[:lost]]]).to_s
+    end
+
+    def failure_table
+      Table.new(%w[provider model attempts failures rate failover_eligible top_error],
+                failure_rates.map { |r|
+                  [r.provider, r.model, r.attempts, r.failures, percent(r.rate), r.failover_eligible, r.top_error]
+                }).to_s
+    end
+
+    def saves_table
+      Table.new(%w[from to saves], save_paths).to_s
+    end
+
+    def features_table
+      Table.new(%w[feature requests attempts failed_attempts failed_over saved lost],
+                features.map { |f|
+                  [f.feature || "(none)", f.requests, f.attempts, f.failed_attempts, f.failed_over, f.saved, f.lost]
+                }).to_s
+    end
+
+    def windows_table
+      Table.new(%w[window failures attempts providers errors],
+                incident_windows.map { |w|
+                  ["#{w.starts_at.strftime('%Y-%m-%d %H:%M')}-#{w.ends_at.strftime('%H:%M')}", w.failures, w.attempts,
+                   w.providers, w.errors]
+                }).to_s
+    end
+
+    def tokens_table
+      Table.new(%w[provider model input output total failed_input failed_output],
+                tokens.map { |t| [t.provider, t.model, t.input, t.output, t.total, t.failed_input, t.failed_output] }).to_s
+    end
+  end
+end

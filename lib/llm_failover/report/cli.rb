@@ -1,0 +1,103 @@
+# frozen_string_literal: true
+
+require "optparse"
+require "llm_failover/report"
+
+module LlmFailover
+  class Report
+    # `llm_failover report --database URL [--since 7d] [--table NAME]`
+    #
+    # Connects through its own abstract model, so running it inside an app process
+    # leaves ActiveRecord::Base's connection alone.
+    module CLI
+      USAGE = "usage: llm_failover report --database URL [--since 7d|24h|30m] [--table llm_failover_attempts]"
+      UNITS = { "d" => 86_400, "h" => 3600, "m" => 60 }.freeze
+      EX_USAGE = 64
+
+      # The connection the report reads (named, so its pool is its own).
+      class Database < ::ActiveRecord::Base
+        self.abstract_class = true
+      end
+
+      # The attempts table behind that connection.
+      class Attempt < Database
+        self.table_name = LlmFailover::ActiveRecord::Attempt.table_name
+      end
+
+      class << self
+        # @param argv [Array<String>] the arguments after "report"
+        # @return [Integer] exit status: 0, 1 (database trouble), 64 (usage)
+        def run(argv, out: $stdout, err: $stderr)
+          options = parse(argv.dup)
+          if options[:help]
+            out.puts(USAGE)
+            return 0
+          end
+          url = options[:database] || ENV["DATABASE_URL"]
+          raise OptionParser::MissingArgument, "--database (or DATABASE_URL)" if url.nil? || url.empty?
+
+          connect(url)
+          Attempt.table_name = options[:table]
+          unless Attempt.table_exists?
+            err.puts("llm_failover report: no table #{options[:table]} in that database " \
+                     "(run the llm_failover:install migration, or LlmFailover::ActiveRecord.create_tables!)")
+            return 1
+          end
+          out.print(Report.new(from: Time.now - options[:since], attempts: Attempt).to_s)
+          0
+        rescue OptionParser::ParseError, ArgumentError => e
+          err.puts("llm_failover report: #{e.message}", USAGE)
+          EX_USAGE
+        rescue ::ActiveRecord::ActiveRecordError, SystemCallError => e
+          err.puts("llm_failover report: #{e.class}: #{e.message}")
+          1
+        ensure
+          Database.remove_connection if Database.connected?
+        end
+
+        # @return [Integer] seconds in "7d", "24h", "30m"
+        # @raise [ArgumentError]
+        def duration(text)
+          match = /\A(\d+)([dhm])\z/.match(text.to_s.strip)
+          raise ArgumentError, "--since wants a number and d, h or m (7d, 24h, 30m), got #{text.inspect}" unless match
+
+          match[1].to_i * UNITS.fetch(match[2])
+        end
+
+        private
+
+        def parse(argv)
+          options = { since: duration("7d"), table: LlmFailover::ActiveRecord::Attempt.table_name }
+          parser = OptionParser.new do |o|
+            o.banner = USAGE
+            o.on("--database URL", "database URL, or the path of a SQLite file") { |v| options[:database] = v }
+            o.on("--since DURATION", "period to report: 7d, 24h, 30m (default 7d)") { |v| options[:since] = duration(v) }
+            o.on("--table NAME", "attempts table (default llm_failover_attempts)") { |v| options[:table] = v }
+            o.on("-h", "--help") { options[:help] = true }
+          end
+          rest = parser.parse(argv)
+          raise OptionParser::InvalidArgument, rest.join(" ") unless rest.empty?
+
+          options
+        end
+
+        # A URL ("postgres://...", "sqlite3:db/x.sqlite3") or a bare SQLite file path.
+        # A SQLite file that does not exist is an error, never created empty.
+        def connect(url)
+          config = url.match?(%r{\A[a-z][a-z0-9+.-]*:}i) ? url : { adapter: "sqlite3", database: url }
+          path = sqlite_path(config)
+          raise ArgumentError, "no such SQLite database: #{path}" if path && !File.exist?(path)
+
+          Database.establish_connection(config)
+        end
+
+        def sqlite_path(config)
+          return config[:database] if config.is_a?(Hash)
+
+          match = %r{\Asqlite3:(?://)?([^?]+)}.match(config)
+          match && match[1] != ":memory:" ? match[1] : nil
+        end
+      end
+    end
+  end
+end
