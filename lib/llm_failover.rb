@@ -16,6 +16,7 @@ require "llm_failover/attempt_record"
 require "llm_failover/usage_log"
 require "llm_failover/alert"
 require "llm_failover/alerts"
+require "llm_failover/target"
 require "llm_failover/call"
 require "llm_failover/chat"
 

@@ -126,6 +126,7 @@ RSpec.describe "Retries and failover" do
       expect(error_classes(reply).first).to eq("LlmFailover::TimeoutError")
       expect(chunks.map(&:content).join).to eq(backup_text)
       expect(chunks.none?(&:reset?)).to be(true) # the primary never showed a word
+      expect(chunks.map(&:provider).uniq).to eq([:anthropic])
     end
 
     it "waits for a slow first token inside the deadline" do
@@ -372,6 +373,15 @@ RSpec.describe "Retries and failover" do
       expect(sent_messages(primary.requests.last)).to eq([%w[user Hello?]])
       expect(chat.messages.count { |m| m.role == "user" }).to eq(1)
       expect(chat.messages.map(&:status)).to eq(%w[complete failed complete])
+    end
+
+    it "marks the answer failed when a Timeout interrupts the call" do
+      require "timeout"
+      primary.enqueue({ delay_headers: 3 })
+      chat = failover_chat
+      expect { Timeout.timeout(0.3) { chat.ask("Hi") } }.to raise_error(Timeout::Error)
+      expect(chat.messages.map { |m| [m.role, m.status] }).to eq([%w[user complete], %w[assistant failed]])
+      expect(backup.request_count).to eq(0)
     end
 
     it "marks the answer failed when the block raises, and propagates the error" do

@@ -54,6 +54,17 @@ RSpec.describe "Observability" do
       expect(reply.attempts.map(&:attempt)).to eq([1, 2, 3])
     end
 
+    it "hands over the records of a call that fails" do
+      seen = []
+      LlmFailover.configuration.usage_log = ->(record) { seen << record }
+      primary.enqueue({ error: :unauthorized })
+      expect { failover_chat.ask("Hi") }.to raise_error(LlmFailover::UnauthorizedError) { |e|
+        expect(seen).to eq(e.attempts)
+      }
+      expect(seen.map(&:http_status)).to eq([401])
+      expect(seen.first.failover_eligible?).to be(false)
+    end
+
     it "accepts an object with #record, a Logger and an Array of sinks, per chat too" do
       recorder = Class.new do
         attr_reader :records

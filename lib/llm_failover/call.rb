@@ -9,17 +9,6 @@ module LlmFailover
   #
   # @api private: built by Chat for every #ask / #complete
   class Call
-    # A target the attempt loop may try: the model asked of a configured provider.
-    Target = Struct.new(:model, :provider) do
-      def name
-        provider.name
-      end
-
-      def label
-        "#{name}/#{model}"
-      end
-    end
-
     attr_reader :request_id, :records
 
     # @param targets [Array<Target>] in the order the engine tries them
@@ -41,9 +30,7 @@ module LlmFailover
       @records = []
       @failures = [] # [engine attempt Hash, Target] of every failed attempt
       @attempts_on = Hash.new(0)
-      @chunk_target = 0 # the target streaming now, as far as the listener can tell
       @chunk_index = 0
-      @delivered_this_attempt = false
     end
 
     # @return [Reply]
@@ -62,12 +49,10 @@ module LlmFailover
       end
     end
 
-    # Engine listener: a streamed content delta.
-    def on_chunk(text, target = nil)
-      @chunk_target = target if target
-      @delivered_this_attempt = true
+    # Engine listener: a streamed content delta from target index +target+.
+    def on_chunk(text, target)
       @store.append_assistant(@message, text)
-      current = @targets[@chunk_target] || @targets[0]
+      current = @targets.fetch(target) { @targets[0] }
       chunk = Chunk.new(content: text, model: current.model, provider: current.name, index: @chunk_index,
                         request_id: @request_id)
       @chunk_index += 1
@@ -78,9 +63,8 @@ module LlmFailover
     # Engine listener: the failover target is about to answer, after an earlier
     # attempt streamed content. The stored partial goes before the backup's first chunk.
     def on_reset
-      @chunk_target = [@targets.size - 1, 1].min
       @chunk_index = 0
-      current = @targets[@chunk_target]
+      current = @targets.fetch(1) { @targets[0] }
       @store.reset_assistant(@message, model: current.model, provider: current.name.to_s)
       @block&.call(Chunk.new(content: "", model: current.model, provider: current.name, index: 0,
                              request_id: @request_id, reset: true))
@@ -102,8 +86,6 @@ module LlmFailover
       @records << record
       @attempts_on[attempt[:target]] += 1
       @failures << [attempt, target] unless attempt[:success]
-      @chunk_target = next_target(attempt)
-      @delivered_this_attempt = false
       @usage_log.emit(record)
       nil
     end
@@ -178,22 +160,6 @@ module LlmFailover
       LlmFailover.alerts.notify(callback: @config.on_chain_exhausted, window: @config.alert_window,
                                 feature: @feature, error_class: error.class.name, request_id: @request_id,
                                 attempts: @records.dup.freeze, logger: @config.logger)
-    end
-
-    # Which target streams next, for Chunk#model/#provider: the engine does not say,
-    # so this follows DESIGN's rules (timeouts, empty accounts, a long Retry-After,
-    # a stream that delivered content and spent retries move on to the next target).
-    def next_target(attempt)
-      current = attempt[:target]
-      return current if attempt[:success] || current + 1 >= @targets.size
-      return current unless attempt[:failover_eligible]
-
-      klass = attempt[:error_class]
-      moves_on = (klass.is_a?(Class) && (klass <= TimeoutError || klass <= ProviderQuotaError)) ||
-                 @delivered_this_attempt ||
-                 (attempt[:retry_after] && attempt[:retry_after] > @config.retry_max_interval) ||
-                 @attempts_on[current] > @config.max_retries
-      moves_on ? current + 1 : current
     end
 
     def fail_stored_message

@@ -131,9 +131,9 @@ module LlmFailover
       quota = Quota.new(limit: @quota, used: quota_used_now)
       picker = ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
                                backup_provider: @backup_provider, quota: quota, enforce_quota: @enforce_quota)
-      picker.pick # raises QuotaExceededError under enforce_quota
+      # Raises QuotaExceededError under enforce_quota with no backup to turn to.
       picker.targets.map do |model, provider|
-        Call::Target.new(model, @config.provider_config(provider))
+        Target.new(model, @config.provider_config(provider))
       end
     end
 
