@@ -13,6 +13,7 @@
  *     $(pkg-config --libs json-c) -lm
  *   tmp/fuzz/fuzz_wire -max_total_time=60 tmp/fuzz/corpus_wire
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,61 @@ static void fuzz_build(const char *text)
     lf_buf_free(&want);
 }
 
+/* The first 17 bytes as temperature, max_tokens and flags: non-finite
+ * temperatures are refused, finite ones come back exactly, max_tokens and
+ * stream_options follow the rules of each API. */
+static void fuzz_build_params(const uint8_t *data, size_t size)
+{
+    lf_message msg[1] = { { "user", "hi" } };
+    lf_request_params p;
+    lf_buf out, err;
+    json_object *o, *v;
+    struct json_tokener *tok;
+    double t;
+    int64_t mt;
+    int rc;
+
+    if (size < 17) return;
+    memcpy(&t, data, sizeof t);
+    memcpy(&mt, data + 8, sizeof mt);
+    memset(&p, 0, sizeof p);
+    p.api = (lf_api)(data[16] & 1);
+    p.stream = (data[16] >> 1) & 1;
+    p.has_temperature = (data[16] >> 2) & 1;
+    p.temperature = t;
+    p.max_tokens = (long)mt;
+    p.model = "m";
+    p.messages = msg;
+    p.n_messages = 1;
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    rc = lf_wire_build_request(&p, &out, &err);
+    if (p.has_temperature && !isfinite(t)) {
+        CHECK(rc == -1 && out.len == 0 && err.len > 0);
+    } else {
+        CHECK(rc == 0 && err.len == 0);
+        tok = json_tokener_new();
+        CHECK(tok != NULL);
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, out.ptr, (int)out.len);
+        CHECK(o != NULL && json_tokener_get_parse_end(tok) == out.len);
+        json_tokener_free(tok);
+        v = json_object_object_get(o, "temperature");
+        if (p.has_temperature) CHECK(v && json_object_get_double(v) == t);
+        else CHECK(v == NULL);
+        v = json_object_object_get(o, "max_tokens");
+        if (p.max_tokens > 0) CHECK(v && json_object_get_int64(v) == p.max_tokens);
+        else if (p.api == LF_API_ANTHROPIC) CHECK(v && json_object_get_int64(v) == LF_ANTHROPIC_DEFAULT_MAX_TOKENS);
+        else CHECK(v == NULL);
+        v = json_object_object_get(o, "stream_options");
+        CHECK((v != NULL) == (p.api == LF_API_OPENAI && p.stream));
+        CHECK(json_object_get_boolean(json_object_object_get(o, "stream")) == p.stream);
+        json_object_put(o);
+    }
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -260,5 +316,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_stream(text, size);
     fuzz_build(text);
     free(text);
+    fuzz_build_params(data, size);
     return 0;
 }

@@ -41,12 +41,17 @@ seeds.concat [
   '{"error":{"message":"m","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}',
   '{"detail":[{"loc":["body","model"],"msg":"field required","type":"value_error.missing"}]}',
   '{"error":"model not found"}',
+  '{"detail":{"message":"nested detail"}}',
   '{"message":"Too many requests"}',
   '{"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400}',
   "error\n{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
   '{"choices":[{"index":0,"message":{"content":null,"tool_calls":[]},"finish_reason":"tool_calls"}]}',
   '{"choices":[{"delta":{"content":"caf\u00e9 \ud83d\ude0a \ud800"},"finish_reason":null}]}',
   "[DONE]",
+  # fuzz_build_params reads the first 17 bytes as temperature, max_tokens, flags
+  [0.7, 256, 7].pack("Eq<C") + "hello",
+  [Float::NAN, -1, 5].pack("Eq<C"),
+  [-0.0, 0, 4].pack("Eq<C"),
   "data: [DONE]\n",
   "{\"choices\":[{\"delta\":{\"content\":\"\xC0\xAF\xED\xA0\x80\xF4\x90\x80\x80\"}}]}".b
 ]

@@ -682,6 +682,9 @@ static void test_error_shapes(void)
                  "{\"loc\":[\"body\",\"model\"],\"msg\":\"str type expected\",\"type\":\"type_error.str\"}]}",
                  "", "", "field required; str type expected");
     expect_error("{\"error\":\"model 'llama9' not found\"}", "", "", "model 'llama9' not found");
+    expect_error("{\"detail\":{\"message\":\"nested detail\"}}", "", "", "nested detail");
+    expect_error("{\"detail\":{\"reason\":1}}", "", "", "{\"reason\":1}");
+    expect_error("{\"detail\":[]}", "", "", "[]");
     expect_error("{\"message\":\"Too many requests\"}", "", "", "Too many requests");
     expect_error("{\"object\":\"error\",\"message\":\"bad\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}",
                  "BadRequestError", "400", "bad");
@@ -836,6 +839,22 @@ static void test_answer_failures(void)
     expect_response(LF_API_OPENAI, STR_AND_LEN("42"), LF_WIRE_INVALID);
     expect_response(LF_API_ANTHROPIC, STR_AND_LEN("{\"type\":\"message\",\"content\":\"text\"}"), LF_WIRE_INVALID);
     expect_response(LF_API_ANTHROPIC, STR_AND_LEN("{\"type\":\"message\"}"), LF_WIRE_INVALID);
+    /* Nesting deeper than any answer is refused, not recursed into. */
+    {
+        lf_buf deep;
+        size_t k;
+        lf_buf_init(&deep);
+        for (k = 0; k < 100000; k++) lf_buf_append_char(&deep, '[');
+        expect_response(LF_API_OPENAI, deep.ptr, deep.len, LF_WIRE_INVALID);
+        lf_buf_clear(&deep);
+        lf_buf_append_str(&deep, "{\"choices\":[{\"message\":{\"content\":\"x\",\"extra\":");
+        for (k = 0; k < 70; k++) lf_buf_append_char(&deep, '[');
+        for (k = 0; k < 70; k++) lf_buf_append_char(&deep, ']');
+        lf_buf_append_str(&deep, "}}]}");
+        expect_response(LF_API_OPENAI, deep.ptr, deep.len, LF_WIRE_INVALID);
+        expect_no_error(deep.ptr, deep.len);
+        lf_buf_free(&deep);
+    }
     /* Each API's answer is the other's wrong shape. */
     expect_response(LF_API_ANTHROPIC, STR_AND_LEN("{\"choices\":[{\"message\":{\"content\":\"x\"}}]}"), LF_WIRE_INVALID);
     expect_response(LF_API_OPENAI, STR_AND_LEN("{\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}"), LF_WIRE_INVALID);
@@ -1307,6 +1326,25 @@ static void test_build_openai(void)
     check_msg(jget(o, "messages"), 0, "user", "Hi");
     LF_CHECK_STR(out.ptr, "{\"model\":\"gpt-5-nano\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"stream\":false}");
     json_object_put(o);
+
+    /* Temperatures come back exactly, in their shortest form. */
+    {
+        static const double temps[] = { 0.1 + 0.2, 1e-7, 2.0, 1.5, -0.0, 1e300, 4.9e-324, 0.123456789012345678 };
+        static const char *const texts[] = { "0.30000000000000004", "1e-07", "2", "1.5", "-0", "1e+300",
+                                             "4.94065645841247e-324", "0.12345678901234568" };
+        char want[64];
+        size_t k;
+        for (k = 0; k < sizeof temps / sizeof temps[0]; k++) {
+            p.has_temperature = 1;
+            p.temperature = temps[k];
+            o = build_ok(&p, &out);
+            LF_CHECK(json_object_get_double(jget(o, "temperature")) == temps[k]);
+            snprintf(want, sizeof want, "\"temperature\":%s,", texts[k]);
+            if (!strstr(out.ptr, want)) fprintf(stderr, "want %s in %s\n", want, out.ptr);
+            LF_CHECK(strstr(out.ptr, want) != NULL);
+            json_object_put(o);
+        }
+    }
 
     /* Only a system prompt is a request (some servers answer it). */
     p.system = "sys";
