@@ -78,7 +78,7 @@ module LlmFailover
       dispatch(argv)
     rescue UsageError, OptionParser::ParseError => e
       hint = !e.respond_to?(:hint?) || e.hint?
-      error_line(hint ? "#{e.message} (see `llm_failover help#{" #{@command}" if COMMANDS.include?(@command)}`)" : e.message)
+      error_line(hint ? "#{e.message} (see `#{help_command}`)" : e.message)
       USAGE
     rescue Interrupt
       @err.puts
@@ -171,7 +171,9 @@ module LlmFailover
         end
         o.separator ""
         o.separator "Other endpoints (OpenAI-compatible servers, proxies, local models):"
-        o.on("--base-url URL", "the primary's base URL, e.g. https://api.groq.com/openai/v1") { |v| opts[:base_url] = v }
+        o.on("--base-url URL", "the primary's base URL, e.g. https://api.groq.com/openai/v1") do |v|
+          opts[:base_url] = v
+        end
         o.on("--api API", %w[openai anthropic], "protocol spoken there: openai (default) or anthropic") do |v|
           opts[:api] = v
         end
@@ -223,7 +225,9 @@ module LlmFailover
       raise UsageError, "#{flag}api-key-env: #{key_env.inspect} is not a variable name" unless key_env.match?(ENV_NAME)
 
       key = @env[key_env]
-      raise UsageError.new("set #{key_env} to the API key for provider #{name}", hint: false) if key.nil? || key.strip.empty?
+      if key.nil? || key.strip.empty?
+        raise UsageError.new("set #{key_env} to the API key for provider #{name}", hint: false)
+      end
 
       @secrets << key
       { role: role, name: name.to_sym, api: api, base_url: base_url, key: key, key_env: key_env, model: model }
@@ -351,6 +355,10 @@ module LlmFailover
       raise unless e.path.to_s.include?("llm_failover/llm_failover")
 
       raise UsageError, "the C extension is not built (run `bundle exec rake compile`): #{e.message}"
+    end
+
+    def help_command
+      COMMANDS.include?(@command) && @command != "help" ? "llm_failover help #{@command}" : "llm_failover help"
     end
 
     def print_help(parser)

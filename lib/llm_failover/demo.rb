@@ -125,6 +125,8 @@ module LlmFailover
       error = CLI::AttemptsTable.error_text(record)
       @out.puts(paint("[attempt #{record.attempt}: #{record.provider}/#{record.model} failed with #{error}]", :dim))
       @out.flush
+    rescue Errno::EPIPE, IOError
+      nil # the reader went away; the next chunk's write ends the demo
     end
 
     def outcome(reply)
