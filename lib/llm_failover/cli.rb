@@ -342,7 +342,7 @@ module LlmFailover
         error_line("report needs the ActiveRecord integration (#{e.message})")
         return USAGE
       end
-      code = LlmFailover::Report::CLI.run(argv, out: @out)
+      code = LlmFailover::Report::CLI.run(argv, out: @out, err: @err)
       code.is_a?(Integer) ? code : OK
     end
 
