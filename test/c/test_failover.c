@@ -162,6 +162,10 @@ static const char *UNAUTHORIZED =
     "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: @@\r\n"
     "Connection: close\r\n\r\n{\"error\":{\"message\":\"bad key\",\"type\":\"invalid_request_error\",\"code\":null}}";
 
+static const char *KEY_QUOTED =
+    "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: @@\r\n"
+    "Connection: close\r\n\r\n{\"error\":{\"message\":\"Incorrect API key provided: sk-test. Check it.\"}}";
+
 static const char *RATE_LIMITED_LONG =
     "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 3600\r\n"
     "Content-Length: @@\r\nConnection: close\r\n\r\n{\"error\":{\"message\":\"slow\",\"code\":\"rate_limit\"}}";
@@ -328,6 +332,22 @@ static void test_unauthorized_never_fails_over(void)
     fixture_free(&f);
 }
 
+static void test_key_quoted_back_is_scrubbed(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    f.srv[0].script[0] = KEY_QUOTED;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.kind, LF_E_UNAUTHORIZED);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.message), "HTTP 401: Incorrect API key provided: [REDACTED]. Check it.");
+    LF_CHECK(strstr(lf_buf_cstr(&f.o.body), "sk-test") == NULL);
+    LF_CHECK(strstr(lf_buf_cstr(&f.o.body), "[REDACTED]") != NULL);
+    LF_CHECK(strstr(f.seen.log, "sk-test") == NULL);
+    fixture_free(&f);
+}
+
 static void test_long_retry_after_fails_over_at_once(void)
 {
     fixture f;
@@ -413,6 +433,7 @@ int main(void)
     LF_RUN(test_cut_stream_resets_then_backup);
     LF_RUN(test_cut_stream_without_backup_keeps_partial);
     LF_RUN(test_unauthorized_never_fails_over);
+    LF_RUN(test_key_quoted_back_is_scrubbed);
     LF_RUN(test_long_retry_after_fails_over_at_once);
     LF_RUN(test_refused);
     LF_RUN(test_host_stops_the_call);

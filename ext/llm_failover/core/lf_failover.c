@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 #include "lf_failover.h"
 
 #include <math.h>
@@ -306,6 +307,30 @@ static const char *lf_api_name(lf_api api)
     return api == LF_API_ANTHROPIC ? "Anthropic messages" : "OpenAI chat completions";
 }
 
+/* Providers quote a wrong key back ("Incorrect API key provided: sk-..."):
+ * no key may leave the core in a message, a record or an error body. */
+static void lf_scrub_key(lf_buf *b, const char *key)
+{
+    static const char mask[] = "[REDACTED]";
+    size_t klen = key ? strlen(key) : 0;
+    lf_buf out;
+    const char *p, *hit, *end;
+
+    if (klen < 4 || !b->len) return;
+    if (!memmem(b->ptr, b->len, key, klen)) return;
+    lf_buf_init(&out);
+    p = b->ptr;
+    end = b->ptr + b->len;
+    while ((hit = memmem(p, (size_t)(end - p), key, klen)) != NULL) {
+        lf_buf_append(&out, p, (size_t)(hit - p));
+        lf_buf_append(&out, mask, sizeof mask - 1);
+        p = hit + klen;
+    }
+    lf_buf_append(&out, p, (size_t)(end - p));
+    lf_buf_free(b);
+    *b = out;
+}
+
 /* Decides what the finished exchange amounts to: success, or the facts of
  * a failure and their verdict. */
 static void lf_judge(lf_call *c, lf_attempt *a)
@@ -448,6 +473,9 @@ static void lf_judge(lf_call *c, lf_attempt *a)
     a->verdict = lf_classify(&f);
     if (a->verdict.kind == LF_E_CONTEXT_LENGTH && c->pol->failover_on_context_length)
         a->verdict.failover = 1;
+    lf_scrub_key(&a->message, a->target->api_key);
+    lf_scrub_key(&a->body, a->target->api_key);
+    lf_scrub_key(&a->werr.message, a->target->api_key);
     a->retry_after = lf_retry_after_seconds(r->retry_after.len ? r->retry_after.ptr : NULL,
                                             r->retry_after_ms.len ? r->retry_after_ms.ptr : NULL,
                                             time(NULL));
