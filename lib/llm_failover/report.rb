@@ -81,7 +81,8 @@ module LlmFailover
         eligible = failed.where(failover_eligible: true).group(:provider, :model).count
         errors = failed.group(:provider, :model, :error_class).count
         attempts.map do |(provider, model), n|
-          top = errors.select { |(p, m, _), _| p == provider && m == model }.max_by { |(_, _, e), c| [c, e.to_s] }
+          # The commonest error; ties go to the first name in alphabetical order.
+          top = errors.select { |(p, m, _), _| p == provider && m == model }.min_by { |(_, _, e), c| [-c, e.to_s] }
           FailureRate.new(provider: provider, model: model, attempts: n, failures: failures.fetch([provider, model], 0),
                           failover_eligible: eligible.fetch([provider, model], 0),
                           top_error: top && short_error(top[0][2]))

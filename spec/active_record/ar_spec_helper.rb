@@ -8,14 +8,23 @@ require "llm_failover/active_record"
 
 # The ActiveRecord specs run on a real SQLite file (never :memory:), in WAL mode as
 # ActiveRecord configures it, with IMMEDIATE transactions so concurrent writers
-# queue on the busy timeout instead of failing to upgrade a read lock.
+# queue for the lock instead of failing to upgrade a read lock.
+#
+# ActiveRecord 7.2's `timeout:` is SQLite's busy_timeout, which sleeps holding the
+# GVL: a thread waiting for the write lock then stops the thread holding it, and six
+# writer threads deadlock until the timeout. The sqlite3 gem's busy_handler_timeout
+# waits with the GVL released (Rails 8 switched to it); set it on every checkout.
 module ArSpec
   DIR = Dir.mktmpdir("llm_failover_ar")
   PATH = File.join(DIR, "test.sqlite3")
   at_exit { FileUtils.remove_entry(DIR) }
 
-  CONFIG = { adapter: "sqlite3", database: PATH, pool: 16, timeout: 10_000,
-             default_transaction_mode: :immediate }.freeze
+  CONFIG = { adapter: "sqlite3", database: PATH, pool: 16, default_transaction_mode: :immediate }.freeze
+
+  require "active_record/connection_adapters/sqlite3_adapter"
+  ActiveRecord::ConnectionAdapters::SQLite3Adapter.set_callback(:checkout, :after) do |connection|
+    connection.raw_connection.busy_handler_timeout = 10_000
+  end
 
   ActiveRecord::Base.logger = nil
   ActiveRecord::Migration.verbose = false

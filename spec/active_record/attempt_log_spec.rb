@@ -1,0 +1,91 @@
+# frozen_string_literal: true
+
+require_relative "ar_spec_helper"
+
+RSpec.describe LlmFailover::ActiveRecord::AttemptLog, :active_record do
+  include_context "with fake providers"
+
+  before { LlmFailover.configuration.usage_log = attempt_log }
+
+  it "writes one row per attempt of a failover, with every field of the attempt record" do
+    LlmFailover.configuration.max_retries = 1
+    primary.enqueue({ error: :rate_limit, retry_after: 0 },
+                    { chunks: ["half ", "an ", "answer"], cut_after: 2, usage: { input: 7, output: 2 } })
+    backup.enqueue({ text: "whole answer", usage: { input: 11, output: 4 } })
+    chat = Chat.create!(model: "gpt-4o", provider: "openai", backup_model: "claude-sonnet-4-6",
+                        backup_provider: "anthropic", feature: "tailoring")
+    reply = chat.ask("Go") { |_c| }
+
+    rows = LlmFailover::ActiveRecord::Attempt.order(:attempt).to_a
+    expect(rows.map(&:attributes).map { |a| a.except("id") }.map(&:keys).uniq)
+      .to eq([LlmFailover::ActiveRecord::Attempt::COLUMNS.map(&:to_s)])
+    expect(rows.map { |r| [r.request_id, r.attempt, r.provider, r.model, r.feature, r.success, r.failover_eligible] })
+      .to eq([[reply.request_id, 1, "openai", "gpt-4o", "tailoring", false, true],
+              [reply.request_id, 2, "openai", "gpt-4o", "tailoring", false, true],
+              [reply.request_id, 3, "anthropic", "claude-sonnet-4-6", "tailoring", true, false]])
+    expect(rows.map { |r| [r.error_class, r.http_status] })
+      .to eq([["LlmFailover::RateLimitError", 429], ["LlmFailover::StreamInterruptedError", 200], [nil, 200]])
+    expect(rows[0].retry_after).to eq(0)
+    expect(rows[0].error_message).to be_a(String).and(satisfy { |m| !m.empty? })
+    expect(rows[2].error_message).to be_nil
+    expect(rows.map { |r| [r.input_tokens, r.output_tokens] }.last).to eq([11, 4])
+    expect(rows.map(&:latency_ms)).to all(be_a(Float))
+    expect(rows[1].first_token_ms).to be_a(Float)
+    expect(rows.map(&:started_at)).to all(be_a(Time))
+    expect(rows.map(&:started_at)).to eq(rows.map(&:started_at).sort)
+    expect(reply.attempts.map { |a| [a.attempt, a.provider.to_s, a.success?] })
+      .to eq(rows.map { |r| [r.attempt, r.provider, r.success] })
+  end
+
+  it "never stores an API key, even one a provider's error body quotes back" do
+    LlmFailover.configuration.max_retries = 0
+    key = FakeProviderHelpers::PRIMARY_KEY
+    primary.enqueue({ status: 500, body: { error: { message: "upstream rejected key #{key}", type: "server_error" } } })
+    chat = Chat.create!(model: "gpt-4o", provider: "openai", backup_model: "claude-sonnet-4-6",
+                        backup_provider: "anthropic")
+    chat.ask("Hi")
+
+    failed = LlmFailover::ActiveRecord::Attempt.find_by(success: false)
+    expect(failed.error_message).to include("upstream rejected key")
+    ActiveRecord::Base.connection_pool.with_connection { |c| c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    bytes = Dir[File.join(ArSpec::DIR, "*")].map { |f| File.binread(f) }.join
+    expect(bytes).to include("upstream rejected key") # the row is in the file ...
+    [key, FakeProviderHelpers::BACKUP_KEY].each { |k| expect(bytes).not_to include(k) } # ... the key is not
+  end
+
+  it "accepts a Hash record and an Attempt subclass on another table" do
+    ActiveRecord::Base.connection_pool.with_connection do |c|
+      LlmFailover::ActiveRecord.create_tables!(connection: c, chats: "audit_chats", messages: "audit_messages",
+                                               attempts: "audit_attempts", force: true)
+    end
+    audit = Class.new(LlmFailover::ActiveRecord::Attempt) do
+      self.table_name = "audit_attempts"
+      def self.name = "AuditAttempt"
+    end
+    described_class.new(model: audit).call(
+      { request_id: "r-1", attempt: 1, provider: :groq, model: "llama", success: false,
+        error_class: LlmFailover::ServerError, error_message: "x" * 10_000, started_at: "2025-03-10T12:00:00.250Z" }
+    )
+    row = audit.sole
+    expect([row.provider, row.error_class, row.error_message.length, row.started_at.utc.iso8601(3)])
+      .to eq(["groq", "LlmFailover::ServerError", described_class::MAX_ERROR_MESSAGE, "2025-03-10T12:00:00.250Z"])
+    expect(LlmFailover::ActiveRecord::Attempt.count).to eq(0)
+  end
+
+  it "is left out of the rollback only when asked to be" do
+    log = described_class.new(survive_rollback: false)
+    record = LlmFailover::AttemptRecord.new(request_id: "r-2", attempt: 1, provider: :openai, model: "gpt-4o",
+                                            success: true, started_at: Time.now)
+    Chat.transaction do
+      log.call(record)
+      raise ActiveRecord::Rollback
+    end
+    expect(LlmFailover::ActiveRecord::Attempt.count).to eq(0)
+
+    Chat.transaction do
+      attempt_log.call(record)
+      raise ActiveRecord::Rollback
+    end
+    expect(LlmFailover::ActiveRecord::Attempt.pluck(:request_id)).to eq(["r-2"])
+  end
+end

@@ -1,0 +1,159 @@
+# frozen_string_literal: true
+
+require_relative "ar_spec_helper"
+require "llm_failover/report/cli"
+
+RSpec.describe LlmFailover::Report, :active_record do
+  GPT = %w[openai gpt-4o].freeze
+  MINI = %w[openai gpt-4o-mini].freeze
+  CLAUDE = %w[anthropic claude-sonnet-4-6].freeze
+
+  # A known hour of traffic, starting at +t0+ (seconds are offsets from it):
+  #   A tailoring: 429 on gpt-4o, then claude answers       (a save on another provider)
+  #   B tailoring: 500 on gpt-4o, then gpt-4o answers       (a save by retrying)
+  #   C summary:   gpt-4o answers
+  #   D summary:   cut stream on gpt-4o (billed 30/7), claude overloaded   (lost)
+  #   E (none):    401 on gpt-4o                           (lost, no failover)
+  #   F summary:   gpt-4o-mini answers
+  #   G tailoring: a failure ten days earlier
+  def insert_rows(t0)
+    rows = [
+      ["A", 1, GPT, "tailoring", 10, false, "LlmFailover::RateLimitError", 429, true, nil, nil],
+      ["A", 2, CLAUDE, "tailoring", 20, true, nil, 200, false, 100, 50],
+      ["B", 1, GPT, "tailoring", 60, false, "LlmFailover::ServerError", 500, true, nil, nil],
+      ["B", 2, GPT, "tailoring", 65, true, nil, 200, false, 10, 5],
+      ["C", 1, GPT, "summary", 120, true, nil, 200, false, 20, 10],
+      ["D", 1, GPT, "summary", 360, false, "LlmFailover::StreamInterruptedError", 200, true, 30, 7],
+      ["D", 2, CLAUDE, "summary", 390, false, "LlmFailover::OverloadedError", 529, true, nil, nil],
+      ["E", 1, GPT, nil, 420, false, "LlmFailover::UnauthorizedError", 401, false, nil, nil],
+      ["F", 1, MINI, "summary", 720, true, nil, 200, false, 5, 5],
+      ["G", 1, GPT, "tailoring", -10 * 86_400, false, "LlmFailover::ServerError", 500, true, nil, nil]
+    ]
+    rows.each do |id, attempt, (provider, model), feature, offset, success, error, status, eligible, input, output|
+      LlmFailover::ActiveRecord::Attempt.create!(
+        request_id: "req-#{id}", attempt: attempt, provider: provider, model: model, feature: feature,
+        success: success, error_class: error, error_message: error && "failed", http_status: status,
+        failover_eligible: eligible, latency_ms: 12.5, input_tokens: input, output_tokens: output,
+        started_at: t0 + offset
+      )
+    end
+  end
+
+  describe "numbers" do
+    let(:t0) { Time.utc(2025, 3, 10, 12, 0, 0) }
+    let(:report) { described_class.new(from: t0 - 86_400) }
+
+    before { insert_rows(t0) }
+
+    it "sums up the period" do
+      expect(report.summary).to eq(attempts: 9, requests: 6, failures: 5, saves: 2, failover_saves: 1,
+                                   cross_provider_saves: 1, lost: 2)
+      expect(described_class.new.summary[:attempts]).to eq(10)
+      expect(described_class.new(from: t0 - 86_400, to: t0 + 300).summary)
+        .to include(attempts: 5, requests: 3, failures: 2)
+    end
+
+    it "gives the failure rate per provider and model" do
+      rates = report.failure_rates.map { |r| [r.provider, r.model, r.attempts, r.failures, r.failover_eligible, r.top_error] }
+      expect(rates).to eq([["openai", "gpt-4o", 6, 4, 3, "RateLimitError"],
+                           ["anthropic", "claude-sonnet-4-6", 2, 1, 1, "OverloadedError"],
+                           ["openai", "gpt-4o-mini", 1, 0, 0, nil]])
+      expect(report.failure_rates.first.rate).to eq(4.0 / 6)
+    end
+
+    it "finds the calls failover saved, and where they went" do
+      expect(report.saves.map { |s| [s.request_id, s.feature, s.from, s.to, s.attempts, s.cross_provider?] })
+        .to contain_exactly(["req-A", "tailoring", "openai/gpt-4o", "anthropic/claude-sonnet-4-6", 2, true],
+                            ["req-B", "tailoring", "openai/gpt-4o", "openai/gpt-4o", 2, false])
+      expect(report.save_paths).to eq([["openai/gpt-4o", "anthropic/claude-sonnet-4-6", 1],
+                                       ["openai/gpt-4o", "openai/gpt-4o", 1]])
+    end
+
+    it "tells which features fail over" do
+      features = report.features.map do |f|
+        [f.feature, f.requests, f.attempts, f.failed_attempts, f.failed_over, f.saved, f.lost]
+      end
+      expect(features).to eq([["summary", 3, 4, 2, 1, 0, 1],
+                              ["tailoring", 2, 4, 2, 1, 2, 0],
+                              [nil, 1, 1, 1, 0, 0, 1]])
+    end
+
+    it "buckets failures into 5-minute incident windows" do
+      windows = report.incident_windows.map do |w|
+        [w.starts_at, w.failures, w.attempts, w.providers, w.errors]
+      end
+      expect(windows).to eq([[t0, 2, 5, "openai 2", "RateLimitError 1, ServerError 1"],
+                             [t0 + 300, 3, 3, "openai 2, anthropic 1",
+                              "OverloadedError 1, StreamInterruptedError 1, UnauthorizedError 1"]])
+      expect(report.incident_windows(limit: 1).map(&:starts_at)).to eq([t0 + 300])
+    end
+
+    it "counts tokens of failed attempts too" do
+      tokens = report.tokens.map { |t| [t.provider, t.model, t.input, t.output, t.total, t.failed_input, t.failed_output] }
+      expect(tokens).to eq([["anthropic", "claude-sonnet-4-6", 100, 50, 150, 0, 0],
+                            ["openai", "gpt-4o", 60, 22, 82, 30, 7],
+                            ["openai", "gpt-4o-mini", 5, 5, 10, 0, 0]])
+    end
+
+    it "prints aligned tables" do
+      text = report.to_s
+      expect(text).to include("Failure rate per provider and model\n" \
+                              "provider   model              attempts  failures   rate  failover_eligible  top_error\n" \
+                              "---------  -----------------  --------  --------  -----  -----------------  ---------------\n" \
+                              "openai     gpt-4o                    6         4  66.7%                  3  RateLimitError\n" \
+                              "anthropic  claude-sonnet-4-6         2         1  50.0%                  1  OverloadedError\n" \
+                              "openai     gpt-4o-mini               1         0   0.0%                  0  -")
+      expect(text).to include("2025-03-10 12:05-12:10         3         3")
+    end
+  end
+
+  describe LlmFailover::Report::Table do
+    it "right-aligns numbers and left-aligns text" do
+      expect(described_class.new(%w[name n], [["a", 5], ["bbb", 123], ["cc", nil]]).to_s)
+        .to eq("name    n\n----  ---\na       5\nbbb   123\ncc      -")
+      expect(described_class.new(%w[x], []).to_s).to eq("x\n-\n(none)")
+    end
+  end
+
+  describe LlmFailover::Report::CLI do
+    let(:out) { StringIO.new }
+    let(:err) { StringIO.new }
+
+    def summary_numbers(text)
+      lines = text.lines
+      index = lines.index { |l| l.start_with?("attempts  requests") }
+      lines[index + 2].split.map(&:to_i)
+    end
+
+    it "prints the report of the last --since of a database" do
+      insert_rows(Time.now - 3600)
+      status = described_class.run(["--database", ArSpec::PATH, "--since", "7d"], out: out, err: err)
+      expect([status, err.string]).to eq([0, ""])
+      expect(summary_numbers(out.string)).to eq([9, 6, 5, 2, 1, 1, 2])
+      expect(out.string).to include("Incident windows", "Tokens (failed attempts included)", "tailoring")
+
+      out.truncate(0)
+      out.rewind
+      expect(described_class.run(["--database", "sqlite3:#{ArSpec::PATH}", "--since", "30d"], out: out, err: err)).to eq(0)
+      expect(summary_numbers(out.string)).to eq([10, 7, 6, 2, 1, 1, 3])
+      # The app's own connection is untouched.
+      expect(LlmFailover::ActiveRecord::Attempt.count).to eq(10)
+    end
+
+    it "refuses bad arguments with the usage status" do
+      expect(described_class.run(["--database", ArSpec::PATH, "--since", "7y"], out: out, err: err)).to eq(64)
+      expect(err.string).to include("--since", "usage:")
+      expect(described_class.run(["--since", "7d"], out: out, err: err)).to eq(ENV["DATABASE_URL"] ? 0 : 64)
+      expect(described_class.duration("24h")).to eq(86_400)
+      expect(described_class.duration("30m")).to eq(1800)
+    end
+
+    it "fails with 1 on a database without the table, and never creates a missing SQLite file" do
+      missing = File.join(ArSpec::DIR, "nope.sqlite3")
+      expect(described_class.run(["--database", missing], out: out, err: err)).to eq(64)
+      expect(File.exist?(missing)).to be(false)
+      expect(described_class.run(["--database", ArSpec::PATH, "--table", "no_such_table"], out: out, err: err)).to eq(1)
+      expect(err.string).to include("no table no_such_table")
+    end
+  end
+end
