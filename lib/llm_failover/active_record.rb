@@ -8,6 +8,25 @@
 #     acts_as_llm_chat
 #   end
 #   Chat.create!(model: "gpt-4o", provider: "openai").ask("Hello") { |chunk| print chunk }
+#
+# Writes. The user row once per #ask. The assistant row is inserted "streaming" with
+# empty content, its streamed text is written at most every flush_interval seconds
+# (acts_as_llm_chat option, default 0.5; 0 writes every delta, nil only the end), a
+# reset is written at once (content emptied, the backup named) before the backup's
+# first delta, and the row ends "complete" with the winning text or "failed".
+#
+# Threads. Every database call checks out the calling thread's connection from the
+# pool (connection_pool.with_connection), so jobs on several threads never share a
+# connection; give each thread its own record. With SQLite on ActiveRecord 7.2, use
+# `default_transaction_mode: :immediate` and the sqlite3 gem's busy_handler_timeout:
+# the `timeout:` option waits holding the GVL and stalls the thread that holds the lock.
+#
+# The app's transactions. Inside one, every row of the turn joins it: other
+# connections see nothing (not the reset either) until it commits, and if it rolls
+# back the turn's rows are gone as if never asked, though the provider was called
+# and billed. AttemptLog rows are written again after such a rollback, so the attempt
+# log still shows the call. An LLM call inside a transaction holds its locks for the
+# whole call (on SQLite, the database's write lock): better to call outside one.
 
 require "active_record"
 require "llm_failover"

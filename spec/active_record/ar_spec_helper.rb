@@ -26,6 +26,10 @@ module ArSpec
     connection.raw_connection.busy_handler_timeout = 10_000
   end
 
+  # Other specs fork (the engine's fork safety); the child never uses these
+  # connections, and sqlite3 closes them there with a warning that says nothing here.
+  SQLite3::ForkSafety.suppress_warnings!
+
   ActiveRecord::Base.logger = nil
   ActiveRecord::Migration.verbose = false
   ActiveRecord::Base.establish_connection(CONFIG)

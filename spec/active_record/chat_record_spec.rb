@@ -145,6 +145,16 @@ RSpec.describe "acts_as_llm_chat", :active_record do
         .to eq([%w[user Question?], ["assistant", "Second try"], %w[user Next?]])
     end
 
+    it "never sends a row a dead process left streaming" do
+      chat = create_chat
+      Message.create!(chat: chat, role: "user", content: "Before the crash")
+      Message.create!(chat: chat, role: "assistant", content: "half an ans", status: "streaming",
+                      model: "gpt-4o", provider: "openai")
+      primary.enqueue({ text: "Answered" })
+      Chat.find(chat.id).complete
+      expect(sent_messages(primary.requests.last)).to eq([["user", "Before the crash"]])
+    end
+
     it "marks the row failed when neither target answers, and the error names the last one" do
       LlmFailover.configuration.max_retries = 0
       primary.enqueue({ error: :unavailable })

@@ -30,7 +30,7 @@ module LlmFailover
         def run(argv, out: $stdout, err: $stderr)
           options = parse(argv.dup)
           if options[:help]
-            out.puts(USAGE)
+            out.puts(options[:help])
             return 0
           end
           url = options[:database] || ENV["DATABASE_URL"]
@@ -48,7 +48,7 @@ module LlmFailover
         rescue OptionParser::ParseError, ArgumentError => e
           err.puts("llm_failover report: #{e.message}", USAGE)
           EX_USAGE
-        rescue ::ActiveRecord::ActiveRecordError, SystemCallError => e
+        rescue ::ActiveRecord::ActiveRecordError, SystemCallError, LoadError => e # LoadError: no gem for that adapter
           err.puts("llm_failover report: #{e.class}: #{e.message}")
           1
         ensure
@@ -73,7 +73,7 @@ module LlmFailover
             o.on("--database URL", "database URL, or the path of a SQLite file") { |v| options[:database] = v }
             o.on("--since DURATION", "period to report: 7d, 24h, 30m (default 7d)") { |v| options[:since] = duration(v) }
             o.on("--table NAME", "attempts table (default llm_failover_attempts)") { |v| options[:table] = v }
-            o.on("-h", "--help") { options[:help] = true }
+            o.on("-h", "--help", "this text") { options[:help] = o.help }
           end
           rest = parser.parse(argv)
           raise OptionParser::InvalidArgument, rest.join(" ") unless rest.empty?
