@@ -48,6 +48,59 @@ RSpec.describe LlmFailover::Engine do
     expect(result[:message]).to include("exceeded 1000 bytes")
   end
 
+  describe "bad input from a provider" do
+    let(:listener) { EngineHelpers::RecordingListener.new }
+
+    it "delivers valid UTF-8, replacing invalid bytes in a plain answer" do
+      body = "{\"model\":\"m\",\"choices\":[{\"message\":{\"content\":\"caf\xC3\xA9 \xFF ok\"}}]}".b
+      fp.enqueue({ raw: body })
+      result = engine.run(engine_request(engine_target(fp)), listener)
+      expect(result[:content]).to eq("caf\u00e9 \uFFFD ok")
+      expect(result[:content]).to be_valid_encoding
+    end
+
+    it "delivers valid UTF-8, replacing invalid bytes in a stream" do
+      stream = (+%(data: {"choices":[{"delta":{"content":"a\xFEb"}}]}\n\n) +
+                %(data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n)).b
+      fp.enqueue({ raw: stream, content_type: "text/event-stream" })
+      result = engine.run(engine_request(engine_target(fp), stream: true), listener)
+      expect(result).to include(ok: true, content: "a\uFFFDb")
+      expect(listener.chunks).to eq(["a\uFFFDb"])
+    end
+
+    it "ignores unknown event types and comments" do
+      stream = %(: keep-alive\n\nevent: surprise\ndata: {"type":"surprise"}\n\n) +
+               %(data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n)
+      fp.enqueue({ raw: stream, content_type: "text/event-stream" })
+      expect(engine.run(engine_request(engine_target(fp), stream: true), listener)).to include(ok: true, content: "hi")
+    end
+
+    it "calls an empty 200 an InvalidResponseError" do
+      fp.enqueue({ raw: "" })
+      expect(engine.run(engine_request(engine_target(fp)), listener))
+        .to include(ok: false, error_class: LlmFailover::InvalidResponseError, retryable: true)
+    end
+
+    it "calls a 200 that is not the protocol an InvalidResponseError" do
+      fp.enqueue({ raw: "<html>maintenance</html>", content_type: "text/html" })
+      result = engine.run(engine_request(engine_target(fp)), listener)
+      expect(result).to include(ok: false, error_class: LlmFailover::InvalidResponseError)
+      expect(result[:message]).to include("not the OpenAI chat completions protocol")
+    end
+
+    it "takes a stream with a finish reason and usage but no [DONE] as complete" do
+      fp.enqueue({ text: "all here", no_done: true })
+      expect(engine.run(engine_request(engine_target(fp), stream: true), listener)).to include(ok: true, content: "all here")
+      expect(listener.attempts.size).to eq(1)
+    end
+
+    it "calls a stream without its terminal event a StreamInterruptedError" do
+      fp.enqueue({ text: "not all here", no_terminal: true })
+      expect(engine.run(engine_request(engine_target(fp), stream: true), listener))
+        .to include(ok: false, error_class: LlmFailover::StreamInterruptedError, partial_content: "not all here")
+    end
+  end
+
   it "re-raises an exception from the listener after tearing the transfer down" do
     fp.enqueue({ text: "one two three four", chunk_delay: 0.01 })
     listener = EngineHelpers::RecordingListener.new { |_| raise ArgumentError, "consumer broke" }

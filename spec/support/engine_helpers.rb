@@ -56,4 +56,4 @@ module EngineHelpers
   end
 end
 
-RSpec.configure { |c| c.include EngineHelpers }
+RSpec.configure { |c| c.include EngineHelpers } if defined?(RSpec)
