@@ -282,7 +282,9 @@ module LlmFailover
 
     def tokens_table
       Table.new(%w[provider model input output total failed_input failed_output],
-                tokens.map { |t| [t.provider, t.model, t.input, t.output, t.total, t.failed_input, t.failed_output] }).to_s
+                tokens.map { |t|
+                  [t.provider, t.model, t.input, t.output, t.total, t.failed_input, t.failed_output]
+                }).to_s
     end
   end
 end

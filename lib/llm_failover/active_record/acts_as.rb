@@ -49,7 +49,9 @@ module LlmFailover
           raise ConfigurationError, "quota_scope must be one of #{QUOTA_SCOPES.inspect}, got #{quota_scope.inspect}"
         end
         unknown = config.keys - Configuration::OPTIONS
-        raise ConfigurationError, "acts_as_llm_chat: unknown option(s) #{unknown.map(&:inspect).join(', ')}" if unknown.any?
+        if unknown.any?
+          raise ConfigurationError, "acts_as_llm_chat: unknown option(s) #{unknown.map(&:inspect).join(', ')}"
+        end
 
         unless reflect_on_association(messages)
           options = { dependent: :destroy }

@@ -71,7 +71,9 @@ module LlmFailover
           parser = OptionParser.new do |o|
             o.banner = USAGE
             o.on("--database URL", "database URL, or the path of a SQLite file") { |v| options[:database] = v }
-            o.on("--since DURATION", "period to report: 7d, 24h, 30m (default 7d)") { |v| options[:since] = duration(v) }
+            o.on("--since DURATION", "period to report: 7d, 24h, 30m (default 7d)") do |v|
+              options[:since] = duration(v)
+            end
             o.on("--table NAME", "attempts table (default llm_failover_attempts)") { |v| options[:table] = v }
             o.on("-h", "--help", "this text") { options[:help] = o.help }
           end
