@@ -141,16 +141,16 @@ RSpec.describe LlmFailover::Report, :active_record do
     end
 
     it "refuses bad arguments with the usage status" do
-      expect(described_class.run(["--database", ArSpec::PATH, "--since", "7y"], out: out, err: err)).to eq(64)
+      expect(described_class.run(["--database", ArSpec::PATH, "--since", "7y"], out: out, err: err)).to eq(2)
       expect(err.string).to include("--since", "usage:")
-      expect(described_class.run(["--since", "7d"], out: out, err: err)).to eq(ENV["DATABASE_URL"] ? 0 : 64)
+      expect(described_class.run(["--since", "7d"], out: out, err: err)).to eq(ENV["DATABASE_URL"] ? 0 : 2)
       expect(described_class.duration("24h")).to eq(86_400)
       expect(described_class.duration("30m")).to eq(1800)
     end
 
     it "fails with 1 on a database without the table, and never creates a missing SQLite file" do
       missing = File.join(ArSpec::DIR, "nope.sqlite3")
-      expect(described_class.run(["--database", missing], out: out, err: err)).to eq(64)
+      expect(described_class.run(["--database", missing], out: out, err: err)).to eq(2)
       expect(File.exist?(missing)).to be(false)
       expect(described_class.run(["--database", ArSpec::PATH, "--table", "no_such_table"], out: out, err: err)).to eq(1)
       expect(err.string).to include("no table no_such_table")

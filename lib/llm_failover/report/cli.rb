@@ -12,7 +12,7 @@ module LlmFailover
     module CLI
       USAGE = "usage: llm_failover report --database URL [--since 7d|24h|30m] [--table llm_failover_attempts]"
       UNITS = { "d" => 86_400, "h" => 3600, "m" => 60 }.freeze
-      EX_USAGE = 64
+      EX_USAGE = 2 # the same usage status as every other llm_failover command
 
       # The connection the report reads (named, so its pool is its own).
       class Database < ::ActiveRecord::Base
@@ -26,7 +26,7 @@ module LlmFailover
 
       class << self
         # @param argv [Array<String>] the arguments after "report"
-        # @return [Integer] exit status: 0, 1 (database trouble), 64 (usage)
+        # @return [Integer] exit status: 0, 1 (database trouble), 2 (usage)
         def run(argv, out: $stdout, err: $stderr)
           options = parse(argv.dup)
           if options[:help]
