@@ -155,6 +155,18 @@ RSpec.describe LlmFailover::Chat do
     end
   end
 
+  describe "a failed call" do
+    it "leaves the stored answer failed and naming the target whose error was final" do
+      primary.enqueue({ error: :unavailable })
+      backup.enqueue({ error: :unauthorized })
+      chat = failover_chat(max_retries: 0)
+      expect { chat.ask("Hello") }.to raise_error(LlmFailover::UnauthorizedError)
+      failed = chat.messages.last
+      expect([failed.role, failed.status, failed.model, failed.provider])
+        .to eq(["assistant", "failed", "claude-sonnet-4-6", "anthropic"])
+    end
+  end
+
   describe "#complete" do
     it "answers from the stored messages without adding a user message" do
       primary.enqueue({ text: "one" }, { text: "two" })

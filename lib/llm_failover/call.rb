@@ -117,8 +117,8 @@ module LlmFailover
     end
 
     def fail_with(result)
-      fail_stored_message
       target = @targets.fetch(result[:target]) { @targets[0] }
+      fail_stored_message(target)
       error = build_error(result[:error_class], result[:message], target,
                           status: result[:status], body: redact(result[:body]), retry_after: result[:retry_after],
                           retryable: result[:retryable], partial_content: result[:partial_content],
@@ -162,11 +162,18 @@ module LlmFailover
                                 attempts: @records.dup.freeze, logger: @config.logger)
     end
 
-    def fail_stored_message
+    # target: the one whose error was final; nil when the call was torn down.
+    def fail_stored_message(target = nil)
       return if @failed
 
       @failed = true
-      @store.fail_assistant(@message) if @message
+      return unless @message
+
+      if target
+        @store.fail_assistant(@message, model: target.model, provider: target.name.to_s)
+      else
+        @store.fail_assistant(@message)
+      end
     end
 
     # The engine promises messages without keys; a provider's body may still quote

@@ -55,8 +55,12 @@ module LlmFailover
       end
     end
 
-    def fail_assistant(message)
-      @lock.synchronize { message.update(status: "failed") }
+    # model/provider name the target whose error was final, when known.
+    def fail_assistant(message, model: nil, provider: nil)
+      attrs = { status: "failed" }
+      attrs[:model] = model if model
+      attrs[:provider] = provider if provider
+      @lock.synchronize { message.update(**attrs) }
     end
 
     def inspect

@@ -40,7 +40,7 @@ RSpec.describe SummarizeJob, :active_record do
     backup.enqueue({ error: :overloaded })
     described_class.perform_now(chat.id, "The quick brown fox.")
 
-    expect(stored).to eq([["user", "complete", nil, prompt], ["assistant", "failed", "openai", ""]])
+    expect(stored).to eq([["user", "complete", nil, prompt], ["assistant", "failed", "anthropic", ""]])
     retry_job = ActiveJob::Base.queue_adapter.enqueued_jobs.sole
     expect(retry_job[:job]).to eq(described_class)
 

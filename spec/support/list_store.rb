@@ -48,9 +48,11 @@ class SpecListStore
     message.status = "complete"
   end
 
-  def fail_assistant(message)
+  def fail_assistant(message, model: nil, provider: nil)
     @log << [:fail]
     message.status = "failed"
+    message.model = model if model
+    message.provider = provider if provider
   end
 
   private

@@ -103,9 +103,11 @@ module LlmFailover
       # Keeps the partial text for audit; the row leaves the conversation. This runs
       # while an error is on its way up: a database failure here must not replace that
       # error (an unmarked row is still "streaming", and excluded all the same).
-      def fail_assistant(message)
+      def fail_assistant(message, model: nil, provider: nil)
         buffer = @lock.synchronize { @buffers.delete(message) }
         attrs = { status: "failed" }
+        attrs[:model] = model if model
+        attrs[:provider] = provider if provider
         attrs[:content] = buffer.text.dup if buffer
         save(message, **attrs)
       rescue ::ActiveRecord::ActiveRecordError => e
