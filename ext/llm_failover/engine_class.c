@@ -1,7 +1,7 @@
 /* LlmFailover::Engine: the attempt loop of the core, driven from Ruby.
  *
  * The loop runs holding the GVL and gives it up only while it waits on the
- * network or sleeps between retries (rb_thread_call_without_gvl2 with an
+ * network or sleeps between retries (rb_nogvl with INTR_FAIL and an
  * unblocking function that wakes curl_multi_poll). Ruby is called only from
  * the loop's listener, never from inside libcurl, and always under
  * rb_protect: an exception (or break/throw, Thread#kill, Timeout) is stashed,
@@ -11,6 +11,7 @@
 
 #include <ruby/encoding.h>
 #include <ruby/thread.h>
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -404,8 +405,10 @@ static void *lf_wait_nogvl(void *arg)
 static void lf_wait_ubf(void *arg)
 {
     lf_wait_args *w = arg;
+    int saved_errno = errno; /* it may run in a signal handler */
     w->rl->woken = 1;
     curl_multi_wakeup(w->multi);
+    errno = saved_errno;
 }
 
 static VALUE lf_check_ints(VALUE unused)
@@ -420,9 +423,13 @@ static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
     lf_wait_args w = { rl, multi, timeout_ms };
 
     rl->woken = 0;
-    /* The "2" variant never raises: it returns at once when an interrupt is
-     * pending, and leaves interrupts to us. */
-    rb_thread_call_without_gvl2(lf_wait_nogvl, &w, lf_wait_ubf, &w);
+    /* INTR_FAIL (what rb_thread_call_without_gvl2 passes) never raises: it
+     * returns at once when an interrupt is pending, and leaves interrupts to
+     * us. UBF_ASYNC_SAFE: lf_wait_ubf only stores a flag and write(2)s to
+     * curl's wakeup socket, so Ruby may call it from a signal handler;
+     * without the flag Ruby 3.1 starts and joins a helper thread on every
+     * wait made from the main thread (measured: 22 us each, bench/README.md). */
+    rb_nogvl(lf_wait_nogvl, &w, lf_wait_ubf, &w, RB_NOGVL_INTR_FAIL | RB_NOGVL_UBF_ASYNC_SAFE);
     /* Run pending interrupts now, under protection: a Thread#kill or an
      * exception from a signal handler stops the call, a signal handler
      * that returns normally lets it go on. */
