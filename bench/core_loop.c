@@ -1,0 +1,103 @@
+/* The gem's C core alone, without Ruby: lf_run (request building, the
+ * libcurl multi transfer, parsing, the attempt record) in a loop, with a C
+ * listener that waits with curl_multi_poll. The difference between this and
+ * curl_floor is the core's own cost; the difference between this and
+ * chat.ask is the binding's and the Ruby layer's.
+ *
+ *   core_loop BASE_URL N [stream]
+ *
+ * Prints the microseconds per call (per call, streamed or not). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lf_failover.h"
+#include "lf_transport.h"
+
+#include "lf_banned.h"
+
+static long core_chunks;
+
+static int core_on_chunk(void *ud, int target, const char *text, size_t len)
+{
+    core_chunks++;
+    return 0;
+}
+
+static int core_on_reset(void *ud)
+{
+    return 0;
+}
+
+static int core_on_attempt(void *ud, const lf_attempt_record *rec)
+{
+    return 0;
+}
+
+static int core_wait(void *ud, CURLM *multi, int timeout_ms)
+{
+    int numfds = 0;
+    curl_multi_poll(multi, NULL, 0, timeout_ms, &numfds);
+    return 0;
+}
+
+static double core_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    lf_target t;
+    lf_message msg = { "user", "Hello" };
+    lf_request_params params;
+    lf_policy pol;
+    lf_listener l = { NULL, core_on_chunk, core_on_reset, core_on_attempt, core_wait };
+    lf_pool *pool;
+    long n, i, warm;
+    double t0 = 0;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: core_loop BASE_URL N [stream]\n");
+        return 2;
+    }
+    n = strtol(argv[2], NULL, 10);
+    if (lf_transport_global_init() != 0 || !(pool = lf_pool_new())) return 1;
+    memset(&t, 0, sizeof(t));
+    t.api = LF_API_OPENAI;
+    t.base_url = argv[1];
+    t.api_key = "bench-key";
+    t.model = "gpt-4o-mini";
+    memset(&params, 0, sizeof(params));
+    params.messages = &msg;
+    params.n_messages = 1;
+    params.stream = argc > 3 && strcmp(argv[3], "stream") == 0;
+    memset(&pol, 0, sizeof(pol));
+    pol.backoff.interval = 0.1;
+    pol.backoff.factor = 2;
+    pol.backoff.max_interval = 30;
+    pol.connect_timeout = 5;
+    pol.first_token_timeout = 30;
+    pol.idle_timeout = 30;
+    pol.request_timeout = 300;
+    pol.max_response_bytes = 32u << 20;
+
+    warm = n / 10 > 0 ? n / 10 : 1;
+    for (i = 0; i < warm + n; i++) {
+        lf_outcome o;
+        if (i == warm) t0 = core_now();
+        lf_outcome_init(&o);
+        if (lf_run(pool, &t, 1, &params, &pol, &l, &o) != 0 || !o.ok) {
+            fprintf(stderr, "core_loop: call failed: %.*s\n", (int)o.message.len,
+                    o.message.ptr ? o.message.ptr : "");
+            return 1;
+        }
+        lf_outcome_free(&o);
+    }
+    printf("%.3f\n", (core_now() - t0) * 1e6 / (double)n);
+    lf_pool_free(pool);
+    return core_chunks < 0;
+}
