@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+# `rake fuzz`: every libFuzzer target fuzz/fuzz_NAME.c, built with clang-14
+# (-fsanitize=fuzzer,address,undefined) against the whole C core, seeded from the
+# recorded traffic by its seed script, first replays the inputs that once crashed
+# it (test/c/fuzz/NAME/), then runs for FUZZ_SECONDS (default 30) each.
+#
+#   FUZZ_SECONDS=10 bundle exec rake fuzz     # what CI runs
+#   FUZZ_TARGETS=sse bundle exec rake fuzz    # one target
+#
+# A crash fails the task and leaves its input in tmp/fuzz/crashes/NAME/. Every crash
+# becomes a regression: copy the input to test/c/fuzz/NAME/ (replayed here on every
+# run) and add a test/c test that feeds the same bytes to the function that failed.
+module LfFuzz
+  extend FileUtils
+  extend Rake::FileUtilsExt
+  DIR = "fuzz"
+  BUILD = "tmp/fuzz"
+  CORE = "ext/llm_failover/core"
+
+  module_function
+
+  def clang
+    ENV["FUZZ_CC"] || %w[clang-14 clang].find { |c| system("command -v #{c} >/dev/null 2>&1") } ||
+      abort("rake fuzz: clang-14 not found; on Debian: apt-get install clang-14 libclang-rt-14-dev " \
+            "(bin/setup --fuzz)")
+  end
+
+  def targets
+    all = Dir["#{DIR}/fuzz_*.c"].sort.map { |f| File.basename(f, ".c").delete_prefix("fuzz_") }
+    only = ENV["FUZZ_TARGETS"]&.split(",")
+    only ? all & only : all
+  end
+
+  # fuzz/seed_NAME.rb, or the seed script that writes corpus_NAME (fuzz/seed.rb for sse).
+  def seed_script(name)
+    own = "#{DIR}/seed_#{name}.rb"
+    return own if File.exist?(own)
+
+    Dir["#{DIR}/seed*.rb"].find { |f| File.read(f).include?("corpus_#{name}") }
+  end
+
+  def build(name)
+    exe = "#{BUILD}/fuzz_#{name}"
+    flags = `pkg-config --cflags --libs json-c libcurl`.strip
+    # Every core source, so that a target may use any module; the linker keeps
+    # what it needs.
+    sh "#{clang} -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all " \
+       "-fno-omit-frame-pointer -I#{CORE} -o #{exe} #{DIR}/fuzz_#{name}.c #{Dir["#{CORE}/*.c"].sort.join(' ')} " \
+       "#{flags} -lm"
+    exe
+  end
+
+  def run(name, seconds)
+    exe = build(name)
+    corpus = "#{BUILD}/corpus_#{name}"
+    crashes = "#{BUILD}/crashes/#{name}/"
+    mkdir_p corpus
+    mkdir_p crashes
+    script = seed_script(name)
+    sh RbConfig.ruby, script, "spec/fixtures/recorded", corpus if script
+    env = "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1"
+    regressions = Dir["test/c/fuzz/#{name}/*"].sort
+    sh "#{env} #{exe} #{regressions.join(' ')}" unless regressions.empty?
+    dict = "#{DIR}/#{name}.dict"
+    opts = ["-max_total_time=#{seconds}", "-max_len=#{ENV.fetch('FUZZ_MAX_LEN', '8192')}",
+            "-artifact_prefix=#{crashes}", "-print_final_stats=1", "-rss_limit_mb=2048", "-timeout=10"]
+    opts << "-dict=#{dict}" if File.exist?(dict)
+    # A scratch copy of the corpus: the seeds stay as the script wrote them, and
+    # what the run finds stays under tmp/ only.
+    work = "#{BUILD}/work_#{name}"
+    rm_rf work
+    mkdir_p work
+    log = "#{BUILD}/fuzz_#{name}.log"
+    sh "#{env} #{exe} #{opts.join(' ')} #{work} #{corpus} > #{log} 2>&1" do |ok, _|
+      puts File.readlines(log).last(ok ? 12 : 60).join
+      found = Dir["#{crashes}*"]
+      abort "rake fuzz: fuzz_#{name} failed (#{found.size} input(s) kept: #{found.join(' ')})" unless ok && found.empty?
+    end
+  end
+end
+
+desc "Run each libFuzzer target (fuzz/fuzz_*.c) for FUZZ_SECONDS (default 30) seeded from the recorded traffic"
+task :fuzz do
+  seconds = Integer(ENV.fetch("FUZZ_SECONDS", "30"))
+  targets = LfFuzz.targets
+  abort "rake fuzz: no targets under fuzz/" if targets.empty?
+  targets.each { |name| LfFuzz.run(name, seconds) }
+end

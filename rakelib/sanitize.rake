@@ -1,0 +1,69 @@
+# frozen_string_literal: true
+
+require "rbconfig"
+
+# `rake sanitize`: the C core's unit tests under ASan/UBSan (the Rakefile's ctest),
+# then the whole extension built with LLM_FAILOVER_SANITIZE=1 (extconf adds
+# -fsanitize=address,undefined) and the spec suite run against it.
+#
+# Ruby itself is not instrumented, so the sanitizer runtimes are preloaded
+# (LD_PRELOAD) and only the extension's code is checked. The sanitized build lives in
+# tmp/sanitize/ and is loaded ahead of lib/llm_failover/llm_failover.so, which stays
+# untouched. ASAN_OPTIONS, and why:
+#   detect_leaks=0                 Ruby does not free its heap at exit: LeakSanitizer
+#                                  would report all of it (rake spec:valgrind finds
+#                                  the extension's own leaks instead)
+#   detect_stack_use_after_return=0  a fake stack would hide VALUEs in C locals from
+#                                  Ruby's conservative stack scan
+#   use_sigaltstack=0              Ruby manages its threads' alternate signal stacks;
+#                                  ASan's own cannot be unmapped when a thread exits
+module LfSanitize
+  BUILD = "tmp/sanitize/build"
+  PRELOAD = "tmp/sanitize/preload.rb"
+
+  module_function
+
+  def runtime(name)
+    path = `#{RbConfig::CONFIG['CC'] || 'cc'} -print-file-name=#{name}`.strip
+    abort "rake sanitize: #{name} not found (Debian: apt-get install gcc)" unless path.start_with?("/") && File.exist?(path)
+    File.realpath(path)
+  end
+
+  def preload_script
+    <<~RUBY
+      # Written by rake sanitize: loads the sanitized extension in place of lib's.
+      require File.expand_path("../../lib/llm_failover/version", __dir__)
+      require File.expand_path("../../lib/llm_failover/errors", __dir__)
+      require File.expand_path("build/llm_failover.so", __dir__)
+      $LOADED_FEATURES << File.expand_path("../../lib/llm_failover/llm_failover.so", __dir__)
+    RUBY
+  end
+end
+
+namespace :sanitize do
+  desc "Build the extension with LLM_FAILOVER_SANITIZE=1 into tmp/sanitize/build"
+  task :build do
+    rm_rf LfSanitize::BUILD
+    mkdir_p LfSanitize::BUILD
+    extconf = File.expand_path("ext/llm_failover/extconf.rb")
+    Dir.chdir(LfSanitize::BUILD) do
+      sh({ "LLM_FAILOVER_SANITIZE" => "1" }, RbConfig.ruby, extconf)
+      sh "make -j2 >make.log 2>&1 || (cat make.log; exit 1)"
+    end
+    File.write(LfSanitize::PRELOAD, LfSanitize.preload_script)
+  end
+
+  desc "Run the spec suite (SPEC=... for some files) against the sanitized extension"
+  task spec: :build do
+    env = {
+      "LD_PRELOAD" => [LfSanitize.runtime("libasan.so"), LfSanitize.runtime("libubsan.so")].join(" "),
+      "ASAN_OPTIONS" => "detect_leaks=0:detect_stack_use_after_return=0:use_sigaltstack=0:abort_on_error=1",
+      "UBSAN_OPTIONS" => "print_stacktrace=1:halt_on_error=1"
+    }
+    files = ENV["SPEC"] ? ENV["SPEC"].split : []
+    sh env, RbConfig.ruby, "-r./#{LfSanitize::PRELOAD}", "-S", "rspec", *files
+  end
+end
+
+desc "C tests under ASan/UBSan, then the spec suite against the extension built with ASan/UBSan"
+task sanitize: %i[ctest sanitize:spec]
