@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lf_jscan.h"
+
 #include "lf_banned.h"
 
 /* Deeper than any real answer (usage.cache_creation is at depth 4), shallow
@@ -830,6 +832,7 @@ void lf_stream_init(lf_stream_state *s, lf_api api)
     s->finished = 0;
     s->has_usage = 0;
     lf_buf_init(&s->delta);
+    s->json_c_only = 0;
 }
 
 void lf_stream_free(lf_stream_state *s)
@@ -976,6 +979,96 @@ static int lf_stream_is_done_marker(const char *d, size_t n)
     return n == 6 && memcmp(d, "[DONE]", 6) == 0;
 }
 
+/* A string member into out (sanitized), replacing it, as lf_json_take_string. */
+static int lf_js_take_string(lf_js v, lf_buf *out)
+{
+    lf_buf raw;
+    int rc;
+
+    if (v.type != LF_JS_STRING) return 0;
+    if (lf_jscan_string_is_plain(v)) return lf_utf8_set_sanitized(out, v.p + 1, v.n - 2);
+    lf_buf_init(&raw);
+    rc = lf_jscan_string_append(v, &raw);
+    if (rc == 0) rc = lf_utf8_set_sanitized(out, raw.ptr ? raw.ptr : "", raw.len);
+    lf_buf_free(&raw);
+    return rc;
+}
+
+/* A string member appended to out (sanitized), as lf_stream_add_text. */
+static int lf_js_add_text(lf_js v, lf_buf *out)
+{
+    lf_buf raw;
+    int rc;
+
+    if (v.type != LF_JS_STRING) return 0;
+    if (lf_jscan_string_is_plain(v)) return lf_utf8_append_sanitized(out, v.p + 1, v.n - 2);
+    lf_buf_init(&raw);
+    rc = lf_jscan_string_append(v, &raw);
+    if (rc == 0) rc = lf_utf8_append_sanitized(out, raw.ptr ? raw.ptr : "", raw.len);
+    lf_buf_free(&raw);
+    return rc;
+}
+
+/* The everyday OpenAI chunk, read in place with lf_jscan instead of json-c:
+ * the same steps as lf_stream_openai for an object without "error" or
+ * "usage" whose "choices" is absent or an array. Anything else (and any text
+ * outside lf_jscan's subset) returns 0 before touching s, and json-c reads
+ * it. Returns 1 when the event was handled, -1 when out of memory. */
+static int lf_stream_openai_fast(lf_stream_state *s, const char *data, size_t n)
+{
+    static const char *const root_keys[] = { "error", "usage", "choices", "model", "id" };
+    static const char *const choice_keys[] = { "delta", "finish_reason" };
+    lf_js root, m[5], c[2], el, first = { LF_JS_NONE, NULL, 0 }, choice = { LF_JS_NONE, NULL, 0 };
+    size_t pos = 0;
+
+    if (lf_jscan_document(data, n, &root) != 0 || root.type != LF_JS_OBJECT) return 0;
+    lf_jscan_members(root, root_keys, 5, m);
+    /* json-c reads a null member as no member. */
+    if (m[0].type > LF_JS_NULL || m[1].type > LF_JS_NULL) return 0;
+    if (m[2].type > LF_JS_NULL && m[2].type != LF_JS_ARRAY) return 0;
+    /* lf_wire_first_choice: the object with index 0 (or none), else element 0. */
+    while (lf_jscan_next(m[2], &pos, &el)) {
+        lf_js idx;
+
+        if (first.type == LF_JS_NONE) first = el;
+        if (el.type != LF_JS_OBJECT) continue;
+        idx = lf_jscan_member(el, "index");
+        if (idx.type <= LF_JS_NULL || lf_jscan_is_zero_int(idx)) {
+            choice = el;
+            break;
+        }
+    }
+    if (choice.type == LF_JS_NONE) choice = first;
+
+    if (lf_js_take_string(m[3], &s->answer.model) != 0 || lf_js_take_string(m[4], &s->answer.id) != 0)
+        return -1;
+    if (choice.type == LF_JS_OBJECT) {
+        lf_jscan_members(choice, choice_keys, 2, c);
+        if (lf_js_add_text(lf_jscan_member(c[0], "content"), &s->delta) != 0) return -1;
+        if (c[1].type == LF_JS_STRING) {
+            if (lf_js_take_string(c[1], &s->answer.finish_reason) != 0) return -1;
+            s->finished = 1;
+        }
+    }
+    return 1;
+}
+
+/* The end of an event: new text goes to the answer and out to the caller. */
+static int lf_stream_took(lf_stream_state *s, int rc, const char **delta, size_t *delta_len)
+{
+    if (rc == LF_STREAM_CONTINUE && s->delta.len) {
+        if (lf_buf_append(&s->answer.text, s->delta.ptr, s->delta.len) != 0) {
+            lf_buf_clear(&s->delta);
+            return LF_STREAM_INVALID;
+        }
+        if (delta) *delta = s->delta.ptr;
+        if (delta_len) *delta_len = s->delta.len;
+    } else {
+        lf_buf_clear(&s->delta);
+    }
+    return rc;
+}
+
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len)
 {
@@ -992,6 +1085,14 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
         s->done = 1;
         return LF_STREAM_DONE;
     }
+    if (s->api == LF_API_OPENAI && !s->json_c_only) {
+        rc = lf_stream_openai_fast(s, ev->data, ev->data_len);
+        if (rc < 0) {
+            lf_buf_clear(&s->delta);
+            return LF_STREAM_INVALID;
+        }
+        if (rc > 0) return lf_stream_took(s, LF_STREAM_CONTINUE, delta, delta_len);
+    }
     root = lf_json_parse(ev->data, ev->data_len);
     if (!root) return LF_STREAM_INVALID;
     if (s->api == LF_API_ANTHROPIC) {
@@ -1003,15 +1104,5 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
         rc = lf_stream_openai(s, root);
     }
     json_object_put(root);
-    if (rc == LF_STREAM_CONTINUE && s->delta.len) {
-        if (lf_buf_append(&s->answer.text, s->delta.ptr, s->delta.len) != 0) {
-            lf_buf_clear(&s->delta);
-            return LF_STREAM_INVALID;
-        }
-        if (delta) *delta = s->delta.ptr;
-        if (delta_len) *delta_len = s->delta.len;
-    } else {
-        lf_buf_clear(&s->delta);
-    }
-    return rc;
+    return lf_stream_took(s, rc, delta, delta_len);
 }

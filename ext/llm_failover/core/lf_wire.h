@@ -89,6 +89,7 @@ typedef struct lf_stream_state {
     int finished;         /* finish_reason / stop_reason seen */
     int has_usage;
     lf_buf delta;         /* the last delta, sanitized; see lf_stream_event */
+    int json_c_only;      /* 1: skip the lf_jscan fast path (tests compare the two) */
 } lf_stream_state;
 
 #define LF_STREAM_CONTINUE 0
