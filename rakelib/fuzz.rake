@@ -42,6 +42,7 @@ module LfFuzz
 
   def build(name)
     exe = "#{BUILD}/fuzz_#{name}"
+    mkdir_p BUILD # a fresh clone has no tmp/
     flags = `pkg-config --cflags --libs json-c libcurl`.strip
     # Every core source, so that a target may use any module; the linker keeps
     # what it needs.
