@@ -37,10 +37,13 @@ module LlmFailover
       push(Message.new(role: "assistant", content: +"", status: "streaming", model: model, provider: provider))
     end
 
+    # Runs once per streamed chunk: appends in place, and goes through Message#update
+    # (keyword arguments, an ivar name built per call) only to replace a frozen String.
     def append_assistant(message, text)
       @lock.synchronize do
-        content = message.content.frozen? ? message.content.dup : message.content
-        message.update(content: content << text)
+        content = message.content
+        content.frozen? ? message.update(content: content.dup << text) : content << text
+        message
       end
     end
 
