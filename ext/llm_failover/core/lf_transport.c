@@ -18,6 +18,7 @@ struct lf_pool {
     lf_conn *idle;
     size_t n_idle;
     pid_t pid;
+    lf_conn *abandoned;    /* in a forked child: the parent's handles, see below */
 };
 
 static pthread_once_t lf_global_once = PTHREAD_ONCE_INIT;
@@ -91,8 +92,18 @@ lf_pool *lf_pool_new(void)
 /* Called with the lock held. */
 static void lf_pool_forget_if_forked(lf_pool *p)
 {
+    lf_conn *tail;
+
     if (p->pid == getpid()) return;
-    /* A forked child: the parent's handles are dropped, never reused. */
+    /* A forked child: the parent's handles are never reused, and never
+     * closed either (that would write on the parent's connections). They
+     * move to a list of their own, so that their memory stays accounted
+     * for (valgrind saw it as lost) instead of unreachable. */
+    if (p->idle) {
+        for (tail = p->idle; tail->next; tail = tail->next) {}
+        tail->next = p->abandoned;
+        p->abandoned = p->idle;
+    }
     p->idle = NULL;
     p->n_idle = 0;
     p->pid = getpid();
@@ -142,6 +153,11 @@ void lf_pool_checkin(lf_pool *p, lf_conn *c)
         c->next = p->idle;
         p->idle = c;
         p->n_idle++;
+        c = NULL;
+    } else if (c->pid != getpid()) {
+        /* Checked out before a fork: the parent's, kept like the idle ones. */
+        c->next = p->abandoned;
+        p->abandoned = c;
         c = NULL;
     }
     pthread_mutex_unlock(&p->lock);
