@@ -8,12 +8,49 @@ begin
   require "ruby_memcheck"
   require "ruby_memcheck/rspec/rake_task"
 
+  # Processes the specs spawn (exec: the SIGINT spec's ruby, the CLI and demo specs)
+  # run outside valgrind: under it they outlast the specs' 10 s waits, and without
+  # ruby_memcheck's helper loaded every Ruby object they leave at exit is reported as
+  # a leak. The spec process itself and its forked children stay under valgrind.
   RubyMemcheck.config(binary_name: "llm_failover",
-                      valgrind_suppressions_dir: File.expand_path("valgrind", __dir__))
+                      valgrind_suppressions_dir: File.expand_path("valgrind", __dir__),
+                      valgrind_options: RubyMemcheck::Configuration::DEFAULT_VALGRIND_OPTIONS +
+                                        ["--trace-children-skip=*"])
+
+  # A process forked to exec one of those children leaves an XML file that stops
+  # where the exec began (nothing ran in it but the fork); ruby_memcheck would fail
+  # to parse it. Only complete files are read.
+  module LfValgrindCompleteXml
+    def valgrind_xml_files
+      @valgrind_xml_files ||= super.select do |file|
+        File.open(file) do |f|
+          f.seek([f.size - 64, 0].max)
+          f.read.include?("</valgrindoutput>")
+        end
+      end.freeze
+    end
+  end
+  RubyMemcheck::TestTaskReporter.prepend(LfValgrindCompleteXml)
+
+  # ruby_memcheck knows Ruby's frames by the library name libruby.so.3.1.2; Debian
+  # names it libruby-3.1.so.3.1.2, and without this every Ruby allocation made in
+  # Ruby code the extension calls back (a listener, a user's block) would be blamed
+  # on the extension.
+  module LfValgrindDebianLibruby
+    def in_ruby?
+      super || (!obj.nil? && File.basename(obj).match?(/\Alibruby-\d+\.\d+\.so\./))
+    end
+  end
+  RubyMemcheck::Frame.prepend(LfValgrindDebianLibruby)
 
   namespace :spec do
     desc "Run the spec suite under valgrind (ruby_memcheck); fails on a leak or invalid access in the extension"
     RubyMemcheck::RSpec::RakeTask.new(valgrind: :compile) do |t|
+      # Left out: spec/stress_spec.rb forks while eight threads are inside calls. In
+      # the child those threads do not exist, so what their calls had allocated is
+      # unreachable there and valgrind reports it as lost in every child; the parent
+      # frees it. The fork spec of engine_spec.rb (no call in flight) stays in.
+      t.exclude_pattern = "spec/stress_spec.rb"
       t.rspec_opts = ENV["SPEC_VALGRIND_OPTS"] if ENV["SPEC_VALGRIND_OPTS"]
     end
   end
