@@ -106,6 +106,22 @@ when "gem"
   configure_gem(base)
   out[:us] = timed(n) { check!(LlmFailover.chat(model: MODEL, provider: :bench).ask("Hello").content) }
 
+when "engine"
+  # The binding alone: Engine#run with the request Chat#ask builds and a listener
+  # that does nothing (no store, no records, no Reply).
+  load_gem
+  configure_gem(base)
+  config = LlmFailover.configuration
+  request = { targets: [config.provider_config(:bench).engine_target(MODEL)], messages: [%w[user Hello]],
+              system: nil, temperature: nil, max_tokens: nil, stream: false }.merge(config.engine_policy)
+  listener = Class.new do
+    def on_chunk(*) = nil
+    def on_reset = nil
+    def on_attempt(_) = nil
+  end.new
+  engine = LlmFailover.engine
+  out[:us] = timed(n) { check!(engine.run(request, listener)[:content]) }
+
 when "net_http"
   require "net/http"
   uri = URI("#{base}/chat/completions")
