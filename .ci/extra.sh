@@ -2,7 +2,7 @@
 # Called by .ci/run after the main test command: a short pass of every libFuzzer
 # target (10 s each, seeded from the recorded traffic). Needs clang-14 and its
 # libFuzzer runtime (bin/setup --fuzz). The long checks stay out of CI:
-# `rake spec:valgrind` (the suite under valgrind, ~20 min), `rake sanitize`, `rake bench`.
+# `rake spec:valgrind` (the suite under valgrind, ~3 min), `rake sanitize`, `rake bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
