@@ -7,15 +7,17 @@ require "spec_helper"
 # children that make their own call, and kills workers at random points of their
 # calls. Nothing may hang (every join and wait is bounded), crash, or hand back a
 # wrong answer, and the engine's pool and the process's descriptors stay bounded.
-RSpec.describe "stress: threads, kills and forks", :stress do
-  include_context "with fake providers"
-
+module StressSpecLimits
   WORKERS = 8
   CALLS_WANTED = 160  # completed calls across the workers
   KILLS = 12
   FORKS = 6
   POOL_MAX_IDLE = 16  # LF_POOL_MAX_IDLE in lf_transport.c
   BOUND = 120         # seconds before a stuck run fails the example instead of the suite
+end
+
+RSpec.describe "stress: threads, kills and forks", :stress do
+  include_context "with fake providers"
 
   let(:text) { "one two three four five six seven eight nine ten" }
 
@@ -59,23 +61,23 @@ RSpec.describe "stress: threads, kills and forks", :stress do
     fds_before = open_fds
     results = Queue.new
     errors = Queue.new
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + BOUND
-    done = -> { results.size >= CALLS_WANTED || deadline_passed?(deadline) }
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + StressSpecLimits::BOUND
+    done = -> { results.size >= StressSpecLimits::CALLS_WANTED || deadline_passed?(deadline) }
     seeds = Random.new(RSpec.configuration.seed)
-    threads = Array.new(WORKERS) { worker(results, errors, done, seeds.rand(2**31)) }
+    threads = Array.new(StressSpecLimits::WORKERS) { worker(results, errors, done, seeds.rand(2**31)) }
 
     kills = 0
     children = []
     until done.call
       sleep(seeds.rand * 0.02)
-      if kills < KILLS
+      if kills < StressSpecLimits::KILLS
         victim = seeds.rand(threads.size)
         threads[victim].kill
         expect(threads[victim].join(10)).not_to be_nil, "a killed worker did not end within 10 s"
         threads[victim] = worker(results, errors, done, seeds.rand(2**31))
         kills += 1
       end
-      next unless children.size < FORKS && seeds.rand < 0.3
+      next unless children.size < StressSpecLimits::FORKS && seeds.rand < 0.3
 
       # The child has only this thread; it makes one call of its own and says how it went.
       reader, writer = IO.pipe
@@ -99,7 +101,7 @@ RSpec.describe "stress: threads, kills and forks", :stress do
     end
 
     threads.each do |t|
-      expect(t.join(BOUND)).not_to be_nil, "a worker hung"
+      expect(t.join(StressSpecLimits::BOUND)).not_to be_nil, "a worker hung"
     end
     children.each do |pid, reader|
       status = nil
@@ -117,13 +119,13 @@ RSpec.describe "stress: threads, kills and forks", :stress do
       reader.close
     end
 
-    expect(deadline_passed?(deadline)).to be(false), "the run did not finish within #{BOUND} s"
-    expect(kills).to eq(KILLS)
-    expect(children.size).to be_between(1, FORKS)
+    expect(deadline_passed?(deadline)).to be(false), "the run did not finish within #{StressSpecLimits::BOUND} s"
+    expect(kills).to eq(StressSpecLimits::KILLS)
+    expect(children.size).to be_between(1, StressSpecLimits::FORKS)
 
     completed = []
     completed << results.pop until results.empty?
-    expect(completed.size).to be >= CALLS_WANTED
+    expect(completed.size).to be >= StressSpecLimits::CALLS_WANTED
     completed.each do |content, visible, provider, failover|
       expect(content).to eq(text)
       expect(visible).to eq(text) # what the block showed, resets applied
@@ -136,10 +138,10 @@ RSpec.describe "stress: threads, kills and forks", :stress do
     expect(failures.map { |e| "#{e.class}: #{e.message}" }).to eq([])
 
     engine = LlmFailover.engine
-    expect(engine.idle_connections).to be <= POOL_MAX_IDLE
+    expect(engine.idle_connections).to be <= StressSpecLimits::POOL_MAX_IDLE
     # Each idle slot holds a multi handle: its wakeup socket pair and at most 8 cached
     # connections (CURLMOPT_MAXCONNECTS). Killed calls must not leave more behind.
-    expect(open_fds - fds_before).to be <= POOL_MAX_IDLE * (2 + 8)
+    expect(open_fds - fds_before).to be <= StressSpecLimits::POOL_MAX_IDLE * (2 + 8)
     # And the engine still works.
     expect(failover_chat.ask("Hello") { |_| }.content).to eq(text)
   end
