@@ -67,6 +67,11 @@ int lf_buf_set(lf_buf *b, const char *bytes, size_t n)
     return lf_buf_append(b, bytes, n);
 }
 
+int lf_buf_copy(lf_buf *dst, const lf_buf *src)
+{
+    return lf_buf_set(dst, lf_buf_cstr(src), src->len);
+}
+
 const char *lf_buf_cstr(const lf_buf *b)
 {
     return b->ptr ? b->ptr : "";

@@ -20,6 +20,8 @@ int lf_buf_append(lf_buf *b, const char *bytes, size_t n);
 int lf_buf_append_str(lf_buf *b, const char *s);
 int lf_buf_append_char(lf_buf *b, char c);
 int lf_buf_set(lf_buf *b, const char *bytes, size_t n);
+/* dst becomes a copy of src (empty when src is). */
+int lf_buf_copy(lf_buf *dst, const lf_buf *src);
 /* Never NULL: "" for an empty buffer. */
 const char *lf_buf_cstr(const lf_buf *b);
 /* Drop the first n bytes. */

@@ -373,12 +373,9 @@ static void lf_judge(lf_call *c, lf_attempt *a)
             if (a->stream_rc == LF_STREAM_ERROR) {
                 f.in_stream = 1;
                 have_err = 1;
-                lf_buf_set(&a->werr.type, a->stream.error.type.ptr ? a->stream.error.type.ptr : "",
-                           a->stream.error.type.len);
-                lf_buf_set(&a->werr.code, a->stream.error.code.ptr ? a->stream.error.code.ptr : "",
-                           a->stream.error.code.len);
-                lf_buf_set(&a->werr.message, a->stream.error.message.ptr ? a->stream.error.message.ptr : "",
-                           a->stream.error.message.len);
+                lf_buf_copy(&a->werr.type, &a->stream.error.type);
+                lf_buf_copy(&a->werr.code, &a->stream.error.code);
+                lf_buf_copy(&a->werr.message, &a->stream.error.message);
                 lf_msg(&a->message, "error event in the stream: %s%s%s",
                        lf_buf_cstr(&a->werr.type), a->werr.message.len ? ": " : "",
                        lf_buf_cstr(&a->werr.message));
@@ -505,14 +502,13 @@ static void lf_finish_failure(lf_call *c, lf_attempt *a, int target_index, lf_ou
     o->retryable = a->verdict.retryable;
     o->status = a->resp.status;
     o->retry_after = a->retry_after;
-    lf_buf_set(&o->message, a->message.ptr ? a->message.ptr : "", a->message.len);
+    lf_buf_copy(&o->message, &a->message);
     if (a->mode != LF_MODE_SSE && a->body.len)
         lf_buf_set(&o->body, a->body.ptr, a->body.len < LF_ERROR_BODY_CAP ? a->body.len : LF_ERROR_BODY_CAP);
-    if (c->delivered) lf_buf_set(&o->partial, c->partial.ptr, c->partial.len);
-    lf_buf_set(&o->provider_request_id, a->resp.request_id.ptr ? a->resp.request_id.ptr : "",
-               a->resp.request_id.len);
-    lf_buf_set(&o->error_type, a->werr.type.ptr ? a->werr.type.ptr : "", a->werr.type.len);
-    lf_buf_set(&o->error_code, a->werr.code.ptr ? a->werr.code.ptr : "", a->werr.code.len);
+    if (c->delivered) lf_buf_copy(&o->partial, &c->partial);
+    lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
+    lf_buf_copy(&o->error_type, &a->werr.type);
+    lf_buf_copy(&o->error_code, &a->werr.code);
 }
 
 static void lf_finish_success(lf_attempt *a, int target_index, lf_outcome *o)
@@ -521,16 +517,14 @@ static void lf_finish_success(lf_attempt *a, int target_index, lf_outcome *o)
     o->ok = 1;
     o->target = target_index;
     o->status = a->resp.status;
-    lf_buf_set(&o->answer.text, src->text.ptr ? src->text.ptr : "", src->text.len);
-    if (src->model.len) lf_buf_set(&o->answer.model, src->model.ptr, src->model.len);
+    lf_buf_copy(&o->answer.text, &src->text);
+    if (src->model.len) lf_buf_copy(&o->answer.model, &src->model);
     else lf_buf_set(&o->answer.model, a->target->model, strlen(a->target->model));
-    lf_buf_set(&o->answer.finish_reason, src->finish_reason.ptr ? src->finish_reason.ptr : "",
-               src->finish_reason.len);
-    lf_buf_set(&o->answer.id, src->id.ptr ? src->id.ptr : "", src->id.len);
+    lf_buf_copy(&o->answer.finish_reason, &src->finish_reason);
+    lf_buf_copy(&o->answer.id, &src->id);
     o->answer.input_tokens = src->input_tokens;
     o->answer.output_tokens = src->output_tokens;
-    lf_buf_set(&o->provider_request_id, a->resp.request_id.ptr ? a->resp.request_id.ptr : "",
-               a->resp.request_id.len);
+    lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
 }
 
 typedef struct lf_prepared {
