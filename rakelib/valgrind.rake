@@ -56,9 +56,9 @@ begin
   end
 rescue LoadError => e
   namespace :spec do
-    desc "Run the spec suite under valgrind (needs the bench group: bundle install)"
+    desc "Run the spec suite under valgrind (needs the bench group: bin/setup --bench)"
     task :valgrind do
-      abort "spec:valgrind needs ruby_memcheck (#{e.message}); run `bundle install` with the bench group"
+      abort "spec:valgrind needs ruby_memcheck (#{e.message}); run bin/setup --bench"
     end
   end
 end
