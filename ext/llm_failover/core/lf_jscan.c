@@ -1,6 +1,10 @@
 #include "lf_jscan.h"
 
+#include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "lf_banned.h"
 
@@ -8,51 +12,121 @@
  * number is an int64 or a double that strtod reads without overflow. */
 #define LF_JS_MAX_DIGITS 18
 
-static const char *lf_js_value(const char *p, const char *e, int depth, lf_js *out);
+/* Bytes that end a run of plain string bytes: the quote, the backslash and
+ * the control bytes (which the subset refuses inside strings). */
+static const unsigned char lf_js_special[256] = {
+    [0x00 ... 0x1F] = 1, ['"'] = 1, ['\\'] = 1,
+};
 
-static const char *lf_js_ws(const char *p, const char *e)
+/* The whitespace JSON allows between tokens. */
+static const unsigned char lf_js_space[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1,
+};
+
+#define LF_JS_ONES 0x0101010101010101ULL
+#define LF_JS_HIGHS 0x8080808080808080ULL
+
+/* Nonzero when one of the 8 bytes of x is special (see lf_js_special).
+ * Each term is the usual "some byte is below n" test, exact for n <= 0x80:
+ * it may flag bytes above a real hit, never a word without one, and the
+ * byte loop after it finds the real hit. */
+static inline uint64_t lf_js_word_special(uint64_t x)
 {
-    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    uint64_t q = x ^ (LF_JS_ONES * '"'), b = x ^ (LF_JS_ONES * '\\');
+
+    return (((x - LF_JS_ONES * 0x20) & ~x) | ((q - LF_JS_ONES) & ~q) | ((b - LF_JS_ONES) & ~b)) &
+           LF_JS_HIGHS;
+}
+
+static inline const char *lf_js_ws(const char *p, const char *e)
+{
+    while (p < e && lf_js_space[(unsigned char)*p]) p++;
     return p;
 }
 
-/* p at the opening quote: past the closing quote, or NULL. */
-static const char *lf_js_string(const char *p, const char *e)
+
+#if defined(__SSE2__) && defined(__GNUC__)
+/* Bit i set when byte i of the 16 at p is special (see lf_js_special). */
+static inline unsigned lf_js_block_special(const char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                            _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                               _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1F)), x));
+
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#define LF_JS_SSE2 1
+#endif
+
+/* p at the opening quote of a string in text[..e): past the closing quote,
+ * or NULL. *escapes is set when the string holds an escape. */
+static inline __attribute__((always_inline)) const char *
+lf_js_string(const char *p, const char *text, const char *e, int *escapes)
 {
     p++;
-    while (p < e) {
-        unsigned char c = (unsigned char)*p;
+    for (;;) {
+#ifdef LF_JS_SSE2
+        /* Sixteen bytes at a time (SSE2 is on every x86-64). */
+        while (e - p >= 16) {
+            unsigned bits = lf_js_block_special(p);
 
-        if (c == '"') return p + 1;
-        if (c < 0x20) return NULL;
-        if (c == '\\') {
-            if (p + 1 >= e) return NULL;
-            switch (p[1]) {
-            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-                p += 2;
-                continue;
-            default:
-                return NULL; /* \u and invalid escapes: json-c's business */
+            if (bits) {
+                p += __builtin_ctz(bits);
+                goto special;
             }
+            p += 16;
         }
-        p++;
+        if (e - text >= 16) {
+            /* The last few bytes: the 16 that end the text, those before p
+             * shifted out. */
+            unsigned bits;
+
+            if (p >= e) return NULL;
+            bits = lf_js_block_special(e - 16) >> (16 - (e - p));
+            if (!bits) return NULL;
+            p += __builtin_ctz(bits);
+            goto special;
+        }
+#else
+        while (e - p >= 8) {
+            uint64_t x;
+
+            memcpy(&x, p, 8);
+            if (lf_js_word_special(x)) break;
+            p += 8;
+        }
+#endif
+        while (p < e && !lf_js_special[(unsigned char)*p]) p++;
+        if (p >= e) return NULL;
+#ifdef LF_JS_SSE2
+    special:
+#endif
+        if (*p == '"') return p + 1;
+        if (*p != '\\' || p + 1 >= e) return NULL; /* a control byte, or a cut escape */
+        switch (p[1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            *escapes = 1;
+            p += 2;
+            break;
+        default:
+            return NULL; /* \u and invalid escapes: json-c's business */
+        }
     }
-    return NULL;
 }
 
-static const char *lf_js_digits(const char *p, const char *e)
+static inline const char *lf_js_digits(const char *p, const char *e)
 {
     const char *start = p;
 
-    while (p < e && *p >= '0' && *p <= '9') p++;
+    while (p < e && (unsigned char)(*p - '0') <= 9) p++;
     if (p == start || (size_t)(p - start) > LF_JS_MAX_DIGITS) return NULL;
     return p;
 }
 
-static const char *lf_js_number(const char *p, const char *e)
+static inline const char *lf_js_number(const char *p, const char *e)
 {
-    if (p < e && *p == '-') p++;
-    if (p >= e) return NULL;
+    if (*p == '-' && ++p >= e) return NULL;
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
@@ -66,68 +140,288 @@ static const char *lf_js_number(const char *p, const char *e)
     return p;
 }
 
-static const char *lf_js_literal(const char *p, const char *e, const char *word)
+static inline const char *lf_js_literal(const char *p, const char *e, const char *word, size_t n)
 {
-    size_t n = strlen(word);
-
     return (size_t)(e - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
 }
 
-/* An object or an array, p at its opening bracket. */
-static const char *lf_js_container(const char *p, const char *e, int depth, char close)
+/* The one checker behind lf_jscan_document and lf_jscan_index: a loop over
+ * tokens with an explicit stack of open containers. With record, every value
+ * becomes a node of d; without, nothing is written (the compiler makes two
+ * copies of this, each without the other's tests). */
+static inline __attribute__((always_inline)) int
+lf_js_check(const char *text, size_t n, lf_jdoc *d, lf_js *root, const int record)
 {
-    if (depth >= LF_JSCAN_MAX_DEPTH) return NULL;
-    p = lf_js_ws(p + 1, e);
-    if (p < e && *p == close) return p + 1;
-    for (;;) {
-        if (close == '}') {
-            if (p >= e || *p != '"' || !(p = lf_js_string(p, e))) return NULL;
-            p = lf_js_ws(p, e);
-            if (p >= e || *p != ':') return NULL;
-            p = lf_js_ws(p + 1, e);
-        }
-        if (!(p = lf_js_value(p, e, depth + 1, NULL))) return NULL;
-        p = lf_js_ws(p, e);
-        if (p >= e) return NULL;
-        if (*p == close) return p + 1;
-        if (*p != ',') return NULL;
-        p = lf_js_ws(p + 1, e);
-    }
-}
-
-static const char *lf_js_value(const char *p, const char *e, int depth, lf_js *out)
-{
-    const char *start = p, *end;
+    const char *p = text, *e = text + n, *start;
+    const char *opened[LF_JSCAN_MAX_DEPTH];  /* each open container's first byte */
+    uint32_t open[LF_JSCAN_MAX_DEPTH];       /* and its node */
+    uint32_t count = 0, cap = record ? d->cap : 0, node = 0;
+    lf_jnode *nodes = record ? d->nodes : NULL;
+    int depth = 0, in_object = 0, escapes;
     lf_js_type type;
 
-    if (p >= e) return NULL;
+    if (!text) return -1;
+    if (record && n > UINT32_MAX) return -1;
+
+value:
+    if (p >= e) return -1;
+    if (lf_js_space[(unsigned char)*p] && (p = lf_js_ws(p, e)) >= e) return -1;
+    start = p;
+    if (record) {
+        lf_jnode *x;
+
+        if (count >= cap) return -1;
+        node = count++;
+        x = &nodes[node];
+        x->off = (uint32_t)(p - text);
+        x->end = count;
+        x->flags = 0;
+    }
     switch (*p) {
-    case '"': end = lf_js_string(p, e); type = LF_JS_STRING; break;
-    case '{': end = lf_js_container(p, e, depth, '}'); type = LF_JS_OBJECT; break;
-    case '[': end = lf_js_container(p, e, depth, ']'); type = LF_JS_ARRAY; break;
-    case 't': end = lf_js_literal(p, e, "true"); type = LF_JS_TRUE; break;
-    case 'f': end = lf_js_literal(p, e, "false"); type = LF_JS_FALSE; break;
-    case 'n': end = lf_js_literal(p, e, "null"); type = LF_JS_NULL; break;
-    default: end = lf_js_number(p, e); type = LF_JS_NUMBER; break;
+    case '"':
+        escapes = 0;
+        if (!(p = lf_js_string(p, text, e, &escapes))) return -1;
+        if (record && escapes) nodes[node].flags = LF_JNODE_ESCAPES;
+        type = LF_JS_STRING;
+        break;
+    case '{':
+    case '[':
+        if (depth >= LF_JSCAN_MAX_DEPTH) return -1;
+        in_object = *p == '{';
+        open[depth] = node;
+        opened[depth] = p;
+        depth++;
+        if (record) nodes[node].type = in_object ? LF_JS_OBJECT : LF_JS_ARRAY;
+        p++;
+        if (p < e && lf_js_space[(unsigned char)*p]) p = lf_js_ws(p, e);
+        if (p < e && *p == (in_object ? '}' : ']')) {
+            p++;
+            goto closed;
+        }
+        if (in_object) goto member;
+        goto value;
+    case 't': p = lf_js_literal(p, e, "true", 4); type = LF_JS_TRUE; break;
+    case 'f': p = lf_js_literal(p, e, "false", 5); type = LF_JS_FALSE; break;
+    case 'n': p = lf_js_literal(p, e, "null", 4); type = LF_JS_NULL; break;
+    default: p = lf_js_number(p, e); type = LF_JS_NUMBER; break;
     }
-    if (!end) return NULL;
-    if (out) {
-        out->type = type;
-        out->p = start;
-        out->n = (size_t)(end - start);
+    if (!p) return -1;
+    if (record) {
+        nodes[node].type = (uint8_t)type;
+        nodes[node].len = (uint32_t)(p - start);
     }
-    return end;
+    if (!depth) {
+        if (root) {
+            root->type = type;
+            root->p = start;
+            root->n = (size_t)(p - start);
+        }
+        goto end;
+    }
+
+after:
+    /* A value of the innermost open container has ended at p. */
+    if (p >= e) return -1;
+    if (*p == ',') {
+        p++;
+        if (in_object) goto member;
+        goto value;
+    }
+    if (*p == (in_object ? '}' : ']')) {
+        p++;
+        goto closed;
+    }
+    if (!lf_js_space[(unsigned char)*p]) return -1;
+    p = lf_js_ws(p, e);
+    goto after;
+
+closed:
+    /* The innermost open container has ended at p. */
+    depth--;
+    if (record) {
+        nodes[open[depth]].len = (uint32_t)(p - opened[depth]);
+        nodes[open[depth]].end = count;
+    }
+    if (depth) {
+        in_object = *opened[depth - 1] == '{';
+        goto after;
+    }
+    if (root) {
+        root->type = *opened[0] == '{' ? LF_JS_OBJECT : LF_JS_ARRAY;
+        root->p = opened[0];
+        root->n = (size_t)(p - opened[0]);
+    }
+    goto end;
+
+member:
+    if (p >= e) return -1;
+    if (*p != '"') {
+        if (!lf_js_space[(unsigned char)*p]) return -1;
+        p = lf_js_ws(p, e);
+        goto member;
+    }
+    escapes = 0;
+    start = p + 1;
+    if (!(p = lf_js_string(p, text, e, &escapes))) return -1;
+    if (record) {
+        /* The name goes straight into the node its value will take. */
+        if (count >= cap) return -1;
+        nodes[count].key_off = (uint32_t)(start - text);
+        nodes[count].key_len = (uint32_t)(p - 1 - start);
+    }
+    if (p < e && *p != ':') p = lf_js_ws(p, e);
+    if (p >= e || *p != ':') return -1;
+    p++;
+    goto value;
+
+end:
+    if (lf_js_ws(p, e) != e) return -1;
+    if (record) {
+        d->text = text;
+        d->len = n;
+        d->count = count;
+    }
+    return 0;
 }
 
 int lf_jscan_document(const char *p, size_t n, lf_js *root)
 {
-    const char *e = p + n, *end;
+    return lf_js_check(p, n, NULL, root, 0);
+}
 
-    if (!p) return -1;
-    p = lf_js_ws(p, e);
-    end = lf_js_value(p, e, 0, root);
-    if (!end || lf_js_ws(end, e) != e) return -1;
-    return 0;
+void lf_jdoc_init(lf_jdoc *d, lf_jnode *nodes, uint32_t cap)
+{
+    d->text = NULL;
+    d->len = 0;
+    d->nodes = nodes;
+    d->cap = cap;
+    d->count = 0;
+}
+
+int lf_jscan_index(lf_jdoc *d, const char *p, size_t n)
+{
+    d->count = 0;
+    return lf_js_check(p, n, d, NULL, 1);
+}
+
+/* Eight bytes as a little-endian word. */
+static inline uint64_t lf_js_load8(const char *s)
+{
+    uint64_t w;
+
+    memcpy(&w, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* The first eight bytes of member i's name (zero past its end) as a
+ * little-endian word. Together with the length this tells names of up to
+ * eight bytes apart; longer ones compare the rest. */
+static inline uint64_t lf_js_name_head(const lf_jdoc *d, const lf_jnode *x)
+{
+    const char *s = d->text + x->key_off;
+    uint64_t w = 0;
+    uint32_t i;
+
+    if (x->key_off + (size_t)8 <= d->len) {
+        w = lf_js_load8(s);
+        return x->key_len >= 8 ? w : w & ((UINT64_C(1) << (8 * x->key_len)) - 1);
+    }
+    for (i = 0; i < x->key_len && i < 8; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+static inline int lf_js_name_is(const lf_jdoc *d, const lf_jnode *x, uint64_t head, lf_jkey key, uint64_t key_head)
+{
+    uint32_t i;
+
+    if (head != key_head || x->key_len != key.n) return 0;
+    for (i = 8; i < key.n; i++)
+        if (d->text[x->key_off + i] != key.s[i]) return 0;
+    return 1;
+}
+
+uint32_t lf_jdoc_member(const lf_jdoc *d, uint32_t obj, lf_jkey key)
+{
+    uint32_t i, end, found = LF_JNODE_NONE;
+    uint64_t key_head = lf_js_load8(key.s); /* LF_JKEY's padding reads as zeros */
+
+    if (obj == LF_JNODE_NONE || d->nodes[obj].type != LF_JS_OBJECT) return LF_JNODE_NONE;
+    end = d->nodes[obj].end;
+    for (i = obj + 1; i < end; i = d->nodes[i].end) {
+        const lf_jnode *x = &d->nodes[i];
+
+        if (lf_js_name_is(d, x, lf_js_name_head(d, x), key, key_head)) found = i;
+    }
+    return found;
+}
+
+/* A 6-bit hash of a name's head and length, for lf_jdoc_members. */
+static inline unsigned lf_js_name_hash(uint64_t head, uint32_t n)
+{
+    return (unsigned)(((head + n) * UINT64_C(0x9E3779B97F4A7C15)) >> 58);
+}
+
+void lf_jdoc_members(const lf_jdoc *d, uint32_t obj, const lf_jkey *keys, size_t n_keys, uint32_t *out)
+{
+    uint64_t heads[LF_JSCAN_MAX_KEYS], used = 0;
+    unsigned char slot[64]; /* the key whose hash is h, where bit h of used is set */
+    uint32_t i, end;
+    size_t k;
+    int linear = 0;
+
+    if (n_keys > LF_JSCAN_MAX_KEYS) n_keys = LF_JSCAN_MAX_KEYS;
+    for (k = 0; k < n_keys; k++) {
+        unsigned h;
+
+        out[k] = LF_JNODE_NONE;
+        heads[k] = lf_js_load8(keys[k].s);
+        h = lf_js_name_hash(heads[k], keys[k].n);
+        if (used >> h & 1) linear = 1; /* two keys share a hash: compare with each */
+        used |= UINT64_C(1) << h;
+        slot[h] = (unsigned char)k;
+    }
+    if (obj == LF_JNODE_NONE || d->nodes[obj].type != LF_JS_OBJECT) return;
+    end = d->nodes[obj].end;
+    for (i = obj + 1; i < end; i = d->nodes[i].end) {
+        const lf_jnode *x = &d->nodes[i];
+        uint64_t head = lf_js_name_head(d, x);
+        unsigned h;
+
+        if (linear) {
+            for (k = 0; k < n_keys; k++)
+                if (lf_js_name_is(d, x, head, keys[k], heads[k])) out[k] = i;
+            continue;
+        }
+        /* One hash per member instead of a comparison with every key. */
+        h = lf_js_name_hash(head, x->key_len);
+        if (used >> h & 1) {
+            k = slot[h];
+            if (lf_js_name_is(d, x, head, keys[k], heads[k])) out[k] = i; /* the last of repeated names wins */
+        }
+    }
+}
+
+int lf_jscan_int(lf_js v, int64_t *out)
+{
+    const char *p = v.p, *e = v.p + v.n;
+    int neg = 0;
+    int64_t x = 0;
+
+    if (v.type != LF_JS_NUMBER || !v.n) return 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= e) return 0;
+    for (; p < e; p++) {
+        if ((unsigned char)(*p - '0') > 9) return 0; /* a point: not an integer literal */
+        x = x * 10 + (*p - '0');
+    }
+    *out = neg ? -x : x;
+    return 1;
 }
 
 /* The walkers below only run over checked documents: they skip values by

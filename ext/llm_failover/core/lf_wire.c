@@ -72,6 +72,16 @@ int lf_utf8_append_sanitized(lf_buf *out, const char *bytes, size_t n)
     size_t old_len = out->len, i = 0, run = 0, len, bad = 0;
 
     while (i < n) {
+        if (n - i >= 8) {
+            uint64_t w;
+
+            /* Eight ASCII bytes at a time: most text is ASCII. */
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
         if (s[i] < 0x80) {
             i++;
             continue;
@@ -796,17 +806,279 @@ static int lf_wire_anthropic_answer(json_object *root, lf_answer *out, lf_wire_e
     return LF_WIRE_OK;
 }
 
-int lf_wire_parse_response(lf_api api, const char *body, size_t len,
-                           lf_answer *out, lf_wire_error *err)
+/* ------------------------------------------------- lf_jscan fast paths */
+
+/* The everyday answer and stream event, read in place with lf_jscan instead
+ * of json-c (a tree of hash tables, a tokener and a locale switch per parse).
+ * Each fast path takes the same steps as its json-c twin for the shapes it
+ * knows; for anything else (a text outside lf_jscan's subset, an error body,
+ * an odd shape, more values than its node array holds) it returns 0 before
+ * writing anything, and json-c reads the text. test/c/test_jscan.c and
+ * fuzz/fuzz_jscan.c compare the two paths. */
+
+/* An everyday stream event has about 20 values, an everyday answer about 30;
+ * bigger ones (logprobs, many tool calls) go to json-c. */
+#define LF_WIRE_EVENT_NODES 128
+#define LF_WIRE_ANSWER_NODES 512
+
+static const lf_jkey lf_key_content = LF_JKEY("content");
+static const lf_jkey lf_key_text = LF_JKEY("text");
+
+/* A string node into out (sanitized), replacing it, as lf_json_take_string.
+ * When out already holds exactly these bytes there is nothing to do: out is
+ * valid UTF-8, so the bytes would sanitize to themselves (a stream repeats
+ * model and id on every event). */
+static int lf_jdoc_take_string(const lf_jdoc *d, uint32_t i, lf_buf *out)
+{
+    lf_js v = lf_jdoc_value(d, i);
+    lf_buf raw;
+    int rc;
+
+    if (v.type != LF_JS_STRING) return 0;
+    if (!(d->nodes[i].flags & LF_JNODE_ESCAPES)) {
+        if (out->len == v.n - 2 && (out->len == 0 || memcmp(out->ptr, v.p + 1, out->len) == 0)) return 0;
+        return lf_utf8_set_sanitized(out, v.p + 1, v.n - 2);
+    }
+    lf_buf_init(&raw);
+    rc = lf_jscan_string_append(v, &raw);
+    if (rc == 0) rc = lf_utf8_set_sanitized(out, raw.ptr ? raw.ptr : "", raw.len);
+    lf_buf_free(&raw);
+    return rc;
+}
+
+/* A string node appended to out (sanitized), as lf_stream_add_text and
+ * lf_wire_append_content do with a string. */
+static int lf_jdoc_add_text(const lf_jdoc *d, uint32_t i, lf_buf *out)
+{
+    lf_js v = lf_jdoc_value(d, i);
+    lf_buf raw;
+    int rc;
+
+    if (v.type != LF_JS_STRING) return 0;
+    if (!(d->nodes[i].flags & LF_JNODE_ESCAPES)) return lf_utf8_append_sanitized(out, v.p + 1, v.n - 2);
+    lf_buf_init(&raw);
+    rc = lf_jscan_string_append(v, &raw);
+    if (rc == 0) rc = lf_utf8_append_sanitized(out, raw.ptr ? raw.ptr : "", raw.len);
+    lf_buf_free(&raw);
+    return rc;
+}
+
+/* Token counts read ahead of time, so that a path can give up before it
+ * writes anything. */
+typedef struct lf_fast_usage {
+    int seen_in, seen_out;
+    long in, out;
+} lf_fast_usage;
+
+/* lf_json_take_count over a node: 1 and *out set for a count, 0 for no count
+ * (absent, null, negative, not a number), -1 for a number with a point:
+ * json-c makes it a double, and whether strtod's rounding makes it integral
+ * is left to json-c. */
+static int lf_jdoc_count(const lf_jdoc *d, uint32_t i, long *out)
+{
+    int64_t v;
+
+    if (lf_jdoc_type(d, i) != LF_JS_NUMBER) return 0;
+    if (!lf_jscan_int(lf_jdoc_value(d, i), &v)) return -1;
+    if (v < 0 || (uint64_t)v > (uint64_t)LONG_MAX) return 0;
+    *out = (long)v;
+    return 1;
+}
+
+/* lf_wire_openai_usage / lf_wire_anthropic_usage, read into u: 0, or -1
+ * when json-c has to decide. keys: the input count's name, the output's. */
+static int lf_fast_usage_read(const lf_jdoc *d, uint32_t usage, const lf_jkey *keys, lf_fast_usage *u)
+{
+    uint32_t m[2];
+
+    memset(u, 0, sizeof *u);
+    if (lf_jdoc_type(d, usage) != LF_JS_OBJECT) return 0;
+    lf_jdoc_members(d, usage, keys, 2, m);
+    if ((u->seen_in = lf_jdoc_count(d, m[0], &u->in)) < 0) return -1;
+    if ((u->seen_out = lf_jdoc_count(d, m[1], &u->out)) < 0) return -1;
+    return 0;
+}
+
+/* Writes what lf_fast_usage_read found; 1 when there was a count. */
+static int lf_fast_usage_apply(const lf_fast_usage *u, lf_answer *a)
+{
+    if (u->seen_in) a->input_tokens = u->in;
+    if (u->seen_out) a->output_tokens = u->out;
+    return u->seen_in || u->seen_out;
+}
+
+static const lf_jkey lf_openai_usage_keys[] = { LF_JKEY("prompt_tokens"), LF_JKEY("completion_tokens") };
+static const lf_jkey lf_anthropic_usage_keys[] = { LF_JKEY("input_tokens"), LF_JKEY("output_tokens") };
+
+/* lf_wire_first_choice: the object whose index is 0 or missing, else the
+ * first element; NONE for no array or an empty one. The chosen choice's
+ * members keys[] are read on the way into out[] (NONE when it is not an
+ * object); keys[0] must be "index". */
+static uint32_t lf_jdoc_first_choice(const lf_jdoc *d, uint32_t choices, const lf_jkey *keys, size_t n_keys,
+                                     uint32_t *out)
+{
+    uint32_t el, first = lf_jdoc_first(d, choices);
+
+    for (el = first; el != LF_JNODE_NONE; el = lf_jdoc_next(d, choices, el)) {
+        if (d->nodes[el].type != LF_JS_OBJECT) continue;
+        lf_jdoc_members(d, el, keys, n_keys, out);
+        if (lf_jdoc_type(d, out[0]) <= LF_JS_NULL || lf_jscan_is_zero_int(lf_jdoc_value(d, out[0]))) return el;
+    }
+    lf_jdoc_members(d, first, keys, n_keys, out);
+    return first;
+}
+
+/* lf_wire_openai_answer for a successful answer whose content is a string or
+ * null: 1 done, 0 left to json-c, -1 out of memory. */
+static int lf_wire_openai_fast(const char *body, size_t len, lf_answer *out)
+{
+    enum { K_ERROR, K_CHOICES, K_MODEL, K_ID, K_USAGE, K_N };
+    static const lf_jkey keys[K_N] = { LF_JKEY("error"), LF_JKEY("choices"), LF_JKEY("model"),
+                                       LF_JKEY("id"), LF_JKEY("usage") };
+    static const lf_jkey choice_keys[3] = { LF_JKEY("index"), LF_JKEY("message"), LF_JKEY("finish_reason") };
+    lf_jnode nodes[LF_WIRE_ANSWER_NODES];
+    lf_jdoc d;
+    uint32_t m[K_N], c[3], choice, content;
+    lf_fast_usage u;
+
+    lf_jdoc_init(&d, nodes, LF_WIRE_ANSWER_NODES);
+    if (lf_jscan_index(&d, body, len) != 0 || d.nodes[0].type != LF_JS_OBJECT) return 0;
+    lf_jdoc_members(&d, 0, keys, K_N, m);
+    if (lf_jdoc_type(&d, m[K_ERROR]) > LF_JS_NULL || lf_jdoc_type(&d, m[K_CHOICES]) != LF_JS_ARRAY) return 0;
+    choice = lf_jdoc_first_choice(&d, m[K_CHOICES], choice_keys, 3, c);
+    if (lf_jdoc_type(&d, choice) != LF_JS_OBJECT || lf_jdoc_type(&d, c[1]) != LF_JS_OBJECT) return 0;
+    content = lf_jdoc_member(&d, c[1], lf_key_content);
+    if (lf_jdoc_type(&d, content) == LF_JS_ARRAY) return 0; /* content parts: json-c's */
+    if (lf_fast_usage_read(&d, m[K_USAGE], lf_openai_usage_keys, &u) != 0) return 0;
+
+    if (lf_jdoc_add_text(&d, content, &out->text) != 0 ||
+        lf_jdoc_take_string(&d, c[2], &out->finish_reason) != 0 ||
+        lf_jdoc_take_string(&d, m[K_MODEL], &out->model) != 0 ||
+        lf_jdoc_take_string(&d, m[K_ID], &out->id) != 0)
+        return -1;
+    lf_fast_usage_apply(&u, out);
+    return 1;
+}
+
+/* lf_wire_anthropic_answer for a successful message: 1 done, 0 left to
+ * json-c, -1 out of memory. */
+static int lf_wire_anthropic_fast(const char *body, size_t len, lf_answer *out)
+{
+    enum { K_TYPE, K_ERROR, K_CONTENT, K_STOP, K_MODEL, K_ID, K_USAGE, K_N };
+    static const lf_jkey keys[K_N] = { LF_JKEY("type"), LF_JKEY("error"), LF_JKEY("content"),
+                                       LF_JKEY("stop_reason"), LF_JKEY("model"), LF_JKEY("id"),
+                                       LF_JKEY("usage") };
+    static const lf_jkey part_keys[2] = { LF_JKEY("type"), LF_JKEY("text") };
+    static const lf_jkey error_type = LF_JKEY("error");
+    lf_jnode nodes[LF_WIRE_ANSWER_NODES];
+    lf_jdoc d;
+    uint32_t m[K_N], part;
+    lf_fast_usage u;
+
+    lf_jdoc_init(&d, nodes, LF_WIRE_ANSWER_NODES);
+    if (lf_jscan_index(&d, body, len) != 0 || d.nodes[0].type != LF_JS_OBJECT) return 0;
+    lf_jdoc_members(&d, 0, keys, K_N, m);
+    if (lf_jdoc_string_is(&d, m[K_TYPE], error_type) || lf_jdoc_type(&d, m[K_ERROR]) > LF_JS_NULL ||
+        lf_jdoc_type(&d, m[K_CONTENT]) != LF_JS_ARRAY)
+        return 0;
+    if (lf_fast_usage_read(&d, m[K_USAGE], lf_anthropic_usage_keys, &u) != 0) return 0;
+
+    /* Text blocks count; tool_use, thinking and the rest carry no text. */
+    for (part = lf_jdoc_first(&d, m[K_CONTENT]); part != LF_JNODE_NONE;
+         part = lf_jdoc_next(&d, m[K_CONTENT], part)) {
+        uint32_t p[2];
+
+        lf_jdoc_members(&d, part, part_keys, 2, p);
+        if (lf_jdoc_type(&d, p[1]) != LF_JS_STRING || !lf_jdoc_string_is(&d, p[0], lf_key_text)) continue;
+        if (lf_jdoc_add_text(&d, p[1], &out->text) != 0) return -1;
+    }
+    if (lf_jdoc_take_string(&d, m[K_STOP], &out->finish_reason) != 0 ||
+        lf_jdoc_take_string(&d, m[K_MODEL], &out->model) != 0 ||
+        lf_jdoc_take_string(&d, m[K_ID], &out->id) != 0)
+        return -1;
+    lf_fast_usage_apply(&u, out);
+    return 1;
+}
+
+/* lf_stream_openai for an object without "error" whose "choices" is absent,
+ * null or an array: 1 done, 0 left to json-c (s untouched), -1 out of
+ * memory. */
+static int lf_stream_openai_fast(lf_stream_state *s, const char *data, size_t n)
+{
+    enum { K_ERROR, K_USAGE, K_CHOICES, K_MODEL, K_ID, K_N };
+    static const lf_jkey keys[K_N] = { LF_JKEY("error"), LF_JKEY("usage"), LF_JKEY("choices"),
+                                       LF_JKEY("model"), LF_JKEY("id") };
+    static const lf_jkey choice_keys[3] = { LF_JKEY("index"), LF_JKEY("delta"), LF_JKEY("finish_reason") };
+    lf_jnode nodes[LF_WIRE_EVENT_NODES];
+    lf_jdoc d;
+    uint32_t m[K_N], c[3], choice;
+    lf_js_type choices;
+    lf_fast_usage u;
+
+    lf_jdoc_init(&d, nodes, LF_WIRE_EVENT_NODES);
+    if (lf_jscan_index(&d, data, n) != 0 || d.nodes[0].type != LF_JS_OBJECT) return 0;
+    lf_jdoc_members(&d, 0, keys, K_N, m);
+    /* json-c reads a null member as no member. */
+    if (lf_jdoc_type(&d, m[K_ERROR]) > LF_JS_NULL) return 0;
+    choices = lf_jdoc_type(&d, m[K_CHOICES]);
+    if (choices > LF_JS_NULL && choices != LF_JS_ARRAY) return 0;
+    if (lf_fast_usage_read(&d, m[K_USAGE], lf_openai_usage_keys, &u) != 0) return 0;
+    choice = lf_jdoc_first_choice(&d, m[K_CHOICES], choice_keys, 3, c);
+
+    if (lf_jdoc_take_string(&d, m[K_MODEL], &s->answer.model) != 0 ||
+        lf_jdoc_take_string(&d, m[K_ID], &s->answer.id) != 0)
+        return -1;
+    if (lf_jdoc_type(&d, choice) == LF_JS_OBJECT) {
+        if (lf_jdoc_add_text(&d, lf_jdoc_member(&d, c[1], lf_key_content), &s->delta) != 0) return -1;
+        if (lf_jdoc_type(&d, c[2]) == LF_JS_STRING) {
+            if (lf_jdoc_take_string(&d, c[2], &s->answer.finish_reason) != 0) return -1;
+            s->finished = 1;
+        }
+    }
+    /* DeepSeek and Mistral put usage on the finish_reason chunk, OpenAI on a
+     * last chunk of its own. */
+    if (lf_fast_usage_apply(&u, &s->answer)) s->has_usage = 1;
+    return 1;
+}
+
+int lf_stream_fast_reads(const char *data, size_t n)
+{
+    lf_stream_state s;
+    int rc;
+
+    lf_stream_init(&s, LF_API_OPENAI);
+    rc = lf_stream_openai_fast(&s, data, n);
+    lf_stream_free(&s);
+    return rc > 0;
+}
+
+/* The fast path alone (see lf_wire.h). */
+int lf_wire_parse_response_jscan(lf_api api, const char *body, size_t len, lf_answer *out)
+{
+    int rc;
+
+    lf_answer_clear(out);
+    rc = api == LF_API_ANTHROPIC ? lf_wire_anthropic_fast(body, len, out) : lf_wire_openai_fast(body, len, out);
+    if (rc > 0) return LF_WIRE_OK;
+    lf_answer_clear(out);
+    return rc < 0 ? LF_WIRE_INVALID : -1;
+}
+
+static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
+                                       lf_answer *out, lf_wire_error *err, int fast)
 {
     lf_wire_error scratch;
     json_object *root;
     int rc;
 
+    if (err) lf_wire_error_clear(err);
+    if (fast) {
+        rc = lf_wire_parse_response_jscan(api, body, len, out);
+        if (rc >= 0) return rc;
+    }
     lf_answer_clear(out);
     lf_wire_error_init(&scratch);
-    if (err) lf_wire_error_clear(err);
-    else err = &scratch;
+    if (!err) err = &scratch;
     root = lf_json_parse(body, len);
     if (!root) {
         rc = LF_WIRE_INVALID;
@@ -819,6 +1091,18 @@ int lf_wire_parse_response(lf_api api, const char *body, size_t len,
     if (rc != LF_WIRE_ERROR_BODY) lf_wire_error_clear(err);
     lf_wire_error_free(&scratch);
     return rc;
+}
+
+int lf_wire_parse_response(lf_api api, const char *body, size_t len,
+                           lf_answer *out, lf_wire_error *err)
+{
+    return lf_wire_parse_response_with(api, body, len, out, err, 1);
+}
+
+int lf_wire_parse_response_json_c(lf_api api, const char *body, size_t len,
+                                  lf_answer *out, lf_wire_error *err)
+{
+    return lf_wire_parse_response_with(api, body, len, out, err, 0);
 }
 
 /* ------------------------------------------------------------ streams */
@@ -977,80 +1261,6 @@ static int lf_stream_is_done_marker(const char *d, size_t n)
     while (n && lf_wire_is_ws(d[0])) { d++; n--; }
     while (n && lf_wire_is_ws(d[n - 1])) n--;
     return n == 6 && memcmp(d, "[DONE]", 6) == 0;
-}
-
-/* A string member into out (sanitized), replacing it, as lf_json_take_string. */
-static int lf_js_take_string(lf_js v, lf_buf *out)
-{
-    lf_buf raw;
-    int rc;
-
-    if (v.type != LF_JS_STRING) return 0;
-    if (lf_jscan_string_is_plain(v)) return lf_utf8_set_sanitized(out, v.p + 1, v.n - 2);
-    lf_buf_init(&raw);
-    rc = lf_jscan_string_append(v, &raw);
-    if (rc == 0) rc = lf_utf8_set_sanitized(out, raw.ptr ? raw.ptr : "", raw.len);
-    lf_buf_free(&raw);
-    return rc;
-}
-
-/* A string member appended to out (sanitized), as lf_stream_add_text. */
-static int lf_js_add_text(lf_js v, lf_buf *out)
-{
-    lf_buf raw;
-    int rc;
-
-    if (v.type != LF_JS_STRING) return 0;
-    if (lf_jscan_string_is_plain(v)) return lf_utf8_append_sanitized(out, v.p + 1, v.n - 2);
-    lf_buf_init(&raw);
-    rc = lf_jscan_string_append(v, &raw);
-    if (rc == 0) rc = lf_utf8_append_sanitized(out, raw.ptr ? raw.ptr : "", raw.len);
-    lf_buf_free(&raw);
-    return rc;
-}
-
-/* The everyday OpenAI chunk, read in place with lf_jscan instead of json-c:
- * the same steps as lf_stream_openai for an object without "error" or
- * "usage" whose "choices" is absent or an array. Anything else (and any text
- * outside lf_jscan's subset) returns 0 before touching s, and json-c reads
- * it. Returns 1 when the event was handled, -1 when out of memory. */
-static int lf_stream_openai_fast(lf_stream_state *s, const char *data, size_t n)
-{
-    static const char *const root_keys[] = { "error", "usage", "choices", "model", "id" };
-    static const char *const choice_keys[] = { "delta", "finish_reason" };
-    lf_js root, m[5], c[2], el, first = { LF_JS_NONE, NULL, 0 }, choice = { LF_JS_NONE, NULL, 0 };
-    size_t pos = 0;
-
-    if (lf_jscan_document(data, n, &root) != 0 || root.type != LF_JS_OBJECT) return 0;
-    lf_jscan_members(root, root_keys, 5, m);
-    /* json-c reads a null member as no member. */
-    if (m[0].type > LF_JS_NULL || m[1].type > LF_JS_NULL) return 0;
-    if (m[2].type > LF_JS_NULL && m[2].type != LF_JS_ARRAY) return 0;
-    /* lf_wire_first_choice: the object with index 0 (or none), else element 0. */
-    while (lf_jscan_next(m[2], &pos, &el)) {
-        lf_js idx;
-
-        if (first.type == LF_JS_NONE) first = el;
-        if (el.type != LF_JS_OBJECT) continue;
-        idx = lf_jscan_member(el, "index");
-        if (idx.type <= LF_JS_NULL || lf_jscan_is_zero_int(idx)) {
-            choice = el;
-            break;
-        }
-    }
-    if (choice.type == LF_JS_NONE) choice = first;
-
-    if (lf_js_take_string(m[3], &s->answer.model) != 0 || lf_js_take_string(m[4], &s->answer.id) != 0)
-        return -1;
-    if (choice.type == LF_JS_OBJECT) {
-        lf_jscan_members(choice, choice_keys, 2, c);
-        if (lf_js_add_text(lf_jscan_member(c[0], "content"), &s->delta) != 0) return -1;
-        if (c[1].type == LF_JS_STRING) {
-            if (lf_js_take_string(c[1], &s->answer.finish_reason) != 0) return -1;
-            s->finished = 1;
-        }
-    }
-    return 1;
 }
 
 /* The end of an event: new text goes to the answer and out to the caller. */

@@ -76,9 +76,18 @@ void lf_answer_free(lf_answer *a);
 #define LF_WIRE_INVALID 1       /* not the protocol: not JSON, wrong shape, empty */
 #define LF_WIRE_ERROR_BODY 2    /* a 2xx whose body is an error object; err filled */
 
-/* Parses a non-streamed answer body. */
+/* Parses a non-streamed answer body. The everyday successful answer is read
+ * in place with lf_jscan; anything else (error bodies, odd shapes, text
+ * outside lf_jscan's subset) by json-c, with the same results. */
 int lf_wire_parse_response(lf_api api, const char *body, size_t len,
                            lf_answer *out, lf_wire_error *err);
+/* The same, by json-c alone (tests compare the two). */
+int lf_wire_parse_response_json_c(lf_api api, const char *body, size_t len,
+                                  lf_answer *out, lf_wire_error *err);
+/* The lf_jscan fast path alone: LF_WIRE_OK when it read the body,
+ * LF_WIRE_INVALID when out of memory, -1 when it leaves the body to json-c
+ * (out is then empty). */
+int lf_wire_parse_response_jscan(lf_api api, const char *body, size_t len, lf_answer *out);
 
 /* Per-stream state: feed it every SSE event of one response. */
 typedef struct lf_stream_state {
@@ -105,6 +114,9 @@ void lf_stream_free(lf_stream_state *s);
  * types, pings and comment-only events are ignored (CONTINUE). */
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len);
+/* 1 when the lf_jscan fast path reads this OpenAI event data by itself,
+ * 0 when it leaves it to json-c (tests check that it is taken). */
+int lf_stream_fast_reads(const char *data, size_t n);
 /* At end of body: 1 when the stream reached its end (terminal event, or a
  * finish/stop reason was seen), 0 when it was interrupted. */
 int lf_stream_complete(const lf_stream_state *s);
