@@ -1,7 +1,12 @@
-/* libFuzzer target: the lf_jscan fast path of OpenAI stream events against
- * json-c's path. The input is a sequence of event data fields separated by
+/* libFuzzer target: the lf_jscan fast paths against json-c's.
+ *
+ * Streams: the input is a sequence of OpenAI event data fields separated by
  * 0x1E; both stream states are fed the same events and must agree after each
  * one, on the return code, the delta and everything the state holds.
+ * Answers: the whole input, and each field alone, is read as an OpenAI and as
+ * an Anthropic answer by lf_wire_parse_response, by json-c alone and by the
+ * fast path alone; all that answer must agree. And lf_jscan_index must accept
+ * exactly what lf_jscan_document accepts.
  *
  *   ruby fuzz/seed_jscan.rb    # tmp/fuzz/corpus_jscan from the recorded streams
  *   bundle exec rake fuzz FUZZ_TARGETS=jscan
@@ -10,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lf_jscan.h"
 #include "lf_sse.h"
 #include "lf_wire.h"
 
@@ -38,6 +44,66 @@ static void fuzz_same(const lf_stream_state *a, const lf_stream_state *b)
     CHECK(fuzz_buf_eq(&a->error.message, &b->error.message));
 }
 
+static int fuzz_answer_eq(const lf_answer *a, const lf_answer *b)
+{
+    return fuzz_buf_eq(&a->text, &b->text) && fuzz_buf_eq(&a->model, &b->model) &&
+           fuzz_buf_eq(&a->finish_reason, &b->finish_reason) && fuzz_buf_eq(&a->id, &b->id) &&
+           a->input_tokens == b->input_tokens && a->output_tokens == b->output_tokens;
+}
+
+/* body is an exact-size copy: ASan sees any overread. */
+static void fuzz_answer(lf_api api, const char *body, size_t n)
+{
+    lf_answer a, b, f;
+    lf_wire_error ea, eb;
+    int r1, r2, rf;
+
+    lf_answer_init(&a);
+    lf_answer_init(&b);
+    lf_answer_init(&f);
+    lf_wire_error_init(&ea);
+    lf_wire_error_init(&eb);
+    r1 = lf_wire_parse_response(api, body, n, &a, &ea);
+    r2 = lf_wire_parse_response_json_c(api, body, n, &b, &eb);
+    rf = lf_wire_parse_response_jscan(api, body, n, &f);
+    CHECK(r1 == r2);
+    CHECK(fuzz_answer_eq(&a, &b));
+    CHECK(fuzz_buf_eq(&ea.type, &eb.type) && fuzz_buf_eq(&ea.code, &eb.code) &&
+          fuzz_buf_eq(&ea.message, &eb.message));
+    if (rf == LF_WIRE_OK) {
+        CHECK(r2 == LF_WIRE_OK);
+        CHECK(fuzz_answer_eq(&f, &b));
+    } else {
+        CHECK(rf == -1);
+    }
+    lf_answer_free(&a);
+    lf_answer_free(&b);
+    lf_answer_free(&f);
+    lf_wire_error_free(&ea);
+    lf_wire_error_free(&eb);
+}
+
+static void fuzz_text(const char *p, size_t n)
+{
+    char *copy = malloc(n ? n : 1);
+    lf_jnode *nodes = malloc((n + 1) * sizeof *nodes); /* a value takes a byte at least */
+    lf_jdoc d;
+    lf_js root;
+    int doc, idx;
+
+    CHECK(copy != NULL && nodes != NULL);
+    if (n) memcpy(copy, p, n);
+    fuzz_answer(LF_API_OPENAI, copy, n);
+    fuzz_answer(LF_API_ANTHROPIC, copy, n);
+    lf_jdoc_init(&d, nodes, (uint32_t)(n + 1));
+    idx = lf_jscan_index(&d, copy, n);
+    doc = lf_jscan_document(copy, n, &root);
+    CHECK(idx == doc);
+    if (idx == 0) CHECK(root.type == lf_jdoc_type(&d, 0) && root.p == copy + d.nodes[0].off && root.n == d.nodes[0].len);
+    free(nodes);
+    free(copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data, *end = p + size;
@@ -63,10 +129,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(n1 == n2 && (n1 == 0 || memcmp(d1, d2, n1) == 0));
         fuzz_same(&fast, &slow);
         free(copy);
+        if (sep) fuzz_text(p, n);
         if (!sep) break;
         p = sep + 1;
     }
     lf_stream_free(&fast);
     lf_stream_free(&slow);
+    fuzz_text((const char *)data, size);
     return 0;
 }

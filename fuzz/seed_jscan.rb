@@ -2,7 +2,8 @@
 
 # Seeds fuzz/fuzz_jscan.c: the data of every recorded OpenAI-compatible stream's
 # events, each stream as one input (events separated by 0x1E), each event alone,
-# and a few shapes the recordings lack.
+# every recorded plain answer body (OpenAI and Anthropic), and a few shapes the
+# recordings lack.
 #
 #   ruby fuzz/seed_jscan.rb [fixtures_dir] [corpus_dir]
 
@@ -21,11 +22,15 @@ inputs = []
 
 Dir[File.join(fixtures, "*.json")].sort.each do |path|
   JSON.parse(File.read(path)).fetch("interactions", []).each do |it|
-    next unless it.dig("request", "api") == "openai"
-
     response = it["response"] || {}
+    next unless response["body"].is_a?(String)
+
     type = (response["headers"] || {}).find { |k, _| k.casecmp?("content-type") }&.last.to_s
-    next unless type.include?("event-stream") && response["body"].is_a?(String)
+    unless type.include?("event-stream")
+      inputs << response["body"].b
+      next
+    end
+    next unless it.dig("request", "api") == "openai"
 
     events = response["body"].b.split(/\r?\n\r?\n/).map do |block|
       block.lines.grep(/\Adata:/).map { |l| l.sub(/\Adata: ?/, "").chomp }.join("\n")
@@ -34,7 +39,7 @@ Dir[File.join(fixtures, "*.json")].sort.each do |path|
     inputs << events.join(SEP)
   end
 end
-abort "fuzz/seed_jscan.rb: no OpenAI streams under #{fixtures}" if inputs.empty?
+abort "fuzz/seed_jscan.rb: no recorded traffic under #{fixtures}" if inputs.empty?
 
 inputs += [
   %({"choices":[{"index":1,"delta":{"content":"b"}},{"index":0,"delta":{"content":"a\\n\\"q\\""}}]}),
@@ -42,7 +47,12 @@ inputs += [
   %({"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}),
   %({"error":{"message":"overloaded","type":"overloaded_error"}}),
   %({"choices":[{"delta":{"content":"\\u00e9 caf\xC3\xA9 \xFF"}}],"created":1e3}),
-  %([DONE])
+  %([DONE]),
+  %({"id":"chatcmpl-1","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi \\"x\\"",) +
+    %("refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":12}}),
+  %({"id":"msg_1","type":"message","model":"c","content":[{"type":"text","text":"a"},{"type":"tool_use",) +
+    %("input":{}},{"type":"text","text":"b\\n"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":4}}),
+  %({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})
 ]
 
 inputs.uniq.each do |input|

@@ -84,25 +84,88 @@ typedef struct lf_jdoc {
 
 /* A member name for lookups, made with LF_JKEY from a string literal: plain
  * ASCII without '"', '\\', '/' or control characters, so that a name written
- * with escapes can never equal it. LF_JKEY pads the literal with eight NUL
- * bytes, so that its first eight bytes can be read as one word. */
+ * with escapes can never equal it. LF_JKEY also works out, at compile time,
+ * the name's first eight bytes as a little-endian word (zeros past its end):
+ * most names are told apart by their length and that word alone. */
 typedef struct lf_jkey {
     const char *s;
     uint32_t n;
+    uint64_t head;
 } lf_jkey;
-#define LF_JKEY(lit) { (lit "\0\0\0\0\0\0\0\0"), (uint32_t)(sizeof(lit) - 1) }
+#define LF_JKEY_BYTE(lit, i) ((uint64_t)(unsigned char)(lit "\0\0\0\0\0\0\0\0")[i] << (8 * (i)))
+#define LF_JKEY(lit)                                                                               \
+    { (lit), (uint32_t)(sizeof(lit) - 1),                                                          \
+      LF_JKEY_BYTE(lit, 0) | LF_JKEY_BYTE(lit, 1) | LF_JKEY_BYTE(lit, 2) | LF_JKEY_BYTE(lit, 3) |  \
+          LF_JKEY_BYTE(lit, 4) | LF_JKEY_BYTE(lit, 5) | LF_JKEY_BYTE(lit, 6) | LF_JKEY_BYTE(lit, 7) }
 
 void lf_jdoc_init(lf_jdoc *d, lf_jnode *nodes, uint32_t cap);
 /* 0 when p[0..n) is one document in the subset with at most d->cap values
  * (then d->nodes[0] is its root); -1 otherwise. */
 int lf_jscan_index(lf_jdoc *d, const char *p, size_t n);
 
-/* The member named key of node obj (the last one when the name repeats, as
- * json-c keeps it); NONE when absent or when obj is not an object. */
-uint32_t lf_jdoc_member(const lf_jdoc *d, uint32_t obj, lf_jkey key);
-/* Several members in one walk: out[i] is the node of keys[i] (or NONE). At
- * most LF_JSCAN_MAX_KEYS keys; more are ignored. */
-void lf_jdoc_members(const lf_jdoc *d, uint32_t obj, const lf_jkey *keys, size_t n_keys, uint32_t *out);
+/* The first eight bytes of member x's name (zeros past its end) as a
+ * little-endian word, as LF_JKEY works it out for a key. */
+static inline uint64_t lf_jdoc_name_head(const lf_jdoc *d, const lf_jnode *x)
+{
+    const char *s = d->text + x->key_off;
+    uint64_t w = 0;
+    uint32_t i;
+
+    if (x->key_off + (size_t)8 <= d->len) {
+        memcpy(&w, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+#endif
+        return x->key_len >= 8 ? w : w & ((UINT64_C(1) << (8 * x->key_len)) - 1);
+    }
+    for (i = 0; i < x->key_len && i < 8; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+/* Whether member x, whose name's head is head, is named key. */
+static inline int lf_jdoc_name_is(const lf_jdoc *d, const lf_jnode *x, uint64_t head, const lf_jkey *key)
+{
+    uint32_t i;
+
+    if (head != key->head || x->key_len != key->n) return 0;
+    for (i = 8; i < key->n; i++)
+        if (d->text[x->key_off + i] != key->s[i]) return 0;
+    return 1;
+}
+
+/* Several members in one walk: out[i] is the node of the member named
+ * keys[i], the last one when the name repeats, as json-c keeps it (NONE when
+ * absent, or when obj is not an object). Inline, so that for a constant
+ * array of keys the compiler compares with constants. */
+static inline void lf_jdoc_members(const lf_jdoc *d, uint32_t obj, const lf_jkey *keys, size_t n_keys,
+                                   uint32_t *out)
+{
+    uint32_t i, end;
+    size_t k;
+
+    for (k = 0; k < n_keys; k++) out[k] = LF_JNODE_NONE;
+    if (obj == LF_JNODE_NONE || d->nodes[obj].type != LF_JS_OBJECT) return;
+    end = d->nodes[obj].end;
+    for (i = obj + 1; i < end; i = d->nodes[i].end) {
+        const lf_jnode *x = &d->nodes[i];
+        uint64_t head = lf_jdoc_name_head(d, x);
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 16
+#endif
+        for (k = 0; k < n_keys; k++)
+            if (lf_jdoc_name_is(d, x, head, &keys[k])) out[k] = i;
+    }
+}
+
+/* The member named key of node obj, as lf_jdoc_members finds it. */
+static inline uint32_t lf_jdoc_member(const lf_jdoc *d, uint32_t obj, lf_jkey key)
+{
+    uint32_t out;
+
+    lf_jdoc_members(d, obj, &key, 1, &out);
+    return out;
+}
 
 static inline lf_js_type lf_jdoc_type(const lf_jdoc *d, uint32_t i)
 {

@@ -914,8 +914,9 @@ static const lf_jkey lf_anthropic_usage_keys[] = { LF_JKEY("input_tokens"), LF_J
  * first element; NONE for no array or an empty one. The chosen choice's
  * members keys[] are read on the way into out[] (NONE when it is not an
  * object); keys[0] must be "index". */
-static uint32_t lf_jdoc_first_choice(const lf_jdoc *d, uint32_t choices, const lf_jkey *keys, size_t n_keys,
-                                     uint32_t *out)
+static inline __attribute__((always_inline)) uint32_t
+lf_jdoc_first_choice(const lf_jdoc *d, uint32_t choices, const lf_jkey *keys, size_t n_keys,
+                     uint32_t *out)
 {
     uint32_t el, first = lf_jdoc_first(d, choices);
 
