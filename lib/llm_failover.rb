@@ -63,10 +63,14 @@ module LlmFailover
     # @raise [ConfigurationError] unknown provider or option, bad value
     # @raise [ModelNotFoundError] empty model
     def chat(model: nil, provider: nil, system: nil, instructions: nil, **options)
-      chat_options = options.slice(*CHAT_OPTIONS)
-      overrides = options.reject { |k, _| CHAT_OPTIONS.include?(k) }
-      config = configuration.with_overrides(overrides)
-      chat = Chat.new(config: config, model: model, provider: provider, **chat_options)
+      if options.empty? # the everyday call, without the Hashes below
+        chat = Chat.new(config: configuration.with_overrides(options), model: model, provider: provider)
+      else
+        chat_options = options.slice(*CHAT_OPTIONS)
+        overrides = options.reject { |k, _| CHAT_OPTIONS.include?(k) }
+        chat = Chat.new(config: configuration.with_overrides(overrides), model: model, provider: provider,
+                        **chat_options)
+      end
       text = system || instructions
       chat.with_instructions(text) if text
       chat

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "lf_failover.h"
 #include "lf_transport.h"
@@ -204,7 +206,7 @@ static VALUE lf_build_args_body(VALUE arg)
     lf_target_offsets toff[LF_MAX_TARGETS];
     size_t *msg_off = NULL, *hdr_off[LF_MAX_TARGETS] = { NULL, NULL };
     size_t system_off = 0, i, k;
-    VALUE system, temperature, max_tokens;
+    VALUE system, temperature, max_tokens, policy;
     long n_msgs = RARRAY_LEN(messages);
 
     ca->n_targets = (size_t)RARRAY_LEN(targets);
@@ -286,18 +288,23 @@ static VALUE lf_build_args_body(VALUE arg)
     ca->params.max_tokens = NIL_P(max_tokens) ? 0 : NUM2LONG(max_tokens);
     ca->params.stream = RTEST(lf_fetch(request, "stream", 0));
 
-    ca->policy.max_retries = NUM2INT(lf_fetch(request, "max_retries", 1));
+    /* The policy: a Hash of its own under :policy (a configuration builds it
+     * once and every call shares it), or the same keys in the request. */
+    policy = lf_fetch(request, "policy", 0);
+    if (NIL_P(policy)) policy = request;
+    Check_Type(policy, T_HASH);
+    ca->policy.max_retries = NUM2INT(lf_fetch(policy, "max_retries", 1));
     if (ca->policy.max_retries < 0) rb_raise(rb_eArgError, "llm_failover: :max_retries must not be negative");
-    ca->policy.backoff.interval = lf_fetch_num(request, "retry_interval");
-    ca->policy.backoff.factor = lf_fetch_num(request, "retry_backoff_factor");
-    ca->policy.backoff.max_interval = lf_fetch_num(request, "retry_max_interval");
-    ca->policy.backoff.randomness = lf_fetch_num(request, "retry_interval_randomness");
-    ca->policy.connect_timeout = lf_fetch_num(request, "connect_timeout");
-    ca->policy.first_token_timeout = lf_fetch_num(request, "first_token_timeout");
-    ca->policy.idle_timeout = lf_fetch_num(request, "idle_timeout");
-    ca->policy.request_timeout = lf_fetch_num(request, "request_timeout");
-    ca->policy.failover_on_context_length = RTEST(lf_fetch(request, "failover_on_context_length", 1));
-    ca->policy.max_response_bytes = (size_t)lf_fetch_num(request, "max_response_bytes");
+    ca->policy.backoff.interval = lf_fetch_num(policy, "retry_interval");
+    ca->policy.backoff.factor = lf_fetch_num(policy, "retry_backoff_factor");
+    ca->policy.backoff.max_interval = lf_fetch_num(policy, "retry_max_interval");
+    ca->policy.backoff.randomness = lf_fetch_num(policy, "retry_interval_randomness");
+    ca->policy.connect_timeout = lf_fetch_num(policy, "connect_timeout");
+    ca->policy.first_token_timeout = lf_fetch_num(policy, "first_token_timeout");
+    ca->policy.idle_timeout = lf_fetch_num(policy, "idle_timeout");
+    ca->policy.request_timeout = lf_fetch_num(policy, "request_timeout");
+    ca->policy.failover_on_context_length = RTEST(lf_fetch(policy, "failover_on_context_length", 1));
+    ca->policy.max_response_bytes = (size_t)lf_fetch_num(policy, "max_response_bytes");
     return Qnil;
 }
 
@@ -354,6 +361,19 @@ static VALUE lf_long_or_nil(long v)
     return v < 0 ? Qnil : LONG2NUM(v);
 }
 
+/* A Time from seconds since the epoch, to the microsecond the record keeps,
+ * without the Rational arithmetic Time.at(Float) does. */
+static VALUE lf_time_from_epoch(double t)
+{
+    double sec = floor(t);
+    long usec = lround((t - sec) * 1e6);
+    if (usec >= 1000000) {
+        sec += 1;
+        usec -= 1000000;
+    }
+    return rb_time_nano_new((time_t)sec, usec * 1000);
+}
+
 typedef struct lf_attempt_args {
     VALUE listener;
     const lf_attempt_record *rec;
@@ -376,7 +396,7 @@ static VALUE lf_call_on_attempt(VALUE arg)
     rb_hash_aset(h, lf_sym_first_token_ms, lf_num_or_nil(r->first_token_ms));
     rb_hash_aset(h, lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
     rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
-    rb_hash_aset(h, lf_sym_started_at, DBL2NUM(r->started_at));
+    rb_hash_aset(h, lf_sym_started_at, lf_time_from_epoch(r->started_at));
     rb_hash_aset(h, lf_sym_provider_request_id,
                  r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil);
     return rb_funcall(a->listener, lf_id_on_attempt, 1, h);
@@ -485,8 +505,13 @@ static VALUE lf_outcome_to_hash(const lf_outcome *o)
 }
 
 /* @overload run(request, listener)
- *   Runs one logical call (see lib/llm_failover/engine.rb for the contract).
- *   @return [Hash] */
+ *   Runs one logical call (Call#engine_request builds the request).
+ *   @param request [Hash] :targets (1 or 2 Hashes of :api, :base_url, :api_key,
+ *     :model, :headers), :messages ([role, content] pairs), :system, :temperature,
+ *     :max_tokens, :stream, and the policy (:max_retries, :retry_interval, ...,
+ *     :max_response_bytes) either in a Hash under :policy or in the request itself
+ *   @param listener [#on_chunk, #on_reset, #on_attempt]
+ *   @return [Hash] :ok, :target, :attempts and the answer or the error */
 static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
 {
     lf_engine *e = lf_engine_get(self);
@@ -548,6 +573,57 @@ static VALUE lf_engine_idle_connections(VALUE self)
     return SIZET2NUM(lf_pool_idle_count(lf_engine_get(self)->pool));
 }
 
+/* ---- request ids ------------------------------------------------------ */
+
+/* Random bytes for request ids, drawn from the kernel in blocks rather than
+ * with a system call per id; refilled in a forked child so that parent and
+ * child never hand out the same ids. Only touched with the GVL held. */
+static unsigned char lf_uuid_pool[512];
+static size_t lf_uuid_left;
+static pid_t lf_uuid_pid;
+
+static int lf_uuid_refill(void)
+{
+    size_t got = 0;
+    while (got < sizeof(lf_uuid_pool)) {
+        ssize_t n = getrandom(lf_uuid_pool + got, sizeof(lf_uuid_pool) - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    lf_uuid_left = sizeof(lf_uuid_pool);
+    lf_uuid_pid = getpid();
+    return 0;
+}
+
+/* @overload uuid
+ *   A random (version 4) UUID, as SecureRandom.uuid makes, for request ids.
+ *   @return [String] */
+static VALUE lf_engine_s_uuid(VALUE klass)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char b[16];
+    char out[36];
+    size_t i, o = 0;
+
+    if (lf_uuid_left < sizeof(b) || lf_uuid_pid != getpid()) {
+        if (lf_uuid_refill() != 0) rb_sys_fail("getrandom");
+    }
+    memcpy(b, lf_uuid_pool + sizeof(lf_uuid_pool) - lf_uuid_left, sizeof(b));
+    memset(lf_uuid_pool + sizeof(lf_uuid_pool) - lf_uuid_left, 0, sizeof(b));
+    lf_uuid_left -= sizeof(b);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    for (i = 0; i < sizeof(b); i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 0x0f];
+    }
+    return rb_utf8_str_new(out, (long)sizeof(out));
+}
+
 /* libcurl's version string, for diagnostics and bench output. */
 static VALUE lf_engine_s_curl_version(VALUE klass)
 {
@@ -561,6 +637,7 @@ void lf_init_engine(VALUE mod)
     rb_define_method(cEngine, "run", lf_engine_run, 2);
     rb_define_method(cEngine, "idle_connections", lf_engine_idle_connections, 0);
     rb_define_singleton_method(cEngine, "curl_version", lf_engine_s_curl_version, 0);
+    rb_define_singleton_method(cEngine, "uuid", lf_engine_s_uuid, 0);
 
 #define LF_SYM(var, name) do { var = ID2SYM(rb_intern(name)); rb_gc_register_mark_object(var); } while (0)
     LF_SYM(lf_sym_ok, "ok");

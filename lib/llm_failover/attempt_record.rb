@@ -33,24 +33,18 @@ module LlmFailover
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
                    started_at: nil, provider_request_id: nil)
-      @request_id = request_id
-      @attempt = attempt
-      @provider = provider
-      @model = model
-      @feature = feature
-      @success = success ? true : false
-      @error_class = error_class.is_a?(Module) ? error_class.name : error_class
-      @error_message = error_message
-      @http_status = http_status
-      @failover_eligible = failover_eligible ? true : false
-      @retry_after = retry_after
-      @latency_ms = latency_ms
-      @first_token_ms = first_token_ms
-      @input_tokens = input_tokens
-      @output_tokens = output_tokens
-      @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
-      @provider_request_id = provider_request_id
-      freeze
+      assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
+             failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
+             started_at, provider_request_id)
+    end
+
+    # @api private: the engine's records, one per attempt of every call: positional
+    # arguments, in FIELDS order with success before error_class, skip the keyword
+    # Hash that #new would build.
+    def self.build(*fields)
+      record = allocate
+      record.__send__(:assign, *fields)
+      record
     end
 
     def success?
@@ -86,6 +80,31 @@ module LlmFailover
     def inspect
       outcome = success? ? "ok" : "#{error_class}#{" #{http_status}" if http_status}"
       "#<#{self.class.name} #{request_id} ##{attempt} #{provider}/#{model} #{outcome}>"
+    end
+
+    private
+
+    def assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
+               failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
+               started_at, provider_request_id)
+      @request_id = request_id
+      @attempt = attempt
+      @provider = provider
+      @model = model
+      @feature = feature
+      @success = success ? true : false
+      @error_class = error_class.is_a?(Module) ? error_class.name : error_class
+      @error_message = error_message
+      @http_status = http_status
+      @failover_eligible = failover_eligible ? true : false
+      @retry_after = retry_after
+      @latency_ms = latency_ms
+      @first_token_ms = first_token_ms
+      @input_tokens = input_tokens
+      @output_tokens = output_tokens
+      @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
+      @provider_request_id = provider_request_id
+      freeze
     end
   end
 end

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "securerandom"
-
 module LlmFailover
   # One logical call: runs the engine's attempt loop and is its listener. It turns
   # the engine's events into the user's Chunks, the store's writes and the attempt
@@ -13,8 +11,9 @@ module LlmFailover
 
     # @param targets [Array<Target>] in the order the engine tries them
     # @param messages [Array<Array(String, String)>] role/content pairs, system lifted out
-    def initialize(engine:, config:, store:, targets:, messages:, system:, temperature:, max_tokens:,
-                   feature:, block:)
+    # Positional: one is built for every call (keyword arguments cost more here than
+    # everything the constructor does).
+    def initialize(engine, config, store, targets, messages, system, temperature, max_tokens, feature, block)
       @engine = engine
       @config = config
       @store = store
@@ -25,11 +24,11 @@ module LlmFailover
       @max_tokens = max_tokens
       @feature = feature
       @block = block
-      @usage_log = UsageLog.new(config.usage_log, logger: config.logger)
-      @request_id = SecureRandom.uuid
+      @usage_log = config.usage_log_emitter
+      @request_id = Engine.uuid
       @records = []
       @failures = [] # [engine attempt Hash, Target] of every failed attempt
-      @attempts_on = Hash.new(0)
+      @attempts_on = [0, 0] # attempts per target index
       @chunk_index = 0
     end
 
@@ -53,8 +52,7 @@ module LlmFailover
     def on_chunk(text, target)
       @store.append_assistant(@message, text)
       current = @targets.fetch(target) { @targets[0] }
-      chunk = Chunk.new(content: text, model: current.model, provider: current.name, index: @chunk_index,
-                        request_id: @request_id)
+      chunk = Chunk.build(text, current.model, current.provider.name, @chunk_index, @request_id, false)
       @chunk_index += 1
       @block&.call(chunk)
       nil
@@ -74,18 +72,16 @@ module LlmFailover
     # Engine listener: one HTTP attempt finished.
     def on_attempt(attempt)
       target = @targets.fetch(attempt[:target]) { @targets[0] }
-      record = AttemptRecord.new(
-        request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
-        feature: @feature, success: attempt[:success], error_class: attempt[:error_class],
-        error_message: redact(attempt[:error_message]), http_status: attempt[:http_status],
-        failover_eligible: attempt[:failover_eligible], retry_after: attempt[:retry_after],
-        latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
-        input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
-        started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id]
+      success = attempt[:success]
+      record = AttemptRecord.build(
+        @request_id, attempt[:attempt], target.provider.name, target.model, @feature, success,
+        attempt[:error_class], success ? nil : redact(attempt[:error_message]), attempt[:http_status],
+        attempt[:failover_eligible], attempt[:retry_after], attempt[:latency_ms], attempt[:first_token_ms],
+        attempt[:input_tokens], attempt[:output_tokens], attempt[:started_at], attempt[:provider_request_id]
       )
       @records << record
       @attempts_on[attempt[:target]] += 1
-      @failures << [attempt, target] unless attempt[:success]
+      @failures << [attempt, target] unless success
       @usage_log.emit(record)
       nil
     end
@@ -93,25 +89,23 @@ module LlmFailover
     private
 
     def engine_request
-      {
-        targets: @targets.map { |t| t.provider.engine_target(t.model) },
-        messages: @messages,
-        system: @system,
-        temperature: @temperature&.to_f,
-        max_tokens: @max_tokens,
-        stream: !@block.nil?
-      }.merge(@config.engine_policy)
+      { targets: @targets.map { |t| t.provider.engine_target(t.model) }, messages: @messages, system: @system,
+        temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
+        policy: @config.engine_policy }
     end
 
     def succeed(result)
       target = @targets.fetch(result[:target])
-      @store.finish_assistant(@message, content: result[:content], model: result[:model], provider: target.name.to_s,
-                                        input_tokens: result[:input_tokens], output_tokens: result[:output_tokens])
-      reply = Reply.new(content: result[:content], model: result[:model], provider: target.name,
-                        input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
-                        request_id: @request_id, attempts: @records, failover: result[:target].positive?,
-                        finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
-                        streamed: !@block.nil?, chunk_count: @chunk_index)
+      name = target.provider.name
+      content = result[:content]
+      model = result[:model]
+      input_tokens = result[:input_tokens]
+      output_tokens = result[:output_tokens]
+      @store.finish_assistant(@message, content: content, model: model, provider: name.to_s,
+                                        input_tokens: input_tokens, output_tokens: output_tokens)
+      reply = Reply.build(content, model, name, input_tokens, output_tokens, @request_id, @records,
+                          result[:target].positive?, result[:finish_reason], result[:provider_request_id],
+                          !@block.nil?, @chunk_index)
       log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if reply.failover?
       reply
     end
@@ -149,11 +143,12 @@ module LlmFailover
 
     # Every target tried ended on an error a healthy backup could have fixed.
     def chain_exhausted?
-      return false if @attempts_on.empty?
+      tried = (0...@attempts_on.size).select { |t| @attempts_on[t].positive? }
+      return false if tried.empty?
 
       last_failure = {}
       @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
-      @attempts_on.keys.all? { |t| last_failure[t] && last_failure[t][:failover_eligible] }
+      tried.all? { |t| last_failure[t] && last_failure[t][:failover_eligible] }
     end
 
     def alert(error)

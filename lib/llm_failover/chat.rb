@@ -12,6 +12,9 @@ module LlmFailover
     STORE_METHODS = %i[messages conversation add_user add_system replace_system start_assistant
                        append_assistant reset_assistant finish_assistant fail_assistant].freeze
 
+    BLANK = /\A[\0\t\n\v\f\r ]*\z/.freeze # what String#strip removes
+    private_constant :BLANK
+
     KEEP = Object.new.freeze # "argument not given" for with_model's backup options
     private_constant :KEEP
 
@@ -25,12 +28,12 @@ module LlmFailover
                    max_tokens: nil, engine: nil)
       @config = config
       @engine = engine
-      @store = validate_store(store || MemoryStore.new)
+      @store = store.nil? ? MemoryStore.new : validate_store(store)
       set_primary(model, provider)
       set_backup(backup_model, backup_provider)
       @quota = validate_quota(quota)
       @quota_used = validate_quota_used(quota_used)
-      unless [true, false].include?(enforce_quota)
+      unless enforce_quota == true || enforce_quota == false
         raise ConfigurationError, "enforce_quota must be true or false, got #{enforce_quota.inspect}"
       end
 
@@ -49,7 +52,7 @@ module LlmFailover
       unless text.is_a?(String)
         raise ArgumentError, "the prompt must be a String, got #{text.class}"
       end
-      raise ArgumentError, "the prompt is empty" if text.strip.empty?
+      raise ArgumentError, "the prompt is empty" if BLANK.match?(text)
 
       options = call_options(temperature, max_tokens) # validate before storing anything
       @store.add_user(text)
@@ -121,13 +124,20 @@ module LlmFailover
       system, messages = split_conversation(@store.conversation)
       raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
 
-      Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: targets,
-               messages: messages, system: system, temperature: options[:temperature],
-               max_tokens: options[:max_tokens], feature: @feature, block: block).run
+      Call.new(@engine || LlmFailover.engine, @config, @store, targets, messages, system, options[:temperature],
+               options[:max_tokens], @feature, block).run
     end
 
-    # The quota decides the order before any network.
+    # The quota decides the order before any network. Without a limit (nil or 0, which
+    # means unlimited) there is nothing to decide: quota_used is not even asked.
     def pick_targets
+      if @quota.nil? || @quota.zero?
+        primary = Target.new(@model, @config.provider_config(@provider))
+        return [primary] unless backup?
+
+        return [primary, Target.new(@backup_model, @config.provider_config(@backup_provider))]
+      end
+
       quota = Quota.new(limit: @quota, used: quota_used_now)
       picker = ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
                                backup_provider: @backup_provider, quota: quota, enforce_quota: @enforce_quota)
@@ -192,10 +202,10 @@ module LlmFailover
     end
 
     def validate_model(model, what)
-      raise ModelNotFoundError, "#{what} is empty" if model.nil? || (model.is_a?(String) && model.strip.empty?)
+      raise ModelNotFoundError, "#{what} is empty" if model.nil? || (model.is_a?(String) && BLANK.match?(model))
       raise ConfigurationError, "#{what} must be a String, got #{model.class}" unless model.is_a?(String)
 
-      model.dup.freeze
+      model.frozen? ? model : model.dup.freeze
     end
 
     def validate_store(store)

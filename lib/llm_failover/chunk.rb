@@ -18,13 +18,15 @@ module LlmFailover
     attr_reader :request_id
 
     def initialize(content:, model:, provider:, index:, request_id:, reset: false)
-      @content = content
-      @model = model
-      @provider = provider
-      @index = index
-      @request_id = request_id
-      @reset = reset ? true : false
-      freeze
+      assign(content, model, provider, index, request_id, reset)
+    end
+
+    # @api private: one per streamed event, so positional, in #initialize's order,
+    # without the keyword Hash #new would build.
+    def self.build(content, model, provider, index, request_id, reset)
+      chunk = allocate
+      chunk.__send__(:assign, content, model, provider, index, request_id, reset)
+      chunk
     end
 
     def reset?
@@ -38,6 +40,18 @@ module LlmFailover
 
     def inspect
       "#<#{self.class.name} #{reset? ? 'RESET' : content.inspect} #{provider}/#{model} ##{index}>"
+    end
+
+    private
+
+    def assign(content, model, provider, index, request_id, reset)
+      @content = content
+      @model = model
+      @provider = provider
+      @index = index
+      @request_id = request_id
+      @reset = reset ? true : false
+      freeze
     end
   end
 end

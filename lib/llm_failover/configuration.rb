@@ -67,19 +67,23 @@ module LlmFailover
 
     def max_retries=(value)
       @max_retries = integer(:max_retries, value, min: 0)
+      @engine_policy = nil
     end
 
     def retry_interval=(value)
       @retry_interval = number(:retry_interval, value, min: 0)
+      @engine_policy = nil
     end
 
     def retry_backoff_factor=(value)
       # Below 1 the waits would shrink, which is never what a backoff means.
       @retry_backoff_factor = number(:retry_backoff_factor, value, min: 1)
+      @engine_policy = nil
     end
 
     def retry_max_interval=(value)
       @retry_max_interval = number(:retry_max_interval, value, min: 0)
+      @engine_policy = nil
     end
 
     def retry_interval_randomness=(value)
@@ -87,22 +91,27 @@ module LlmFailover
       raise ConfigurationError, "retry_interval_randomness must be within 0..1, got #{value}" if value > 1
 
       @retry_interval_randomness = value
+      @engine_policy = nil
     end
 
     def connect_timeout=(value)
       @connect_timeout = number(:connect_timeout, value, positive: true)
+      @engine_policy = nil
     end
 
     def first_token_timeout=(value)
       @first_token_timeout = number(:first_token_timeout, value, positive: true)
+      @engine_policy = nil
     end
 
     def idle_timeout=(value)
       @idle_timeout = number(:idle_timeout, value, positive: true)
+      @engine_policy = nil
     end
 
     def request_timeout=(value)
       @request_timeout = number(:request_timeout, value, positive: true)
+      @engine_policy = nil
     end
 
     def failover_on_context_length=(value)
@@ -111,10 +120,12 @@ module LlmFailover
       end
 
       @failover_on_context_length = value
+      @engine_policy = nil
     end
 
     def max_response_bytes=(value)
       @max_response_bytes = integer(:max_response_bytes, value, min: 1)
+      @engine_policy = nil
     end
 
     # One sink or an Array of sinks: a callable, an object responding to #call or
@@ -150,6 +161,8 @@ module LlmFailover
     # @return [Configuration] a copy with +overrides+ applied and validated
     # @raise [ConfigurationError] naming unknown options
     def with_overrides(overrides)
+      return dup if overrides.empty?
+
       unknown = overrides.keys.reject { |k| OPTIONS.include?(k) }
       unless unknown.empty?
         raise ConfigurationError,
@@ -162,16 +175,28 @@ module LlmFailover
       copy
     end
 
-    # @api private: the policy part of an engine request, in the engine's types.
-    # Built on every call, so spelled out: the generic loop over ENGINE_POLICY with
-    # public_send cost more than the rest of the Ruby side of a call (bench/README.md).
+    # @api private: the UsageLog of this configuration's sinks, built once and built
+    # again only when usage_log or logger changed (checked by identity: cheap on
+    # every call, and a copy made by #with_overrides shares it until it differs).
+    def usage_log_emitter
+      log = @usage_log_emitter
+      return log if log && log.source.equal?(@usage_log) && log.logger.equal?(@logger)
+
+      @usage_log_emitter = UsageLog.new(@usage_log, logger: @logger)
+    end
+
+    # @api private: the policy part of an engine request, in the engine's types:
+    # frozen, built once and again only after a policy setter ran (each setter drops
+    # it), so that a call only points at it (bench/README.md).
     def engine_policy
-      { max_retries: @max_retries, retry_interval: @retry_interval.to_f,
+      @engine_policy ||= {
+        max_retries: @max_retries, retry_interval: @retry_interval.to_f,
         retry_backoff_factor: @retry_backoff_factor.to_f, retry_max_interval: @retry_max_interval.to_f,
         retry_interval_randomness: @retry_interval_randomness.to_f, connect_timeout: @connect_timeout.to_f,
         first_token_timeout: @first_token_timeout.to_f, idle_timeout: @idle_timeout.to_f,
         request_timeout: @request_timeout.to_f, failover_on_context_length: @failover_on_context_length,
-        max_response_bytes: @max_response_bytes }
+        max_response_bytes: @max_response_bytes
+      }.freeze
     end
 
     def inspect

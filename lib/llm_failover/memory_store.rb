@@ -20,11 +20,11 @@ module LlmFailover
     end
 
     def add_user(content)
-      push(Message.new(role: "user", content: content.dup.freeze))
+      push(Message.build("user", content.frozen? ? content : content.dup.freeze, "complete", nil, nil))
     end
 
     def add_system(content)
-      push(Message.new(role: "system", content: content.dup.freeze))
+      push(Message.build("system", content.frozen? ? content : content.dup.freeze, "complete", nil, nil))
     end
 
     # Drops every system message and adds this one.
@@ -34,7 +34,7 @@ module LlmFailover
     end
 
     def start_assistant(model:, provider:)
-      push(Message.new(role: "assistant", content: +"", status: "streaming", model: model, provider: provider))
+      push(Message.build("assistant", +"", "streaming", model, provider))
     end
 
     # Runs once per streamed chunk: appends in place, and goes through Message#update
@@ -52,10 +52,7 @@ module LlmFailover
     end
 
     def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:)
-      @lock.synchronize do
-        message.update(content: content, model: model, provider: provider, status: "complete",
-                       input_tokens: input_tokens, output_tokens: output_tokens)
-      end
+      @lock.synchronize { message.finish(content, model, provider, input_tokens, output_tokens) }
     end
 
     # model/provider name the target whose error was final, when known.
@@ -73,7 +70,12 @@ module LlmFailover
     private
 
     def push(message)
-      @lock.synchronize { @messages << message }
+      @lock.lock
+      begin
+        @messages << message
+      ensure
+        @lock.unlock
+      end
       message
     end
   end

@@ -19,19 +19,16 @@ module LlmFailover
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0)
-      @content = content
-      @model = model
-      @provider = provider
-      @input_tokens = input_tokens
-      @output_tokens = output_tokens
-      @request_id = request_id
-      @attempts = attempts.dup.freeze
-      @failover = failover ? true : false
-      @finish_reason = finish_reason
-      @provider_request_id = provider_request_id
-      @streamed = streamed ? true : false
-      @chunk_count = chunk_count
-      freeze
+      assign(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
+             finish_reason, provider_request_id, streamed, chunk_count)
+    end
+
+    # @api private: one per call; positional, in #initialize's order, without the
+    # keyword Hash #new would build.
+    def self.build(*fields)
+      reply = allocate
+      reply.__send__(:assign, *fields)
+      reply
     end
 
     # Whether a target other than the first one tried gave the answer.
@@ -52,6 +49,25 @@ module LlmFailover
     def inspect
       "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
         "attempts=#{attempts.size}#{' failover' if failover?} request_id=#{request_id}>"
+    end
+
+    private
+
+    def assign(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
+               finish_reason, provider_request_id, streamed, chunk_count)
+      @content = content
+      @model = model
+      @provider = provider
+      @input_tokens = input_tokens
+      @output_tokens = output_tokens
+      @request_id = request_id
+      @attempts = attempts.frozen? ? attempts : attempts.dup.freeze
+      @failover = failover ? true : false
+      @finish_reason = finish_reason
+      @provider_request_id = provider_request_id
+      @streamed = streamed ? true : false
+      @chunk_count = chunk_count
+      freeze
     end
   end
 end

@@ -29,21 +29,27 @@ module LlmFailover
       end
     end
 
-    attr_reader :sinks
+    attr_reader :sinks, :source, :logger
 
     # @param sinks [nil, Object, Array<Object>]
     # @raise [ConfigurationError] when a sink is none of the accepted kinds
     def initialize(sinks, logger: nil)
+      @source = sinks
       @sinks = Array(sinks).compact.freeze
-      @sinks.each { |sink| kind_of_sink(sink) }
+      # Each sink's kind is settled once: emit runs for every attempt.
+      @kinds = @sinks.map { |sink| kind_of_sink(sink) }.freeze
       @logger = logger
     end
 
     # Delivers +record+ to every sink and to ActiveSupport::Notifications.
     # @param record [AttemptRecord]
     def emit(record)
-      @sinks.each { |sink| deliver(sink, record) }
-      instrument(record)
+      i = 0
+      while i < @sinks.size
+        deliver(@sinks[i], @kinds[i], record)
+        i += 1
+      end
+      instrument(record) if defined?(::ActiveSupport::Notifications)
       nil
     end
 
@@ -63,8 +69,8 @@ module LlmFailover
       (defined?(::Logger) && sink.is_a?(::Logger)) || sink.respond_to?(:info)
     end
 
-    def deliver(sink, record)
-      case kind_of_sink(sink)
+    def deliver(sink, kind, record)
+      case kind
       when :call then sink.call(record)
       when :record then sink.record(record)
       when :logger then sink.info(JSON.generate(record.to_h))

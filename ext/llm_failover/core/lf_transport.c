@@ -62,6 +62,8 @@ static void lf_conn_destroy(lf_conn *c)
     }
 }
 
+static void lf_conn_setup(CURL *e);
+
 static lf_conn *lf_conn_new(void)
 {
     lf_conn *c = calloc(1, sizeof(*c));
@@ -74,6 +76,7 @@ static lf_conn *lf_conn_new(void)
         return NULL;
     }
     curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 8L);
+    lf_conn_setup(c->easy);
     return c;
 }
 
@@ -292,22 +295,16 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
+/* The options every request shares, set once per handle: the handle is never
+ * reset, so these hold for its whole life, and lf_transfer_start sets every
+ * option that differs between requests (measured: a curl_easy_reset plus
+ * twenty setopts on every attempt cost more than building the request). */
+static void lf_conn_setup(CURL *e)
 {
-    CURL *e = c->easy;
-
-    curl_easy_reset(e);
-    curl_easy_setopt(e, CURLOPT_URL, req->url);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, lf_on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, lf_on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 0L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
@@ -322,11 +319,24 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "llm_failover");
-    if (req->errbuf) {
-        req->errbuf[0] = '\0';
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
-    }
     curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+}
+
+int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
+{
+    CURL *e = c->easy;
+
+    /* Everything a request may change, set on every request: nothing of
+     * the previous one can leak into this one. */
+    curl_easy_setopt(e, CURLOPT_URL, req->url);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 0L);
+    if (req->errbuf) req->errbuf[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
     return curl_multi_add_handle(c->multi, e) == CURLM_OK ? 0 : -1;
 }
 
@@ -348,4 +358,7 @@ int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
 void lf_transfer_end(lf_conn *c)
 {
     curl_multi_remove_handle(c->multi, c->easy);
+    /* The buffer belongs to the attempt that just ended: an idle handle in
+     * the pool must not point at it. */
+    curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);
 }

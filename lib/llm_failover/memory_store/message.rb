@@ -7,13 +7,14 @@ module LlmFailover
       attr_reader :role, :content, :model, :provider, :status, :input_tokens, :output_tokens
 
       def initialize(role:, content:, status: "complete", model: nil, provider: nil)
-        @role = role
-        @content = content
-        @status = status
-        @model = model
-        @provider = provider
-        @input_tokens = nil
-        @output_tokens = nil
+        assign(role, content, status, model, provider)
+      end
+
+      # @api private: the store's own constructor, positional (one or two per call)
+      def self.build(role, content, status, model, provider)
+        message = allocate
+        message.__send__(:assign, role, content, status, model, provider)
+        message
       end
 
       def complete?
@@ -26,6 +27,17 @@ module LlmFailover
         self
       end
 
+      # @api private: store use only; #update without the keyword Hash, once per answer
+      def finish(content, model, provider, input_tokens, output_tokens)
+        @content = content
+        @model = model
+        @provider = provider
+        @status = "complete"
+        @input_tokens = input_tokens
+        @output_tokens = output_tokens
+        self
+      end
+
       def to_h
         { role: role, content: content, model: model, provider: provider, status: status,
           input_tokens: input_tokens, output_tokens: output_tokens }
@@ -34,6 +46,18 @@ module LlmFailover
       def inspect
         "#<#{self.class.name} #{role} #{status} #{content.to_s[0, 40].inspect}" \
           "#{" #{provider}/#{model}" if model}>"
+      end
+
+      private
+
+      def assign(role, content, status, model, provider)
+        @role = role
+        @content = content
+        @status = status
+        @model = model
+        @provider = provider
+        @input_tokens = nil
+        @output_tokens = nil
       end
     end
   end
