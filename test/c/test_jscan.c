@@ -133,6 +133,10 @@ static void test_index_agrees_with_document(void)
         "\"0123456789abcdef\\", "\"0123456789abcdef\\\"", "{\"0123456789abcdef\":\"0123456789abcdef\"}",
         "[\"x\",\"0123456789abcd\x01\"]", "[\"0123456789abcdef0123456789ab\x1f\"]", "nul", "null ", "-0", "-01",
         "-0.0", "0.", "1.5.5", "[-]", "[1e]", "truex", "[true,false,null]",
+        /* digits eight at a time, and the limits of the subset */
+        "12345678", "123456789", "1234567a", "[12345678]", "[123456789012345678]", "[1234567890123456789]",
+        "[12345678:]", "[1234567/]", "[12345678.12345678]", "0.123456789012345678", "0.1234567890123456789",
+        "-123456789012345678.123456789012345678", "[99999999,00000000]", "[1234567\xb0]", "[12345678\xf9]",
     };
     size_t i;
 
@@ -631,6 +635,30 @@ static void test_awkward_anthropic_answers(void)
     for (k = 0; k < n; k++) LF_CHECK(!answer_both(LF_API_ANTHROPIC, good, k));
 }
 
+/* More values than a fast path's node array: json-c reads it, alike. */
+static void test_too_many_values(void)
+{
+    lf_buf body;
+    int i;
+
+    lf_buf_init(&body);
+    lf_buf_append_str(&body, "{\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":"
+                             "{\"content\":\"with logprobs\"},\"finish_reason\":\"stop\",\"logprobs\":{\"content\":[");
+    for (i = 0; i < 200; i++) lf_buf_append_str(&body, i ? ",{\"token\":\"t\",\"logprob\":-0.5,\"bytes\":[116]}"
+                                                   : "{\"token\":\"t\",\"logprob\":-0.5,\"bytes\":[116]}");
+    lf_buf_append_str(&body, "]}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":200}}");
+    LF_CHECK(!answer_both(LF_API_OPENAI, body.ptr, body.len));
+    LF_CHECK_INT(lf_wire_parse_response_jscan(LF_API_OPENAI, body.ptr, body.len, &(lf_answer){0}), -1);
+
+    lf_buf_clear(&body);
+    lf_buf_append_str(&body, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lp\"},\"logprobs\":{\"content\":[");
+    for (i = 0; i < 60; i++) lf_buf_append_str(&body, i ? ",{\"token\":\"t\",\"bytes\":[116]}" : "{\"token\":\"t\",\"bytes\":[116]}");
+    lf_buf_append_str(&body, "]}}]}");
+    LF_CHECK(!lf_stream_fast_reads(body.ptr, body.len));
+    one_event(lf_buf_cstr(&body));
+    lf_buf_free(&body);
+}
+
 /* ---- every recorded stream and answer --------------------------------- */
 
 typedef struct pair {
@@ -762,6 +790,7 @@ int main(void)
     LF_RUN(test_awkward_events);
     LF_RUN(test_awkward_openai_answers);
     LF_RUN(test_awkward_anthropic_answers);
+    LF_RUN(test_too_many_values);
     LF_RUN(test_recorded);
     return lf_test_summary("jscan");
 }

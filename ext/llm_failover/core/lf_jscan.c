@@ -23,27 +23,11 @@ static const unsigned char lf_js_space[256] = {
     [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1,
 };
 
-#define LF_JS_ONES 0x0101010101010101ULL
-#define LF_JS_HIGHS 0x8080808080808080ULL
-
-/* Nonzero when one of the 8 bytes of x is special (see lf_js_special).
- * Each term is the usual "some byte is below n" test, exact for n <= 0x80:
- * it may flag bytes above a real hit, never a word without one, and the
- * byte loop after it finds the real hit. */
-static inline uint64_t lf_js_word_special(uint64_t x)
-{
-    uint64_t q = x ^ (LF_JS_ONES * '"'), b = x ^ (LF_JS_ONES * '\\');
-
-    return (((x - LF_JS_ONES * 0x20) & ~x) | ((q - LF_JS_ONES) & ~q) | ((b - LF_JS_ONES) & ~b)) &
-           LF_JS_HIGHS;
-}
-
 static inline const char *lf_js_ws(const char *p, const char *e)
 {
     while (p < e && lf_js_space[(unsigned char)*p]) p++;
     return p;
 }
-
 
 #if defined(__SSE2__) && defined(__GNUC__)
 /* Bit i set when byte i of the 16 at p is special (see lf_js_special). */
@@ -57,6 +41,21 @@ static inline unsigned lf_js_block_special(const char *p)
     return (unsigned)_mm_movemask_epi8(hit);
 }
 #define LF_JS_SSE2 1
+#else
+#define LF_JS_ONES 0x0101010101010101ULL
+#define LF_JS_HIGHS 0x8080808080808080ULL
+
+/* Nonzero when one of the 8 bytes of x is special (see lf_js_special), for
+ * machines without SSE2. Each term is the usual "some byte is below n" test,
+ * exact for n <= 0x80: it may flag bytes above a real hit, never a word
+ * without one, and the byte loop after it finds the real hit. */
+static inline uint64_t lf_js_word_special(uint64_t x)
+{
+    uint64_t q = x ^ (LF_JS_ONES * '"'), b = x ^ (LF_JS_ONES * '\\');
+
+    return (((x - LF_JS_ONES * 0x20) & ~x) | ((q - LF_JS_ONES) & ~q) | ((b - LF_JS_ONES) & ~b)) &
+           LF_JS_HIGHS;
+}
 #endif
 
 /* p at the opening quote of a string in text[..e): past the closing quote,
@@ -119,6 +118,18 @@ static inline const char *lf_js_digits(const char *p, const char *e)
 {
     const char *start = p;
 
+    /* Eight at a time: every byte's high nibble is 3, and stays 3 with 6
+     * added (so at most '9'). */
+    while (e - p >= 8) {
+        uint64_t x;
+
+        memcpy(&x, p, 8);
+        if (((x & UINT64_C(0xF0F0F0F0F0F0F0F0)) |
+             (((x + UINT64_C(0x0606060606060606)) & UINT64_C(0xF0F0F0F0F0F0F0F0)) >> 4)) !=
+            UINT64_C(0x3333333333333333))
+            break;
+        p += 8;
+    }
     while (p < e && (unsigned char)(*p - '0') <= 9) p++;
     if (p == start || (size_t)(p - start) > LF_JS_MAX_DIGITS) return NULL;
     return p;
@@ -152,46 +163,48 @@ static inline const char *lf_js_literal(const char *p, const char *e, const char
 static inline __attribute__((always_inline)) int
 lf_js_check(const char *text, size_t n, lf_jdoc *d, lf_js *root, const int record)
 {
-    const char *p = text, *e = text + n, *start;
-    const char *opened[LF_JSCAN_MAX_DEPTH];  /* each open container's first byte */
-    uint32_t open[LF_JSCAN_MAX_DEPTH];       /* and its node */
-    uint32_t count = 0, cap = record ? d->cap : 0, node = 0;
-    lf_jnode *nodes = record ? d->nodes : NULL;
+    const char *p, *e = text + n, *start, *first;
+    lf_jnode *open[LF_JSCAN_MAX_DEPTH];   /* record: each open container's node */
+    lf_jnode *nodes = NULL, *x = NULL, *xend = NULL; /* x: the next free node */
+    uint32_t objects = 0;                 /* bit i: the container open at depth i is an object */
     int depth = 0, in_object = 0, escapes;
-    lf_js_type type;
+    lf_js_type type = LF_JS_NONE;
 
     if (!text) return -1;
-    if (record && n > UINT32_MAX) return -1;
+    if (record) {
+        if (n > UINT32_MAX) return -1;
+        nodes = x = d->nodes;
+        xend = nodes + d->cap;
+    }
+    p = first = lf_js_ws(text, e);
 
 value:
     if (p >= e) return -1;
     if (lf_js_space[(unsigned char)*p] && (p = lf_js_ws(p, e)) >= e) return -1;
     start = p;
     if (record) {
-        lf_jnode *x;
-
-        if (count >= cap) return -1;
-        node = count++;
-        x = &nodes[node];
+        if (x >= xend) return -1;
         x->off = (uint32_t)(p - text);
-        x->end = count;
-        x->flags = 0;
     }
     switch (*p) {
     case '"':
         escapes = 0;
         if (!(p = lf_js_string(p, text, e, &escapes))) return -1;
-        if (record && escapes) nodes[node].flags = LF_JNODE_ESCAPES;
         type = LF_JS_STRING;
+        if (record) x->flags = escapes ? LF_JNODE_ESCAPES : 0;
         break;
     case '{':
     case '[':
         if (depth >= LF_JSCAN_MAX_DEPTH) return -1;
         in_object = *p == '{';
-        open[depth] = node;
-        opened[depth] = p;
+        if (in_object) objects |= UINT32_C(1) << depth;
+        else objects &= ~(UINT32_C(1) << depth);
+        if (record) {
+            x->type = in_object ? LF_JS_OBJECT : LF_JS_ARRAY;
+            x->flags = 0;
+            open[depth] = x++;
+        }
         depth++;
-        if (record) nodes[node].type = in_object ? LF_JS_OBJECT : LF_JS_ARRAY;
         p++;
         if (p < e && lf_js_space[(unsigned char)*p]) p = lf_js_ws(p, e);
         if (p < e && *p == (in_object ? '}' : ']')) {
@@ -207,17 +220,13 @@ value:
     }
     if (!p) return -1;
     if (record) {
-        nodes[node].type = (uint8_t)type;
-        nodes[node].len = (uint32_t)(p - start);
+        if (type != LF_JS_STRING) x->flags = 0;
+        x->type = (uint8_t)type;
+        x->len = (uint32_t)(p - start);
+        x->end = (uint32_t)(x - nodes) + 1;
+        x++;
     }
-    if (!depth) {
-        if (root) {
-            root->type = type;
-            root->p = start;
-            root->n = (size_t)(p - start);
-        }
-        goto end;
-    }
+    if (!depth) goto end;
 
 after:
     /* A value of the innermost open container has ended at p. */
@@ -239,18 +248,16 @@ closed:
     /* The innermost open container has ended at p. */
     depth--;
     if (record) {
-        nodes[open[depth]].len = (uint32_t)(p - opened[depth]);
-        nodes[open[depth]].end = count;
+        lf_jnode *c = open[depth];
+
+        c->len = (uint32_t)(p - text) - c->off;
+        c->end = (uint32_t)(x - nodes);
     }
     if (depth) {
-        in_object = *opened[depth - 1] == '{';
+        in_object = objects >> (depth - 1) & 1;
         goto after;
     }
-    if (root) {
-        root->type = *opened[0] == '{' ? LF_JS_OBJECT : LF_JS_ARRAY;
-        root->p = opened[0];
-        root->n = (size_t)(p - opened[0]);
-    }
+    type = *first == '{' ? LF_JS_OBJECT : LF_JS_ARRAY;
     goto end;
 
 member:
@@ -265,9 +272,9 @@ member:
     if (!(p = lf_js_string(p, text, e, &escapes))) return -1;
     if (record) {
         /* The name goes straight into the node its value will take. */
-        if (count >= cap) return -1;
-        nodes[count].key_off = (uint32_t)(start - text);
-        nodes[count].key_len = (uint32_t)(p - 1 - start);
+        if (x >= xend) return -1;
+        x->key_off = (uint32_t)(start - text);
+        x->key_len = (uint32_t)(p - 1 - start);
     }
     if (p < e && *p != ':') p = lf_js_ws(p, e);
     if (p >= e || *p != ':') return -1;
@@ -276,10 +283,15 @@ member:
 
 end:
     if (lf_js_ws(p, e) != e) return -1;
+    if (root) {
+        root->type = type;
+        root->p = first;
+        root->n = (size_t)(p - first);
+    }
     if (record) {
         d->text = text;
         d->len = n;
-        d->count = count;
+        d->count = (uint32_t)(x - nodes);
     }
     return 0;
 }

@@ -1,11 +1,12 @@
-/* A small strict JSON scanner for the streaming hot path.
+/* A small strict JSON scanner for the hot paths: stream events and plain
+ * answers.
  *
  * It checks that a text is one JSON document inside a conservative subset of
  * RFC 8259 and then finds members and elements in place, without building a
  * tree or allocating. A streamed answer is thousands of small events; reading
  * each with json-c (a tree of hash tables, a tokener and a locale switch per
  * parse) cost more than everything else the core does per event
- * (bench/README.md).
+ * (bench/README.md), and a plain answer cost ten times what this does.
  *
  * The subset leaves out what json-c might read differently or what is rare:
  * \u escapes, numbers with an exponent or more than 18 digits on either side
@@ -14,7 +15,7 @@
  * the subset is not judged: lf_jscan_document returns -1 and the caller hands
  * the text to json-c, which decides. Inside the subset, a value reads the same
  * as json-c reads it (test/c/test_jscan.c and fuzz/fuzz_jscan.c compare the
- * two on every recorded event and on fuzzed ones). */
+ * two on every recorded event and answer and on fuzzed ones). */
 #ifndef LF_JSCAN_H
 #define LF_JSCAN_H
 
