@@ -76,7 +76,7 @@ static VALUE lf_sym_ok, lf_sym_target, lf_sym_content, lf_sym_model, lf_sym_fini
     lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_attempt,
     lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
     lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_openai, lf_sym_anthropic;
-static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt;
+static ID lf_id_on_chunk, lf_id_on_chunks, lf_id_on_reset, lf_id_on_attempt;
 
 /* The key's symbol is looked up through rb_intern on a string literal, which
  * Ruby's headers cache per call site: interning the name on every call cost
@@ -315,10 +315,13 @@ typedef struct lf_ruby_listener {
     int state;            /* rb_protect state of a stashed exception, or 0 */
     CURLM *waiting_on;    /* the multi handle of the current wait */
     volatile int woken;
+    int batches;          /* the listener has on_chunks: deltas go in batches */
+    int pending_target;
+    VALUE pending;        /* Array of deltas not yet delivered (batches), or Qnil */
 } lf_ruby_listener;
 
 typedef struct lf_chunk_args {
-    VALUE listener;
+    lf_ruby_listener *rl;
     int target;
     const char *text;
     size_t len;
@@ -328,13 +331,42 @@ static VALUE lf_call_on_chunk(VALUE arg)
 {
     lf_chunk_args *a = (lf_chunk_args *)arg;
     VALUE s = rb_utf8_str_new(a->text, (long)a->len);
-    return rb_funcall(a->listener, lf_id_on_chunk, 2, s, INT2NUM(a->target));
+    if (a->rl->batches) {
+        if (NIL_P(a->rl->pending)) a->rl->pending = rb_ary_new();
+        rb_ary_push(a->rl->pending, s);
+        return Qnil;
+    }
+    return rb_funcall(a->rl->listener, lf_id_on_chunk, 2, s, INT2NUM(a->target));
+}
+
+static VALUE lf_call_on_chunks(VALUE arg)
+{
+    lf_ruby_listener *rl = (lf_ruby_listener *)arg;
+    VALUE batch = rl->pending;
+    rl->pending = Qnil;
+    return rb_funcall(rl->listener, lf_id_on_chunks, 2, batch, INT2NUM(rl->pending_target));
+}
+
+/* Hands the deltas gathered so far to the listener in one call. The core
+ * dispatches every event of a network read back to back, and the deltas are
+ * handed over before anything else reaches the listener and before every
+ * wait, so a batch never holds a delta back from the user: it only saves a
+ * method call per delta. 0, or 1 when the listener raised. */
+static int lf_rl_flush(lf_ruby_listener *rl)
+{
+    if (rl->state || NIL_P(rl->pending)) return rl->state != 0;
+    rb_protect(lf_call_on_chunks, (VALUE)rl, &rl->state);
+    return rl->state != 0;
 }
 
 static int lf_rl_on_chunk(void *ud, int target, const char *text, size_t len)
 {
     lf_ruby_listener *rl = ud;
-    lf_chunk_args a = { rl->listener, target, text, len };
+    lf_chunk_args a = { rl, target, text, len };
+    if (rl->batches && target != rl->pending_target) {
+        if (lf_rl_flush(rl)) return 1;
+        rl->pending_target = target;
+    }
     rb_protect(lf_call_on_chunk, (VALUE)&a, &rl->state);
     return rl->state != 0;
 }
@@ -347,6 +379,7 @@ static VALUE lf_call_on_reset(VALUE listener)
 static int lf_rl_on_reset(void *ud)
 {
     lf_ruby_listener *rl = ud;
+    if (lf_rl_flush(rl)) return 1;
     rb_protect(lf_call_on_reset, rl->listener, &rl->state);
     return rl->state != 0;
 }
@@ -406,6 +439,7 @@ static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
 {
     lf_ruby_listener *rl = ud;
     lf_attempt_args a = { rl->listener, rec };
+    if (lf_rl_flush(rl)) return 1;
     rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
     return rl->state != 0;
 }
@@ -447,6 +481,7 @@ static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
     lf_ruby_listener *rl = ud;
     lf_wait_args w = { rl, multi, timeout_ms };
 
+    if (lf_rl_flush(rl)) return 1;
     rl->woken = 0;
     /* INTR_FAIL (what rb_thread_call_without_gvl2 passes) never raises: it
      * returns at once when an interrupt is pending, and leaves interrupts to
@@ -541,6 +576,8 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
 
     memset(&rl, 0, sizeof(rl));
     rl.listener = listener;
+    rl.batches = rb_respond_to(listener, lf_id_on_chunks);
+    rl.pending = Qnil;
     l.ud = &rl;
     l.on_chunk = lf_rl_on_chunk;
     l.on_reset = lf_rl_on_reset;
@@ -550,6 +587,7 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
     lf_outcome_init(&o);
     rc = lf_run(e->pool, ca.targets, ca.n_targets, &ca.params, &ca.policy, &l, &o);
     lf_call_args_free(&ca);
+    lf_rl_flush(&rl); /* the last deltas, when the core had no reason to wait after them */
     if (rl.state) {
         lf_outcome_free(&o);
         rb_jump_tag(rl.state);
@@ -564,6 +602,7 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
     if (state) rb_jump_tag(state);
     RB_GC_GUARD(request);
     RB_GC_GUARD(listener);
+    RB_GC_GUARD(rl.pending);
     return result;
 }
 
@@ -670,6 +709,7 @@ void lf_init_engine(VALUE mod)
     LF_SYM(lf_sym_anthropic, "anthropic");
 #undef LF_SYM
     lf_id_on_chunk = rb_intern("on_chunk");
+    lf_id_on_chunks = rb_intern("on_chunks");
     lf_id_on_reset = rb_intern("on_reset");
     lf_id_on_attempt = rb_intern("on_attempt");
 }

@@ -50,11 +50,23 @@ module LlmFailover
 
     # Engine listener: a streamed content delta from target index +target+.
     def on_chunk(text, target)
-      @store.append_assistant(@message, text)
-      current = @targets.fetch(target) { @targets[0] }
-      chunk = Chunk.build(text, current.model, current.provider.name, @chunk_index, @request_id, false)
-      @chunk_index += 1
-      @block&.call(chunk)
+      on_chunks([text], target)
+    end
+
+    # Engine listener: the deltas of one network read from target index +target+, in
+    # order (one method call from the engine instead of one per delta). Each delta is
+    # stored before the block sees it, so the store always holds what the user saw.
+    def on_chunks(texts, target)
+      block = @block
+      source = chunk_source(target) if block
+      store = @store
+      message = @message
+      texts.each do |text|
+        store.append_assistant(message, text)
+        index = @chunk_index
+        @chunk_index = index + 1
+        block&.call(Chunk.build(text, index, source))
+      end
       nil
     end
 
@@ -87,6 +99,15 @@ module LlmFailover
     end
 
     private
+
+    # What every Chunk from target index +target+ shares, made once per target.
+    def chunk_source(target)
+      @chunk_sources ||= []
+      @chunk_sources[target] ||= begin
+        t = @targets.fetch(target) { @targets[0] }
+        Chunk::Source.new(t.model, t.provider.name, @request_id, false).freeze
+      end
+    end
 
     def engine_request
       { targets: @targets.map { |t| t.provider.engine_target(t.model) }, messages: @messages, system: @system,

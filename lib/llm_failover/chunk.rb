@@ -6,31 +6,44 @@ module LlmFailover
   # A reset chunk (reset? true, content "") means: discard everything shown so far,
   # another target is about to answer from scratch.
   class Chunk
+    # What the chunks of one answer from one target share: kept once, not per chunk.
+    # @api private
+    Source = Struct.new(:model, :provider, :request_id, :reset)
+
     # @return [String] the text delta ("" for a reset)
     attr_reader :content
-    # @return [String] the model asked of the target that sent it
-    attr_reader :model
-    # @return [Symbol] the configured provider name of that target
-    attr_reader :provider
     # @return [Integer] 0, 1, ... within the current answer (a reset starts again at 0)
     attr_reader :index
-    # @return [String] the UUID of the logical call
-    attr_reader :request_id
 
     def initialize(content:, model:, provider:, index:, request_id:, reset: false)
-      assign(content, model, provider, index, request_id, reset)
+      assign(content, index, Source.new(model, provider, request_id, reset ? true : false).freeze)
     end
 
-    # @api private: one per streamed event, so positional, in #initialize's order,
-    # without the keyword Hash #new would build.
-    def self.build(content, model, provider, index, request_id, reset)
+    # @api private: one per streamed delta, so positional and with the shared part
+    # in +source+ (a frozen Source), without the keyword Hash #new would build.
+    def self.build(content, index, source)
       chunk = allocate
-      chunk.__send__(:assign, content, model, provider, index, request_id, reset)
+      chunk.__send__(:assign, content, index, source)
       chunk
     end
 
+    # @return [String] the model asked of the target that sent it
+    def model
+      @source.model
+    end
+
+    # @return [Symbol] the configured provider name of that target
+    def provider
+      @source.provider
+    end
+
+    # @return [String] the UUID of the logical call
+    def request_id
+      @source.request_id
+    end
+
     def reset?
-      @reset
+      @source.reset
     end
 
     # So that `print chunk` prints the text.
@@ -44,13 +57,10 @@ module LlmFailover
 
     private
 
-    def assign(content, model, provider, index, request_id, reset)
+    def assign(content, index, source)
       @content = content
-      @model = model
-      @provider = provider
       @index = index
-      @request_id = request_id
-      @reset = reset ? true : false
+      @source = source
       freeze
     end
   end

@@ -40,11 +40,14 @@ module LlmFailover
     # Runs once per streamed chunk: appends in place, and goes through Message#update
     # (keyword arguments, an ivar name built per call) only to replace a frozen String.
     def append_assistant(message, text)
-      @lock.synchronize do
+      @lock.lock
+      begin
         content = message.content
         content.frozen? ? message.update(content: content.dup << text) : content << text
-        message
+      ensure
+        @lock.unlock
       end
+      message
     end
 
     def reset_assistant(message, model:, provider:)

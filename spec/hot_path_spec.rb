@@ -1,0 +1,168 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "support/engine_helpers"
+
+# What the per-call and per-chunk shortcuts (bench/README.md) must keep true.
+RSpec.describe "the hot path" do
+  include_context "with fake providers"
+  let(:fp) { primary }
+
+  describe "LlmFailover::Engine.uuid" do
+    UUID_V4 = /\A\h{8}-\h{4}-4\h{3}-[89ab]\h{3}-\h{12}\z/.freeze
+
+    it "makes version 4 UUIDs, never the same one twice" do
+      ids = Array.new(5000) { LlmFailover::Engine.uuid }
+      expect(ids).to all(match(UUID_V4))
+      expect(ids.uniq.size).to eq(5000)
+      # Random bits, not a counter: every hex digit of the random part shows up everywhere.
+      expect(ids.map { |id| id[0] }.uniq.size).to eq(16)
+    end
+
+    it "gives a forked child ids of its own, not the parent's next ones" do
+      LlmFailover::Engine.uuid # the parent's block of random bytes is drawn
+      reader, writer = IO.pipe
+      pid = fork do
+        reader.close
+        writer.puts(Array.new(3) { LlmFailover::Engine.uuid }.join(","))
+        writer.close
+        exit!(0)
+      end
+      writer.close
+      child = reader.read.strip.split(",")
+      Process.wait(pid)
+      parent = Array.new(3) { LlmFailover::Engine.uuid }
+      expect(child.size).to eq(3)
+      expect(child & parent).to be_empty
+    end
+
+    it "is every call's request id" do
+      reply = LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Hi")
+      expect(reply.request_id).to match(UUID_V4)
+      expect(reply.attempts.map(&:request_id)).to eq([reply.request_id])
+    end
+  end
+
+  describe "the engine request's policy" do
+    let(:engine) { LlmFailover::Engine.new }
+
+    it "is read from a Hash under :policy as from the request itself" do
+      flat = engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)
+      request = { targets: [engine_target(fp)], messages: [%w[user Hello]], stream: false,
+                  policy: EngineHelpers::POLICY }
+      nested = engine.run(request, EngineHelpers::RecordingListener.new)
+      expect(nested).to include(ok: true, content: flat[:content])
+    end
+
+    it "is checked under :policy too" do
+      request = { targets: [engine_target(fp)], messages: [%w[user Hello]], stream: false,
+                  policy: EngineHelpers::POLICY.merge(max_retries: -1) }
+      expect { engine.run(request, EngineHelpers::RecordingListener.new) }
+        .to raise_error(ArgumentError, /max_retries/)
+      expect { engine.run(request.merge(policy: EngineHelpers::POLICY.except(:idle_timeout)), EngineHelpers::RecordingListener.new) }
+        .to raise_error(ArgumentError, /idle_timeout/)
+    end
+
+    it "is built once per configuration and again after any policy setter" do
+      config = LlmFailover::Configuration.new
+      first = config.engine_policy
+      expect(first).to be_frozen
+      expect(config.engine_policy).to equal(first)
+      config.max_retries = 7
+      expect(config.engine_policy).not_to equal(first)
+      expect(config.engine_policy[:max_retries]).to eq(7)
+      LlmFailover::Configuration::ENGINE_POLICY.each do |name|
+        before = config.engine_policy
+        config.public_send(:"#{name}=", config.public_send(name))
+        expect(config.engine_policy).not_to equal(before), "#{name}= kept a stale policy"
+      end
+    end
+
+    it "follows a per-chat override and leaves the global one alone" do
+      LlmFailover.configuration.engine_policy # cached on the global configuration
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, max_retries: 0)
+      expect(chat.config.engine_policy[:max_retries]).to eq(0)
+      expect(LlmFailover.configuration.engine_policy[:max_retries]).to eq(LlmFailover.configuration.max_retries)
+    end
+  end
+
+  describe "streamed deltas in batches" do
+    let(:engine) { LlmFailover::Engine.new }
+
+    # A listener that takes batches, recording each call.
+    class BatchListener < EngineHelpers::RecordingListener
+      attr_reader :batches
+
+      def on_chunks(texts, target)
+        (@batches ||= []) << [texts.dup, target]
+        texts.each { |t| on_chunk(t, target) }
+      end
+    end
+
+    it "hands every delta over, in order, before the attempt's record" do
+      chunks = Array.new(50) { |i| "w#{i} " }
+      fp.enqueue({ chunks: chunks })
+      listener = BatchListener.new
+      result = engine.run(engine_request(engine_target(fp), stream: true), listener)
+      expect(result[:ok]).to be(true)
+      expect(listener.batches.flat_map(&:first)).to eq(chunks)
+      expect(listener.batches.map(&:last).uniq).to eq([0])
+      expect(listener.events.last).to eq([:attempt, 1])
+    end
+
+    it "still calls on_chunk once per delta for a listener without on_chunks" do
+      chunks = %w[a b c d]
+      fp.enqueue({ chunks: chunks })
+      listener = EngineHelpers::RecordingListener.new
+      engine.run(engine_request(engine_target(fp), stream: true), listener)
+      expect(listener.chunks).to eq(chunks)
+    end
+
+    it "delivers the primary's deltas before the reset and the backup's after it" do
+      primary.enqueue({ chunks: %w[p1 p2 p3 p4], cut_after: 2 })
+      backup.enqueue({ chunks: %w[b1 b2] })
+      listener = BatchListener.new
+      engine.run(engine_request([engine_target(primary), engine_target(backup)], stream: true), listener)
+      kinds = listener.events.map { |e| e[0] == :chunk ? e[1] : e[0] }
+      expect(kinds).to eq(["p1", "p2", :attempt, :reset, "b1", "b2", :attempt])
+      expect(listener.batches.map(&:last)).to eq([0, 1])
+    end
+
+    it "stops at a delta whose block raises, and the stored answer is failed, not finished" do
+      fp.enqueue({ chunks: Array.new(20) { |i| "w#{i} " } })
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+      seen = []
+      expect do
+        chat.ask("Go") do |chunk|
+          seen << chunk.content
+          raise "enough" if seen.size == 3
+        end
+      end.to raise_error(RuntimeError, "enough")
+      expect(seen).to eq(["w0 ", "w1 ", "w2 "])
+      expect(chat.messages.last.status).to eq("failed")
+      expect(chat.messages.last.content).to start_with("w0 w1 w2 ")
+    end
+
+    it "gives each Chunk its own index and the call's model, provider and request id" do
+      fp.enqueue({ chunks: %w[a b c] })
+      chunks = []
+      reply = LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Go") { |c| chunks << c }
+      expect(chunks.map(&:index)).to eq([0, 1, 2])
+      expect(chunks.map { |c| [c.model, c.provider, c.request_id, c.reset?] }.uniq)
+        .to eq([["gpt-4o", :openai, reply.request_id, false]])
+      expect(chunks).to all(be_frozen)
+      expect(chunks.first.inspect).to include('"a"', "openai/gpt-4o", "#0")
+    end
+  end
+
+  describe "a chat without a quota" do
+    it "never asks quota_used (0 and nil mean unlimited)" do
+      asked = 0
+      [0, nil].each do |quota|
+        chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, quota: quota, quota_used: -> { asked += 1 })
+        expect(chat.ask("Hi").content).to be_a(String)
+      end
+      expect(asked).to eq(0)
+    end
+  end
+end
