@@ -41,9 +41,13 @@ module LlmFailover
     # @api private: the engine's records, one per attempt of every call: positional
     # arguments, in FIELDS order with success before error_class, skip the keyword
     # Hash that #new would build.
-    def self.build(*fields)
+    def self.build(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
+                   failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
+                   started_at, provider_request_id)
       record = allocate
-      record.__send__(:assign, *fields)
+      record.__send__(:assign, request_id, attempt, provider, model, feature, success, error_class, error_message,
+                      http_status, failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens,
+                      output_tokens, started_at, provider_request_id)
       record
     end
 

@@ -161,6 +161,10 @@ module LlmFailover
     # @return [Configuration] a copy with +overrides+ applied and validated
     # @raise [ConfigurationError] naming unknown options
     def with_overrides(overrides)
+      # Built here once so that every copy starts with them (each is dropped again by
+      # the setters it concerns): a chat's copy would otherwise build both per call.
+      engine_policy
+      usage_log_emitter
       return dup if overrides.empty?
 
       unknown = overrides.keys.reject { |k| OPTIONS.include?(k) }

@@ -25,9 +25,11 @@ module LlmFailover
 
     # @api private: one per call; positional, in #initialize's order, without the
     # keyword Hash #new would build.
-    def self.build(*fields)
+    def self.build(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
+                   finish_reason, provider_request_id, streamed, chunk_count)
       reply = allocate
-      reply.__send__(:assign, *fields)
+      reply.__send__(:assign, content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
+                     finish_reason, provider_request_id, streamed, chunk_count)
       reply
     end
 
