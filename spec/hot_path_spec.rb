@@ -125,7 +125,8 @@ RSpec.describe "the hot path" do
       engine.run(engine_request([engine_target(primary), engine_target(backup)], stream: true), listener)
       kinds = listener.events.map { |e| e[0] == :chunk ? e[1] : e[0] }
       expect(kinds).to eq(["p1", "p2", :attempt, :reset, "b1", "b2", :attempt])
-      expect(listener.batches.map(&:last)).to eq([0, 1])
+      # A batch never mixes targets; how many batches a target's deltas take depends on the reads.
+      expect(listener.batches.map(&:last).chunk_while { |a, b| a == b }.map(&:first)).to eq([0, 1])
     end
 
     it "stops at a delta whose block raises, and the stored answer is failed, not finished" do
