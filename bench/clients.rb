@@ -113,7 +113,7 @@ when "engine"
   configure_gem(base)
   config = LlmFailover.configuration
   request = { targets: [config.provider_config(:bench).engine_target(MODEL)], messages: [%w[user Hello]],
-              system: nil, temperature: nil, max_tokens: nil, stream: false }.merge(config.engine_policy)
+              system: nil, temperature: nil, max_tokens: nil, stream: false, policy: config.engine_policy }
   listener = Class.new do
     def on_chunk(*) = nil
     def on_reset = nil

@@ -2,6 +2,7 @@
 
 require "llm_failover/version"
 require "llm_failover/errors"
+require "llm_failover/chunk" # before the extension, which defines Chunk.build
 require "llm_failover/llm_failover" # the compiled extension: Engine and the C core
 
 require "llm_failover/provider_config"
@@ -10,7 +11,6 @@ require "llm_failover/quota"
 require "llm_failover/model_picker"
 require "llm_failover/memory_store/message"
 require "llm_failover/memory_store"
-require "llm_failover/chunk"
 require "llm_failover/reply"
 require "llm_failover/attempt_record"
 require "llm_failover/usage_log"
@@ -64,7 +64,7 @@ module LlmFailover
     # @raise [ModelNotFoundError] empty model
     def chat(model: nil, provider: nil, system: nil, instructions: nil, **options)
       if options.empty? # the everyday call, without the Hashes below
-        chat = Chat.new(config: configuration.with_overrides(options), model: model, provider: provider)
+        chat = Chat.build(configuration.with_overrides(options), model, provider)
       else
         chat_options = options.slice(*CHAT_OPTIONS)
         overrides = options.reject { |k, _| CHAT_OPTIONS.include?(k) }

@@ -196,6 +196,14 @@ typedef struct lf_offsets {
     size_t headers_start, n_headers;
 } lf_target_offsets;
 
+/* The last frozen policy Hash read, and what was read from it: a
+ * configuration hands the same frozen Hash to every call (Configuration#
+ * engine_policy), so its eleven numbers are read once, not per call. The Hash
+ * is kept alive (registered with the GC), so its address cannot be reused by
+ * another. Only touched with the GVL held. */
+static VALUE lf_policy_seen = Qnil;
+static lf_policy lf_policy_seen_values;
+
 static VALUE lf_build_args_body(VALUE arg)
 {
     /* Everything here may raise (type conversions): the caller's rb_protect
@@ -293,6 +301,10 @@ static VALUE lf_build_args_body(VALUE arg)
     policy = lf_fetch(request, "policy", 0);
     if (NIL_P(policy)) policy = request;
     Check_Type(policy, T_HASH);
+    if (policy == lf_policy_seen) { /* frozen, so what was read from it still holds */
+        ca->policy = lf_policy_seen_values;
+        return Qnil;
+    }
     ca->policy.max_retries = NUM2INT(lf_fetch(policy, "max_retries", 1));
     if (ca->policy.max_retries < 0) rb_raise(rb_eArgError, "llm_failover: :max_retries must not be negative");
     ca->policy.backoff.interval = lf_fetch_num(policy, "retry_interval");
@@ -305,6 +317,10 @@ static VALUE lf_build_args_body(VALUE arg)
     ca->policy.request_timeout = lf_fetch_num(policy, "request_timeout");
     ca->policy.failover_on_context_length = RTEST(lf_fetch(policy, "failover_on_context_length", 1));
     ca->policy.max_response_bytes = (size_t)lf_fetch_num(policy, "max_response_bytes");
+    if (OBJ_FROZEN(policy) && policy != request) {
+        lf_policy_seen = policy;
+        lf_policy_seen_values = ca->policy;
+    }
     return Qnil;
 }
 
@@ -412,26 +428,34 @@ typedef struct lf_attempt_args {
     const lf_attempt_record *rec;
 } lf_attempt_args;
 
+/* Hashes are filled with rb_hash_bulk_insert: a Hash of more than eight
+ * pairs is then made at its final size once, instead of growing pair by pair
+ * and being rebuilt as a table on the ninth. */
+#define LF_PAIR(k, v) (pairs[n++] = (k), pairs[n++] = (v))
+
 static VALUE lf_call_on_attempt(VALUE arg)
 {
     lf_attempt_args *a = (lf_attempt_args *)arg;
     const lf_attempt_record *r = a->rec;
-    VALUE h = rb_hash_new();
-    rb_hash_aset(h, lf_sym_attempt, INT2NUM(r->attempt));
-    rb_hash_aset(h, lf_sym_target, INT2NUM(r->target));
-    rb_hash_aset(h, lf_sym_success, r->success ? Qtrue : Qfalse);
-    rb_hash_aset(h, lf_sym_error_class, r->success ? Qnil : lf_error_class_for(r->kind));
-    rb_hash_aset(h, lf_sym_error_message, r->error_message ? rb_utf8_str_new_cstr(r->error_message) : Qnil);
-    rb_hash_aset(h, lf_sym_http_status, r->http_status ? LONG2NUM(r->http_status) : Qnil);
-    rb_hash_aset(h, lf_sym_failover_eligible, r->failover_eligible ? Qtrue : Qfalse);
-    rb_hash_aset(h, lf_sym_retry_after, lf_num_or_nil(r->retry_after));
-    rb_hash_aset(h, lf_sym_latency_ms, DBL2NUM(r->latency_ms));
-    rb_hash_aset(h, lf_sym_first_token_ms, lf_num_or_nil(r->first_token_ms));
-    rb_hash_aset(h, lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
-    rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
-    rb_hash_aset(h, lf_sym_started_at, lf_time_from_epoch(r->started_at));
-    rb_hash_aset(h, lf_sym_provider_request_id,
-                 r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil);
+    VALUE pairs[28], h;
+    long n = 0;
+    LF_PAIR(lf_sym_attempt, INT2NUM(r->attempt));
+    LF_PAIR(lf_sym_target, INT2NUM(r->target));
+    LF_PAIR(lf_sym_success, r->success ? Qtrue : Qfalse);
+    LF_PAIR(lf_sym_error_class, r->success ? Qnil : lf_error_class_for(r->kind));
+    LF_PAIR(lf_sym_error_message, r->error_message ? rb_utf8_str_new_cstr(r->error_message) : Qnil);
+    LF_PAIR(lf_sym_http_status, r->http_status ? LONG2NUM(r->http_status) : Qnil);
+    LF_PAIR(lf_sym_failover_eligible, r->failover_eligible ? Qtrue : Qfalse);
+    LF_PAIR(lf_sym_retry_after, lf_num_or_nil(r->retry_after));
+    LF_PAIR(lf_sym_latency_ms, DBL2NUM(r->latency_ms));
+    LF_PAIR(lf_sym_first_token_ms, lf_num_or_nil(r->first_token_ms));
+    LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
+    LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
+    LF_PAIR(lf_sym_started_at, lf_time_from_epoch(r->started_at));
+    LF_PAIR(lf_sym_provider_request_id,
+            r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil);
+    h = rb_hash_new();
+    rb_hash_bulk_insert(n, pairs, h);
     return rb_funcall(a->listener, lf_id_on_attempt, 1, h);
 }
 
@@ -506,18 +530,19 @@ static VALUE lf_buf_to_str_or_nil(const lf_buf *b)
 
 static VALUE lf_outcome_to_hash(const lf_outcome *o)
 {
-    VALUE h = rb_hash_new();
-    rb_hash_aset(h, lf_sym_ok, o->ok ? Qtrue : Qfalse);
-    rb_hash_aset(h, lf_sym_target, INT2NUM(o->target));
-    rb_hash_aset(h, lf_sym_attempts, INT2NUM(o->attempts));
-    rb_hash_aset(h, lf_sym_provider_request_id, lf_buf_to_str_or_nil(&o->provider_request_id));
+    VALUE pairs[28], h;
+    long n = 0;
+    LF_PAIR(lf_sym_ok, o->ok ? Qtrue : Qfalse);
+    LF_PAIR(lf_sym_target, INT2NUM(o->target));
+    LF_PAIR(lf_sym_attempts, INT2NUM(o->attempts));
+    LF_PAIR(lf_sym_provider_request_id, lf_buf_to_str_or_nil(&o->provider_request_id));
     if (o->ok) {
-        rb_hash_aset(h, lf_sym_content, rb_utf8_str_new(o->answer.text.ptr ? o->answer.text.ptr : "",
-                                                         (long)o->answer.text.len));
-        rb_hash_aset(h, lf_sym_model, lf_buf_to_str_or_nil(&o->answer.model));
-        rb_hash_aset(h, lf_sym_finish_reason, lf_buf_to_str_or_nil(&o->answer.finish_reason));
-        rb_hash_aset(h, lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
-        rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
+        LF_PAIR(lf_sym_content, rb_utf8_str_new(o->answer.text.ptr ? o->answer.text.ptr : "",
+                                                (long)o->answer.text.len));
+        LF_PAIR(lf_sym_model, lf_buf_to_str_or_nil(&o->answer.model));
+        LF_PAIR(lf_sym_finish_reason, lf_buf_to_str_or_nil(&o->answer.finish_reason));
+        LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
+        LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
     } else {
         VALUE body = o->body.len ? rb_str_new(o->body.ptr, (long)o->body.len) : Qnil;
         if (!NIL_P(body)) {
@@ -525,19 +550,27 @@ static VALUE lf_outcome_to_hash(const lf_outcome *o)
             if (rb_enc_str_coderange(body) == ENC_CODERANGE_BROKEN)
                 body = rb_str_scrub(body, Qnil);
         }
-        rb_hash_aset(h, lf_sym_error_class, lf_error_class_for(o->kind));
-        rb_hash_aset(h, lf_sym_message, rb_utf8_str_new(o->message.ptr ? o->message.ptr : "",
-                                                        (long)o->message.len));
-        rb_hash_aset(h, lf_sym_status, o->status ? LONG2NUM(o->status) : Qnil);
-        rb_hash_aset(h, lf_sym_body, body);
-        rb_hash_aset(h, lf_sym_retry_after, lf_num_or_nil(o->retry_after));
-        rb_hash_aset(h, lf_sym_retryable, o->retryable ? Qtrue : Qfalse);
-        rb_hash_aset(h, lf_sym_partial_content, lf_buf_to_str_or_nil(&o->partial));
-        rb_hash_aset(h, lf_sym_error_type, lf_buf_to_str_or_nil(&o->error_type));
-        rb_hash_aset(h, lf_sym_error_code, lf_buf_to_str_or_nil(&o->error_code));
+        LF_PAIR(lf_sym_error_class, lf_error_class_for(o->kind));
+        LF_PAIR(lf_sym_message, rb_utf8_str_new(o->message.ptr ? o->message.ptr : "", (long)o->message.len));
+        LF_PAIR(lf_sym_status, o->status ? LONG2NUM(o->status) : Qnil);
+        LF_PAIR(lf_sym_body, body);
+        LF_PAIR(lf_sym_retry_after, lf_num_or_nil(o->retry_after));
+        LF_PAIR(lf_sym_retryable, o->retryable ? Qtrue : Qfalse);
+        LF_PAIR(lf_sym_partial_content, lf_buf_to_str_or_nil(&o->partial));
+        LF_PAIR(lf_sym_error_type, lf_buf_to_str_or_nil(&o->error_type));
+        LF_PAIR(lf_sym_error_code, lf_buf_to_str_or_nil(&o->error_code));
     }
+    h = rb_hash_new();
+    rb_hash_bulk_insert(n, pairs, h);
     return h;
 }
+
+/* The class of the last listener checked, and whether it has on_chunks: the
+ * gem's listener is always a Call, and asking four respond_to? per call cost
+ * more than the rest of the argument checks. Registered with the GC, like
+ * lf_policy_seen. */
+static VALUE lf_listener_seen = Qnil;
+static int lf_listener_seen_batches;
 
 /* @overload run(request, listener)
  *   Runs one logical call (Call#engine_request builds the request).
@@ -558,9 +591,13 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
     int state = 0, rc;
 
     lf_validate_request(request, &targets, &messages);
-    if (!rb_respond_to(listener, lf_id_on_chunk) || !rb_respond_to(listener, lf_id_on_reset) ||
-        !rb_respond_to(listener, lf_id_on_attempt))
-        rb_raise(rb_eArgError, "llm_failover: listener must respond to on_chunk, on_reset and on_attempt");
+    if (CLASS_OF(listener) != lf_listener_seen) {
+        if (!rb_respond_to(listener, lf_id_on_chunk) || !rb_respond_to(listener, lf_id_on_reset) ||
+            !rb_respond_to(listener, lf_id_on_attempt))
+            rb_raise(rb_eArgError, "llm_failover: listener must respond to on_chunk, on_reset and on_attempt");
+        lf_listener_seen_batches = rb_respond_to(listener, lf_id_on_chunks);
+        lf_listener_seen = CLASS_OF(listener);
+    }
 
     memset(&ca, 0, sizeof(ca));
     lf_buf_init(&ca.arena);
@@ -576,7 +613,7 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
 
     memset(&rl, 0, sizeof(rl));
     rl.listener = listener;
-    rl.batches = rb_respond_to(listener, lf_id_on_chunks);
+    rl.batches = lf_listener_seen_batches;
     rl.pending = Qnil;
     l.ud = &rl;
     l.on_chunk = lf_rl_on_chunk;
@@ -708,6 +745,8 @@ void lf_init_engine(VALUE mod)
     LF_SYM(lf_sym_openai, "openai");
     LF_SYM(lf_sym_anthropic, "anthropic");
 #undef LF_SYM
+    rb_gc_register_address(&lf_policy_seen);
+    rb_gc_register_address(&lf_listener_seen);
     lf_id_on_chunk = rb_intern("on_chunk");
     lf_id_on_chunks = rb_intern("on_chunks");
     lf_id_on_reset = rb_intern("on_reset");

@@ -27,8 +27,7 @@ module LlmFailover
       @usage_log = config.usage_log_emitter
       @request_id = Engine.uuid
       @records = []
-      @failures = [] # [engine attempt Hash, Target] of every failed attempt
-      @attempts_on = [0, 0] # attempts per target index
+      @failures = nil # [engine attempt Hash, Target] of every failed attempt, once there is one
       @chunk_index = 0
     end
 
@@ -83,7 +82,7 @@ module LlmFailover
 
     # Engine listener: one HTTP attempt finished.
     def on_attempt(attempt)
-      target = @targets.fetch(attempt[:target]) { @targets[0] }
+      target = @targets[attempt[:target]] || @targets[0]
       success = attempt[:success]
       record = AttemptRecord.build(
         @request_id, attempt[:attempt], target.provider.name, target.model, @feature, success,
@@ -92,8 +91,7 @@ module LlmFailover
         attempt[:input_tokens], attempt[:output_tokens], attempt[:started_at], attempt[:provider_request_id]
       )
       @records << record
-      @attempts_on[attempt[:target]] += 1
-      @failures << [attempt, target] unless success
+      (@failures ||= []) << [attempt, target] unless success
       @usage_log.emit(record)
       nil
     end
@@ -154,7 +152,7 @@ module LlmFailover
     # The last error of the target tried before the one whose error is final, so that
     # `rescue => e; e.cause` shows why the primary was left.
     def earlier_target_error(final_target)
-      attempt, target = @failures.reverse.find { |a, _| a[:target] < final_target }
+      attempt, target = @failures&.reverse&.find { |a, _| a[:target] < final_target }
       return nil unless attempt
 
       build_error(attempt[:error_class], attempt[:error_message], target,
@@ -164,12 +162,11 @@ module LlmFailover
 
     # Every target tried ended on an error a healthy backup could have fixed.
     def chain_exhausted?
-      tried = (0...@attempts_on.size).select { |t| @attempts_on[t].positive? }
-      return false if tried.empty?
+      return false if @failures.nil? || @records.any?(&:success?)
 
       last_failure = {}
       @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
-      tried.all? { |t| last_failure[t] && last_failure[t][:failover_eligible] }
+      last_failure.each_value.all? { |attempt| attempt[:failover_eligible] }
     end
 
     def alert(error)

@@ -43,6 +43,15 @@ module LlmFailover
       @max_tokens = validate_max_tokens(max_tokens)
     end
 
+    # @api private: LlmFailover.chat(model:, provider:) with nothing else, the everyday
+    # call: the same checks as #initialize for the two arguments given, without a
+    # thirteen-keyword call (one chat per call is the Rails job's pattern).
+    def self.build(config, model, provider)
+      chat = allocate
+      chat.__send__(:plain, config, model, provider)
+      chat
+    end
+
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
     # With a block the answer is streamed: the block gets every Chunk, and a reset
     # Chunk (reset? true) before a backup starts over.
@@ -54,16 +63,19 @@ module LlmFailover
       end
       raise ArgumentError, "the prompt is empty" if BLANK.match?(text)
 
-      options = call_options(temperature, max_tokens) # validate before storing anything
+      # Validated before anything is stored.
+      temperature = temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature)
+      max_tokens = max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens)
       @store.add_user(text)
-      answer(options, block)
+      answer(temperature, max_tokens, block)
     end
 
     # Answers from the stored messages without storing a user message: after a
     # failed #ask this answers the same turn.
     # @return [Reply]
     def complete(temperature: KEEP, max_tokens: KEEP, &block)
-      answer(call_options(temperature, max_tokens), block)
+      answer(temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature),
+             max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens), block)
     end
 
     # Switches the primary target; the messages stay. The backup is kept unless
@@ -119,23 +131,37 @@ module LlmFailover
 
     private
 
-    def answer(options, block)
+    # #initialize with every option at its default.
+    def plain(config, model, provider)
+      @config = config
+      @engine = nil
+      @store = MemoryStore.new
+      set_primary(model, provider)
+      @backup_model = nil
+      @backup_provider = nil
+      @backup_target = nil
+      @quota = nil
+      @quota_used = 0
+      @enforce_quota = false
+      @feature = nil
+      @temperature = nil
+      @max_tokens = nil
+    end
+
+    def answer(temperature, max_tokens, block)
       targets = pick_targets
       system, messages = split_conversation(@store.conversation)
       raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
 
-      Call.new(@engine || LlmFailover.engine, @config, @store, targets, messages, system, options[:temperature],
-               options[:max_tokens], @feature, block).run
+      Call.new(@engine || LlmFailover.engine, @config, @store, targets, messages, system, temperature,
+               max_tokens, @feature, block).run
     end
 
     # The quota decides the order before any network. Without a limit (nil or 0, which
     # means unlimited) there is nothing to decide: quota_used is not even asked.
     def pick_targets
       if @quota.nil? || @quota.zero?
-        primary = Target.new(@model, @config.provider_config(@provider))
-        return [primary] unless backup?
-
-        return [primary, Target.new(@backup_model, @config.provider_config(@backup_provider))]
+        return @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
       end
 
       quota = Quota.new(limit: @quota, used: quota_used_now)
@@ -172,28 +198,30 @@ module LlmFailover
       [system.empty? ? nil : system.join("\n\n"), messages]
     end
 
-    def call_options(temperature, max_tokens)
-      { temperature: temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature),
-        max_tokens: max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens) }
-    end
-
     def set_primary(model, provider)
       model = validate_model(model, "model")
       raise ConfigurationError, "provider: is required (configured: #{configured_names})" if provider.nil?
 
-      @provider = @config.provider_config(provider).name
+      provider_config = @config.provider_config(provider)
+      @provider = provider_config.name
       @model = model
+      # The targets are resolved here, once: a chat's configuration is its own copy.
+      @primary_target = Target.new(model, provider_config)
+      @targets = nil
     end
 
     # Half a backup counts as none (DESIGN), but is almost always a mistake: say so.
     def set_backup(model, provider)
       model = validate_model(model, "backup_model") unless model.nil?
-      provider = @config.provider_config(provider).name unless provider.nil?
+      provider_config = @config.provider_config(provider) unless provider.nil?
+      provider = provider_config&.name
       if model.nil? ^ provider.nil?
         warn_config("#{model ? 'backup_model' : 'backup_provider'} given without the other: this chat has no backup")
       end
       @backup_model = model
       @backup_provider = provider
+      @backup_target = model && provider ? Target.new(model, provider_config) : nil
+      @targets = nil
     end
 
     def configured_names

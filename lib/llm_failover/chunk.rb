@@ -15,16 +15,10 @@ module LlmFailover
     # @return [Integer] 0, 1, ... within the current answer (a reset starts again at 0)
     attr_reader :index
 
+    # Chunk.build(content, index, source) (@api private, ext/llm_failover/chunk_class.c)
+    # is the gem's own positional constructor, one per streamed delta.
     def initialize(content:, model:, provider:, index:, request_id:, reset: false)
       assign(content, index, Source.new(model, provider, request_id, reset ? true : false).freeze)
-    end
-
-    # @api private: one per streamed delta, so positional and with the shared part
-    # in +source+ (a frozen Source), without the keyword Hash #new would build.
-    def self.build(content, index, source)
-      chunk = allocate
-      chunk.__send__(:assign, content, index, source)
-      chunk
     end
 
     # @return [String] the model asked of the target that sent it

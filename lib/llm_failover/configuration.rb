@@ -58,11 +58,7 @@ module LlmFailover
 
     # @raise [ConfigurationError] naming the configured providers when +name+ is unknown
     def provider_config(name)
-      key = name.respond_to?(:to_sym) ? name.to_sym : name
-      @providers.fetch(key) do
-        known = @providers.empty? ? "none; declare one with LlmFailover.configure { |c| c.provider ... }" : @providers.keys.map(&:inspect).join(", ")
-        raise ConfigurationError, "unknown provider #{name.inspect} (configured: #{known})"
-      end
+      @providers[name] || provider_config_by_name(name) # a Symbol, nearly always
     end
 
     def max_retries=(value)
@@ -214,6 +210,14 @@ module LlmFailover
     end
 
     private
+
+    def provider_config_by_name(name)
+      key = name.respond_to?(:to_sym) ? name.to_sym : name
+      @providers.fetch(key) do
+        known = @providers.empty? ? "none; declare one with LlmFailover.configure { |c| c.provider ... }" : @providers.keys.map(&:inspect).join(", ")
+        raise ConfigurationError, "unknown provider #{name.inspect} (configured: #{known})"
+      end
+    end
 
     # Sinks, loggers and callbacks are shown by class only: their own #inspect may
     # hold anything.

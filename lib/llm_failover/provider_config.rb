@@ -18,6 +18,8 @@ module LlmFailover
 
     REDACTED = "[REDACTED]"
 
+    ENGINE_TARGETS_KEPT = 32
+
     # A header name is an RFC 9110 token.
     HEADER_NAME = /\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\z/.freeze
     # CR, LF and NUL would let a value smuggle extra header lines or cut a C string.
@@ -32,6 +34,7 @@ module LlmFailover
       @api_key = validate_key(api_key)
       @base_url = validate_base_url(base_url.nil? ? DEFAULT_BASE_URLS.fetch(@api) : base_url)
       @headers = validate_headers(headers).freeze
+      @engine_targets = {} # model => engine_target, the one mutable part
       freeze
     end
 
@@ -41,8 +44,14 @@ module LlmFailover
     end
 
     # @api private: the engine's description of one target. Never log this Hash.
+    # Frozen and kept per model (a handful per provider; the cache is dropped past
+    # ENGINE_TARGETS_KEPT), so that a call only points at it.
     def engine_target(model)
-      { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }
+      @engine_targets[model] || begin
+        @engine_targets.clear if @engine_targets.size >= ENGINE_TARGETS_KEPT
+        @engine_targets[model] =
+          { api: api, base_url: base_url, api_key: @api_key, model: model.dup.freeze, headers: headers }.freeze
+      end
     end
 
     def inspect
