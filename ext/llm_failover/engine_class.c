@@ -334,6 +334,7 @@ typedef struct lf_ruby_listener {
     int batches;          /* the listener has on_chunks: deltas go in batches */
     int pending_target;
     VALUE pending;        /* Array of deltas not yet delivered (batches), or Qnil */
+    VALUE last_prid;      /* the provider request id String of the last attempt Hash, or Qnil */
 } lf_ruby_listener;
 
 typedef struct lf_chunk_args {
@@ -424,7 +425,7 @@ static VALUE lf_time_from_epoch(double t)
 }
 
 typedef struct lf_attempt_args {
-    VALUE listener;
+    lf_ruby_listener *rl;
     const lf_attempt_record *rec;
 } lf_attempt_args;
 
@@ -452,17 +453,17 @@ static VALUE lf_call_on_attempt(VALUE arg)
     LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
     LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
     LF_PAIR(lf_sym_started_at, lf_time_from_epoch(r->started_at));
-    LF_PAIR(lf_sym_provider_request_id,
-            r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil);
+    a->rl->last_prid = r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil;
+    LF_PAIR(lf_sym_provider_request_id, a->rl->last_prid);
     h = rb_hash_new();
     rb_hash_bulk_insert(n, pairs, h);
-    return rb_funcall(a->listener, lf_id_on_attempt, 1, h);
+    return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, h);
 }
 
 static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
 {
     lf_ruby_listener *rl = ud;
-    lf_attempt_args a = { rl->listener, rec };
+    lf_attempt_args a = { rl, rec };
     if (lf_rl_flush(rl)) return 1;
     rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
     return rl->state != 0;
@@ -528,19 +529,36 @@ static VALUE lf_buf_to_str_or_nil(const lf_buf *b)
     return b->len ? rb_utf8_str_new(b->ptr, (long)b->len) : Qnil;
 }
 
-static VALUE lf_outcome_to_hash(const lf_outcome *o)
+/* Model names and finish reasons repeat on every call: the same frozen String
+ * each time (Ruby's table of interned strings), not a new object per call. */
+static VALUE lf_buf_to_interned_or_nil(const lf_buf *b)
 {
-    VALUE pairs[28], h;
+    return b->len ? rb_enc_interned_str(b->ptr, (long)b->len, rb_utf8_encoding()) : Qnil;
+}
+
+typedef struct lf_result_args {
+    const lf_outcome *o;
+    const lf_ruby_listener *rl;
+} lf_result_args;
+
+static VALUE lf_outcome_to_hash(VALUE arg)
+{
+    const lf_outcome *o = ((lf_result_args *)arg)->o;
+    VALUE pairs[28], h, prid = ((lf_result_args *)arg)->rl->last_prid;
     long n = 0;
+    /* The last attempt's record already holds the same id: share the String. */
+    if (NIL_P(prid) || (size_t)RSTRING_LEN(prid) != o->provider_request_id.len ||
+        memcmp(RSTRING_PTR(prid), o->provider_request_id.ptr, o->provider_request_id.len) != 0)
+        prid = lf_buf_to_str_or_nil(&o->provider_request_id);
     LF_PAIR(lf_sym_ok, o->ok ? Qtrue : Qfalse);
     LF_PAIR(lf_sym_target, INT2NUM(o->target));
     LF_PAIR(lf_sym_attempts, INT2NUM(o->attempts));
-    LF_PAIR(lf_sym_provider_request_id, lf_buf_to_str_or_nil(&o->provider_request_id));
+    LF_PAIR(lf_sym_provider_request_id, prid);
     if (o->ok) {
         LF_PAIR(lf_sym_content, rb_utf8_str_new(o->answer.text.ptr ? o->answer.text.ptr : "",
                                                 (long)o->answer.text.len));
-        LF_PAIR(lf_sym_model, lf_buf_to_str_or_nil(&o->answer.model));
-        LF_PAIR(lf_sym_finish_reason, lf_buf_to_str_or_nil(&o->answer.finish_reason));
+        LF_PAIR(lf_sym_model, lf_buf_to_interned_or_nil(&o->answer.model));
+        LF_PAIR(lf_sym_finish_reason, lf_buf_to_interned_or_nil(&o->answer.finish_reason));
         LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
         LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
     } else {
@@ -587,6 +605,7 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
     lf_outcome o;
     lf_ruby_listener rl;
     lf_listener l;
+    lf_result_args ra;
     VALUE targets, messages, argv[4], result = Qnil;
     int state = 0, rc;
 
@@ -615,6 +634,7 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
     rl.listener = listener;
     rl.batches = lf_listener_seen_batches;
     rl.pending = Qnil;
+    rl.last_prid = Qnil;
     l.ud = &rl;
     l.on_chunk = lf_rl_on_chunk;
     l.on_reset = lf_rl_on_reset;
@@ -634,12 +654,15 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
         lf_outcome_free(&o);
         rb_raise(rb_eArgError, "llm_failover: %" PRIsVALUE, msg);
     }
-    result = rb_protect((VALUE(*)(VALUE))lf_outcome_to_hash, (VALUE)&o, &state);
+    ra.o = &o;
+    ra.rl = &rl;
+    result = rb_protect(lf_outcome_to_hash, (VALUE)&ra, &state);
     lf_outcome_free(&o);
     if (state) rb_jump_tag(state);
     RB_GC_GUARD(request);
     RB_GC_GUARD(listener);
     RB_GC_GUARD(rl.pending);
+    RB_GC_GUARD(rl.last_prid);
     return result;
 }
 

@@ -34,7 +34,7 @@ module LlmFailover
     # @return [Reply]
     # @raise [Error] the final error, with every attempt attached
     def run
-      @message = @store.start_assistant(model: @targets[0].model, provider: @targets[0].name.to_s)
+      @message = @store.start_assistant(model: @targets[0].model, provider: @targets[0].name.name)
       settled = false
       begin
         result = @engine.run(engine_request, self)
@@ -74,7 +74,7 @@ module LlmFailover
     def on_reset
       @chunk_index = 0
       current = @targets.fetch(1) { @targets[0] }
-      @store.reset_assistant(@message, model: current.model, provider: current.name.to_s)
+      @store.reset_assistant(@message, model: current.model, provider: current.name.name)
       @block&.call(Chunk.new(content: "", model: current.model, provider: current.name, index: 0,
                              request_id: @request_id, reset: true))
       nil
@@ -120,9 +120,9 @@ module LlmFailover
       model = result[:model]
       input_tokens = result[:input_tokens]
       output_tokens = result[:output_tokens]
-      @store.finish_assistant(@message, content: content, model: model, provider: name.to_s,
+      @store.finish_assistant(@message, content: content, model: model, provider: name.name,
                                         input_tokens: input_tokens, output_tokens: output_tokens)
-      reply = Reply.build(content, model, name, input_tokens, output_tokens, @request_id, @records,
+      reply = Reply.build(content, model, name, input_tokens, output_tokens, @request_id, @records.freeze,
                           result[:target].positive?, result[:finish_reason], result[:provider_request_id],
                           !@block.nil?, @chunk_index)
       log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if reply.failover?
@@ -183,7 +183,7 @@ module LlmFailover
       return unless @message
 
       if target
-        @store.fail_assistant(@message, model: target.model, provider: target.name.to_s)
+        @store.fail_assistant(@message, model: target.model, provider: target.name.name)
       else
         @store.fail_assistant(@message)
       end

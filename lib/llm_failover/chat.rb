@@ -150,9 +150,21 @@ module LlmFailover
 
     def answer(temperature, max_tokens, block)
       targets = pick_targets
-      system, messages = split_conversation(@store.conversation)
+      # System messages travel apart (Anthropic wants them out of the array; the engine
+      # puts them first for OpenAI-compatible APIs).
+      system = nil
+      messages = []
+      @store.conversation.each do |m|
+        role = m.role.to_s
+        if role == "system"
+          (system ||= []) << m.content.to_s
+        else
+          messages << [role, m.content.to_s]
+        end
+      end
       raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
 
+      system &&= system.join("\n\n")
       Call.new(@engine || LlmFailover.engine, @config, @store, targets, messages, system, temperature,
                max_tokens, @feature, block).run
     end
@@ -161,7 +173,8 @@ module LlmFailover
     # means unlimited) there is nothing to decide: quota_used is not even asked.
     def pick_targets
       if @quota.nil? || @quota.zero?
-        return @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
+        return @targets ||=
+                 @backup_target ? [@primary_target, @backup_target].freeze : @primary_target.provider.solo_targets(@model)
       end
 
       quota = Quota.new(limit: @quota, used: quota_used_now)
@@ -182,22 +195,6 @@ module LlmFailover
       used
     end
 
-    # System messages travel apart (Anthropic wants them out of the array; the engine
-    # puts them first for OpenAI-compatible APIs).
-    def split_conversation(conversation)
-      system = []
-      messages = []
-      conversation.each do |m|
-        role = m.role.to_s
-        if role == "system"
-          system << m.content.to_s
-        else
-          messages << [role, m.content.to_s]
-        end
-      end
-      [system.empty? ? nil : system.join("\n\n"), messages]
-    end
-
     def set_primary(model, provider)
       model = validate_model(model, "model")
       raise ConfigurationError, "provider: is required (configured: #{configured_names})" if provider.nil?
@@ -206,7 +203,7 @@ module LlmFailover
       @provider = provider_config.name
       @model = model
       # The targets are resolved here, once: a chat's configuration is its own copy.
-      @primary_target = Target.new(model, provider_config)
+      @primary_target = provider_config.target(model)
       @targets = nil
     end
 
@@ -220,7 +217,7 @@ module LlmFailover
       end
       @backup_model = model
       @backup_provider = provider
-      @backup_target = model && provider ? Target.new(model, provider_config) : nil
+      @backup_target = model && provider ? provider_config.target(model) : nil
       @targets = nil
     end
 

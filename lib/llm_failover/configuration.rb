@@ -159,7 +159,7 @@ module LlmFailover
     def with_overrides(overrides)
       # Built here once so that every copy starts with them (each is dropped again by
       # the setters it concerns): a chat's copy would otherwise build both per call.
-      engine_policy
+      engine_policy unless @engine_policy
       usage_log_emitter
       return dup if overrides.empty?
 

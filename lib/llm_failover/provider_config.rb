@@ -18,7 +18,7 @@ module LlmFailover
 
     REDACTED = "[REDACTED]"
 
-    ENGINE_TARGETS_KEPT = 32
+    MODELS_KEPT = 32
 
     # A header name is an RFC 9110 token.
     HEADER_NAME = /\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\z/.freeze
@@ -34,7 +34,7 @@ module LlmFailover
       @api_key = validate_key(api_key)
       @base_url = validate_base_url(base_url.nil? ? DEFAULT_BASE_URLS.fetch(@api) : base_url)
       @headers = validate_headers(headers).freeze
-      @engine_targets = {} # model => engine_target, the one mutable part
+      @per_model = {} # model => what every call to it shares (#per_model); the one mutable part
       freeze
     end
 
@@ -44,14 +44,18 @@ module LlmFailover
     end
 
     # @api private: the engine's description of one target. Never log this Hash.
-    # Frozen and kept per model (a handful per provider; the cache is dropped past
-    # ENGINE_TARGETS_KEPT), so that a call only points at it.
     def engine_target(model)
-      @engine_targets[model] || begin
-        @engine_targets.clear if @engine_targets.size >= ENGINE_TARGETS_KEPT
-        @engine_targets[model] =
-          { api: api, base_url: base_url, api_key: @api_key, model: model.dup.freeze, headers: headers }.freeze
-      end
+      per_model(model)[2]
+    end
+
+    # @api private: +model+ asked of this provider, as a frozen Target.
+    def target(model)
+      per_model(model)[0]
+    end
+
+    # @api private: [target(model)], frozen: the targets of a chat without a backup.
+    def solo_targets(model)
+      per_model(model)[1]
     end
 
     def inspect
@@ -66,6 +70,19 @@ module LlmFailover
     end
 
     private
+
+    # What every call to +model+ shares, built once and frozen, so that a call only
+    # points at it: [Target, [Target], engine target Hash]. Kept for a handful of
+    # models per provider (dropped past MODELS_KEPT).
+    def per_model(model)
+      @per_model[model] || begin
+        @per_model.clear if @per_model.size >= MODELS_KEPT
+        model = model.dup.freeze unless model.frozen?
+        target = Target.new(model, self).freeze
+        engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }.freeze
+        @per_model[model] = [target, [target].freeze, engine].freeze
+      end
+    end
 
     def fail!(message)
       raise ConfigurationError, "provider #{@name.inspect}: #{message}"
