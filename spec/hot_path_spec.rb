@@ -78,6 +78,27 @@ RSpec.describe "the hot path" do
       end
     end
 
+    it "is read again from each new frozen policy, not from the one read before" do
+      # The binding keeps what it read from the last frozen policy Hash; a setter makes a
+      # new Hash, and the next call must follow it.
+      LlmFailover.configuration.max_retries = 2
+      LlmFailover.configuration.retry_interval = 0
+      2.times { fp.enqueue({ status: 503 }) }
+      reply = LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Hi")
+      expect(reply.attempts.map(&:success?)).to eq([false, false, true])
+      LlmFailover.configuration.max_retries = 0
+      fp.enqueue({ status: 503 })
+      expect { LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Hi") }
+        .to raise_error(LlmFailover::ServiceUnavailableError) { |e| expect(e.attempts.size).to eq(1) }
+      # A policy that is not frozen is read on every call, even if it is the same Hash.
+      engine = LlmFailover::Engine.new
+      policy = EngineHelpers::POLICY.dup
+      request = { targets: [engine_target(fp)], messages: [%w[user Hello]], stream: false, policy: policy }
+      expect(engine.run(request, EngineHelpers::RecordingListener.new)).to include(ok: true)
+      policy[:max_retries] = -1
+      expect { engine.run(request, EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /max_retries/)
+    end
+
     it "follows a per-chat override and leaves the global one alone" do
       LlmFailover.configuration.engine_policy # cached on the global configuration
       chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, max_retries: 0)
@@ -153,6 +174,45 @@ RSpec.describe "the hot path" do
         .to eq([["gpt-4o", :openai, reply.request_id, false]])
       expect(chunks).to all(be_frozen)
       expect(chunks.first.inspect).to include('"a"', "openai/gpt-4o", "#0")
+    end
+  end
+
+  describe "the listener's methods" do
+    it "are checked once per listener class, and still for every new class" do
+      engine = LlmFailover::Engine.new
+      request = engine_request(engine_target(fp))
+      expect(engine.run(request, EngineHelpers::RecordingListener.new)).to include(ok: true)
+      expect { engine.run(request, Object.new) }.to raise_error(ArgumentError, /listener must respond/)
+      half = Class.new { def on_chunk(*) = nil }.new
+      expect { engine.run(request, half) }.to raise_error(ArgumentError, /listener must respond/)
+      expect(engine.run(request, EngineHelpers::RecordingListener.new)).to include(ok: true)
+    end
+  end
+
+  describe "what calls to one model share" do
+    it "is one frozen Target and engine target per provider and model, right for each model" do
+      config = LlmFailover.configuration.provider_config(:openai)
+      chats = %w[gpt-4o gpt-4o-mini gpt-4o].map { |m| LlmFailover.chat(model: m, provider: :openai) }
+      targets = chats.map { |c| c.send(:pick_targets) }
+      expect(targets[0]).to equal(targets[2])
+      expect(targets.map { |t| t.map(&:model) }).to eq([["gpt-4o"], ["gpt-4o-mini"], ["gpt-4o"]])
+      expect(targets.flatten).to all(be_frozen)
+      expect(config.engine_target("gpt-4o")).to be_frozen.and include(model: "gpt-4o", api: :openai)
+      # Past the handful kept, entries are made again, still right.
+      40.times { |i| expect(config.engine_target("m#{i}")[:model]).to eq("m#{i}") }
+      expect(config.target("gpt-4o").model).to eq("gpt-4o")
+      fp.enqueue({ text: "from mini" })
+      expect(chats[1].ask("Hi").content).to eq("from mini")
+      expect(fp.requests.last.json["model"]).to eq("gpt-4o-mini")
+    end
+
+    it "keeps a chat with a backup on its own two targets" do
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, backup_model: "claude", backup_provider: :anthropic)
+      expect(chat.send(:pick_targets).map { |t| [t.name, t.model] }).to eq([[:openai, "gpt-4o"], [:anthropic, "claude"]])
+      chat.with_model("gpt-4o-mini")
+      expect(chat.send(:pick_targets).map(&:model)).to eq(%w[gpt-4o-mini claude])
+      chat.with_model("gpt-4o", backup_model: nil, backup_provider: nil)
+      expect(chat.send(:pick_targets).map(&:model)).to eq(%w[gpt-4o])
     end
   end
 

@@ -39,14 +39,12 @@ module LlmFailover
 
     # Runs once per streamed chunk: appends in place, and goes through Message#update
     # (keyword arguments, an ivar name built per call) only to replace a frozen String.
+    # Without the lock: it guards the list of messages, which this does not change,
+    # and a reader reads a message's content outside it anyway; String#<< is one
+    # step under the GVL, so a reader sees the text before or after this delta.
     def append_assistant(message, text)
-      @lock.lock
-      begin
-        content = message.content
-        content.frozen? ? message.update(content: content.dup << text) : content << text
-      ensure
-        @lock.unlock
-      end
+      content = message.content
+      content.frozen? ? message.update(content: content.dup << text) : content << text
       message
     end
 
