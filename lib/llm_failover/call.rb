@@ -108,7 +108,7 @@ module LlmFailover
     end
 
     def engine_request
-      { targets: @targets.map { |t| t.provider.engine_target(t.model) }, messages: @messages, system: @system,
+      { targets: @targets.map(&:engine), messages: @messages, system: @system,
         temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
         policy: @config.engine_policy }
     end

@@ -21,6 +21,16 @@ module LlmFailover
     attr_reader :model, :provider, :backup_model, :backup_provider, :feature, :store, :config,
                 :quota, :temperature, :max_tokens
 
+    # @api private: +text+ is empty or only what String#strip removes. The regexp runs
+    # only when the first byte could be one of those: most text starts with a letter.
+    def self.blank?(text)
+      first = text.getbyte(0)
+      return true if first.nil?
+      return false if first > 32 && text.encoding.ascii_compatible?
+
+      BLANK.match?(text)
+    end
+
     # Prefer LlmFailover.chat, which applies the global configuration.
     # @param config [Configuration] this chat's own copy
     def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, quota: nil,
@@ -61,7 +71,7 @@ module LlmFailover
       unless text.is_a?(String)
         raise ArgumentError, "the prompt must be a String, got #{text.class}"
       end
-      raise ArgumentError, "the prompt is empty" if BLANK.match?(text)
+      raise ArgumentError, "the prompt is empty" if Chat.blank?(text)
 
       # Validated before anything is stored.
       temperature = temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature)
@@ -182,7 +192,7 @@ module LlmFailover
                                backup_provider: @backup_provider, quota: quota, enforce_quota: @enforce_quota)
       # Raises QuotaExceededError under enforce_quota with no backup to turn to.
       picker.targets.map do |model, provider|
-        Target.new(model, @config.provider_config(provider))
+        @config.provider_config(provider).target(model)
       end
     end
 
@@ -227,7 +237,7 @@ module LlmFailover
     end
 
     def validate_model(model, what)
-      raise ModelNotFoundError, "#{what} is empty" if model.nil? || (model.is_a?(String) && BLANK.match?(model))
+      raise ModelNotFoundError, "#{what} is empty" if model.nil? || (model.is_a?(String) && Chat.blank?(model))
       raise ConfigurationError, "#{what} must be a String, got #{model.class}" unless model.is_a?(String)
 
       model.frozen? ? model : model.dup.freeze

@@ -78,8 +78,8 @@ module LlmFailover
       @per_model[model] || begin
         @per_model.clear if @per_model.size >= MODELS_KEPT
         model = model.dup.freeze unless model.frozen?
-        target = Target.new(model, self).freeze
         engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }.freeze
+        target = Target.new(model, self, engine).freeze
         @per_model[model] = [target, [target].freeze, engine].freeze
       end
     end
