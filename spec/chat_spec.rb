@@ -48,10 +48,12 @@ RSpec.describe LlmFailover::Chat do
       chat = failover_chat
       expect { chat.ask("") }.to raise_error(ArgumentError, /empty/)
       expect { chat.ask("  \n") }.to raise_error(ArgumentError, /empty/)
+      expect { chat.ask("\t\r\v\f\0 ") }.to raise_error(ArgumentError, /empty/)
+      expect { chat.ask(" \u00a0") }.not_to raise_error # strip keeps a no-break space, so does the check
       expect { chat.ask(nil) }.to raise_error(ArgumentError, /String/)
       expect { chat.ask(:hello) }.to raise_error(ArgumentError, /String/)
-      expect(chat.messages).to be_empty
-      expect(primary.request_count).to eq(0)
+      expect(chat.messages.map(&:content).first).to eq(" \u00a0")
+      expect(primary.request_count).to eq(1)
     end
 
     it "stores the user message and the answer with who produced it" do
