@@ -13,6 +13,7 @@
 #include <ruby/thread.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -675,11 +676,18 @@ static VALUE lf_engine_idle_connections(VALUE self)
 /* ---- request ids ------------------------------------------------------ */
 
 /* Random bytes for request ids, drawn from the kernel in blocks rather than
- * with a system call per id; refilled in a forked child so that parent and
- * child never hand out the same ids. Only touched with the GVL held. */
+ * with a system call per id. A forked child drops what it inherited (a
+ * pthread_atfork handler, rather than a getpid system call per id), so that
+ * parent and child never hand out the same ids. Only touched with the GVL
+ * held, and by the handler in a child that has one thread. */
 static unsigned char lf_uuid_pool[512];
 static size_t lf_uuid_left;
-static pid_t lf_uuid_pid;
+
+static void lf_uuid_forget(void)
+{
+    memset(lf_uuid_pool, 0, sizeof(lf_uuid_pool));
+    lf_uuid_left = 0;
+}
 
 static int lf_uuid_refill(void)
 {
@@ -693,7 +701,6 @@ static int lf_uuid_refill(void)
         got += (size_t)n;
     }
     lf_uuid_left = sizeof(lf_uuid_pool);
-    lf_uuid_pid = getpid();
     return 0;
 }
 
@@ -707,7 +714,7 @@ static VALUE lf_engine_s_uuid(VALUE klass)
     char out[36];
     size_t i, o = 0;
 
-    if (lf_uuid_left < sizeof(b) || lf_uuid_pid != getpid()) {
+    if (lf_uuid_left < sizeof(b)) {
         if (lf_uuid_refill() != 0) rb_sys_fail("getrandom");
     }
     memcpy(b, lf_uuid_pool + sizeof(lf_uuid_pool) - lf_uuid_left, sizeof(b));
@@ -768,6 +775,7 @@ void lf_init_engine(VALUE mod)
     LF_SYM(lf_sym_openai, "openai");
     LF_SYM(lf_sym_anthropic, "anthropic");
 #undef LF_SYM
+    if (pthread_atfork(NULL, NULL, lf_uuid_forget) != 0) rb_raise(rb_eLoadError, "llm_failover: pthread_atfork failed");
     rb_gc_register_address(&lf_policy_seen);
     rb_gc_register_address(&lf_listener_seen);
     lf_id_on_chunk = rb_intern("on_chunk");
