@@ -60,11 +60,15 @@ module LlmFailover
       source = chunk_source(target) if block
       store = @store
       message = @message
-      texts.each do |text|
+      i = 0
+      n = texts.size
+      while i < n # not #each: one block call less per delta
+        text = texts[i]
         store.append_assistant(message, text)
         index = @chunk_index
         @chunk_index = index + 1
         block&.call(Chunk.build(text, index, source))
+        i += 1
       end
       nil
     end
