@@ -177,6 +177,34 @@ RSpec.describe "the hot path" do
     end
   end
 
+  describe "the usage log's sinks" do
+    it "are wrapped once per configuration and again after usage_log= or logger=" do
+      config = LlmFailover::Configuration.new
+      seen = []
+      config.usage_log = ->(r) { seen << [:first, r] }
+      first = config.usage_log_emitter
+      expect(config.usage_log_emitter).to equal(first)
+      copy = config.with_overrides({})
+      expect(copy.usage_log_emitter).to equal(first)
+      copy.usage_log = ->(r) { seen << [:second, r] }
+      expect(copy.usage_log_emitter).not_to equal(first)
+      copy.usage_log_emitter.emit(:x)
+      config.usage_log_emitter.emit(:y)
+      expect(seen).to eq([%i[second x], %i[first y]])
+      logger = Logger.new(StringIO.new)
+      config.logger = logger
+      expect(config.usage_log_emitter).not_to equal(first)
+      expect(config.usage_log_emitter.logger).to equal(logger)
+    end
+
+    it "follow a chat's own usage_log override" do
+      records = []
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, usage_log: ->(r) { records << r })
+      chat.ask("Hi")
+      expect(records.map(&:success?)).to eq([true])
+    end
+  end
+
   describe "the listener's methods" do
     it "are checked once per listener class, and still for every new class" do
       engine = LlmFailover::Engine.new

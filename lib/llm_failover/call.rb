@@ -126,10 +126,10 @@ module LlmFailover
       output_tokens = result[:output_tokens]
       @store.finish_assistant(@message, content: content, model: model, provider: name.name,
                                         input_tokens: input_tokens, output_tokens: output_tokens)
-      reply = Reply.build(content, model, name, input_tokens, output_tokens, @request_id, @records.freeze,
-                          result[:target].positive?, result[:finish_reason], result[:provider_request_id],
-                          !@block.nil?, @chunk_index)
-      log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if reply.failover?
+      failover = result[:target].positive?
+      reply = Reply.build(content, model, name, input_tokens, output_tokens, @request_id, @records.freeze, failover,
+                          result[:finish_reason], result[:provider_request_id], !@block.nil?, @chunk_index)
+      log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if failover
       reply
     end
 

@@ -129,6 +129,7 @@ module LlmFailover
     def usage_log=(value)
       UsageLog.new(value) # validates
       @usage_log = value.is_a?(Array) ? value.dup.freeze : value
+      @usage_log_emitter = nil
     end
 
     # A callable given an Alert when every target of a call failed on errors a
@@ -152,6 +153,7 @@ module LlmFailover
       end
 
       @logger = value
+      @usage_log_emitter = nil
     end
 
     # @return [Configuration] a copy with +overrides+ applied and validated
@@ -160,7 +162,7 @@ module LlmFailover
       # Built here once so that every copy starts with them (each is dropped again by
       # the setters it concerns): a chat's copy would otherwise build both per call.
       engine_policy unless @engine_policy
-      usage_log_emitter
+      usage_log_emitter unless @usage_log_emitter
       return dup if overrides.empty?
 
       unknown = overrides.keys.reject { |k| OPTIONS.include?(k) }
@@ -176,13 +178,10 @@ module LlmFailover
     end
 
     # @api private: the UsageLog of this configuration's sinks, built once and built
-    # again only when usage_log or logger changed (checked by identity: cheap on
-    # every call, and a copy made by #with_overrides shares it until it differs).
+    # again after usage_log= or logger= (each drops it); a copy made by
+    # #with_overrides shares it until one of them runs on the copy.
     def usage_log_emitter
-      log = @usage_log_emitter
-      return log if log && log.source.equal?(@usage_log) && log.logger.equal?(@logger)
-
-      @usage_log_emitter = UsageLog.new(@usage_log, logger: @logger)
+      @usage_log_emitter ||= UsageLog.new(@usage_log, logger: @logger)
     end
 
     # @api private: the policy part of an engine request, in the engine's types:

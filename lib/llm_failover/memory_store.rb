@@ -16,7 +16,12 @@ module LlmFailover
 
     # @return [Array<Message>] what a provider must see: no failed or unfinished answers
     def conversation
-      @lock.synchronize { @messages.reject { |m| m.role == "assistant" && !m.complete? } }
+      @lock.lock
+      begin
+        @messages.reject { |m| m.role == "assistant" && !m.complete? }
+      ensure
+        @lock.unlock
+      end
     end
 
     def add_user(content)
@@ -53,7 +58,12 @@ module LlmFailover
     end
 
     def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:)
-      @lock.synchronize { message.finish(content, model, provider, input_tokens, output_tokens) }
+      @lock.lock
+      begin
+        message.finish(content, model, provider, input_tokens, output_tokens)
+      ensure
+        @lock.unlock
+      end
     end
 
     # model/provider name the target whose error was final, when known.
