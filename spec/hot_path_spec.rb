@@ -177,6 +177,35 @@ RSpec.describe "the hot path" do
     end
   end
 
+  describe "attempts handed to the listener" do
+    it "come as fourteen values to on_attempt_values, in the attempt Hash's order, when the listener has it" do
+      listener = Class.new(EngineHelpers::RecordingListener) do
+        attr_reader :values
+
+        def on_attempt_values(*values)
+          (@values ||= []) << values
+        end
+      end.new
+      fp.enqueue({ status: 503 })
+      engine = LlmFailover::Engine.new
+      engine.run(engine_request(engine_target(fp), max_retries: 1, retry_interval: 0), listener)
+      hashes = EngineHelpers::RecordingListener.new
+      fp.enqueue({ status: 503 })
+      engine.run(engine_request(engine_target(fp), max_retries: 1, retry_interval: 0), hashes)
+      expect(listener.attempts).to be_empty
+      expect(listener.values.size).to eq(2)
+      expect(hashes.attempts.size).to eq(2)
+      listener.values.zip(hashes.attempts).each do |values, hash|
+        expect(hash.keys.size).to eq(14)
+        expected = hash.values.each_with_index.map do |v, i|
+          %i[latency_ms first_token_ms started_at provider_request_id].include?(hash.keys[i]) ? be_a(v.class) : eq(v)
+        end
+        values.zip(expected).each { |v, matcher| expect(v).to matcher }
+      end
+      expect(listener.values.map { |v| v[2] }).to eq([false, true])
+    end
+  end
+
   describe "the usage log's sinks" do
     it "are wrapped once per configuration and again after usage_log= or logger=" do
       config = LlmFailover::Configuration.new

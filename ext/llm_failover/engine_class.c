@@ -77,7 +77,9 @@ static VALUE lf_sym_ok, lf_sym_target, lf_sym_content, lf_sym_model, lf_sym_fini
     lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_attempt,
     lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
     lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_openai, lf_sym_anthropic;
-static ID lf_id_on_chunk, lf_id_on_chunks, lf_id_on_reset, lf_id_on_attempt;
+static ID lf_id_on_chunk, lf_id_on_chunks, lf_id_on_reset, lf_id_on_attempt, lf_id_on_attempt_values;
+/* The keys of an attempt Hash, in the order of on_attempt_values's arguments. */
+static VALUE lf_attempt_keys[14];
 
 /* The key's symbol is looked up through rb_intern on a string literal, which
  * Ruby's headers cache per call site: interning the name on every call cost
@@ -335,7 +337,8 @@ typedef struct lf_ruby_listener {
     int batches;          /* the listener has on_chunks: deltas go in batches */
     int pending_target;
     VALUE pending;        /* Array of deltas not yet delivered (batches), or Qnil */
-    VALUE last_prid;      /* the provider request id String of the last attempt Hash, or Qnil */
+    VALUE last_prid;      /* the provider request id String of the last attempt, or Qnil */
+    int attempt_values;   /* the listener has on_attempt_values: attempts go positionally */
 } lf_ruby_listener;
 
 typedef struct lf_chunk_args {
@@ -439,23 +442,25 @@ static VALUE lf_call_on_attempt(VALUE arg)
 {
     lf_attempt_args *a = (lf_attempt_args *)arg;
     const lf_attempt_record *r = a->rec;
-    VALUE pairs[28], h;
-    long n = 0;
-    LF_PAIR(lf_sym_attempt, INT2NUM(r->attempt));
-    LF_PAIR(lf_sym_target, INT2NUM(r->target));
-    LF_PAIR(lf_sym_success, r->success ? Qtrue : Qfalse);
-    LF_PAIR(lf_sym_error_class, r->success ? Qnil : lf_error_class_for(r->kind));
-    LF_PAIR(lf_sym_error_message, r->error_message ? rb_utf8_str_new_cstr(r->error_message) : Qnil);
-    LF_PAIR(lf_sym_http_status, r->http_status ? LONG2NUM(r->http_status) : Qnil);
-    LF_PAIR(lf_sym_failover_eligible, r->failover_eligible ? Qtrue : Qfalse);
-    LF_PAIR(lf_sym_retry_after, lf_num_or_nil(r->retry_after));
-    LF_PAIR(lf_sym_latency_ms, DBL2NUM(r->latency_ms));
-    LF_PAIR(lf_sym_first_token_ms, lf_num_or_nil(r->first_token_ms));
-    LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
-    LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
-    LF_PAIR(lf_sym_started_at, lf_time_from_epoch(r->started_at));
-    a->rl->last_prid = r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil;
-    LF_PAIR(lf_sym_provider_request_id, a->rl->last_prid);
+    VALUE v[14], pairs[28], h;
+    long n = 0, i;
+    v[0] = INT2NUM(r->attempt);
+    v[1] = INT2NUM(r->target);
+    v[2] = r->success ? Qtrue : Qfalse;
+    v[3] = r->success ? Qnil : lf_error_class_for(r->kind);
+    v[4] = r->error_message ? rb_utf8_str_new_cstr(r->error_message) : Qnil;
+    v[5] = r->http_status ? LONG2NUM(r->http_status) : Qnil;
+    v[6] = r->failover_eligible ? Qtrue : Qfalse;
+    v[7] = lf_num_or_nil(r->retry_after);
+    v[8] = DBL2NUM(r->latency_ms);
+    v[9] = lf_num_or_nil(r->first_token_ms);
+    v[10] = lf_long_or_nil(r->input_tokens);
+    v[11] = lf_long_or_nil(r->output_tokens);
+    v[12] = lf_time_from_epoch(r->started_at);
+    v[13] = a->rl->last_prid = r->provider_request_id ? rb_utf8_str_new_cstr(r->provider_request_id) : Qnil;
+    /* The positional form skips a Hash of fourteen pairs per attempt. */
+    if (a->rl->attempt_values) return rb_funcallv(a->rl->listener, lf_id_on_attempt_values, 14, v);
+    for (i = 0; i < 14; i++) LF_PAIR(lf_attempt_keys[i], v[i]);
     h = rb_hash_new();
     rb_hash_bulk_insert(n, pairs, h);
     return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, h);
@@ -589,7 +594,7 @@ static VALUE lf_outcome_to_hash(VALUE arg)
  * more than the rest of the argument checks. Registered with the GC, like
  * lf_policy_seen. */
 static VALUE lf_listener_seen = Qnil;
-static int lf_listener_seen_batches;
+static int lf_listener_seen_batches, lf_listener_seen_values;
 
 /* @overload run(request, listener)
  *   Runs one logical call (Call#engine_request builds the request).
@@ -597,7 +602,13 @@ static int lf_listener_seen_batches;
  *     :model, :headers), :messages ([role, content] pairs), :system, :temperature,
  *     :max_tokens, :stream, and the policy (:max_retries, :retry_interval, ...,
  *     :max_response_bytes) either in a Hash under :policy or in the request itself
- *   @param listener [#on_chunk, #on_reset, #on_attempt]
+ *   @param listener [#on_chunk, #on_reset, #on_attempt] on_chunk(text, target),
+ *     on_reset, on_attempt(Hash of :attempt, :target, :success, :error_class,
+ *     :error_message, :http_status, :failover_eligible, :retry_after, :latency_ms,
+ *     :first_token_ms, :input_tokens, :output_tokens, :started_at,
+ *     :provider_request_id). A listener may also have on_chunks(texts, target)
+ *     (the deltas of one read in one call) and on_attempt_values (the Hash's
+ *     values as fourteen arguments, in that order): the engine then uses those.
  *   @return [Hash] :ok, :target, :attempts and the answer or the error */
 static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
 {
@@ -616,6 +627,7 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
             !rb_respond_to(listener, lf_id_on_attempt))
             rb_raise(rb_eArgError, "llm_failover: listener must respond to on_chunk, on_reset and on_attempt");
         lf_listener_seen_batches = rb_respond_to(listener, lf_id_on_chunks);
+        lf_listener_seen_values = rb_respond_to(listener, lf_id_on_attempt_values);
         lf_listener_seen = CLASS_OF(listener);
     }
 
@@ -634,6 +646,7 @@ static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
     memset(&rl, 0, sizeof(rl));
     rl.listener = listener;
     rl.batches = lf_listener_seen_batches;
+    rl.attempt_values = lf_listener_seen_values;
     rl.pending = Qnil;
     rl.last_prid = Qnil;
     l.ud = &rl;
@@ -782,4 +795,19 @@ void lf_init_engine(VALUE mod)
     lf_id_on_chunks = rb_intern("on_chunks");
     lf_id_on_reset = rb_intern("on_reset");
     lf_id_on_attempt = rb_intern("on_attempt");
+    lf_id_on_attempt_values = rb_intern("on_attempt_values");
+    lf_attempt_keys[0] = lf_sym_attempt;
+    lf_attempt_keys[1] = lf_sym_target;
+    lf_attempt_keys[2] = lf_sym_success;
+    lf_attempt_keys[3] = lf_sym_error_class;
+    lf_attempt_keys[4] = lf_sym_error_message;
+    lf_attempt_keys[5] = lf_sym_http_status;
+    lf_attempt_keys[6] = lf_sym_failover_eligible;
+    lf_attempt_keys[7] = lf_sym_retry_after;
+    lf_attempt_keys[8] = lf_sym_latency_ms;
+    lf_attempt_keys[9] = lf_sym_first_token_ms;
+    lf_attempt_keys[10] = lf_sym_input_tokens;
+    lf_attempt_keys[11] = lf_sym_output_tokens;
+    lf_attempt_keys[12] = lf_sym_started_at;
+    lf_attempt_keys[13] = lf_sym_provider_request_id;
 }

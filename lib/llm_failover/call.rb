@@ -27,7 +27,7 @@ module LlmFailover
       @usage_log = config.usage_log_emitter
       @request_id = Engine.uuid
       @records = []
-      @failures = nil # [engine attempt Hash, Target] of every failed attempt, once there is one
+      @failures = nil # [Hash of the attempt's error, Target] of every failed attempt, once there is one
       @chunk_index = 0
     end
 
@@ -84,18 +84,34 @@ module LlmFailover
       nil
     end
 
-    # Engine listener: one HTTP attempt finished.
+    # Engine listener: one HTTP attempt finished (the engine calls #on_attempt_values,
+    # the same without the Hash).
     def on_attempt(attempt)
-      target = @targets[attempt[:target]] || @targets[0]
-      success = attempt[:success]
+      on_attempt_values(attempt[:attempt], attempt[:target], attempt[:success], attempt[:error_class],
+                        attempt[:error_message], attempt[:http_status], attempt[:failover_eligible],
+                        attempt[:retry_after], attempt[:latency_ms], attempt[:first_token_ms],
+                        attempt[:input_tokens], attempt[:output_tokens], attempt[:started_at],
+                        attempt[:provider_request_id])
+    end
+
+    # Engine listener: one HTTP attempt finished, its fields in the order of the
+    # engine's attempt Hash.
+    def on_attempt_values(attempt, target_index, success, error_class, error_message, http_status, failover_eligible,
+                          retry_after, latency_ms, first_token_ms, input_tokens, output_tokens, started_at,
+                          provider_request_id)
+      target = @targets[target_index] || @targets[0]
       record = AttemptRecord.build(
-        @request_id, attempt[:attempt], target.provider.name, target.model, @feature, success,
-        attempt[:error_class], success ? nil : redact(attempt[:error_message]), attempt[:http_status],
-        attempt[:failover_eligible], attempt[:retry_after], attempt[:latency_ms], attempt[:first_token_ms],
-        attempt[:input_tokens], attempt[:output_tokens], attempt[:started_at], attempt[:provider_request_id]
+        @request_id, attempt, target.provider.name, target.model, @feature, success, error_class,
+        success ? nil : redact(error_message), http_status, failover_eligible, retry_after, latency_ms,
+        first_token_ms, input_tokens, output_tokens, started_at, provider_request_id
       )
       @records << record
-      (@failures ||= []) << [attempt, target] unless success
+      unless success
+        failure = { target: target_index, error_class: error_class, error_message: error_message,
+                    http_status: http_status, failover_eligible: failover_eligible, retry_after: retry_after,
+                    provider_request_id: provider_request_id }
+        (@failures ||= []) << [failure, target]
+      end
       @usage_log.emit(record)
       nil
     end
