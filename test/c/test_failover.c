@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,12 +21,14 @@ typedef struct server {
     int fd;
     int port;
     const char *script[MAX_SCRIPT];
+    size_t script_len[MAX_SCRIPT];  /* 0: strlen (binary bodies give their length) */
+    char request[MAX_SCRIPT][4096]; /* what each connection sent (head and body, cut) */
     int n_script;
     int served;
     pthread_t thread;
 } server;
 
-static void read_request(int c)
+static void read_request(int c, char *keep, size_t keep_size)
 {
     char buf[8192];
     size_t have = 0;
@@ -36,6 +39,7 @@ static void read_request(int c)
         if (n <= 0) return;
         have += (size_t)n;
         buf[have] = '\0';
+        snprintf(keep, keep_size, "%s", buf);
         if (!hdr_end && (hdr_end = strstr(buf, "\r\n\r\n")) != NULL) {
             char *cl = strcasestr(buf, "content-length:");
             clen = cl ? strtol(cl + 15, NULL, 10) : 0;
@@ -47,7 +51,7 @@ static void read_request(int c)
 
 /* Sends a scripted response, filling in "Content-Length: @@" with the real
  * length of the body. */
-static void send_response(int c, const char *resp)
+static void send_response(int c, const char *resp, size_t len)
 {
     char out[8192];
     const char *mark = strstr(resp, "Content-Length: @@");
@@ -57,7 +61,8 @@ static void send_response(int c, const char *resp)
                  strlen(body + 4), mark + strlen("Content-Length: @@"));
         resp = out;
     }
-    if (send(c, resp, strlen(resp), MSG_NOSIGNAL) < 0) { /* the client went away */ }
+    if (len == 0) len = strlen(resp);
+    if (send(c, resp, len, MSG_NOSIGNAL) < 0) { /* the client went away */ }
 }
 
 static void *serve(void *arg)
@@ -67,9 +72,10 @@ static void *serve(void *arg)
         int c = accept(s->fd, NULL, NULL);
         const char *resp;
         if (c < 0) return NULL;
-        read_request(c);
-        resp = s->script[s->served++];
-        send_response(c, resp);
+        read_request(c, s->request[s->served], sizeof s->request[0]);
+        resp = s->script[s->served];
+        send_response(c, resp, s->script_len[s->served]);
+        s->served++;
         close(c);
     }
     return NULL;
@@ -426,6 +432,132 @@ static void test_bad_request_params_fail_before_network(void)
     fixture_free(&f);
 }
 
+/* How many times the header named name (any case) starts a line of req. */
+static int header_count(const char *req, const char *name)
+{
+    const char *line = req;
+    size_t n = strlen(name);
+    int count = 0;
+
+    while (line && *line) {
+        if (strncasecmp(line, name, n) == 0 && line[n] == ':') count++;
+        line = strstr(line, "\r\n");
+        if (line) line += 2;
+    }
+    return count;
+}
+
+static int curl_decodes_gzip(void)
+{
+    return (curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_LIBZ) != 0;
+}
+
+/* The lines the providers need, ours once each (User-Agent and
+ * Accept-Encoding come from the request's list, not from libcurl). */
+static void test_request_headers(void)
+{
+    static const char *const extra[] = { "X-Trace: 1" };
+    const char *req;
+    fixture f;
+    fixture_init(&f, 0);
+    f.targets[0].headers = extra;
+    f.targets[0].n_headers = 1;
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    fixture_free(&f);
+    req = f.srv[0].request[0];
+    LF_CHECK(strncmp(req, "POST /v1/chat/completions HTTP/1.1\r\n", 36) == 0);
+    LF_CHECK(strstr(req, "\r\nUser-Agent: llm_failover\r\n") != NULL);
+    LF_CHECK(strstr(req, "\r\nContent-Type: application/json\r\n") != NULL);
+    LF_CHECK(strstr(req, "\r\nAccept: application/json\r\n") != NULL);
+    LF_CHECK(strstr(req, "\r\nAuthorization: Bearer sk-test\r\n") != NULL);
+    LF_CHECK(strstr(req, "\r\nX-Trace: 1\r\n") != NULL);
+    LF_CHECK_INT(header_count(req, "user-agent"), 1);
+    LF_CHECK_INT(header_count(req, "accept"), 1);
+    LF_CHECK_INT(header_count(req, "content-type"), 1);
+    LF_CHECK_INT(header_count(req, "expect"), 0);
+    LF_CHECK_INT(header_count(req, "x-api-key"), 0);
+    if (curl_decodes_gzip()) {
+        LF_CHECK_INT(header_count(req, "accept-encoding"), 1);
+        LF_CHECK(strstr(req, "\r\nAccept-Encoding: deflate, gzip") != NULL);
+    }
+}
+
+static void test_anthropic_request_headers(void)
+{
+    const char *req;
+    fixture f;
+    fixture_init(&f, 1);
+    f.targets[0].api = LF_API_ANTHROPIC;
+    f.srv[0].script[0] = ANTHROPIC_STREAM;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "whole");
+    fixture_free(&f);
+    req = f.srv[0].request[0];
+    LF_CHECK(strncmp(req, "POST /v1/v1/messages HTTP/1.1\r\n", 31) == 0);
+    LF_CHECK(strstr(req, "\r\nx-api-key: sk-test\r\n") != NULL);
+    LF_CHECK(strstr(req, "\r\nanthropic-version: 2023-06-01\r\n") != NULL);
+    LF_CHECK(strstr(req, "\r\nAccept: text/event-stream\r\n") != NULL);
+    LF_CHECK(strstr(req, "\r\nUser-Agent: llm_failover\r\n") != NULL);
+    LF_CHECK_INT(header_count(req, "authorization"), 0);
+    LF_CHECK_INT(header_count(req, "user-agent"), 1);
+}
+
+/* A target's own User-Agent or Accept-Encoding is sent instead of ours,
+ * never beside it. */
+static void test_target_headers_replace_ours(void)
+{
+    static const char *const extra[] = { "user-agent: mine/2", "Accept-Encoding: identity" };
+    const char *req;
+    fixture f;
+    fixture_init(&f, 0);
+    f.targets[0].headers = extra;
+    f.targets[0].n_headers = 2;
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    fixture_free(&f);
+    req = f.srv[0].request[0];
+    LF_CHECK_INT(header_count(req, "user-agent"), 1);
+    LF_CHECK(strstr(req, "\r\nuser-agent: mine/2\r\n") != NULL);
+    LF_CHECK_INT(header_count(req, "accept-encoding"), 1);
+    LF_CHECK(strstr(req, "\r\nAccept-Encoding: identity\r\n") != NULL);
+}
+
+/* The answer gzip-compressed: libcurl still decodes it. */
+static const char GZIP_JSON[] =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+    "Content-Length: 96\r\nConnection: close\r\n\r\n"
+    "\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff\x0d\xca\x31\x0e\x80\x20\x0c\x05\xd0\xab\x98\x3f"
+    "\xe3\xe0\xca\x55\x8c\x31\x04\xaa\x34\x91\x96\x58\x26\x09\x77\x97\xf9\xbd\x8e\xa2\x89\x1e"
+    "\x78\x94\x75\x83\x43\xcc\xca\x91\x0c\x7e\xef\x28\x64\x16\x6e\x82\xef\x88\x2a\x8d\xa4\xcd"
+    "\xf6\x71\xad\x94\x96\xcc\x18\x0e\x17\x0b\x5b\x3e\x5f\x0a\xa6\x32\xd1\x9a\x56\x8c\x63\xfc"
+    "\xcd\x0d\xec\xf0\x56\x00\x00\x00";
+
+static void test_gzip_answer_is_decoded(void)
+{
+    fixture f;
+    if (!curl_decodes_gzip()) return;
+    fixture_init(&f, 0);
+    f.srv[0].script[0] = GZIP_JSON;
+    f.srv[0].script_len[0] = sizeof GZIP_JSON - 1;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "zipped hi");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.finish_reason), "stop");
+    fixture_free(&f);
+}
+
 int main(void)
 {
     if (lf_transport_global_init() != 0) return 2;
@@ -438,6 +570,10 @@ int main(void)
     LF_RUN(test_refused);
     LF_RUN(test_host_stops_the_call);
     LF_RUN(test_bad_request_params_fail_before_network);
+    LF_RUN(test_request_headers);
+    LF_RUN(test_anthropic_request_headers);
+    LF_RUN(test_target_headers_replace_ours);
+    LF_RUN(test_gzip_answer_is_decoded);
     curl_global_cleanup();
     return lf_test_summary("failover");
 }

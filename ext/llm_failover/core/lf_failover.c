@@ -527,23 +527,34 @@ static void lf_finish_success(lf_attempt *a, int target_index, lf_outcome *o)
     lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
 }
 
+/* Header lines besides the target's own: lf_transport_default_headers'
+ * two, Content-Type, Accept, Expect, anthropic-version and the key. */
+#define LF_FIXED_HEADERS 7
+
 typedef struct lf_prepared {
     lf_buf url;
     lf_buf body;
-    struct curl_slist *headers;
+    lf_buf key_line;             /* "Authorization: Bearer ..." or "x-api-key: ..." */
+    /* The header list, in one allocation: libcurl only reads a list (it
+     * copies nothing and frees nothing), so its nodes point at literals,
+     * key_line and the target's own lines instead of the copies
+     * curl_slist_append makes (two allocations a line). */
+    struct curl_slist *nodes;
+    struct curl_slist *headers;  /* nodes, linked */
 } lf_prepared;
-
-static int lf_append_header(struct curl_slist **list, const char *line)
-{
-    struct curl_slist *n = curl_slist_append(*list, line);
-    if (!n) return -1;
-    *list = n;
-    return 0;
-}
 
 static int lf_has_crlf(const char *s)
 {
     return strpbrk(s, "\r\n") != NULL;
+}
+
+/* Whether two header lines name the same header, as libcurl matches a
+ * custom line against one of its own: the name in any case, then ':' or
+ * ';'. `ours` is a "Name: value" line. */
+static int lf_same_header(const char *line, const char *ours)
+{
+    size_t n = (size_t)(strchr(ours, ':') - ours);
+    return strncasecmp(line, ours, n) == 0 && (line[n] == ':' || line[n] == ';');
 }
 
 /* Builds URL, body and headers for a target before any network, so that a
@@ -551,64 +562,73 @@ static int lf_has_crlf(const char *s)
 static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_prepared *p, lf_buf *err)
 {
     lf_request_params tp = *params;
-    lf_buf line;
-    size_t blen;
-    size_t i;
-    int rc = -1;
+    const char *defaults[2];
+    size_t n_defaults, n = 0, blen, i, j;
 
-    lf_buf_init(&line);
     if (!t->base_url || !t->model || !t->api_key) {
         lf_msg(err, "target needs base_url, model and api_key");
-        goto out;
+        return -1;
     }
     if (lf_has_crlf(t->api_key)) {
         lf_msg(err, "API key contains a line break");
-        goto out;
+        return -1;
     }
     blen = strlen(t->base_url);
     while (blen && t->base_url[blen - 1] == '/') blen--;
-    lf_buf_set(&p->url, t->base_url, blen);
-    lf_buf_append_str(&p->url, lf_wire_path(t->api));
+    if (lf_buf_set(&p->url, t->base_url, blen) != 0 ||
+        lf_buf_append_str(&p->url, lf_wire_path(t->api)) != 0)
+        goto nomem;
 
     tp.api = t->api;
     tp.model = t->model;
-    if (lf_wire_build_request(&tp, &p->body, err) != 0) goto out;
-
-    if (lf_append_header(&p->headers, "Content-Type: application/json") != 0) goto nomem;
-    if (lf_append_header(&p->headers, params->stream ? "Accept: text/event-stream"
-                                                     : "Accept: application/json") != 0) goto nomem;
-    if (lf_append_header(&p->headers, "Expect:") != 0) goto nomem;
-    if (t->api == LF_API_ANTHROPIC) {
-        lf_buf_set(&line, "x-api-key: ", 11);
-        if (lf_append_header(&p->headers, "anthropic-version: 2023-06-01") != 0) goto nomem;
-    } else {
-        lf_buf_set(&line, "Authorization: Bearer ", 22);
-    }
-    lf_buf_append_str(&line, t->api_key);
-    if (lf_append_header(&p->headers, lf_buf_cstr(&line)) != 0) goto nomem;
+    if (lf_wire_build_request(&tp, &p->body, err) != 0) return -1;
     for (i = 0; i < t->n_headers; i++) {
         if (!t->headers[i] || lf_has_crlf(t->headers[i]) || !strchr(t->headers[i], ':')) {
             lf_msg(err, "extra header %zu is not a single \"Name: value\" line", i);
-            goto out;
+            return -1;
         }
-        if (lf_append_header(&p->headers, t->headers[i]) != 0) goto nomem;
     }
-    rc = 0;
-    goto out;
+
+    if (t->n_headers > ((size_t)-1) / sizeof(*p->nodes) - LF_FIXED_HEADERS) goto nomem;
+    p->nodes = malloc((LF_FIXED_HEADERS + t->n_headers) * sizeof(*p->nodes));
+    if (!p->nodes) goto nomem;
+    if (lf_buf_append_str(&p->key_line, t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ") != 0 ||
+        lf_buf_append_str(&p->key_line, t->api_key) != 0)
+        goto nomem;
+    /* First, where libcurl put them when it wrote them itself; a target's
+     * own User-Agent or Accept-Encoding replaces ours, as it replaced
+     * libcurl's. */
+    n_defaults = lf_transport_default_headers(defaults);
+    for (j = 0; j < n_defaults; j++) {
+        int own = 0;
+
+        for (i = 0; i < t->n_headers && !own; i++) own = lf_same_header(t->headers[i], defaults[j]);
+        if (!own) p->nodes[n++].data = (char *)defaults[j];
+    }
+    p->nodes[n++].data = (char *)"Content-Type: application/json";
+    p->nodes[n++].data = (char *)(params->stream ? "Accept: text/event-stream" : "Accept: application/json");
+    p->nodes[n++].data = (char *)"Expect:";
+    if (t->api == LF_API_ANTHROPIC) p->nodes[n++].data = (char *)"anthropic-version: 2023-06-01";
+    p->nodes[n++].data = p->key_line.ptr;
+    for (i = 0; i < t->n_headers; i++) p->nodes[n++].data = (char *)t->headers[i];
+    for (i = 0; i + 1 < n; i++) p->nodes[i].next = &p->nodes[i + 1];
+    p->nodes[n - 1].next = NULL;
+    p->headers = p->nodes;
+    return 0;
 nomem:
     lf_msg(err, "out of memory");
-out:
-    /* The key was copied into curl's list; wipe our copy. */
-    if (line.ptr) memset(line.ptr, 0, line.cap);
-    lf_buf_free(&line);
-    return rc;
+    return -1;
 }
 
 static void lf_prepared_free(lf_prepared *p)
 {
     lf_buf_free(&p->url);
     lf_buf_free(&p->body);
-    curl_slist_free_all(p->headers);
+    /* The key is not left behind in freed memory. */
+    if (p->key_line.ptr) memset(p->key_line.ptr, 0, p->key_line.cap);
+    lf_buf_free(&p->key_line);
+    free(p->nodes);
+    p->nodes = NULL;
     p->headers = NULL;
 }
 
@@ -630,6 +650,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     for (i = 0; i < n_targets; i++) {
         lf_buf_init(&prep[i].url);
         lf_buf_init(&prep[i].body);
+        lf_buf_init(&prep[i].key_line);
     }
     memset(&call, 0, sizeof(call));
     call.pol = pol;

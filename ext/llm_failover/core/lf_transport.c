@@ -35,6 +35,43 @@ int lf_transport_global_init(void)
     return lf_global_rc;
 }
 
+static pthread_once_t lf_encodings_once = PTHREAD_ONCE_INIT;
+static char lf_accept_encoding[64];
+
+/* The codings libcurl decodes, in the order and spelling of the
+ * Accept-Encoding header it writes for CURLOPT_ACCEPT_ENCODING "". */
+static void lf_encodings_init(void)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    lf_buf b;
+
+    lf_buf_init(&b);
+    if (v && (v->features & CURL_VERSION_LIBZ)) lf_buf_append_str(&b, "deflate, gzip");
+#ifdef CURL_VERSION_BROTLI
+    if (v && (v->features & CURL_VERSION_BROTLI)) lf_buf_append_str(&b, b.len ? ", br" : "br");
+#endif
+#ifdef CURL_VERSION_ZSTD
+    if (v && (v->features & CURL_VERSION_ZSTD)) lf_buf_append_str(&b, b.len ? ", zstd" : "zstd");
+#endif
+    if (b.len && b.len + sizeof "Accept-Encoding: " <= sizeof lf_accept_encoding) {
+        memcpy(lf_accept_encoding, "Accept-Encoding: ", sizeof "Accept-Encoding: " - 1);
+        memcpy(lf_accept_encoding + sizeof "Accept-Encoding: " - 1, b.ptr, b.len + 1);
+    }
+    lf_buf_free(&b);
+}
+
+size_t lf_transport_default_headers(const char *lines[2])
+{
+    size_t n = 0;
+
+    pthread_once(&lf_encodings_once, lf_encodings_init);
+    lines[n++] = "User-Agent: llm_failover";
+    /* Without a coding to offer, libcurl's own header stays (it then
+     * writes none, or "identity"). */
+    if (lf_accept_encoding[0]) lines[n++] = lf_accept_encoding;
+    return n;
+}
+
 double lf_now_monotonic(void)
 {
     struct timespec ts;
@@ -69,6 +106,7 @@ static lf_conn *lf_conn_new(void)
     lf_conn *c = calloc(1, sizeof(*c));
     if (!c) return NULL;
     c->pid = getpid();
+    c->connect_timeout_ms = -1;
     c->multi = curl_multi_init();
     c->easy = curl_easy_init();
     if (!c->multi || !c->easy) {
@@ -235,26 +273,50 @@ static size_t lf_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static int lf_header_is(const char *line, size_t len, const char *name, const char **value, size_t *vlen)
+/* Whether the header name n[0..len) is want (lower case, len bytes), in
+ * any case. */
+static int lf_header_name_is(const char *n, size_t len, const char *want)
 {
-    size_t nlen = strlen(name);
-    const char *v, *end;
-    if (len <= nlen || line[nlen] != ':' || strncasecmp(line, name, nlen) != 0) return 0;
-    v = line + nlen + 1;
-    end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t')) v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
-    *value = v;
-    *vlen = (size_t)(end - v);
+    size_t i;
+    for (i = 0; i < len; i++)
+        if (tolower((unsigned char)n[i]) != want[i]) return 0;
     return 1;
+}
+
+/* The response headers the policy reads. A line is told apart by the length
+ * of its name first, so the everyday ones (Date, Server, Content-Length,
+ * Connection, ...) cost one comparison of a byte or none. */
+enum {
+    LF_H_OTHER = 0,
+    LF_H_CONTENT_TYPE,
+    LF_H_RETRY_AFTER,
+    LF_H_RETRY_AFTER_MS,
+    LF_H_REQUEST_ID,
+    LF_H_SHOULD_RETRY
+};
+
+static int lf_header_kind(const char *name, size_t len)
+{
+    switch (len) {
+    case 10: return lf_header_name_is(name, len, "request-id") ? LF_H_REQUEST_ID : LF_H_OTHER;
+    case 11: return lf_header_name_is(name, len, "retry-after") ? LF_H_RETRY_AFTER : LF_H_OTHER;
+    case 12:
+        if (lf_header_name_is(name, len, "content-type")) return LF_H_CONTENT_TYPE;
+        return lf_header_name_is(name, len, "x-request-id") ? LF_H_REQUEST_ID : LF_H_OTHER;
+    case 14:
+        if (lf_header_name_is(name, len, "retry-after-ms")) return LF_H_RETRY_AFTER_MS;
+        return lf_header_name_is(name, len, "x-should-retry") ? LF_H_SHOULD_RETRY : LF_H_OTHER;
+    default: return LF_H_OTHER;
+    }
 }
 
 static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     lf_response *r = ud;
     size_t n = size * nmemb;
-    const char *v;
+    const char *colon, *v, *end;
     size_t vlen;
+    int kind;
 
     r->last_byte_at = lf_now_monotonic();
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
@@ -279,18 +341,24 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         r->headers_done = 1;
         return n;
     }
-    if (lf_header_is(ptr, n, "content-type", &v, &vlen)) {
-        lf_buf_set(&r->content_type, v, vlen);
-    } else if (lf_header_is(ptr, n, "retry-after", &v, &vlen)) {
-        lf_buf_set(&r->retry_after, v, vlen);
-    } else if (lf_header_is(ptr, n, "retry-after-ms", &v, &vlen)) {
-        lf_buf_set(&r->retry_after_ms, v, vlen);
-    } else if (lf_header_is(ptr, n, "x-request-id", &v, &vlen) ||
-               lf_header_is(ptr, n, "request-id", &v, &vlen)) {
-        lf_buf_set(&r->request_id, v, vlen);
-    } else if (lf_header_is(ptr, n, "x-should-retry", &v, &vlen)) {
+    colon = memchr(ptr, ':', n);
+    if (!colon) return n;
+    kind = lf_header_kind(ptr, (size_t)(colon - ptr));
+    if (kind == LF_H_OTHER) return n;
+    v = colon + 1;
+    end = ptr + n;
+    while (v < end && (*v == ' ' || *v == '\t')) v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
+    vlen = (size_t)(end - v);
+    switch (kind) {
+    case LF_H_CONTENT_TYPE: lf_buf_set(&r->content_type, v, vlen); break;
+    case LF_H_RETRY_AFTER: lf_buf_set(&r->retry_after, v, vlen); break;
+    case LF_H_RETRY_AFTER_MS: lf_buf_set(&r->retry_after_ms, v, vlen); break;
+    case LF_H_REQUEST_ID: lf_buf_set(&r->request_id, v, vlen); break;
+    case LF_H_SHOULD_RETRY:
         if (vlen == 4 && strncasecmp(v, "true", 4) == 0) r->should_retry = 1;
         else if (vlen == 5 && strncasecmp(v, "false", 5) == 0) r->should_retry = 0;
+        break;
     }
     return n;
 }
@@ -318,7 +386,9 @@ static void lf_conn_setup(CURL *e)
      * explicitly so that no environment can turn them off. */
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "llm_failover");
+    /* No CURLOPT_USERAGENT: libcurl would format "User-Agent: ..." anew for
+     * every request even when the request's list names its own; the line
+     * comes from lf_transport_default_headers instead. */
     curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
 }
 
@@ -334,7 +404,13 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 0L);
+    {
+        long cto = req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 0L;
+        if (cto != c->connect_timeout_ms) {
+            curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, cto);
+            c->connect_timeout_ms = cto;
+        }
+    }
     if (req->errbuf) req->errbuf[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
     return curl_multi_add_handle(c->multi, e) == CURLM_OK ? 0 : -1;

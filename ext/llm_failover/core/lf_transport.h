@@ -16,6 +16,7 @@ typedef struct lf_conn {
     CURLM *multi;
     CURL *easy;
     pid_t pid;             /* the process that created the handles */
+    long connect_timeout_ms; /* what the easy handle was last given; -1 before */
     struct lf_conn *next;  /* idle list */
 } lf_conn;
 
@@ -23,6 +24,16 @@ typedef struct lf_pool lf_pool;
 
 /* curl_global_init, once per process; 0 on success. */
 int lf_transport_global_init(void);
+
+/* The header lines libcurl would otherwise write itself: "User-Agent: ..."
+ * and, when libcurl can decode any content coding, "Accept-Encoding: ..."
+ * naming exactly those it can (what CURLOPT_ACCEPT_ENCODING "" would send).
+ * A request puts them in its own header list: libcurl then leaves its own
+ * out, which it would format with a printf of its own on every request
+ * (about 7k instructions for the two, more than everything else it does with
+ * the headers). Decoding stays on (CURLOPT_ACCEPT_ENCODING is still set).
+ * Fills lines[] with static strings and returns how many (at most 2). */
+size_t lf_transport_default_headers(const char *lines[2]);
 
 lf_pool *lf_pool_new(void);
 void lf_pool_free(lf_pool *p);
@@ -56,7 +67,7 @@ void lf_response_free(lf_response *r);
 
 typedef struct lf_http_request {
     const char *url;
-    struct curl_slist *headers;
+    struct curl_slist *headers;  /* with lf_transport_default_headers' lines */
     const char *body;
     size_t body_len;
     long connect_timeout_ms;
