@@ -22,7 +22,7 @@ void lf_buf_clear(lf_buf *b)
     if (b->ptr) b->ptr[0] = '\0';
 }
 
-static int lf_buf_reserve(lf_buf *b, size_t extra)
+int lf_buf_reserve(lf_buf *b, size_t extra)
 {
     size_t need, cap;
     char *p;
@@ -70,6 +70,14 @@ int lf_buf_set(lf_buf *b, const char *bytes, size_t n)
 int lf_buf_copy(lf_buf *dst, const lf_buf *src)
 {
     return lf_buf_set(dst, lf_buf_cstr(src), src->len);
+}
+
+void lf_buf_move(lf_buf *dst, lf_buf *src)
+{
+    if (dst == src) return;
+    free(dst->ptr);
+    *dst = *src;
+    lf_buf_init(src);
 }
 
 const char *lf_buf_cstr(const lf_buf *b)

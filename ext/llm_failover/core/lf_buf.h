@@ -22,6 +22,12 @@ int lf_buf_append_char(lf_buf *b, char c);
 int lf_buf_set(lf_buf *b, const char *bytes, size_t n);
 /* dst becomes a copy of src (empty when src is). */
 int lf_buf_copy(lf_buf *dst, const lf_buf *src);
+/* dst takes src's memory (its own is freed); src is left empty, as after
+ * lf_buf_init. */
+void lf_buf_move(lf_buf *dst, lf_buf *src);
+/* Room for n more bytes (and the NUL) without another allocation; 0, or -1
+ * when out of memory (the buffer is left unchanged). */
+int lf_buf_reserve(lf_buf *b, size_t n);
 /* Never NULL: "" for an empty buffer. */
 const char *lf_buf_cstr(const lf_buf *b);
 /* Drop the first n bytes. */

@@ -53,8 +53,11 @@ typedef struct lf_call {
     uint64_t rng;
     int attempt_no;
     int stopped;      /* a listener callback asked to stop */
-    lf_buf partial;   /* content handed to on_chunk since the last reset */
-    int delivered;    /* partial holds content the consumer has seen */
+    /* The consumer has seen content since the last reset. It can only be
+     * the current attempt's: an attempt that delivered is never retried,
+     * and failing over resets. So that attempt's answer text is the partial
+     * output, and is not kept twice. */
+    int delivered;
 } lf_call;
 
 /* One HTTP attempt. */
@@ -142,7 +145,6 @@ static int lf_deliver(lf_call *c, lf_attempt *a, const char *text, size_t len)
     if (!a->first_token_at) a->first_token_at = lf_now_monotonic();
     a->delivered = 1;
     c->delivered = 1;
-    lf_buf_append(&c->partial, text, len);
     if (c->l->on_chunk(c->l->ud, a->target_index, text, len) != 0) {
         c->stopped = 1;
         return -1;
@@ -193,6 +195,12 @@ static int lf_consume(lf_call *c, lf_attempt *a)
         int src = lf_sse_feed(&a->sse, r->inbox.ptr, r->inbox.len, lf_on_sse_event, &x);
         if (src == LF_SSE_ERR_LINE_TOO_LONG || src == LF_SSE_ERR_NOMEM) a->stream_rc = LF_STREAM_INVALID;
         if (src != 0) rc = 1;
+    } else if (!a->body.len) {
+        /* The first bytes of a body: take the inbox's memory instead of a
+         * copy (the inbox gets the body's empty buffer). */
+        lf_buf tmp = a->body;
+        a->body = r->inbox;
+        r->inbox = tmp;
     } else {
         lf_buf_append(&a->body, r->inbox.ptr, r->inbox.len);
     }
@@ -505,26 +513,28 @@ static void lf_finish_failure(lf_call *c, lf_attempt *a, int target_index, lf_ou
     lf_buf_copy(&o->message, &a->message);
     if (a->mode != LF_MODE_SSE && a->body.len)
         lf_buf_set(&o->body, a->body.ptr, a->body.len < LF_ERROR_BODY_CAP ? a->body.len : LF_ERROR_BODY_CAP);
-    if (c->delivered) lf_buf_copy(&o->partial, &c->partial);
+    if (c->delivered)
+        lf_buf_copy(&o->partial, a->mode == LF_MODE_SSE ? &a->stream.answer.text : &a->answer.text);
     lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
     lf_buf_copy(&o->error_type, &a->werr.type);
     lf_buf_copy(&o->error_code, &a->werr.code);
 }
 
+/* The answer moves into the outcome: the attempt ends right after. */
 static void lf_finish_success(lf_attempt *a, int target_index, lf_outcome *o)
 {
     lf_answer *src = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
     o->ok = 1;
     o->target = target_index;
     o->status = a->resp.status;
-    lf_buf_copy(&o->answer.text, &src->text);
-    if (src->model.len) lf_buf_copy(&o->answer.model, &src->model);
+    lf_buf_move(&o->answer.text, &src->text);
+    if (src->model.len) lf_buf_move(&o->answer.model, &src->model);
     else lf_buf_set(&o->answer.model, a->target->model, strlen(a->target->model));
-    lf_buf_copy(&o->answer.finish_reason, &src->finish_reason);
-    lf_buf_copy(&o->answer.id, &src->id);
+    lf_buf_move(&o->answer.finish_reason, &src->finish_reason);
+    lf_buf_move(&o->answer.id, &src->id);
     o->answer.input_tokens = src->input_tokens;
     o->answer.output_tokens = src->output_tokens;
-    lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
+    lf_buf_move(&o->provider_request_id, &a->resp.request_id);
 }
 
 /* Header lines besides the target's own: lf_transport_default_headers'
@@ -592,7 +602,8 @@ static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_pr
     if (t->n_headers > ((size_t)-1) / sizeof(*p->nodes) - LF_FIXED_HEADERS) goto nomem;
     p->nodes = malloc((LF_FIXED_HEADERS + t->n_headers) * sizeof(*p->nodes));
     if (!p->nodes) goto nomem;
-    if (lf_buf_append_str(&p->key_line, t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ") != 0 ||
+    if (lf_buf_reserve(&p->key_line, sizeof "Authorization: Bearer " + strlen(t->api_key)) != 0 ||
+        lf_buf_append_str(&p->key_line, t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ") != 0 ||
         lf_buf_append_str(&p->key_line, t->api_key) != 0)
         goto nomem;
     /* First, where libcurl put them when it wrote them itself; a target's
@@ -655,7 +666,6 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     memset(&call, 0, sizeof(call));
     call.pol = pol;
     call.l = l;
-    lf_buf_init(&call.partial);
     call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)getpid();
     if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;
 
@@ -677,7 +687,6 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             /* The consumer has seen words of an answer that will not be
              * finished: they must be withdrawn before the backup speaks. */
             call.delivered = 0;
-            lf_buf_clear(&call.partial);
             if (l->on_reset(l->ud) != 0) {
                 call.stopped = 1;
                 o->ok = 0;
@@ -761,6 +770,5 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
 out:
     if (call.conn) lf_pool_checkin(pool, call.conn);
     for (i = 0; i < n_targets; i++) lf_prepared_free(&prep[i]);
-    lf_buf_free(&call.partial);
     return rc;
 }
