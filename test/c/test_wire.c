@@ -1431,6 +1431,88 @@ static void test_build_escaping(void)
     lf_buf_free(&out);
 }
 
+/* The JSON string literal for s as the builder wrote it before it escaped
+ * in one pass: sanitize first, then escape every byte that needs it. */
+static void reference_literal(lf_buf *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    lf_buf clean;
+    size_t i;
+
+    lf_buf_init(&clean);
+    lf_utf8_append_sanitized(&clean, s, n);
+    lf_buf_append_char(out, '"');
+    for (i = 0; i < clean.len; i++) {
+        unsigned char c = (unsigned char)clean.ptr[i];
+        char esc[7] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF], 0 };
+
+        if (c >= 0x20 && c != '"' && c != '\\') lf_buf_append_char(out, (char)c);
+        else if (c == '"' || c == '\\') { esc[1] = (char)c; lf_buf_append(out, esc, 2); }
+        else if (c == '\n') lf_buf_append_str(out, "\\n");
+        else if (c == '\r') lf_buf_append_str(out, "\\r");
+        else if (c == '\t') lf_buf_append_str(out, "\\t");
+        else if (c == '\b') lf_buf_append_str(out, "\\b");
+        else if (c == '\f') lf_buf_append_str(out, "\\f");
+        else lf_buf_append(out, esc, 6);
+    }
+    lf_buf_append_char(out, '"');
+    lf_buf_free(&clean);
+}
+
+/* The one-pass escaper writes byte for byte what sanitizing and then
+ * escaping wrote, wherever a special byte falls in an eight-byte word. */
+static void test_build_escaping_matches_reference(void)
+{
+    static const unsigned char special[] = { 0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x5B, 0x5C, 0x5D,
+                                             0x7E, 0x7F, 0x80, 0xBF, 0xC0, 0xC2, 0xE2, 0xED, 0xF0,
+                                             0xF4, 0xF5, 0xFF, '\n', '\t', 'a' };
+    char text[64];
+    lf_message msg = { "user", text };
+    lf_request_params p;
+    lf_buf out, want;
+    size_t len, pos, k, mismatches = 0;
+    uint32_t x = 12345;
+    int round;
+
+    lf_buf_init(&out);
+    lf_buf_init(&want);
+    memset(&p, 0, sizeof p);
+    p.api = LF_API_OPENAI;
+    p.model = "m";
+    p.messages = &msg;
+    p.n_messages = 1;
+    for (round = 0; round < 4000; round++) {
+        if (round < (int)(sizeof special * 20)) {
+            /* One special byte at each position of a plain text 1 to 20 long. */
+            len = 1 + (size_t)round / sizeof special;
+            memset(text, 'x', len);
+            pos = (size_t)round % len;
+            text[pos] = (char)special[(size_t)round % sizeof special];
+        } else {
+            /* Random mixes of specials and plain bytes. */
+            len = 1 + (x % 40);
+            for (k = 0; k < len; k++) {
+                x = x * 1103515245u + 12345u;
+                text[k] = (x >> 16) % 3 ? 'q' : (char)special[(x >> 8) % sizeof special];
+            }
+        }
+        text[len] = '\0';
+        len = strlen(text);   /* the content is a C string: it ends at a NUL */
+        LF_CHECK_INT(lf_wire_build_request(&p, &out, NULL), 0);
+        lf_buf_clear(&want);
+        lf_buf_append_str(&want, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":");
+        reference_literal(&want, text, len);
+        lf_buf_append_str(&want, "}],\"stream\":false}");
+        if (out.len != want.len || memcmp(out.ptr, want.ptr, out.len) != 0) {
+            if (!mismatches) fprintf(stderr, "built %s\nwanted %s\n", lf_buf_cstr(&out), lf_buf_cstr(&want));
+            mismatches++;
+        }
+    }
+    LF_CHECK_INT(mismatches, 0);
+    lf_buf_free(&out);
+    lf_buf_free(&want);
+}
+
 static void expect_rejected(const lf_request_params *p, const char *why)
 {
     lf_buf out, err;
@@ -1589,6 +1671,7 @@ int main(void)
     LF_RUN(test_build_openai);
     LF_RUN(test_build_anthropic);
     LF_RUN(test_build_escaping);
+    LF_RUN(test_build_escaping_matches_reference);
     LF_RUN(test_build_rejects);
     LF_RUN(test_fuzz_regressions);
     return lf_test_summary("test_wire");

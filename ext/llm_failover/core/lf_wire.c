@@ -115,24 +115,60 @@ static int lf_utf8_set_sanitized(lf_buf *out, const char *bytes, size_t n)
 
 /* ------------------------------------------------------- writing JSON */
 
-/* Appends s as a JSON string literal: invalid UTF-8 becomes U+FFFD, then
- * quotes, backslashes and every control character are escaped. */
-static int lf_json_put_string(lf_buf *out, const char *s, size_t n, lf_buf *scratch)
+/* Whether any of the eight bytes of w needs a look of its own inside a JSON
+ * string: not ASCII, a control character, '"' or '\\'. */
+static inline int lf_json_word_is_special(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+
+    return ((w | ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs) != 0;
+}
+
+/* Appends s as a JSON string literal: each invalid UTF-8 sequence becomes
+ * U+FFFD (as lf_utf8_append_sanitized replaces it), quotes, backslashes and
+ * every control character are escaped. One pass over s, copying runs of
+ * plain bytes straight into out. */
+static int lf_json_put_string(lf_buf *out, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    const char *p;
-    size_t i, run = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, run = 0, len, bad = 0;
     char esc[7];
 
-    if (lf_utf8_set_sanitized(scratch, s, n) != 0) return -1;
-    p = lf_buf_cstr(scratch);
-    n = scratch->len;
-    if (lf_buf_append_char(out, '"') != 0) return -1;
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
+    if (lf_buf_reserve(out, n + 2) != 0 || lf_buf_append_char(out, '"') != 0) return -1;
+    while (i < n) {
+        unsigned char c;
         size_t elen = 2;
 
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (n - i >= 8) {
+            uint64_t w;
+
+            /* Eight plain bytes at a time: most text is plain ASCII. */
+            memcpy(&w, p + i, 8);
+            if (!lf_json_word_is_special(w)) {
+                i += 8;
+                continue;
+            }
+        }
+        c = p[i];
+        if (c >= 0x80) {
+            len = lf_utf8_sequence(p + i, n - i, &bad);
+            if (len) {
+                i += len;
+                continue;
+            }
+            if (lf_buf_append(out, s + run, i - run) != 0 ||
+                lf_buf_append(out, lf_utf8_replacement, sizeof lf_utf8_replacement) != 0)
+                return -1;
+            i += bad;
+            run = i;
+            continue;
+        }
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
         esc[0] = '\\';
         switch (c) {
         case '"': esc[1] = '"'; break;
@@ -148,17 +184,18 @@ static int lf_json_put_string(lf_buf *out, const char *s, size_t n, lf_buf *scra
             elen = 6;
             break;
         }
-        if (lf_buf_append(out, p + run, i - run) != 0 || lf_buf_append(out, esc, elen) != 0)
+        if (lf_buf_append(out, s + run, i - run) != 0 || lf_buf_append(out, esc, elen) != 0)
             return -1;
-        run = i + 1;
+        i++;
+        run = i;
     }
-    if (lf_buf_append(out, p + run, n - run) != 0) return -1;
+    if (lf_buf_append(out, s + run, n - run) != 0) return -1;
     return lf_buf_append_char(out, '"');
 }
 
-static int lf_json_put_cstring(lf_buf *out, const char *s, lf_buf *scratch)
+static int lf_json_put_cstring(lf_buf *out, const char *s)
 {
-    return lf_json_put_string(out, s, strlen(s), scratch);
+    return lf_json_put_string(out, s, strlen(s));
 }
 
 /* The shortest "%g" text that reads back as the same double, so 0.7 goes
@@ -291,34 +328,32 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     return 0;
 }
 
-static int lf_wire_put_message(lf_buf *out, const char *role, const char *content,
-                               int first, lf_buf *scratch)
+static int lf_wire_put_message(lf_buf *out, const char *role, const char *content, int first)
 {
     if (!first && lf_buf_append_char(out, ',') != 0) return -1;
     if (lf_buf_append_str(out, "{\"role\":") != 0 ||
-        lf_json_put_cstring(out, role, scratch) != 0 ||
+        lf_json_put_cstring(out, role) != 0 ||
         lf_buf_append_str(out, ",\"content\":") != 0 ||
-        lf_json_put_cstring(out, content, scratch) != 0)
+        lf_json_put_cstring(out, content) != 0)
         return -1;
     return lf_buf_append_char(out, '}');
 }
 
-static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out, lf_buf *scratch)
+static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out)
 {
     size_t i;
     int first = 1;
 
     if (lf_buf_append_str(out, "{\"model\":") != 0 ||
-        lf_json_put_cstring(out, p->model, scratch) != 0 ||
+        lf_json_put_cstring(out, p->model) != 0 ||
         lf_buf_append_str(out, ",\"messages\":[") != 0)
         return -1;
     if (p->system && p->system[0]) {
-        if (lf_wire_put_message(out, "system", p->system, first, scratch) != 0) return -1;
+        if (lf_wire_put_message(out, "system", p->system, first) != 0) return -1;
         first = 0;
     }
     for (i = 0; i < p->n_messages; i++) {
-        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first,
-                                scratch) != 0)
+        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first) != 0)
             return -1;
         first = 0;
     }
@@ -339,7 +374,7 @@ static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out, lf_buf 
     return lf_buf_append_str(out, ",\"stream\":false}");
 }
 
-static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out, lf_buf *scratch)
+static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out)
 {
     lf_buf system;
     size_t i;
@@ -357,7 +392,7 @@ static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out, lf_b
     }
 
     if (lf_buf_append_str(out, "{\"model\":") != 0 ||
-        lf_json_put_cstring(out, p->model, scratch) != 0 ||
+        lf_json_put_cstring(out, p->model) != 0 ||
         lf_buf_append_str(out, ",\"max_tokens\":") != 0 ||
         lf_json_put_long(out, p->max_tokens > 0 ? p->max_tokens
                                                 : LF_ANTHROPIC_DEFAULT_MAX_TOKENS) != 0 ||
@@ -367,15 +402,14 @@ static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out, lf_b
         lf_role role = lf_wire_role(p->messages[i].role);
 
         if (role != LF_ROLE_USER && role != LF_ROLE_ASSISTANT) continue;
-        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first,
-                                scratch) != 0)
+        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first) != 0)
             goto done;
         first = 0;
     }
     if (lf_buf_append_char(out, ']') != 0) goto done;
     if (system.len &&
         (lf_buf_append_str(out, ",\"system\":") != 0 ||
-         lf_json_put_string(out, system.ptr, system.len, scratch) != 0))
+         lf_json_put_string(out, system.ptr, system.len) != 0))
         goto done;
     if (p->has_temperature &&
         (lf_buf_append_str(out, ",\"temperature\":") != 0 ||
@@ -391,8 +425,7 @@ done:
 
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
 {
-    lf_buf scratch;
-    size_t n_chat;
+    size_t n_chat, size, i;
     int rc;
 
     lf_buf_clear(out);
@@ -402,10 +435,13 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
         return -1;
     }
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
-    lf_buf_init(&scratch);
-    rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, out, &scratch)
-                                    : lf_wire_build_openai(p, out, &scratch);
-    lf_buf_free(&scratch);
+    /* The body's size when nothing needs escaping, allocated at once. */
+    size = 128 + strlen(p->model) + (p->system ? strlen(p->system) : 0);
+    for (i = 0; i < p->n_messages; i++)
+        size += 32 + strlen(p->messages[i].role) + strlen(p->messages[i].content);
+    rc = lf_buf_reserve(out, size);
+    if (rc == 0)
+        rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, out) : lf_wire_build_openai(p, out);
     if (rc != 0) {
         lf_buf_clear(out);
         lf_wire_fail(errmsg, "out of memory building the request");
