@@ -242,6 +242,7 @@ void lf_response_reset(lf_response *r, size_t max_bytes)
     r->headers_done = 0;
     r->first_byte_at = 0;
     r->last_byte_at = 0;
+    r->got_bytes = 0;
 }
 
 void lf_response_free(lf_response *r)
@@ -260,15 +261,13 @@ static size_t lf_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     lf_response *r = ud;
     size_t n = size * nmemb;
-    double now = lf_now_monotonic();
 
     if (r->body_bytes + n > r->max_bytes) {
         r->too_large = 1;
         return 0; /* CURLE_WRITE_ERROR ends the transfer */
     }
     if (lf_buf_append(&r->inbox, ptr, n) != 0) return 0;
-    if (!r->first_byte_at && n) r->first_byte_at = now;
-    r->last_byte_at = now;
+    r->got_bytes = 1;
     r->body_bytes += n;
     return n;
 }
@@ -318,7 +317,7 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     size_t vlen;
     int kind;
 
-    r->last_byte_at = lf_now_monotonic();
+    r->got_bytes = 1;
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         /* A new status line (after a 100 Continue, say): start over. */
         lf_buf_clear(&r->content_type);
@@ -413,6 +412,7 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
     }
     if (req->errbuf) req->errbuf[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
+    c->resp = resp;
     return curl_multi_add_handle(c->multi, e) == CURLM_OK ? 0 : -1;
 }
 
@@ -422,6 +422,14 @@ int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
     CURLMsg *msg;
 
     if (curl_multi_perform(c->multi, &running) != CURLM_OK) return -1;
+    if (c->resp && c->resp->got_bytes) {
+        lf_response *r = c->resp;
+        double now = lf_now_monotonic();
+
+        r->got_bytes = 0;
+        r->last_byte_at = now;
+        if (!r->first_byte_at && r->body_bytes) r->first_byte_at = now;
+    }
     while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
         if (msg->msg == CURLMSG_DONE && msg->easy_handle == c->easy) {
             *done = 1;
@@ -434,6 +442,7 @@ int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
 void lf_transfer_end(lf_conn *c)
 {
     curl_multi_remove_handle(c->multi, c->easy);
+    c->resp = NULL;
     /* The buffer belongs to the attempt that just ended: an idle handle in
      * the pool must not point at it. */
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);

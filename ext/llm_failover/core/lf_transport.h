@@ -17,6 +17,7 @@ typedef struct lf_conn {
     CURL *easy;
     pid_t pid;             /* the process that created the handles */
     long connect_timeout_ms; /* what the easy handle was last given; -1 before */
+    struct lf_response *resp; /* the transfer's response, between start and end */
     struct lf_conn *next;  /* idle list */
 } lf_conn;
 
@@ -57,8 +58,11 @@ typedef struct lf_response {
     lf_buf request_id;       /* x-request-id or request-id */
     int should_retry;        /* x-should-retry: -1 absent, 0 false, 1 true */
     int headers_done;
+    /* Both taken once per lf_transfer_step in which bytes arrived (not per
+     * callback: a response's head alone is half a dozen callbacks). */
     double first_byte_at;    /* monotonic seconds of the first body byte, 0 if none */
     double last_byte_at;     /* monotonic seconds of the last byte received */
+    int got_bytes;           /* bytes arrived in the step under way */
 } lf_response;
 
 void lf_response_init(lf_response *r, size_t max_bytes);
@@ -77,7 +81,8 @@ typedef struct lf_http_request {
 /* Prepares c->easy for the request and adds it to c->multi. 0 on success. */
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp);
 /* Runs curl_multi_perform once; *done is set when the transfer finished
- * (*result holds its CURLcode). Never calls back into the host. */
+ * (*result holds its CURLcode). Never calls back into the host. Stamps
+ * the response's first_byte_at / last_byte_at when bytes arrived. */
 int lf_transfer_step(lf_conn *c, int *done, CURLcode *result);
 /* Removes the easy handle from the multi (aborting the transfer if it is
  * still running). */
