@@ -1066,7 +1066,7 @@ static int lf_stream_openai_fast(lf_stream_state *s, const char *data, size_t n)
         lf_jdoc_take_string(&d, m[K_ID], &s->answer.id) != 0)
         return -1;
     if (lf_jdoc_type(&d, choice) == LF_JS_OBJECT) {
-        if (lf_jdoc_add_text(&d, lf_jdoc_member(&d, c[1], lf_key_content), &s->delta) != 0) return -1;
+        if (lf_jdoc_add_text(&d, lf_jdoc_member(&d, c[1], lf_key_content), &s->answer.text) != 0) return -1;
         if (lf_jdoc_type(&d, c[2]) == LF_JS_STRING) {
             if (lf_jdoc_take_string(&d, c[2], &s->answer.finish_reason) != 0) return -1;
             s->finished = 1;
@@ -1152,7 +1152,7 @@ void lf_stream_init(lf_stream_state *s, lf_api api)
     s->done = 0;
     s->finished = 0;
     s->has_usage = 0;
-    lf_buf_init(&s->delta);
+    s->delta_at = 0;
     s->json_c_only = 0;
 }
 
@@ -1160,7 +1160,6 @@ void lf_stream_free(lf_stream_state *s)
 {
     lf_answer_free(&s->answer);
     lf_wire_error_free(&s->error);
-    lf_buf_free(&s->delta);
 }
 
 int lf_stream_complete(const lf_stream_state *s)
@@ -1168,11 +1167,12 @@ int lf_stream_complete(const lf_stream_state *s)
     return s->done || s->finished;
 }
 
-/* New text: sanitized into s->delta, then appended to the answer. */
+/* New text, sanitized, straight onto the answer (lf_stream_took takes it
+ * back off when the event fails). */
 static int lf_stream_add_text(lf_stream_state *s, json_object *text)
 {
     if (!text || !json_object_is_type(text, json_type_string)) return 0;
-    if (lf_utf8_append_sanitized(&s->delta, json_object_get_string(text),
+    if (lf_utf8_append_sanitized(&s->answer.text, json_object_get_string(text),
                                  (size_t)json_object_get_string_len(text)) != 0)
         return -1;
     return 0;
@@ -1300,19 +1300,18 @@ static int lf_stream_is_done_marker(const char *d, size_t n)
     return n == 6 && memcmp(d, "[DONE]", 6) == 0;
 }
 
-/* The end of an event: new text goes to the answer and out to the caller. */
+/* The end of an event: the text it added to the answer goes out to the
+ * caller, or, when the event failed, comes off the answer again. */
 static int lf_stream_took(lf_stream_state *s, int rc, const char **delta, size_t *delta_len)
 {
-    if (rc == LF_STREAM_CONTINUE && s->delta.len) {
-        if (lf_buf_append(&s->answer.text, s->delta.ptr, s->delta.len) != 0) {
-            lf_buf_clear(&s->delta);
-            return LF_STREAM_INVALID;
-        }
-        if (delta) *delta = s->delta.ptr;
-        if (delta_len) *delta_len = s->delta.len;
-    } else {
-        lf_buf_clear(&s->delta);
+    lf_buf *t = &s->answer.text;
+
+    if (t->len > s->delta_at && rc != LF_STREAM_CONTINUE) {
+        t->len = s->delta_at;
+        t->ptr[t->len] = '\0';
     }
+    if (delta) *delta = lf_buf_cstr(t) + s->delta_at;
+    if (delta_len) *delta_len = t->len - s->delta_at;
     return rc;
 }
 
@@ -1322,8 +1321,8 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
     json_object *root;
     int rc;
 
-    lf_buf_clear(&s->delta);
-    if (delta) *delta = lf_buf_cstr(&s->delta);
+    s->delta_at = s->answer.text.len;
+    if (delta) *delta = lf_buf_cstr(&s->answer.text) + s->delta_at;
     if (delta_len) *delta_len = 0;
     if (s->done) return LF_STREAM_CONTINUE;   /* after the end: ignored */
     if (!ev) return LF_STREAM_INVALID;
@@ -1334,10 +1333,7 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
     }
     if (s->api == LF_API_OPENAI && !s->json_c_only) {
         rc = lf_stream_openai_fast(s, ev->data, ev->data_len);
-        if (rc < 0) {
-            lf_buf_clear(&s->delta);
-            return LF_STREAM_INVALID;
-        }
+        if (rc < 0) return lf_stream_took(s, LF_STREAM_INVALID, delta, delta_len);
         if (rc > 0) return lf_stream_took(s, LF_STREAM_CONTINUE, delta, delta_len);
     }
     root = lf_json_parse(ev->data, ev->data_len);

@@ -97,7 +97,7 @@ typedef struct lf_stream_state {
     int done;             /* terminal event seen: [DONE] or message_stop */
     int finished;         /* finish_reason / stop_reason seen */
     int has_usage;
-    lf_buf delta;         /* the last delta, sanitized; see lf_stream_event */
+    size_t delta_at;      /* where the current event's text starts in answer.text */
     int json_c_only;      /* 1: skip the lf_jscan fast path (tests compare the two) */
 } lf_stream_state;
 
@@ -108,9 +108,9 @@ typedef struct lf_stream_state {
 
 void lf_stream_init(lf_stream_state *s, lf_api api);
 void lf_stream_free(lf_stream_state *s);
-/* Handles one SSE event. When it carried content, *delta and *delta_len point to
- * the new text (valid UTF-8, owned by s, valid until the next call) and it has
- * been appended to s->answer.text; otherwise *delta_len is 0. Unknown event
+/* Handles one SSE event. When it carried content, it has been appended to
+ * s->answer.text and *delta and *delta_len point to it there (valid UTF-8,
+ * owned by s, valid until the next call); otherwise *delta_len is 0. Unknown event
  * types, pings and comment-only events are ignored (CONTINUE). */
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len);
