@@ -558,6 +558,22 @@ static void test_gzip_answer_is_decoded(void)
     fixture_free(&f);
 }
 
+/* A streamed call answered with a plain JSON body (no event-stream
+ * Content-Type): the answer is read as a body and handed out whole. */
+static void test_stream_answered_with_plain_body(void)
+{
+    fixture f;
+    fixture_init(&f, 1);
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "hi there");
+    LF_CHECK_STR(f.seen.log, "c0:hi there|a1/t0:ok|");
+    fixture_free(&f);
+}
+
 int main(void)
 {
     if (lf_transport_global_init() != 0) return 2;
@@ -574,6 +590,7 @@ int main(void)
     LF_RUN(test_anthropic_request_headers);
     LF_RUN(test_target_headers_replace_ours);
     LF_RUN(test_gzip_answer_is_decoded);
+    LF_RUN(test_stream_answered_with_plain_body);
     curl_global_cleanup();
     return lf_test_summary("failover");
 }

@@ -186,8 +186,7 @@ static int lf_consume(lf_call *c, lf_attempt *a)
 
     if (!r->inbox.len) return 0;
     if (a->mode == LF_MODE_UNKNOWN) {
-        int sse = a->stream_requested && lf_is_2xx(r->status) &&
-                  strstr(lf_buf_cstr(&r->content_type), "event-stream") != NULL;
+        int sse = a->stream_requested && lf_is_2xx(r->status) && r->event_stream;
         a->mode = sse ? LF_MODE_SSE : LF_MODE_BODY;
     }
     if (a->mode == LF_MODE_SSE) {
@@ -542,16 +541,20 @@ static void lf_finish_success(lf_attempt *a, int target_index, lf_outcome *o)
 #define LF_FIXED_HEADERS 7
 
 typedef struct lf_prepared {
-    lf_buf url;
     lf_buf body;
-    lf_buf key_line;             /* "Authorization: Bearer ..." or "x-api-key: ..." */
-    /* The header list, in one allocation: libcurl only reads a list (it
-     * copies nothing and frees nothing), so its nodes point at literals,
-     * key_line and the target's own lines instead of the copies
-     * curl_slist_append makes (two allocations a line). */
-    struct curl_slist *nodes;
-    struct curl_slist *headers;  /* nodes, linked */
+    /* One allocation holds the header list's nodes, the URL and the key's
+     * header line. libcurl only reads a header list (it copies nothing and
+     * frees nothing), so the nodes point at literals, that key line and the
+     * target's own lines instead of the copies curl_slist_append makes (two
+     * allocations a line). */
+    void *mem;
+    size_t mem_size;
+    const char *url;
+    struct curl_slist *headers;
 } lf_prepared;
+
+/* A memset the compiler cannot drop as a dead store before free. */
+static void *(*const volatile lf_wipe)(void *, int, size_t) = memset;
 
 static int lf_has_crlf(const char *s)
 {
@@ -572,8 +575,10 @@ static int lf_same_header(const char *line, const char *ours)
 static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_prepared *p, lf_buf *err)
 {
     lf_request_params tp = *params;
-    const char *defaults[2];
-    size_t n_defaults, n = 0, blen, i, j;
+    const char *defaults[2], *path, *prefix;
+    struct curl_slist *nodes;
+    char *url, *key_line;
+    size_t n_defaults, n = 0, blen, plen, xlen, klen, i, j;
 
     if (!t->base_url || !t->model || !t->api_key) {
         lf_msg(err, "target needs base_url, model and api_key");
@@ -583,12 +588,6 @@ static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_pr
         lf_msg(err, "API key contains a line break");
         return -1;
     }
-    blen = strlen(t->base_url);
-    while (blen && t->base_url[blen - 1] == '/') blen--;
-    if (lf_buf_set(&p->url, t->base_url, blen) != 0 ||
-        lf_buf_append_str(&p->url, lf_wire_path(t->api)) != 0)
-        goto nomem;
-
     tp.api = t->api;
     tp.model = t->model;
     if (lf_wire_build_request(&tp, &p->body, err) != 0) return -1;
@@ -599,13 +598,27 @@ static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_pr
         }
     }
 
-    if (t->n_headers > ((size_t)-1) / sizeof(*p->nodes) - LF_FIXED_HEADERS) goto nomem;
-    p->nodes = malloc((LF_FIXED_HEADERS + t->n_headers) * sizeof(*p->nodes));
-    if (!p->nodes) goto nomem;
-    if (lf_buf_reserve(&p->key_line, sizeof "Authorization: Bearer " + strlen(t->api_key)) != 0 ||
-        lf_buf_append_str(&p->key_line, t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ") != 0 ||
-        lf_buf_append_str(&p->key_line, t->api_key) != 0)
-        goto nomem;
+    blen = strlen(t->base_url);
+    while (blen && t->base_url[blen - 1] == '/') blen--;
+    path = lf_wire_path(t->api);
+    plen = strlen(path);
+    prefix = t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ";
+    xlen = strlen(prefix);
+    klen = strlen(t->api_key);
+    if (t->n_headers > ((size_t)-1) / sizeof(*nodes) - LF_FIXED_HEADERS) goto nomem;
+    p->mem_size = (LF_FIXED_HEADERS + t->n_headers) * sizeof(*nodes);
+    if (blen + plen + xlen + klen + 2 > ((size_t)-1) - p->mem_size) goto nomem;
+    p->mem_size += blen + plen + 1 + xlen + klen + 1;
+    p->mem = malloc(p->mem_size);
+    if (!p->mem) goto nomem;
+    nodes = p->mem;
+    url = (char *)(nodes + LF_FIXED_HEADERS + t->n_headers);
+    memcpy(url, t->base_url, blen);
+    memcpy(url + blen, path, plen + 1);
+    key_line = url + blen + plen + 1;
+    memcpy(key_line, prefix, xlen);
+    memcpy(key_line + xlen, t->api_key, klen + 1);
+    p->url = url;
     /* First, where libcurl put them when it wrote them itself; a target's
      * own User-Agent or Accept-Encoding replaces ours, as it replaced
      * libcurl's. */
@@ -614,17 +627,17 @@ static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_pr
         int own = 0;
 
         for (i = 0; i < t->n_headers && !own; i++) own = lf_same_header(t->headers[i], defaults[j]);
-        if (!own) p->nodes[n++].data = (char *)defaults[j];
+        if (!own) nodes[n++].data = (char *)defaults[j];
     }
-    p->nodes[n++].data = (char *)"Content-Type: application/json";
-    p->nodes[n++].data = (char *)(params->stream ? "Accept: text/event-stream" : "Accept: application/json");
-    p->nodes[n++].data = (char *)"Expect:";
-    if (t->api == LF_API_ANTHROPIC) p->nodes[n++].data = (char *)"anthropic-version: 2023-06-01";
-    p->nodes[n++].data = p->key_line.ptr;
-    for (i = 0; i < t->n_headers; i++) p->nodes[n++].data = (char *)t->headers[i];
-    for (i = 0; i + 1 < n; i++) p->nodes[i].next = &p->nodes[i + 1];
-    p->nodes[n - 1].next = NULL;
-    p->headers = p->nodes;
+    nodes[n++].data = (char *)"Content-Type: application/json";
+    nodes[n++].data = (char *)(params->stream ? "Accept: text/event-stream" : "Accept: application/json");
+    nodes[n++].data = (char *)"Expect:";
+    if (t->api == LF_API_ANTHROPIC) nodes[n++].data = (char *)"anthropic-version: 2023-06-01";
+    nodes[n++].data = key_line;
+    for (i = 0; i < t->n_headers; i++) nodes[n++].data = (char *)t->headers[i];
+    for (i = 0; i + 1 < n; i++) nodes[i].next = &nodes[i + 1];
+    nodes[n - 1].next = NULL;
+    p->headers = nodes;
     return 0;
 nomem:
     lf_msg(err, "out of memory");
@@ -633,13 +646,12 @@ nomem:
 
 static void lf_prepared_free(lf_prepared *p)
 {
-    lf_buf_free(&p->url);
     lf_buf_free(&p->body);
     /* The key is not left behind in freed memory. */
-    if (p->key_line.ptr) memset(p->key_line.ptr, 0, p->key_line.cap);
-    lf_buf_free(&p->key_line);
-    free(p->nodes);
-    p->nodes = NULL;
+    if (p->mem) lf_wipe(p->mem, 0, p->mem_size);
+    free(p->mem);
+    p->mem = NULL;
+    p->url = NULL;
     p->headers = NULL;
 }
 
@@ -659,9 +671,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     }
     memset(prep, 0, sizeof(prep));
     for (i = 0; i < n_targets; i++) {
-        lf_buf_init(&prep[i].url);
         lf_buf_init(&prep[i].body);
-        lf_buf_init(&prep[i].key_line);
     }
     memset(&call, 0, sizeof(call));
     call.pol = pol;
@@ -705,7 +715,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             lf_attempt_init(&a, t, params->stream, pol->max_response_bytes);
             a.target_index = (int)ti;
             call.attempt_no++;
-            lf_exchange(&call, &a, lf_buf_cstr(&prep[ti].url), &prep[ti].body, prep[ti].headers);
+            lf_exchange(&call, &a, prep[ti].url, &prep[ti].body, prep[ti].headers);
             lf_judge(&call, &a);
             o->attempts = call.attempt_no;
 

@@ -219,7 +219,6 @@ void lf_response_init(lf_response *r, size_t max_bytes)
 {
     memset(r, 0, sizeof(*r));
     lf_buf_init(&r->inbox);
-    lf_buf_init(&r->content_type);
     lf_buf_init(&r->retry_after);
     lf_buf_init(&r->retry_after_ms);
     lf_buf_init(&r->request_id);
@@ -231,7 +230,7 @@ void lf_response_reset(lf_response *r, size_t max_bytes)
 {
     r->status = 0;
     lf_buf_clear(&r->inbox);
-    lf_buf_clear(&r->content_type);
+    r->event_stream = 0;
     lf_buf_clear(&r->retry_after);
     lf_buf_clear(&r->retry_after_ms);
     lf_buf_clear(&r->request_id);
@@ -248,7 +247,6 @@ void lf_response_reset(lf_response *r, size_t max_bytes)
 void lf_response_free(lf_response *r)
 {
     lf_buf_free(&r->inbox);
-    lf_buf_free(&r->content_type);
     lf_buf_free(&r->retry_after);
     lf_buf_free(&r->retry_after_ms);
     lf_buf_free(&r->request_id);
@@ -280,6 +278,19 @@ static int lf_header_name_is(const char *n, size_t len, const char *want)
     for (i = 0; i < len; i++)
         if (tolower((unsigned char)n[i]) != want[i]) return 0;
     return 1;
+}
+
+/* Whether w[0..wn) occurs in s[0..n) (glibc's memmem sets up a table
+ * first: several times the cost of this for a header value). */
+static int lf_contains(const char *s, size_t n, const char *w, size_t wn)
+{
+    const char *p = s, *e = s + n;
+
+    while (wn && (size_t)(e - p) >= wn && (p = memchr(p, w[0], (size_t)(e - p) - wn + 1)) != NULL) {
+        if (memcmp(p, w, wn) == 0) return 1;
+        p++;
+    }
+    return 0;
 }
 
 /* The response headers the policy reads. A line is told apart by the length
@@ -320,7 +331,7 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     r->got_bytes = 1;
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         /* A new status line (after a 100 Continue, say): start over. */
-        lf_buf_clear(&r->content_type);
+        r->event_stream = 0;
         lf_buf_clear(&r->retry_after);
         lf_buf_clear(&r->retry_after_ms);
         lf_buf_clear(&r->request_id);
@@ -350,7 +361,11 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
     vlen = (size_t)(end - v);
     switch (kind) {
-    case LF_H_CONTENT_TYPE: lf_buf_set(&r->content_type, v, vlen); break;
+    case LF_H_CONTENT_TYPE:
+        /* All the loop asks of it (the last one counts, up to a NUL as
+         * when it was kept as text). */
+        r->event_stream = lf_contains(v, strnlen(v, vlen), "event-stream", 12);
+        break;
     case LF_H_RETRY_AFTER: lf_buf_set(&r->retry_after, v, vlen); break;
     case LF_H_RETRY_AFTER_MS: lf_buf_set(&r->retry_after_ms, v, vlen); break;
     case LF_H_REQUEST_ID: lf_buf_set(&r->request_id, v, vlen); break;

@@ -52,7 +52,7 @@ typedef struct lf_response {
     size_t body_bytes;       /* all body bytes received */
     size_t max_bytes;        /* cap; the transfer fails past it */
     int too_large;
-    lf_buf content_type;
+    int event_stream;        /* the Content-Type names "event-stream" */
     lf_buf retry_after;
     lf_buf retry_after_ms;
     lf_buf request_id;       /* x-request-id or request-id */
