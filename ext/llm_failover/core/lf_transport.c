@@ -410,8 +410,9 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
 {
     CURL *e = c->easy;
 
-    /* Everything a request may change, set on every request: nothing of
-     * the previous one can leak into this one. */
+    /* Everything a request may change, set on every request (the connect
+     * timeout when it differs from what the handle holds): nothing of the
+     * previous one can leak into this one. */
     curl_easy_setopt(e, CURLOPT_URL, req->url);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
