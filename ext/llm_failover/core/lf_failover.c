@@ -676,7 +676,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     memset(&call, 0, sizeof(call));
     call.pol = pol;
     call.l = l;
-    call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)getpid();
+    call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)lf_current_pid();
     if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;
 
     for (i = 0; i < n_targets; i++)

@@ -24,6 +24,35 @@ struct lf_pool {
 static pthread_once_t lf_global_once = PTHREAD_ONCE_INIT;
 static int lf_global_rc = -1;
 
+/* The process id, known without a system call per use (glibc does not cache
+ * getpid): 0 until first asked, and again in a forked child, whose
+ * pthread_atfork handler forgets the parent's. Every fork made through the C
+ * library runs the handler (Ruby's Process.fork does). A pid_t is written
+ * whole, and every thread that writes it writes the same value. */
+static volatile pid_t lf_pid;
+static pthread_once_t lf_pid_once = PTHREAD_ONCE_INIT;
+static int lf_pid_cacheable;
+
+static void lf_forget_pid(void)
+{
+    lf_pid = 0;
+}
+
+static void lf_pid_init_once(void)
+{
+    lf_pid_cacheable = pthread_atfork(NULL, NULL, lf_forget_pid) == 0;
+}
+
+pid_t lf_current_pid(void)
+{
+    pid_t pid = lf_pid;
+    if (pid != 0) return pid;
+    pthread_once(&lf_pid_once, lf_pid_init_once);
+    pid = getpid();
+    if (lf_pid_cacheable) lf_pid = pid; /* without the handler, ask every time */
+    return pid;
+}
+
 static void lf_global_init_once(void)
 {
     lf_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
@@ -92,7 +121,7 @@ static void lf_conn_destroy(lf_conn *c)
     /* Handles made by another process share sockets (and TLS state) with
      * it: closing them here would write on the parent's connections. They
      * are abandoned instead; the child pays a little memory. */
-    if (c->pid == getpid()) {
+    if (c->pid == lf_current_pid()) {
         if (c->easy) curl_easy_cleanup(c->easy);
         if (c->multi) curl_multi_cleanup(c->multi);
         free(c);
@@ -105,7 +134,7 @@ static lf_conn *lf_conn_new(void)
 {
     lf_conn *c = calloc(1, sizeof(*c));
     if (!c) return NULL;
-    c->pid = getpid();
+    c->pid = lf_current_pid();
     c->connect_timeout_ms = -1;
     c->multi = curl_multi_init();
     c->easy = curl_easy_init();
@@ -126,7 +155,7 @@ lf_pool *lf_pool_new(void)
         free(p);
         return NULL;
     }
-    p->pid = getpid();
+    p->pid = lf_current_pid();
     return p;
 }
 
@@ -135,7 +164,7 @@ static void lf_pool_forget_if_forked(lf_pool *p)
 {
     lf_conn *tail;
 
-    if (p->pid == getpid()) return;
+    if (p->pid == lf_current_pid()) return;
     /* A forked child: the parent's handles are never reused, and never
      * closed either (that would write on the parent's connections). They
      * move to a list of their own, so that their memory stays accounted
@@ -147,7 +176,7 @@ static void lf_pool_forget_if_forked(lf_pool *p)
     }
     p->idle = NULL;
     p->n_idle = 0;
-    p->pid = getpid();
+    p->pid = lf_current_pid();
 }
 
 void lf_pool_free(lf_pool *p)
@@ -190,12 +219,12 @@ void lf_pool_checkin(lf_pool *p, lf_conn *c)
     if (!c) return;
     pthread_mutex_lock(&p->lock);
     lf_pool_forget_if_forked(p);
-    if (c->pid == getpid() && p->n_idle < LF_POOL_MAX_IDLE) {
+    if (c->pid == lf_current_pid() && p->n_idle < LF_POOL_MAX_IDLE) {
         c->next = p->idle;
         p->idle = c;
         p->n_idle++;
         c = NULL;
-    } else if (c->pid != getpid()) {
+    } else if (c->pid != lf_current_pid()) {
         /* Checked out before a fork: the parent's, kept like the idle ones. */
         c->next = p->abandoned;
         p->abandoned = c;

@@ -26,6 +26,9 @@ typedef struct lf_pool lf_pool;
 /* curl_global_init, once per process; 0 on success. */
 int lf_transport_global_init(void);
 
+/* getpid(), cached until the process forks (a pthread_atfork handler). */
+pid_t lf_current_pid(void);
+
 /* The header lines libcurl would otherwise write itself: "User-Agent: ..."
  * and, when libcurl can decode any content coding, "Accept-Encoding: ..."
  * naming exactly those it can (what CURLOPT_ACCEPT_ENCODING "" would send).
