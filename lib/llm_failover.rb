@@ -2,7 +2,7 @@
 
 require "llm_failover/version"
 require "llm_failover/errors"
-require "llm_failover/chunk" # before the extension, which defines Chunk.build
+require "llm_failover/chunk" # the extension adds Chunk.build
 require "llm_failover/llm_failover" # the compiled extension: Engine and the C core
 
 require "llm_failover/provider_config"

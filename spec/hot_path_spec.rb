@@ -217,9 +217,12 @@ RSpec.describe "the hot path" do
       expect(copy.usage_log_emitter).to equal(first)
       copy.usage_log = ->(r) { seen << [:second, r] }
       expect(copy.usage_log_emitter).not_to equal(first)
-      copy.usage_log_emitter.emit(:x)
-      config.usage_log_emitter.emit(:y)
-      expect(seen).to eq([%i[second x], %i[first y]])
+      x, y = %w[x y].map do |id|
+        LlmFailover::AttemptRecord.new(request_id: id, attempt: 1, provider: :openai, model: "gpt-4o", success: true)
+      end
+      copy.usage_log_emitter.emit(x)
+      config.usage_log_emitter.emit(y)
+      expect(seen).to eq([[:second, x], [:first, y]])
       logger = Logger.new(StringIO.new)
       config.logger = logger
       expect(config.usage_log_emitter).not_to equal(first)

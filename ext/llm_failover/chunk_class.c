@@ -1,9 +1,9 @@
 /* LlmFailover::Chunk.build, the gem's own constructor of a Chunk: one per
  * streamed delta. The class, its readers and its public keyword constructor
- * are Ruby (lib/llm_failover/chunk.rb, required before the extension); a
- * Chunk built here has exactly the instance variables Chunk#initialize sets.
- * From C it costs about a third less than the Ruby builder did (allocate and
- * a private method through __send__; bench/README.md). */
+ * are Ruby (lib/llm_failover/chunk.rb); a Chunk built here has exactly the
+ * instance variables Chunk#initialize sets. From C it costs about a third less
+ * than the Ruby builder did (allocate and a private method through __send__;
+ * bench/README.md). */
 #include "lf_ruby.h"
 
 #include "lf_banned.h"
@@ -27,7 +27,9 @@ static VALUE lf_chunk_s_build(VALUE klass, VALUE content, VALUE index, VALUE sou
 
 void lf_init_chunk(VALUE mod)
 {
-    VALUE cChunk = rb_const_get(mod, rb_intern("Chunk"));
+    /* The class of lib/llm_failover/chunk.rb, or a new one that file reopens
+     * when the extension happens to be loaded first. */
+    VALUE cChunk = rb_define_class_under(mod, "Chunk", rb_cObject);
     id_content = rb_intern("@content");
     id_index = rb_intern("@index");
     id_source = rb_intern("@source");
