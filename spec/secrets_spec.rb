@@ -68,7 +68,14 @@ RSpec.describe "Secrets" do
     out = StringIO.new
     PP.pp(LlmFailover.configuration, out)
     PP.pp(LlmFailover.configuration.providers, out)
-    texts = [out.string, LlmFailover.configuration.providers.inspect, LlmFailover.configuration.providers.to_s]
+    # A Target holds the engine's description of it, key included: shown, it must not be.
+    target = LlmFailover.configuration.provider_config(:custom).target("gpt-4o")
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :custom)
+    PP.pp(target, out)
+    PP.pp(chat.send(:pick_targets), out)
+    PP.pp(chat, out)
+    texts = [out.string, LlmFailover.configuration.providers.inspect, LlmFailover.configuration.providers.to_s,
+             target.inspect, target.to_s]
     expect(texts.flat_map { |t| leaks(t) }).to eq([])
   end
 

@@ -16,9 +16,15 @@ module LlmFailover
       "#{name}/#{model}"
     end
 
-    # Struct#inspect would show the ProviderConfig, which redacts; keep it short anyway.
+    # Struct#inspect would show the engine Hash, key included; pp too (Struct has its
+    # own pretty_print).
     def inspect
       "#<LlmFailover::Target #{label}>"
+    end
+    alias_method :to_s, :inspect
+
+    def pretty_print(pp)
+      pp.text(inspect)
     end
   end
 end
