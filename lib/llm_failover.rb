@@ -2,7 +2,6 @@
 
 require "llm_failover/version"
 require "llm_failover/errors"
-require "llm_failover/chunk" # the extension adds Chunk.build
 require "llm_failover/llm_failover" # the compiled extension: Engine and the C core
 
 require "llm_failover/provider_config"
@@ -11,6 +10,7 @@ require "llm_failover/quota"
 require "llm_failover/model_picker"
 require "llm_failover/memory_store/message"
 require "llm_failover/memory_store"
+require "llm_failover/chunk" # the extension adds Chunk.build
 require "llm_failover/reply"
 require "llm_failover/attempt_record"
 require "llm_failover/usage_log"

@@ -34,7 +34,6 @@ module LfSanitize
       # Written by rake sanitize: loads the sanitized extension in place of lib's.
       require File.expand_path("../../lib/llm_failover/version", __dir__)
       require File.expand_path("../../lib/llm_failover/errors", __dir__)
-      require File.expand_path("../../lib/llm_failover/chunk", __dir__)
       require File.expand_path("build/llm_failover.so", __dir__)
       $LOADED_FEATURES << File.expand_path("../../lib/llm_failover/llm_failover.so", __dir__)
     RUBY

@@ -161,8 +161,8 @@ module LlmFailover
     def with_overrides(overrides)
       # Built here once so that every copy starts with them (each is dropped again by
       # the setters it concerns): a chat's copy would otherwise build both per call.
-      engine_policy unless @engine_policy
-      usage_log_emitter unless @usage_log_emitter
+      engine_policy
+      usage_log_emitter
       return dup if overrides.empty?
 
       unknown = overrides.keys.reject { |k| OPTIONS.include?(k) }

@@ -45,17 +45,17 @@ module LlmFailover
 
     # @api private: the engine's description of one target. Never log this Hash.
     def engine_target(model)
-      per_model(model)[2]
+      target(model).engine
     end
 
     # @api private: +model+ asked of this provider, as a frozen Target.
     def target(model)
-      per_model(model)[0]
+      solo_targets(model)[0]
     end
 
     # @api private: [target(model)], frozen: the targets of a chat without a backup.
     def solo_targets(model)
-      per_model(model)[1]
+      @per_model[model] || per_model(model)
     end
 
     def inspect
@@ -72,16 +72,13 @@ module LlmFailover
     private
 
     # What every call to +model+ shares, built once and frozen, so that a call only
-    # points at it: [Target, [Target], engine target Hash]. Kept for a handful of
-    # models per provider (dropped past MODELS_KEPT).
+    # points at it: [Target], the Target holding the engine Hash. Kept for a handful
+    # of models per provider (dropped past MODELS_KEPT).
     def per_model(model)
-      @per_model[model] || begin
-        @per_model.clear if @per_model.size >= MODELS_KEPT
-        model = model.dup.freeze unless model.frozen?
-        engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }.freeze
-        target = Target.new(model, self, engine).freeze
-        @per_model[model] = [target, [target].freeze, engine].freeze
-      end
+      @per_model.clear if @per_model.size >= MODELS_KEPT
+      model = model.dup.freeze unless model.frozen?
+      engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }.freeze
+      @per_model[model] = [Target.new(model, self, engine).freeze].freeze
     end
 
     def fail!(message)
