@@ -55,6 +55,11 @@ module Bench
     exe
   end
 
+  # A C client's output: microseconds per call, wall clock then CPU time.
+  def c_client(*cmd)
+    sh!(*cmd).split.map { |x| Float(x) }
+  end
+
   def ruby_client(*args)
     cmd = [RbConfig.ruby, CLIENTS, *args.map(&:to_s)]
     JSON.parse(sh!(*cmd).lines.last)
@@ -122,6 +127,7 @@ module Bench
       clients = %w[engine gem net_http faraday]
       clients << "ruby_llm" unless ENV["SKIP_RUBY_LLM"]
       per_call = Hash.new { |h, k| h[k] = [] }
+      cpu = Hash.new { |h, k| h[k] = [] }
       stream = Hash.new { |h, k| h[k] = [] }
       threads = Hash.new { |h, k| h[k] = [] }
       handoff = Hash.new { |h, k| h[k] = [] }
@@ -129,16 +135,21 @@ module Bench
 
       rounds.times do |r|
         warn "bench: round #{r + 1}/#{rounds}"
-        per_call["floor"] << Float(sh!(floor, "#{fast}/chat/completions", n.to_s, body_file))
-        per_call["core"] << Float(sh!(core_loop, fast, n.to_s))
+        { "floor" => [floor, "#{fast}/chat/completions", n.to_s, body_file],
+          "core" => [core_loop, fast, n.to_s] }.each do |k, cmd|
+          wall, cpu_us = c_client(*cmd)
+          per_call[k] << wall
+          cpu[k] << cpu_us
+        end
         clients.each do |c|
           res = ruby_client(c, c == "ruby_llm" ? [n / 4, 100].max : n, fast)
           info[c] = res
           per_call[c] << res["us"]
+          cpu[c] << res["cpu_us"]
         end
 
-        stream["floor"] << Float(sh!(floor, peer.url(:stream), stream_n.to_s, stream_body_file)) / Peer::STREAM_EVENTS
-        stream["core"] << Float(sh!(core_loop, peer.base_url(:stream), stream_n.to_s, "stream")) / Peer::STREAM_EVENTS
+        stream["floor"] << c_client(floor, peer.url(:stream), stream_n.to_s, stream_body_file)[0] / Peer::STREAM_EVENTS
+        stream["core"] << c_client(core_loop, peer.base_url(:stream), stream_n.to_s, "stream")[0] / Peer::STREAM_EVENTS
         stream["gem"] << ruby_client("gem_stream", stream_n, peer.base_url(:stream))["per_chunk_us"]
         stream["net_http"] << ruby_client("net_http_stream", stream_n, peer.base_url(:stream))["per_chunk_us"]
 
@@ -156,7 +167,7 @@ module Bench
       memory = ENV["MEMORY"] == "1" ? ruby_client("memory", env_int("MEMORY_N", 100_000), fast, 1000) : nil
 
       report(rounds: rounds, n: n, stream_n: stream_n, thread_n: thread_n, handoff_n: handoff_n,
-             per_call: per_call.transform_values { |v| best(v) }, stream: stream.transform_values { |v| best(v) },
+             per_call: per_call.transform_values { |v| best(v) }, cpu: cpu.transform_values { |v| best(v) }, stream: stream.transform_values { |v| best(v) },
              threads: threads.transform_values { |v| best(v, more_is_better: true) },
              handoff: handoff.transform_values { |v| best(v) },
              info: info, memory: memory)
@@ -182,7 +193,7 @@ module Bench
         .then { |g| median(g) }
   end
 
-  def report(rounds:, n:, stream_n:, thread_n:, handoff_n:, per_call:, stream:, threads:, handoff:, info:, memory:)
+  def report(rounds:, n:, stream_n:, thread_n:, handoff_n:, per_call:, cpu:, stream:, threads:, handoff:, info:, memory:)
     gem = per_call["gem"]
     lines = []
     lines << "llm_failover bench, #{Time.now.utc.strftime('%Y-%m-%d %H:%M UTC')}"
@@ -191,7 +202,7 @@ module Bench
              "each client in its own process; peer: nginx on loopback"
     lines << ""
     lines << "Per call, non-streamed, keep-alive (#{n} calls/round; fresh chat each call, records on, no-op sink)"
-    lines << format("  %-40s %10s %10s %14s", "client", "us/call", "calls/s", "gem vs it")
+    lines << format("  %-40s %10s %10s %14s %12s", "client", "us/call", "calls/s", "gem vs it", "CPU us/call")
     names = {
       "floor" => "libcurl loop in C (the floor)",
       "core" => "the gem's C core alone (lf_run in C)",
@@ -202,8 +213,10 @@ module Bench
       "ruby_llm" => "ruby_llm #{info.dig('ruby_llm', 'version')} chat.ask"
     }
     per_call.sort_by { |k, _| names.keys.index(k) }.each do |k, us|
-      lines << format("  %-40s %10s %10s %14s", names[k], fmt(us), fmt(1e6 / us, 0), k == "gem" ? "" : ratio(us / gem))
+      lines << format("  %-40s %10s %10s %14s %12s", names[k], fmt(us), fmt(1e6 / us, 0),
+                      k == "gem" ? "" : ratio(us / gem), fmt(cpu[k]))
     end
+    lines << "  (CPU: user and system time of the client's process, best round; the rest of a call is waiting)"
     lines << ""
     lines << "Streamed, #{Peer::STREAM_EVENTS} events per call (#{stream_n} calls/round)"
     lines << format("  %-40s %10s %14s", "client", "us/chunk", "gem vs it")
@@ -246,7 +259,28 @@ module Bench
     if memory
       lines << "  RSS growth < 5 MB: #{memory['growth_kb']} kB #{verdict(memory['growth_kb'] < 5 * 1024)}"
     end
+    lines.concat(budget(per_call))
     puts lines
+  end
+
+  # What each per-call target leaves, in this run, for what chat.ask adds to Engine#run
+  # (the fresh Chat, its store and two messages, the Call, the attempt record and its
+  # sink, the Reply), next to what it adds now.
+  def budget(per_call)
+    engine = per_call["engine"]
+    gem = per_call["gem"]
+    return [] unless engine && gem
+
+    lines = ["", "What each per-call target leaves for chat.ask's Ruby layer (Engine#run alone: #{fmt(engine)} us; " \
+                 "the Ruby layer adds #{fmt(gem - engine)} us now)"]
+    { "0.80x the floor" => per_call["floor"] && per_call["floor"] / 0.8,
+      "5x Faraday" => per_call["faraday"] && per_call["faraday"] / 5,
+      "2x net/http" => per_call["net_http"] && per_call["net_http"] / 2 }.each do |label, limit|
+      next unless limit
+
+      lines << format("  %-16s chat.ask <= %6s us: %6s us left", label, fmt(limit), fmt(limit - engine))
+    end
+    lines
   end
 
   # `rake bench:memory`: the RSS figure alone.
