@@ -126,6 +126,27 @@ when "engine"
   engine = LlmFailover.engine
   out[:us] = timed(n) { check!(engine.run(request, listener)[:content]) }
 
+when "core_in_ruby"
+  # bench/core_loop.c's loop called once, through Fiddle, from a Ruby process with the
+  # gem loaded and configured: the C core inside a Ruby process, no Ruby between calls.
+  # Its line (wall and CPU us per call) is read from fd 1 through a pipe.
+  require "fiddle"
+  load_gem
+  configure_gem(base)
+  lib = Fiddle.dlopen(ARGV[3])
+  run = Fiddle::Function.new(lib["core_loop_run"], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP], Fiddle::TYPE_INT)
+  words = ["core_loop", base, n.to_s].map { |w| "#{w}\0" }
+  argv = words.map { |w| Fiddle::Pointer[w].to_i }.push(0).pack("J*")
+  reader, writer = IO.pipe
+  saved = $stdout.dup
+  $stdout.flush
+  $stdout.reopen(writer)
+  rc = run.call(words.size, Fiddle::Pointer[argv])
+  $stdout.reopen(saved)
+  writer.close
+  abort "bench: core_loop_run failed" unless rc.zero?
+  out[:us], out[:cpu_us] = reader.read.split.map { |x| Float(x) }
+
 when "net_http"
   require "net/http"
   uri = URI("#{base}/chat/completions")

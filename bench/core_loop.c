@@ -7,7 +7,11 @@
  *   core_loop BASE_URL N [stream]
  *
  * Prints the microseconds per call (streamed or not), wall clock then this
- * process's CPU time (user and system). */
+ * process's CPU time (user and system).
+ *
+ * Built with -DCORE_LOOP_SHARED (-fPIC -shared) it has no main: a Ruby process
+ * calls core_loop_run(argc, argv) through Fiddle, to time the same loop inside
+ * a Ruby process with the gem loaded but no Ruby code between calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +54,9 @@ static double core_clock(clockid_t id)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int main(int argc, char **argv)
+int core_loop_run(int argc, char **argv);
+
+int core_loop_run(int argc, char **argv)
 {
     lf_target t;
     lf_message msg = { "user", "Hello" };
@@ -104,5 +110,13 @@ int main(int argc, char **argv)
     printf("%.3f %.3f\n", (core_clock(CLOCK_MONOTONIC) - t0) * 1e6 / (double)n,
            (core_clock(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e6 / (double)n);
     lf_pool_free(pool);
+    fflush(stdout); /* a Ruby caller prints after this */
     return core_chunks < 0;
 }
+
+#ifndef CORE_LOOP_SHARED
+int main(int argc, char **argv)
+{
+    return core_loop_run(argc, argv);
+}
+#endif

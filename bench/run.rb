@@ -45,12 +45,14 @@ module Bench
 
   # Builds bench/NAME.c into tmp/bench/NAME with -O2; with core: true, linked with
   # every source of the gem's C core (the flags the extension is built with).
-  def build_c(name, core: false)
+  # shared: a library for Fiddle (bench/core_loop.c's core_loop_run) instead of a program.
+  def build_c(name, core: false, shared: false)
     FileUtils.mkdir_p(TMP)
-    exe = File.join(TMP, name)
+    exe = File.join(TMP, shared ? "#{name}.so" : name)
     src = File.join(__dir__, "#{name}.c")
     extra = core ? Dir[File.join(CORE, "*.c")].sort : []
-    sh!(ENV.fetch("CC", "cc"), "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror",
+    flags = shared ? ["-fPIC", "-shared", "-D#{name.upcase}_SHARED"] : []
+    sh!(ENV.fetch("CC", "cc"), "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror", *flags,
         "-I#{CORE}", *pkg("--cflags"), "-o", exe, src, *extra, *pkg("--libs"), "-lm")
     exe
   end
@@ -107,6 +109,7 @@ module Bench
 
     floor = build_c("curl_floor")
     core_loop = build_c("core_loop", core: true)
+    core_lib = build_c("core_loop", core: true, shared: true)
     handoff_peer = build_c("handoff_peer")
     body_file = File.join(TMP, "request.json")
     File.write(body_file, JSON.generate(model: "gpt-4o-mini", messages: [{ role: "user", content: "Hello" }]))
@@ -141,6 +144,9 @@ module Bench
           per_call[k] << wall
           cpu[k] << cpu_us
         end
+        res = ruby_client("core_in_ruby", n, fast, core_lib)
+        per_call["core_in_ruby"] << res["us"]
+        cpu["core_in_ruby"] << res["cpu_us"]
         clients.each do |c|
           res = ruby_client(c, c == "ruby_llm" ? [n / 4, 100].max : n, fast)
           info[c] = res
@@ -206,6 +212,7 @@ module Bench
     names = {
       "floor" => "libcurl loop in C (the floor)",
       "core" => "the gem's C core alone (lf_run in C)",
+      "core_in_ruby" => "the same C loop run from Ruby (Fiddle)",
       "engine" => "Engine#run from Ruby, empty listener",
       "gem" => "llm_failover chat.ask",
       "net_http" => "net/http keep-alive + JSON.parse",
