@@ -173,7 +173,8 @@ module Bench
       memory = ENV["MEMORY"] == "1" ? ruby_client("memory", env_int("MEMORY_N", 100_000), fast, 1000) : nil
 
       report(rounds: rounds, n: n, stream_n: stream_n, thread_n: thread_n, handoff_n: handoff_n,
-             per_call: per_call.transform_values { |v| best(v) }, cpu: cpu.transform_values { |v| best(v) }, stream: stream.transform_values { |v| best(v) },
+             per_call: per_call.transform_values { |v| best(v) }, cpu: cpu.transform_values { |v| best(v) },
+             stream: stream.transform_values { |v| best(v) },
              threads: threads.transform_values { |v| best(v, more_is_better: true) },
              handoff: handoff.transform_values { |v| best(v) },
              info: info, memory: memory)
@@ -199,7 +200,8 @@ module Bench
         .then { |g| median(g) }
   end
 
-  def report(rounds:, n:, stream_n:, thread_n:, handoff_n:, per_call:, cpu:, stream:, threads:, handoff:, info:, memory:)
+  def report(rounds:, n:, stream_n:, thread_n:, handoff_n:, per_call:, cpu:, stream:, threads:, handoff:, info:,
+             memory:)
     gem = per_call["gem"]
     lines = []
     lines << "llm_failover bench, #{Time.now.utc.strftime('%Y-%m-%d %H:%M UTC')}"
