@@ -102,6 +102,33 @@ RSpec.describe "Retries and failover" do
       expect(backup.request_count).to eq(0)
     end
 
+    # libcurl would send the POST again by itself on a new connection: a second request
+    # the provider may bill, with one attempt recorded and max_retries ignored.
+    describe "a reused keep-alive connection that dies before any response" do
+      before do
+        primary.default = { text: "fine" }
+        failover_chat.ask("opens the connection")
+        @sent_before = primary.request_count
+        primary.enqueue({ reset: true }) # the request is read, then the connection reset
+      end
+
+      it "is a recorded ConnectionError, sent again only by the call's own retry" do
+        reply = failover_chat(max_retries: 1, retry_interval: 0).ask("Hi")
+        expect(reply.content).to eq("fine")
+        expect(primary.request_count - @sent_before).to eq(2)
+        expect(error_classes(reply)).to eq(["LlmFailover::ConnectionError", nil])
+        expect(reply.attempts.first.error_message).to match(/reused connection closed before any response/)
+        expect(backup.request_count).to eq(0)
+      end
+
+      it "is not sent again with max_retries 0: the backup answers" do
+        reply = failover_chat(max_retries: 0).ask("Hi")
+        expect(primary.request_count - @sent_before).to eq(1)
+        expect(error_classes(reply)).to eq(["LlmFailover::ConnectionError", nil])
+        expect(reply.content).to eq(backup_text)
+      end
+    end
+
     it "fails over without retrying a provider that never answers" do
       primary.enqueue({ delay_headers: 3 })
       reply = failover_chat(first_token_timeout: 0.3, request_timeout: 0.6).ask("Hi")

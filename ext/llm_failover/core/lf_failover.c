@@ -216,7 +216,7 @@ static lf_transfer lf_transfer_from_curl(const lf_attempt *a)
     case CURLE_COULDNT_RESOLVE_PROXY: return LF_T_DNS;
     case CURLE_OPERATION_TIMEDOUT: return a->resp.status ? LF_T_TOTAL_TIMEOUT : LF_T_CONNECT_TIMEOUT;
     case CURLE_WRITE_ERROR: return a->resp.too_large ? LF_T_TOO_LARGE : LF_T_CONNECTION;
-    case CURLE_ABORTED_BY_CALLBACK: return LF_T_ABORTED;
+    case CURLE_ABORTED_BY_CALLBACK: return a->resp.resend_refused ? LF_T_CONNECTION : LF_T_ABORTED;
     default: return LF_T_CONNECTION;
     }
 }
@@ -454,7 +454,10 @@ static void lf_judge(lf_call *c, lf_attempt *a)
             if (!a->message.len) lf_msg(&a->message, "call stopped by the host");
             break;
         default:
-            if (a->mode == LF_MODE_SSE)
+            if (a->resp.resend_refused)
+                lf_msg(&a->message, "connection failed: a reused connection closed before any response, "
+                                    "after the provider may have received the request; not sent again");
+            else if (a->mode == LF_MODE_SSE)
                 lf_msg(&a->message, "stream ended without its terminal event after %zu bytes: %s",
                        r->body_bytes, a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->curl_rc));
             else

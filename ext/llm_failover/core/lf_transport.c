@@ -128,7 +128,7 @@ static void lf_conn_destroy(lf_conn *c)
     }
 }
 
-static void lf_conn_setup(CURL *e);
+static void lf_conn_setup(lf_conn *c);
 
 static lf_conn *lf_conn_new(void)
 {
@@ -143,7 +143,7 @@ static lf_conn *lf_conn_new(void)
         return NULL;
     }
     curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 8L);
-    lf_conn_setup(c->easy);
+    lf_conn_setup(c);
     return c;
 }
 
@@ -271,6 +271,8 @@ void lf_response_reset(lf_response *r, size_t max_bytes)
     r->first_byte_at = 0;
     r->last_byte_at = 0;
     r->got_bytes = 0;
+    r->requests_sent = 0;
+    r->resend_refused = 0;
 }
 
 void lf_response_free(lf_response *r)
@@ -406,12 +408,38 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+#if LIBCURL_VERSION_NUM >= 0x075000
+/* Called by libcurl each time it is about to send the request on a
+ * connection. When a reused keep-alive connection dies before any byte of the
+ * response, libcurl sends the same POST again on a new connection by itself:
+ * the provider may have received (and billed) the first one, and neither the
+ * attempt records nor max_retries would know. The second send is refused, so
+ * the attempt fails as a connection failure and the call's own retry and
+ * failover policy decides, with every request recorded. */
+static int lf_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+    lf_conn *c = ud;
+    lf_response *r = c->resp;
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    if (!r) return CURL_PREREQFUNC_OK;
+    if (r->requests_sent++ > 0) {
+        r->resend_refused = 1;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    return CURL_PREREQFUNC_OK;
+}
+#endif
+
 /* The options every request shares, set once per handle: the handle is never
  * reset, so these hold for its whole life, and lf_transfer_start sets every
  * option that differs between requests (measured: a curl_easy_reset plus
  * twenty setopts on every attempt cost more than building the request). */
-static void lf_conn_setup(CURL *e)
+static void lf_conn_setup(lf_conn *c)
 {
+    CURL *e = c->easy;
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, lf_on_body);
@@ -433,6 +461,10 @@ static void lf_conn_setup(CURL *e)
      * every request even when the request's list names its own; the line
      * comes from lf_transport_default_headers instead. */
     curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075000
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, lf_on_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, c);
+#endif
 }
 
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)

@@ -66,6 +66,8 @@ typedef struct lf_response {
     double first_byte_at;    /* monotonic seconds of the first body byte, 0 if none */
     double last_byte_at;     /* monotonic seconds of the last byte received */
     int got_bytes;           /* bytes arrived in the step under way */
+    int requests_sent;       /* times libcurl was about to send the request */
+    int resend_refused;      /* libcurl wanted to send it again; refused (see lf_on_prereq) */
 } lf_response;
 
 void lf_response_init(lf_response *r, size_t max_bytes);
