@@ -25,10 +25,13 @@ typedef struct server {
     char request[MAX_SCRIPT][4096]; /* what each connection sent (head and body, cut) */
     int n_script;
     int served;
+    int keep_then_drop;  /* the first connection answers script[0] and stays open, then reads
+                          * one more request (slot 1, no script) and closes unanswered */
     pthread_t thread;
 } server;
 
-static void read_request(int c, char *keep, size_t keep_size)
+/* Reads one request; returns how many bytes arrived (0: closed unused). */
+static size_t read_request(int c, char *keep, size_t keep_size)
 {
     char buf[8192];
     size_t have = 0;
@@ -36,7 +39,7 @@ static void read_request(int c, char *keep, size_t keep_size)
     char *hdr_end = NULL;
     for (;;) {
         ssize_t n = recv(c, buf + have, sizeof buf - 1 - have, 0);
-        if (n <= 0) return;
+        if (n <= 0) return have;
         have += (size_t)n;
         buf[have] = '\0';
         snprintf(keep, keep_size, "%s", buf);
@@ -44,8 +47,8 @@ static void read_request(int c, char *keep, size_t keep_size)
             char *cl = strcasestr(buf, "content-length:");
             clen = cl ? strtol(cl + 15, NULL, 10) : 0;
         }
-        if (hdr_end && (long)(have - (size_t)(hdr_end + 4 - buf)) >= clen) return;
-        if (have >= sizeof buf - 1) return;
+        if (hdr_end && (long)(have - (size_t)(hdr_end + 4 - buf)) >= clen) return have;
+        if (have >= sizeof buf - 1) return have;
     }
 }
 
@@ -72,10 +75,17 @@ static void *serve(void *arg)
         int c = accept(s->fd, NULL, NULL);
         const char *resp;
         if (c < 0) return NULL;
-        read_request(c, s->request[s->served], sizeof s->request[0]);
+        if (read_request(c, s->request[s->served], sizeof s->request[0]) == 0) {
+            close(c); /* opened and closed without a request: not one of the script's */
+            continue;
+        }
         resp = s->script[s->served];
         send_response(c, resp, s->script_len[s->served]);
         s->served++;
+        if (s->keep_then_drop && s->served == 1) {
+            read_request(c, s->request[s->served], sizeof s->request[0]);
+            s->served++;
+        }
         close(c);
     }
     return NULL;
@@ -159,6 +169,10 @@ static const char *OK_JSON =
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\nConnection: close\r\n\r\n"
     "{\"model\":\"m-1\",\"choices\":[{\"message\":{\"content\":\"hi there\"},\"finish_reason\":\"stop\"}],"
     "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}";
+
+static const char *OK_JSON_KEEP_ALIVE =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\n\r\n"
+    "{\"model\":\"m-1\",\"choices\":[{\"message\":{\"content\":\"first\"},\"finish_reason\":\"stop\"}]}";
 
 static const char *UNAVAILABLE =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: @@\r\n"
@@ -277,6 +291,53 @@ static void test_retry_then_success(void)
     LF_CHECK_INT(f.seen.kinds[0], LF_E_SERVICE_UNAVAILABLE);
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:ok|");
     fixture_free(&f);
+}
+
+/* A reused keep-alive connection closed after the request and before any
+ * response: libcurl would send the request again on a new connection by
+ * itself, unrecorded. The attempt fails instead, and the request goes again
+ * only as the policy's next attempt (max_retries 2), or not at all (0). */
+static void run_on_dropped_reused_connection(fixture *f, int max_retries)
+{
+    f->srv[0].keep_then_drop = 1;
+    f->srv[0].script[0] = OK_JSON_KEEP_ALIVE;
+    f->srv[0].script[2] = OK_JSON;
+    f->srv[0].n_script = max_retries ? 3 : 2;
+    fixture_serve(f, 0);
+    LF_CHECK_INT(fixture_run(f, 1), 0);
+    LF_CHECK_STR(lf_buf_cstr(&f->o.answer.text), "first");
+    lf_outcome_free(&f->o);
+    lf_outcome_init(&f->o);
+    memset(&f->seen, 0, sizeof f->seen);
+    f->pol.max_retries = max_retries;
+    LF_CHECK_INT(fixture_run(f, 1), 0);
+}
+
+static void test_dropped_reused_connection_is_an_attempt(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    run_on_dropped_reused_connection(&f, 2);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.attempts, 2);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "hi there");
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_CONNECTION);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:ok|");
+    fixture_free(&f);
+    LF_CHECK_INT(f.srv[0].served, 3); /* one request per attempt, none unrecorded */
+}
+
+static void test_dropped_reused_connection_not_sent_again(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    run_on_dropped_reused_connection(&f, 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.attempts, 1);
+    LF_CHECK_INT(f.o.kind, LF_E_CONNECTION);
+    LF_CHECK(strstr(lf_buf_cstr(&f.o.message), "reused connection closed before any response") != NULL);
+    fixture_free(&f);
+    LF_CHECK_INT(f.srv[0].served, 2);
 }
 
 static void test_cut_stream_resets_then_backup(void)
@@ -591,6 +652,8 @@ int main(void)
     LF_RUN(test_target_headers_replace_ours);
     LF_RUN(test_gzip_answer_is_decoded);
     LF_RUN(test_stream_answered_with_plain_body);
+    LF_RUN(test_dropped_reused_connection_is_an_attempt);
+    LF_RUN(test_dropped_reused_connection_not_sent_again);
     curl_global_cleanup();
     return lf_test_summary("failover");
 }
