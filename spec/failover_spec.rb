@@ -106,6 +106,8 @@ RSpec.describe "Retries and failover" do
     # the provider may bill, with one attempt recorded and max_retries ignored.
     describe "a reused keep-alive connection that dies before any response" do
       before do
+        curl = Gem::Version.new(LlmFailover::Engine.curl_version[%r{libcurl/([\d.]+)}, 1])
+        skip "libcurl #{curl} has no CURLOPT_PREREQFUNCTION (7.80)" if curl < Gem::Version.new("7.80")
         primary.default = { text: "fine" }
         failover_chat.ask("opens the connection")
         @sent_before = primary.request_count

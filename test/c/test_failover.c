@@ -170,10 +170,6 @@ static const char *OK_JSON =
     "{\"model\":\"m-1\",\"choices\":[{\"message\":{\"content\":\"hi there\"},\"finish_reason\":\"stop\"}],"
     "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}";
 
-static const char *OK_JSON_KEEP_ALIVE =
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\n\r\n"
-    "{\"model\":\"m-1\",\"choices\":[{\"message\":{\"content\":\"first\"},\"finish_reason\":\"stop\"}]}";
-
 static const char *UNAVAILABLE =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: @@\r\n"
     "Connection: close\r\n\r\n{\"error\":{\"message\":\"busy now\"}}";
@@ -293,6 +289,11 @@ static void test_retry_then_success(void)
     fixture_free(&f);
 }
 
+#if LIBCURL_VERSION_NUM >= 0x075000 /* CURLOPT_PREREQFUNCTION */
+static const char *OK_JSON_KEEP_ALIVE =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\n\r\n"
+    "{\"model\":\"m-1\",\"choices\":[{\"message\":{\"content\":\"first\"},\"finish_reason\":\"stop\"}]}";
+
 /* A reused keep-alive connection closed after the request and before any
  * response: libcurl would send the request again on a new connection by
  * itself, unrecorded. The attempt fails instead, and the request goes again
@@ -339,6 +340,7 @@ static void test_dropped_reused_connection_not_sent_again(void)
     fixture_free(&f);
     LF_CHECK_INT(f.srv[0].served, 2);
 }
+#endif
 
 static void test_cut_stream_resets_then_backup(void)
 {
@@ -652,8 +654,10 @@ int main(void)
     LF_RUN(test_target_headers_replace_ours);
     LF_RUN(test_gzip_answer_is_decoded);
     LF_RUN(test_stream_answered_with_plain_body);
+#if LIBCURL_VERSION_NUM >= 0x075000 /* CURLOPT_PREREQFUNCTION */
     LF_RUN(test_dropped_reused_connection_is_an_attempt);
     LF_RUN(test_dropped_reused_connection_not_sent_again);
+#endif
     curl_global_cleanup();
     return lf_test_summary("failover");
 }
