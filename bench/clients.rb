@@ -9,6 +9,7 @@
 # that got an error or the wrong text aborts the bench instead of looking fast.
 
 require "json"
+require_relative "engine_call"
 
 MODEL = "gpt-4o-mini"
 EXPECTED = "Hello! How can I help you today?"
@@ -116,13 +117,8 @@ when "engine"
   load_gem
   configure_gem(base)
   config = LlmFailover.configuration
-  request = { targets: [config.provider_config(:bench).engine_target(MODEL)], messages: [%w[user Hello]],
-              system: nil, temperature: nil, max_tokens: nil, stream: false, policy: config.engine_policy }
-  listener = Class.new do
-    def on_chunk(*) = nil
-    def on_reset = nil
-    def on_attempt(_) = nil
-  end.new
+  request = Bench::EngineCall.request(config, MODEL)
+  listener = Bench::EngineCall::NullListener.new
   engine = LlmFailover.engine
   out[:us] = timed(n) { check!(engine.run(request, listener)[:content]) }
 

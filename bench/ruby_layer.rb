@@ -15,6 +15,7 @@
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "llm_failover"
 require_relative "peer"
+require_relative "engine_call"
 
 # Answers at once, the way the real engine reports: one attempt, then the result.
 class CannedEngine
@@ -34,13 +35,8 @@ begin
     c.usage_log = ->(_record) {}
   end
   config = LlmFailover.configuration
-  request = { targets: [config.provider_config(:bench).engine_target("gpt-4o-mini")], messages: [%w[user Hello]],
-              system: nil, temperature: nil, max_tokens: nil, stream: false, policy: config.engine_policy }
-  listener = Class.new do
-    def on_chunk(*) = nil
-    def on_reset = nil
-    def on_attempt(_) = nil
-  end.new
+  request = Bench::EngineCall.request(config, "gpt-4o-mini")
+  listener = Bench::EngineCall::NullListener.new
   engine = LlmFailover.engine
   canned = CannedEngine.new
   ask = lambda do |with|
