@@ -10,7 +10,7 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id].freeze
+                started_at provider_request_id cached].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -32,10 +32,10 @@ module LlmFailover
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
-                   started_at: nil, provider_request_id: nil)
+                   started_at: nil, provider_request_id: nil, cached: false)
       assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
              failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
-             started_at, provider_request_id)
+             started_at, provider_request_id, cached)
     end
 
     # @api private: the engine's records, one per attempt of every call: positional
@@ -51,6 +51,15 @@ module LlmFailover
       record
     end
 
+    # @api private: the one record of a call the response cache answered: no request,
+    # nothing billed; provider and model name the target that produced the answer.
+    def self.cache_hit(request_id, provider, model, feature, latency_ms, started_at, provider_request_id)
+      record = allocate
+      record.__send__(:assign, request_id, 1, provider, model, feature, true, nil, nil, nil, false, nil, latency_ms,
+                      nil, 0, 0, started_at, provider_request_id, true)
+      record
+    end
+
     def success?
       @success
     end
@@ -61,6 +70,12 @@ module LlmFailover
       @failover_eligible
     end
     alias failover_eligible failover_eligible?
+
+    # Whether the response cache answered (no request was sent).
+    def cached?
+      @cached
+    end
+    alias cached cached?
 
     # @return [Hash{Symbol => Object}] JSON-native values only: provider as a String,
     #   started_at as an ISO 8601 String with milliseconds
@@ -82,7 +97,7 @@ module LlmFailover
     end
 
     def inspect
-      outcome = success? ? "ok" : "#{error_class}#{" #{http_status}" if http_status}"
+      outcome = success? ? (cached? ? "cached" : "ok") : "#{error_class}#{" #{http_status}" if http_status}"
       "#<#{self.class.name} #{request_id} ##{attempt} #{provider}/#{model} #{outcome}>"
     end
 
@@ -90,7 +105,7 @@ module LlmFailover
 
     def assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
                failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
-               started_at, provider_request_id)
+               started_at, provider_request_id, cached = false)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -108,6 +123,7 @@ module LlmFailover
       @output_tokens = output_tokens
       @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
       @provider_request_id = provider_request_id
+      @cached = cached ? true : false
       freeze
     end
   end

@@ -8,6 +8,8 @@ module LlmFailover
   # @api private: built by Chat for every #ask / #complete
   class Call
     attr_reader :request_id, :records
+    # @return [ResponseCache, nil] read before any request, written after a success
+    attr_accessor :response_cache
 
     # @param targets [Array<Target>] in the order the engine tries them
     # @param messages [Array<Array(String, String)>] role/content pairs, system lifted out
@@ -34,6 +36,10 @@ module LlmFailover
     # @return [Reply]
     # @raise [Error] the final error, with every attempt attached
     def run
+      if @response_cache && (cached = @response_cache.read)
+        return serve_cached(cached)
+      end
+
       @message = @store.start_assistant(model: @targets[0].model, provider: @targets[0].name.name)
       settled = false
       begin
@@ -142,11 +148,45 @@ module LlmFailover
       output_tokens = result[:output_tokens]
       @store.finish_assistant(@message, content: content, model: model, provider: name.name,
                                         input_tokens: input_tokens, output_tokens: output_tokens)
+      @response_cache&.write(target, content: content, model: model, finish_reason: result[:finish_reason],
+                                     provider_request_id: result[:provider_request_id])
       failover = result[:target].positive?
       reply = Reply.build(content, model, name, input_tokens, output_tokens, @request_id, @records.freeze, failover,
                           result[:finish_reason], result[:provider_request_id], !@block.nil?, @chunk_index)
       log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if failover
       reply
+    end
+
+    # A cache hit: no request, no provider, no circuit. The answer goes through the
+    # store and the block as a streamed one would (a block gets it in word-sized
+    # chunks), and one attempt record says it was served from the cache.
+    def serve_cached(cached)
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      started_at = Time.now
+      provider = cached.provider
+      @message = @store.start_assistant(model: cached.model, provider: provider.name)
+      settled = false
+      begin
+        source = Chunk::Source.new(cached.model, provider, @request_id, false).freeze if @block
+        ResponseCache.chunks(cached.content).each do |text|
+          @store.append_assistant(@message, text)
+          index = @chunk_index
+          @chunk_index = index + 1
+          @block&.call(Chunk.build(text, index, source))
+        end
+        @store.finish_assistant(@message, content: cached.content, model: cached.model, provider: provider.name,
+                                          input_tokens: 0, output_tokens: 0)
+        settled = true
+      ensure
+        fail_stored_message unless settled
+      end
+      latency_ms = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0
+      record = AttemptRecord.cache_hit(@request_id, provider, cached.requested_model || cached.model, @feature,
+                                       latency_ms, started_at, cached.provider_request_id)
+      @records << record
+      @usage_log.emit(record)
+      Reply.build(cached.content, cached.model, provider, 0, 0, @request_id, @records.freeze, false,
+                  cached.finish_reason, cached.provider_request_id, !@block.nil?, @chunk_index, true)
     end
 
     def fail_with(result)

@@ -19,7 +19,7 @@ module LlmFailover
     private_constant :KEEP
 
     attr_reader :model, :provider, :backup_model, :backup_provider, :feature, :store, :config,
-                :quota, :temperature, :max_tokens
+                :quota, :temperature, :max_tokens, :cache_namespace
 
     # @api private: +text+ is empty or only what String#strip removes. The regexp runs
     # only when the first byte could be one of those: most text starts with a letter.
@@ -35,7 +35,7 @@ module LlmFailover
     # @param config [Configuration] this chat's own copy
     def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, quota: nil,
                    quota_used: 0, enforce_quota: false, feature: nil, store: nil, temperature: nil,
-                   max_tokens: nil, engine: nil)
+                   max_tokens: nil, engine: nil, cache: true, cache_namespace: nil)
       @config = config
       @engine = engine
       @store = store.nil? ? MemoryStore.new : validate_store(store)
@@ -51,6 +51,8 @@ module LlmFailover
       @feature = validate_feature(feature)
       @temperature = validate_temperature(temperature)
       @max_tokens = validate_max_tokens(max_tokens)
+      @cache = validate_cache(cache)
+      @cache_namespace = validate_cache_namespace(cache_namespace)
     end
 
     # @api private: LlmFailover.chat(model:, provider:) with nothing else, the everyday
@@ -65,9 +67,10 @@ module LlmFailover
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
     # With a block the answer is streamed: the block gets every Chunk, and a reset
     # Chunk (reset? true) before a backup starts over.
+    # cache: false answers this call without reading or writing the response cache.
     # @return [Reply]
     # @raise [Error] the provider call failed; the user message stays stored
-    def ask(text, temperature: KEEP, max_tokens: KEEP, &block)
+    def ask(text, temperature: KEEP, max_tokens: KEEP, cache: KEEP, &block)
       unless text.is_a?(String)
         raise ArgumentError, "the prompt must be a String, got #{text.class}"
       end
@@ -76,16 +79,18 @@ module LlmFailover
       # Validated before anything is stored.
       temperature = temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature)
       max_tokens = max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens)
+      cache = cache.equal?(KEEP) ? @cache : validate_cache(cache)
       @store.add_user(text)
-      answer(temperature, max_tokens, block)
+      answer(temperature, max_tokens, block, cache)
     end
 
     # Answers from the stored messages without storing a user message: after a
     # failed #ask this answers the same turn.
     # @return [Reply]
-    def complete(temperature: KEEP, max_tokens: KEEP, &block)
+    def complete(temperature: KEEP, max_tokens: KEEP, cache: KEEP, &block)
       answer(temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature),
-             max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens), block)
+             max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens), block,
+             cache.equal?(KEEP) ? @cache : validate_cache(cache))
     end
 
     # Switches the primary target; the messages stay. The backup is kept unless
@@ -156,9 +161,11 @@ module LlmFailover
       @feature = nil
       @temperature = nil
       @max_tokens = nil
+      @cache = true
+      @cache_namespace = nil
     end
 
-    def answer(temperature, max_tokens, block)
+    def answer(temperature, max_tokens, block, cache)
       targets = pick_targets
       # System messages travel apart (Anthropic wants them out of the array; the engine
       # puts them first for OpenAI-compatible APIs).
@@ -175,8 +182,25 @@ module LlmFailover
       raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
 
       system &&= system.join("\n\n")
-      Call.new(@engine || LlmFailover.engine, @config, @store, targets, messages, system, temperature,
-               max_tokens, @feature, block).run
+      call = Call.new(@engine || LlmFailover.engine, @config, @store, targets, messages, system, temperature,
+                      max_tokens, @feature, block)
+      call.response_cache = response_cache(cache, targets, messages, system, temperature, max_tokens)
+      call.run
+    end
+
+    # The response cache for one call, nil when there is none or it is bypassed. The
+    # key is what was asked: the primary's entry is read, and also the first target's
+    # when the quota sent the call to the backup first. An answer is written under the
+    # key of the target that produced it (see Call), so a backup's answer never serves
+    # a later call to the primary, which may be healthy again by then.
+    def response_cache(cache, targets, messages, system, temperature, max_tokens)
+      store = cache == true ? @config.cache : cache
+      return nil unless store
+
+      lookup = targets[0].equal?(@primary_target) ? [@primary_target] : [@primary_target, targets[0]]
+      ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger, namespace: @cache_namespace,
+                        request: [system, messages, temperature&.to_f, max_tokens], lookup: lookup,
+                        max_tokens: max_tokens)
     end
 
     # The quota decides the order before any network. Without a limit (nil or 0, which
@@ -273,6 +297,23 @@ module LlmFailover
       end
 
       feature.to_s.dup.freeze
+    end
+
+    # true: the configured cache; false: none; or a store for this chat alone.
+    def validate_cache(value)
+      return value if value == true || value == false
+      return value if value.respond_to?(:read) && value.respond_to?(:write)
+
+      raise ConfigurationError, "cache must be true, false or a store with #read and #write, got #{value.inspect}"
+    end
+
+    def validate_cache_namespace(value)
+      return nil if value.nil?
+      unless (value.is_a?(String) || value.is_a?(Symbol)) && !value.to_s.empty?
+        raise ConfigurationError, "cache_namespace must be a non-empty String, got #{value.inspect}"
+      end
+
+      value.to_s.dup.freeze
     end
 
     def validate_temperature(value)

@@ -24,7 +24,9 @@ module LlmFailover
       usage_log: nil,
       on_chain_exhausted: nil,
       alert_window: 900,
-      logger: nil
+      logger: nil,
+      cache: nil,
+      cache_ttl: 86_400
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -144,6 +146,21 @@ module LlmFailover
 
     def alert_window=(value)
       @alert_window = number(:alert_window, value, min: 0)
+    end
+
+    # The response cache: nil (off, the default), a MemoryCache, or any store with
+    # #read(key) and #write(key, value, expires_in:) such as Rails.cache.
+    def cache=(value)
+      unless value.nil? || (value.respond_to?(:read) && value.respond_to?(:write))
+        raise ConfigurationError, "cache must respond to #read and #write(key, value, expires_in:), got #{value.class}"
+      end
+
+      @cache = value
+    end
+
+    # Seconds a cached answer lives; nil leaves it to the store.
+    def cache_ttl=(value)
+      @cache_ttl = value.nil? ? nil : number(:cache_ttl, value, positive: true)
     end
 
     # Where the gem's own warnings go (a failing sink, a failing alert callback).

@@ -18,19 +18,26 @@ module LlmFailover
     attr_reader :chunk_count
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
-                   failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0)
+                   failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
+                   cached: false)
       assign(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-             finish_reason, provider_request_id, streamed, chunk_count)
+             finish_reason, provider_request_id, streamed, chunk_count, cached)
     end
 
     # @api private: one per call; positional, in #initialize's order, without the
     # keyword Hash #new would build.
     def self.build(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-                   finish_reason, provider_request_id, streamed, chunk_count)
+                   finish_reason, provider_request_id, streamed, chunk_count, cached = false)
       reply = allocate
       reply.__send__(:assign, content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-                     finish_reason, provider_request_id, streamed, chunk_count)
+                     finish_reason, provider_request_id, streamed, chunk_count, cached)
       reply
+    end
+
+    # Whether the answer came from the response cache: no request was made, and
+    # model and provider name the ones that produced it.
+    def cached?
+      @cached
     end
 
     # Whether a target other than the first one tried gave the answer.
@@ -50,13 +57,13 @@ module LlmFailover
 
     def inspect
       "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
-        "attempts=#{attempts.size}#{' failover' if failover?} request_id=#{request_id}>"
+        "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?} request_id=#{request_id}>"
     end
 
     private
 
     def assign(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-               finish_reason, provider_request_id, streamed, chunk_count)
+               finish_reason, provider_request_id, streamed, chunk_count, cached)
       @content = content
       @model = model
       @provider = provider
@@ -69,6 +76,7 @@ module LlmFailover
       @provider_request_id = provider_request_id
       @streamed = streamed ? true : false
       @chunk_count = chunk_count
+      @cached = cached ? true : false
       freeze
     end
   end
