@@ -52,6 +52,11 @@ module LlmFailover
       end
     end
 
+    # Calls the response cache answered for one provider and model, and what they would
+    # have cost: each hit counted at the mean tokens of that target's uncached successful
+    # attempts in the period (an estimate: the hit's own record bills nothing).
+    CacheHits = Struct.new(:provider, :model, :hits, :saved_input, :saved_output, keyword_init: true)
+
     attr_reader :from, :to
 
     # @param from [Time, nil] first started_at included (nil: from the beginning)
@@ -64,19 +69,40 @@ module LlmFailover
     end
 
     # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
-    #   target), lost (calls without any successful attempt)
+    #   target), lost (calls without any successful attempt), cache_hits (calls the
+    #   response cache answered, without a request)
     def summary
       @summary ||= query do
         { attempts: scope.count, requests: scope.distinct.count(:request_id), failures: failed.count,
           saves: saves.size, failover_saves: saves.count(&:failover?),
-          cross_provider_saves: saves.count(&:cross_provider?), lost: lost_scope.distinct.count(:request_id) }
+          cross_provider_saves: saves.count(&:cross_provider?), lost: lost_scope.distinct.count(:request_id),
+          cache_hits: cached_column? ? scope.where(cached: true).count : 0 }
+      end
+    end
+
+    # @return [Array<CacheHits>] per provider and model, most hits first
+    def cache_hits
+      @cache_hits ||= query do
+        next [] unless cached_column?
+
+        hits = scope.where(cached: true).group(:provider, :model).count
+        paid = scope.where(success: true, cached: false).group(:provider, :model)
+        counts = paid.count
+        input = paid.sum(:input_tokens)
+        output = paid.sum(:output_tokens)
+        hits.map do |key, n|
+          mean = ->(sums) { counts[key].to_i.zero? ? 0 : (sums[key].to_f / counts[key] * n).round }
+          CacheHits.new(provider: key[0], model: key[1], hits: n, saved_input: mean.call(input),
+                        saved_output: mean.call(output))
+        end.sort_by { |h| [-h.hits, h.provider.to_s, h.model.to_s] }
       end
     end
 
     # @return [Array<FailureRate>] per provider and model, most failures first
     def failure_rates
       @failure_rates ||= query do
-        attempts = scope.group(:provider, :model).count
+        # A cache hit sent no request: it is not an attempt a provider could fail.
+        attempts = (cached_column? ? scope.where(cached: false) : scope).group(:provider, :model).count
         failures = failed.group(:provider, :model).count
         eligible = failed.where(failover_eligible: true).group(:provider, :model).count
         errors = failed.group(:provider, :model, :error_class).count
@@ -170,7 +196,9 @@ module LlmFailover
        section("Failover saves (succeeded after a failed attempt)", saves_table),
        section("Features", features_table),
        section("Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)", windows_table),
-       section("Tokens (failed attempts included)", tokens_table)].join("\n\n") + "\n"
+       section("Tokens (failed attempts included)", tokens_table),
+       section("Response cache hits (saved tokens estimated from uncached answers)", cache_table)]
+        .join("\n\n") + "\n"
     end
 
     def inspect
@@ -188,6 +216,12 @@ module LlmFailover
 
     def failed
       scope.where(success: false)
+    end
+
+    # Tables made before the cached column keep working.
+    def cached_column?
+      @cached_column = @model.column_names.include?("cached") if @cached_column.nil?
+      @cached_column
     end
 
     # Calls with a failed attempt and no successful one.
@@ -249,9 +283,14 @@ module LlmFailover
 
     def summary_table
       s = summary
-      Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost],
+      Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost cache_hits],
                 [[s[:attempts], s[:requests], s[:failures], s[:saves], s[:failover_saves],
-                  s[:cross_provider_saves], s[:lost]]]).to_s
+                  s[:cross_provider_saves], s[:lost], s[:cache_hits]]]).to_s
+    end
+
+    def cache_table
+      Table.new(%w[provider model hits saved_input saved_output],
+                cache_hits.map { |h| [h.provider, h.model, h.hits, h.saved_input, h.saved_output] }).to_s
     end
 
     def failure_table

@@ -37,6 +37,44 @@ RSpec.describe LlmFailover::ActiveRecord::AttemptLog, :active_record do
       .to eq(rows.map { |r| [r.attempt, r.provider, r.success] })
   end
 
+  it "writes a cache hit as a cached row without tokens, which the report counts" do
+    LlmFailover.configuration.cache = LlmFailover::MemoryCache.new
+    primary.enqueue({ text: "once", usage: { input: 8, output: 2 } })
+    2.times { LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Same question") }
+    rows = LlmFailover::ActiveRecord::Attempt.order(:started_at).to_a
+    expect(rows.map { |r| [r.cached, r.success, r.input_tokens, r.output_tokens] })
+      .to eq([[false, true, 8, 2], [true, true, 0, 0]])
+    expect(primary.request_count).to eq(1)
+    report = LlmFailover::Report.new
+    expect(report.summary).to include(requests: 2, cache_hits: 1)
+    expect(report.cache_hits.map { |h| [h.hits, h.saved_input, h.saved_output] }).to eq([[1, 8, 2]])
+  end
+
+  it "keeps logging to a table made before the cached column" do
+    old = Class.new(LlmFailover::ActiveRecord::Attempt) do
+      self.table_name = "old_llm_attempts"
+      def self.name = "OldAttempt"
+    end
+    ActiveRecord::Base.connection_pool.with_connection do |c|
+      LlmFailover::ActiveRecord::Schema.define(c, chats: "old_chats", messages: "old_messages",
+                                                  attempts: "old_llm_attempts", force: true)
+      c.remove_column(:old_llm_attempts, :cached)
+    end
+    old.reset_column_information
+    LlmFailover.configure do |c|
+      c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new(model: old)
+      c.cache = LlmFailover::MemoryCache.new
+    end
+    primary.enqueue({ text: "once" })
+    2.times { LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Same question") }
+    expect(old.count).to eq(2)
+    expect(LlmFailover::Report.new(attempts: old).summary).to include(attempts: 2, cache_hits: 0)
+  ensure
+    ActiveRecord::Base.connection_pool.with_connection do |c|
+      %w[old_messages old_chats old_llm_attempts].each { |t| c.drop_table(t, if_exists: true) }
+    end
+  end
+
   it "never stores an API key, even one a provider's error body quotes back" do
     LlmFailover.configuration.max_retries = 0
     key = FakeProviderHelpers::PRIMARY_KEY

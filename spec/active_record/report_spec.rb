@@ -47,7 +47,7 @@ RSpec.describe LlmFailover::Report, :active_record do
 
     it "sums up the period" do
       expect(report.summary).to eq(attempts: 9, requests: 6, failures: 5, saves: 2, failover_saves: 1,
-                                   cross_provider_saves: 1, lost: 2)
+                                   cross_provider_saves: 1, lost: 2, cache_hits: 0)
       expect(described_class.new.summary[:attempts]).to eq(10)
       expect(described_class.new(from: t0 - 86_400, to: t0 + 300).summary)
         .to include(attempts: 5, requests: 3, failures: 2)
@@ -107,6 +107,31 @@ RSpec.describe LlmFailover::Report, :active_record do
     end
   end
 
+  describe "cache hits" do
+    let(:t0) { Time.utc(2025, 3, 10, 12, 0, 0) }
+    let(:report) { described_class.new(from: t0 - 86_400) }
+
+    before do
+      insert_rows(t0)
+      %w[H1 H2 H3].each_with_index do |id, i|
+        LlmFailover::ActiveRecord::Attempt.create!(
+          request_id: "req-#{id}", attempt: 1, provider: "openai", model: "gpt-4o", feature: "summary",
+          success: true, latency_ms: 0.1, input_tokens: 0, output_tokens: 0, started_at: t0 + 900 + i, cached: true
+        )
+      end
+    end
+
+    it "counts them apart from the attempts a provider could fail, with the tokens they saved" do
+      expect(report.summary).to include(attempts: 12, requests: 9, cache_hits: 3)
+      gpt = report.failure_rates.find { |r| r.model == "gpt-4o" }
+      expect([gpt.attempts, gpt.failures]).to eq([6, 4])
+      # gpt-4o's uncached answers (B, C) averaged 15 in and 7.5 out.
+      expect(report.cache_hits.map { |h| [h.provider, h.model, h.hits, h.saved_input, h.saved_output] })
+        .to eq([["openai", "gpt-4o", 3, 45, 23]])
+      expect(report.to_s).to include("Response cache hits", "openai    gpt-4o     3           45            23")
+    end
+  end
+
   describe LlmFailover::Report::Table do
     it "right-aligns numbers and left-aligns text" do
       expect(described_class.new(%w[name n], [["a", 5], ["bbb", 123], ["cc", nil]]).to_s)
@@ -129,13 +154,13 @@ RSpec.describe LlmFailover::Report, :active_record do
       insert_rows(Time.now - 3600)
       status = described_class.run(["--database", ArSpec::PATH, "--since", "7d"], out: out, err: err)
       expect([status, err.string]).to eq([0, ""])
-      expect(summary_numbers(out.string)).to eq([9, 6, 5, 2, 1, 1, 2])
+      expect(summary_numbers(out.string)).to eq([9, 6, 5, 2, 1, 1, 2, 0])
       expect(out.string).to include("Incident windows", "Tokens (failed attempts included)", "tailoring")
 
       out.truncate(0)
       out.rewind
       expect(described_class.run(["--database", "sqlite3:#{ArSpec::PATH}", "--since", "30d"], out: out, err: err)).to eq(0)
-      expect(summary_numbers(out.string)).to eq([10, 7, 6, 2, 1, 1, 3])
+      expect(summary_numbers(out.string)).to eq([10, 7, 6, 2, 1, 1, 3, 0])
       # The app's own connection is untouched.
       expect(LlmFailover::ActiveRecord::Attempt.count).to eq(10)
     end

@@ -38,7 +38,9 @@ module LlmFailover
       # Only the record's fields: no headers, no keys (the record holds none; Call
       # redacts error messages before they reach it).
       def row(record)
-        Attempt::COLUMNS.to_h do |name|
+        columns = Attempt::COLUMNS
+        columns -= Attempt::LATER_COLUMNS.reject { |c| @model.column_names.include?(c.to_s) }
+        columns.to_h do |name|
           value = record.is_a?(Hash) ? record[name] : (record.public_send(name) if record.respond_to?(name))
           [name, convert(name, value)]
         end
@@ -48,7 +50,7 @@ module LlmFailover
         case name
         when :provider, :error_class then value&.to_s
         when :error_message then value && value.to_s[0, MAX_ERROR_MESSAGE]
-        when :success, :failover_eligible then value ? true : false
+        when :success, :failover_eligible, :cached then value ? true : false
         when :started_at then started_at(value)
         else value
         end

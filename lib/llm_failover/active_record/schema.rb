@@ -67,6 +67,7 @@ module LlmFailover
           t.integer :output_tokens
           t.datetime :started_at, null: false
           t.string :provider_request_id
+          t.boolean :cached, null: false, default: false
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
                                                                name: "index_#{attempts}_on_request_id_and_attempt",
