@@ -256,6 +256,90 @@ RSpec.describe LlmFailover::Testing::FakeProvider do
     end
   end
 
+  describe "forced tool calls" do
+    let(:args) { { "city" => "Paris", "days" => [1, 2] } }
+    let(:anthropic_tools) do
+      { tools: [{ name: "answer", input_schema: { type: "object" } }], tool_choice: { type: "tool", name: "answer" } }
+    end
+    let(:openai_tools) do
+      { tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }],
+        tool_choice: { type: "function", function: { name: "lookup" } } }
+    end
+
+    it "answers Anthropic with a tool_use block whose input is the arguments, unstreamed" do
+      fp.enqueue({ tool_call: args, usage: { input: 4, output: 9 } })
+      doc = JSON.parse(http { |h| post_json(h, "/v1/messages", anthropic_body(**anthropic_tools)) }.body)
+      expect(doc["content"].size).to eq(1)
+      expect(doc["content"][0]).to include("type" => "tool_use", "name" => "answer", "input" => args)
+      expect(doc["content"][0]["id"]).to start_with("toolu_")
+      expect(doc["stop_reason"]).to eq("tool_use")
+      expect(doc["usage"]).to eq("input_tokens" => 4, "output_tokens" => 9)
+    end
+
+    it "streams Anthropic input_json_delta pieces that join into the arguments" do
+      fp.enqueue({ tool_call: args })
+      conn = connect
+      conn.post("/v1/messages", anthropic_body(stream: true, **anthropic_tools))
+      events = events_of(conn.read_response)
+      start = events.find { |e| e.event == "content_block_start" }.json
+      expect(start["content_block"]).to include("type" => "tool_use", "name" => "answer", "input" => {})
+      deltas = events.select { |e| e.event == "content_block_delta" }.map { |e| e.json["delta"] }
+      expect(deltas.size).to be > 1
+      expect(deltas.map { |d| d["type"] }.uniq).to eq(["input_json_delta"])
+      expect(JSON.parse(deltas.map { |d| d["partial_json"] }.join)).to eq(args)
+      expect(events.find { |e| e.event == "message_delta" }.json["delta"]["stop_reason"]).to eq("tool_use")
+      expect(events.map(&:event).last).to eq("message_stop")
+    end
+
+    it "answers OpenAI with tool_calls, unstreamed and streamed, naming the forced function" do
+      fp.enqueue({ tool_call: args }, { tool_call: args, chunks: ['{"city":', '"Paris","days":[1,2]}'] })
+      doc = JSON.parse(http { |h| post_json(h, "/v1/chat/completions", openai_body(**openai_tools)) }.body)
+      choice = doc["choices"][0]
+      expect(choice["finish_reason"]).to eq("tool_calls")
+      expect(choice["message"]["content"]).to be_nil
+      call = choice["message"]["tool_calls"][0]
+      expect(call).to include("type" => "function")
+      expect(call["function"]["name"]).to eq("lookup")
+      expect(JSON.parse(call["function"]["arguments"])).to eq(args)
+
+      conn = connect
+      conn.post("/v1/chat/completions", openai_body(stream: true, **openai_tools))
+      events = events_of(conn.read_response)
+      chunks = events.reject { |e| e.data == "[DONE]" }.map(&:json)
+      calls = chunks.flat_map { |c| c["choices"] }.filter_map { |ch| ch["delta"]["tool_calls"] }.flatten
+      expect(calls.map { |c| c["function"]["arguments"] }).to eq(['{"city":', '"Paris","days":[1,2]}'])
+      expect(calls.first).to include("id" => start_with("call_"), "type" => "function")
+      expect(calls.first["function"]["name"]).to eq("lookup")
+      expect(calls.drop(1).map { |c| c["function"].key?("name") }).to eq([false])
+      expect(chunks.flat_map { |c| c["choices"] }.map { |ch| ch["finish_reason"] }.compact).to eq(["tool_calls"])
+    end
+
+    it "sends tool_call: arguments given as a String verbatim, and applies stream faults to them" do
+      fp.enqueue({ tool_call: '{"city": "Par', tool_name: "other" }, { tool_call: args, cut_after: 2 })
+      doc = JSON.parse(http { |h| post_json(h, "/v1/messages", anthropic_body(**anthropic_tools)) }.body)
+      expect(doc["content"][0]).to include("name" => "other", "input" => '{"city": "Par')
+      conn = connect
+      conn.post("/v1/messages", anthropic_body(stream: true, **anthropic_tools))
+      res = conn.read_response
+      expect(res.complete).to be(false)
+      expect(events_of(res).count { |e| e.event == "content_block_delta" }).to eq(2)
+    end
+
+    it "answers a json: step as the request asks: a forced tool call, or JSON text" do
+      fp.enqueue({ json: args }, { json: args })
+      doc = JSON.parse(http { |h| post_json(h, "/v1/messages", anthropic_body(**anthropic_tools)) }.body)
+      expect(doc["content"][0]).to include("type" => "tool_use", "input" => args)
+      doc = JSON.parse(http { |h| post_json(h, "/v1/chat/completions", openai_body) }.body)
+      expect(JSON.parse(doc["choices"][0]["message"]["content"])).to eq(args)
+      expect(doc["choices"][0]["finish_reason"]).to eq("stop")
+    end
+
+    it "refuses a step with two answers" do
+      expect { fp.enqueue({ text: "a", tool_call: {} }) }.to raise_error(ArgumentError, /one of text, tool_call, json/)
+      expect { fp.enqueue({ tool_call: 5 }) }.to raise_error(ArgumentError, /tool_call/)
+    end
+  end
+
   describe "healthy OpenAI answers" do
     it "answers a plain request with a chat.completion JSON body and Content-Length" do
       fp.enqueue({ text: "Hi there", usage: { input: 7, output: 2 }, headers: { "x-request-id" => "req_1" } })

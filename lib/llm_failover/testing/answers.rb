@@ -18,7 +18,7 @@ module LlmFailover
           (api == :anthropic ? AnthropicAnswer : OpenAIAnswer).new(**kwargs)
         end
 
-        attr_reader :model, :text, :chunks
+        attr_reader :model, :text, :chunks, :tool_call
 
         # @param model [String] the model the answer reports
         # @param text [String] the non-streamed answer
@@ -26,13 +26,17 @@ module LlmFailover
         # @param usage [Hash] {input:, output:}
         # @param finish_reason [String, nil] nil picks the API's default
         # @param include_usage [Boolean] OpenAI stream_options.include_usage
-        def initialize(model:, text:, chunks:, usage:, finish_reason:, include_usage: false)
+        # @param tool_call [String, nil] answer with a call of this tool instead of text: +text+
+        #   is then the arguments' JSON text and +chunks+ its streamed pieces
+        def initialize(model:, text:, chunks:, usage:, finish_reason:, include_usage: false, tool_call: nil)
           @model = model
           @text = text
           @chunks = chunks
+          @tool_call = tool_call
+          @tool_id = "call_#{SecureRandom.alphanumeric(24)}" if tool_call
           @input_tokens = usage.fetch(:input, 10)
           @output_tokens = usage.fetch(:output, chunks.size)
-          @finish_reason = finish_reason || default_finish_reason
+          @finish_reason = finish_reason || (tool_call ? tool_finish_reason : default_finish_reason)
           @include_usage = include_usage
         end
 
@@ -68,16 +72,33 @@ module LlmFailover
 
         # @return [String] the non-streamed answer
         def body
+          message = if tool_call
+                      { "role" => "assistant", "content" => nil, "refusal" => nil,
+                        "tool_calls" => [{ "id" => @tool_id, "type" => "function",
+                                           "function" => { "name" => tool_call, "arguments" => text } }] }
+                    else
+                      { "role" => "assistant", "content" => text, "refusal" => nil }
+                    end
           json("id" => @id, "object" => "chat.completion", "created" => @created, "model" => model,
-               "choices" => [{ "index" => 0,
-                               "message" => { "role" => "assistant", "content" => text, "refusal" => nil },
-                               "logprobs" => nil, "finish_reason" => @finish_reason }],
+               "choices" => [{ "index" => 0, "message" => message, "logprobs" => nil,
+                               "finish_reason" => @finish_reason }],
                "usage" => usage)
         end
 
         # The i-th content delta; the first also carries the role, as OpenAI's first chunk does.
         def delta_event(index)
-          delta = index.zero? ? { "role" => "assistant", "content" => chunks[index] } : { "content" => chunks[index] }
+          delta = if tool_call
+                    function = { "arguments" => chunks[index] }
+                    call = { "index" => 0, "function" => function }
+                    if index.zero? # the first piece names the call, as OpenAI's does
+                      function["name"] = tool_call
+                      call.merge!("id" => @tool_id, "type" => "function")
+                    end
+                    { "tool_calls" => [call] }
+                  else
+                    { "content" => chunks[index] }
+                  end
+          delta = { "role" => "assistant" }.merge(delta) if index.zero?
           chunk_event([{ "index" => 0, "delta" => delta, "logprobs" => nil, "finish_reason" => nil }])
         end
 
@@ -104,6 +125,10 @@ module LlmFailover
 
         def default_finish_reason
           "stop"
+        end
+
+        def tool_finish_reason
+          "tool_calls"
         end
 
         def usage
@@ -139,7 +164,7 @@ module LlmFailover
         # @return [String] the non-streamed answer
         def body
           json("id" => @id, "type" => "message", "role" => "assistant", "model" => model,
-               "content" => [{ "type" => "text", "text" => text }],
+               "content" => [content_block(final: true)],
                "stop_reason" => @finish_reason, "stop_sequence" => nil,
                "usage" => { "input_tokens" => @input_tokens, "output_tokens" => @output_tokens })
         end
@@ -151,15 +176,18 @@ module LlmFailover
                                 "content" => [], "stop_reason" => nil, "stop_sequence" => nil,
                                 "usage" => { "input_tokens" => @input_tokens, "output_tokens" => 1 } }),
            event("content_block_start",
-                 "type" => "content_block_start", "index" => 0,
-                 "content_block" => { "type" => "text", "text" => "" }),
+                 "type" => "content_block_start", "index" => 0, "content_block" => content_block(final: false)),
            event("ping", "type" => "ping")]
         end
 
         def delta_event(index)
           event("content_block_delta",
                 "type" => "content_block_delta", "index" => 0,
-                "delta" => { "type" => "text_delta", "text" => chunks[index] })
+                "delta" => if tool_call
+                             { "type" => "input_json_delta", "partial_json" => chunks[index] }
+                           else
+                             { "type" => "text_delta", "text" => chunks[index] }
+                           end)
         end
 
         def malformed_event
@@ -187,6 +215,26 @@ module LlmFailover
 
         def default_finish_reason
           "end_turn"
+        end
+
+        def tool_finish_reason
+          "tool_use"
+        end
+
+        # The answer's one content block: text, or a tool_use whose input is the parsed
+        # arguments (empty while streaming, as Anthropic starts it; arguments that are not
+        # JSON go out as they are, a shape a client must refuse).
+        def content_block(final:)
+          return { "type" => "text", "text" => final ? text : "" } unless tool_call
+
+          input = final ? parsed_arguments : {}
+          { "type" => "tool_use", "id" => @tool_id.sub("call_", "toolu_"), "name" => tool_call, "input" => input }
+        end
+
+        def parsed_arguments
+          JSON.parse(text)
+        rescue JSON::ParserError
+          text
         end
 
         def event(name, payload)

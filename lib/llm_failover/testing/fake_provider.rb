@@ -50,6 +50,8 @@ module LlmFailover
     #   fp.enqueue({ delay_first_token: 2 }, { error_event_after: 1 }, { reset: true })
     #   fp.enqueue({ fixture: "spec/fixtures/recorded/some_cassette.json", interaction: 0 })
     #   fp.enqueue({ raw: "not json", status: 200 })
+    #   fp.enqueue({ tool_call: { "city" => "Paris" } })           # a tool call (the forced tool, else "answer")
+    #   fp.enqueue({ json: { "city" => "Paris" } })                # a forced tool call if asked, else JSON text
     #
     # Faults that act between stream events (`delay_first_token`, `cut_after`, `stall_after`,
     # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed text

@@ -147,7 +147,8 @@ module LlmFailover
                           @request.json.dig("stream_options", "include_usage") == true
           Answer.for(@request.api, model: @step[:model] || request_model, text: @step.text,
                                    chunks: @step.chunks, usage: usage,
-                                   finish_reason: @step[:finish_reason], include_usage: include_usage)
+                                   finish_reason: @step[:finish_reason], include_usage: include_usage,
+                                   tool_call: @step.tool_for(@request.json))
         end
 
         def request_model

@@ -16,7 +16,11 @@ module LlmFailover
           cut_after stall_after malformed_after error_event_after
           no_done no_terminal reset close
           fixture interaction raw content_type
+          tool_call tool_name json
         ].freeze
+
+        # What a step's answer is made of: at most one of these.
+        ANSWERS = %i[text tool_call json].freeze
 
         # At most one of these says what the body is.
         EXCLUSIVE = %i[fixture raw error body].freeze
@@ -41,6 +45,11 @@ module LlmFailover
             raise ArgumentError, "a FakeProvider step takes one of #{EXCLUSIVE.join(', ')}; got #{picked.join(' and ')}"
           end
 
+          answers = ANSWERS & opts.keys
+          if answers.size > 1
+            raise ArgumentError, "a FakeProvider step answers with one of #{ANSWERS.join(', ')}; got #{answers.join(' and ')}"
+          end
+
           validate(opts)
           opts[:error] = opts[:error].to_sym if opts.key?(:error)
           @fixture_response = load_fixture(opts[:fixture], opts.fetch(:interaction, 0)) if opts.key?(:fixture)
@@ -58,9 +67,11 @@ module LlmFailover
           @options.key?(key)
         end
 
-        # @return [String] the answer text
+        # @return [String] the answer text (a tool call's or a json: step's JSON text)
         def text
           return @options[:text] if @options.key?(:text)
+          return arguments(@options[:tool_call]) if @options.key?(:tool_call)
+          return JSON.generate(@options[:json]) if @options.key?(:json)
           return @options[:chunks].join if @options.key?(:chunks)
 
           DEFAULT_TEXT
@@ -70,12 +81,43 @@ module LlmFailover
         # unless the test gave explicit chunks
         def chunks
           return @options[:chunks] if @options.key?(:chunks)
+          # JSON in pieces of a few characters, cutting keys and strings as a model does.
+          return text.scan(/.{1,6}/m) if @options.key?(:tool_call) || @options.key?(:json)
 
           words = text.scan(/\s*\S+\s*/)
           words.empty? && !text.empty? ? [text] : words
         end
 
+        # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
+        # OpenAI's {"type": "function", "function": {"name"}}.
+        # @return [String, nil]
+        def self.forced_tool(json)
+          choice = json["tool_choice"] if json.is_a?(Hash)
+          return nil unless choice.is_a?(Hash)
+          return choice["name"] if choice["type"] == "tool" && choice["name"].is_a?(String)
+
+          name = choice.dig("function", "name") if choice["type"] == "function" && choice["function"].is_a?(Hash)
+          name.is_a?(String) ? name : nil
+        end
+
+        # The tool this step calls when answering +request_json+, or nil for text:
+        # tool_call: always calls one (tool_name:, else the one the request forces, else
+        # "answer"); json: calls the forced tool when there is one, else answers as text.
+        # @return [String, nil]
+        def tool_for(request_json)
+          forced = Step.forced_tool(request_json)
+          return @options[:tool_name] || forced || "answer" if @options.key?(:tool_call)
+          return forced if @options.key?(:json)
+
+          nil
+        end
+
         private
+
+        # tool_call: a Hash/Array is the arguments object; a String goes out verbatim.
+        def arguments(value)
+          value.is_a?(String) ? value : JSON.generate(value)
+        end
 
         def validate(opts)
           check(opts, :text) { |v| v.is_a?(String) }
@@ -87,6 +129,9 @@ module LlmFailover
           check(opts, :body) { |v| v.is_a?(String) || v.is_a?(Hash) || v.is_a?(Array) }
           check(opts, :raw) { |v| v.is_a?(String) }
           check(opts, :content_type) { |v| v.is_a?(String) }
+          check(opts, :tool_call) { |v| v.is_a?(Hash) || v.is_a?(Array) || v.is_a?(String) }
+          check(opts, :tool_name) { |v| v.is_a?(String) && !v.empty? }
+          check(opts, :json) { |v| v.is_a?(Hash) || v.is_a?(Array) }
           check(opts, :retry_after) { |v| (v.is_a?(Numeric) && v >= 0) || v.is_a?(String) }
           check(opts, :fixture) { |v| v.is_a?(String) || v.is_a?(Hash) || v.respond_to?(:to_path) }
           check(opts, :usage) do |v|
