@@ -9,8 +9,8 @@
  *   mkdir -p tmp/fuzz && ruby fuzz/seed_wire.rb
  *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
  *     -Iext/llm_failover/core $(pkg-config --cflags json-c) -o tmp/fuzz/fuzz_wire \
- *     fuzz/fuzz_wire.c ext/llm_failover/core/lf_wire.c ext/llm_failover/core/lf_buf.c \
- *     $(pkg-config --libs json-c) -lm
+ *     fuzz/fuzz_wire.c ext/llm_failover/core/lf_*.c \
+ *     $(pkg-config --libs libcurl json-c) -lm
  *   tmp/fuzz/fuzz_wire -max_total_time=60 tmp/fuzz/corpus_wire
  */
 #include <math.h>

@@ -1,6 +1,6 @@
 /* lf_classify: every rule of DESIGN.md "Errors" as a table, then every error
  * body of the recorded fixtures (parsed here with json-c, and through
- * lf_wire_parse_error when lf_wire.c is linked in). */
+ * lf_wire_parse_error when lf_wire_error.c is linked in). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include "lf_wire.h"
 #include "lf_test.h"
 
-/* lf_wire.c is written in parallel with this file: reference its parser
+/* lf_wire_error.c is written in parallel with this file: reference its parser
  * weakly so this test links with or without it, and use it when present. */
 #pragma weak lf_wire_parse_error
 #pragma weak lf_wire_error_init

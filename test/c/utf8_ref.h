@@ -1,6 +1,6 @@
 /* A reference UTF-8 validator for tests and fuzz targets: it decodes each code
  * point and tests its range, a different method from the sanitizer's byte
- * table (lf_wire.c), so the two cannot share a mistake. */
+ * table (lf_utf8.c), so the two cannot share a mistake. */
 #ifndef LF_UTF8_REF_H
 #define LF_UTF8_REF_H
 

@@ -1,12 +1,19 @@
 /* The two wire protocols: OpenAI chat completions (and every compatible API)
  * and Anthropic messages. Builds request bodies from messages; parses plain
- * answers, stream events and error bodies. Pure functions over json-c. */
+ * answers, stream events and error bodies. Pure functions over json-c.
+ *
+ * The public header of the wire layer, one file per job behind it:
+ * lf_wire_request.c (request bodies), lf_wire_answer.c (answers),
+ * lf_wire_stream.c (stream events), lf_wire_error.c (error bodies), over
+ * lf_utf8 (sanitizing), lf_json_write (the JSON writer), lf_json_read (json-c
+ * reading) and lf_wire_jdoc (what the lf_jscan fast paths share). */
 #ifndef LF_WIRE_H
 #define LF_WIRE_H
 
 #include <stddef.h>
 #include "lf_buf.h"
 #include "lf_sse.h"
+#include "lf_utf8.h"
 
 typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1 } lf_api;
 
@@ -120,8 +127,5 @@ int lf_stream_fast_reads(const char *data, size_t n);
 /* At end of body: 1 when the stream reached its end (terminal event, or a
  * finish/stop reason was seen), 0 when it was interrupted. */
 int lf_stream_complete(const lf_stream_state *s);
-
-/* Appends bytes to out, replacing each invalid UTF-8 sequence with U+FFFD. */
-int lf_utf8_append_sanitized(lf_buf *out, const char *bytes, size_t n);
 
 #endif

@@ -1,0 +1,31 @@
+/* Reading JSON with json-c, for the wire layer's readers of answers, stream
+ * events and error bodies. Lookups take NULL and non-objects and answer NULL
+ * or 0; strings taken out are sanitized to valid UTF-8. */
+#ifndef LF_JSON_READ_H
+#define LF_JSON_READ_H
+
+#include <stddef.h>
+#include <json-c/json.h>
+#include "lf_buf.h"
+
+/* JSON whitespace. */
+int lf_wire_is_ws(char c);
+/* One JSON document, with nothing but whitespace around it; NULL when the
+ * text is not that. The length is explicit: NUL bytes are data here. */
+json_object *lf_json_parse(const char *s, size_t n);
+/* The member key of object o, or NULL when o is not an object, the key is
+ * missing or its value is null. */
+json_object *lf_json_get(json_object *o, const char *key);
+json_object *lf_json_get_typed(json_object *o, const char *key, json_type type);
+/* Sets out to the string member key when there is one; leaves it otherwise. */
+int lf_json_take_string(json_object *o, const char *key, lf_buf *out);
+/* Exact, length included: "text\u0000junk" is not "text". */
+int lf_bytes_are(const char *s, size_t n, const char *want);
+int lf_json_string_is(json_object *o, const char *key, const char *want);
+/* A token count: a non-negative integer (or an integral double). Returns 1
+ * and sets *out when the member is one. */
+int lf_json_take_count(json_object *o, const char *key, long *out);
+/* Any value as text: a string as itself, anything else as its JSON. */
+int lf_json_value_text(json_object *v, lf_buf *out);
+
+#endif

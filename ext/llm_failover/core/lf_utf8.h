@@ -1,0 +1,23 @@
+/* UTF-8 checking and sanitizing: every string the wire layer takes from a
+ * provider, and every message it writes, is made valid UTF-8 here. */
+#ifndef LF_UTF8_H
+#define LF_UTF8_H
+
+#include <stddef.h>
+#include "lf_buf.h"
+
+/* U+FFFD, as UTF-8. */
+extern const char lf_utf8_replacement[3];
+
+/* Length of the well-formed sequence at s (1 to 4 bytes, n >= 1), or 0 when
+ * it is ill-formed; then *bad is the length of its maximal subpart. */
+size_t lf_utf8_sequence(const unsigned char *s, size_t n, size_t *bad);
+
+/* Appends bytes to out, replacing each invalid UTF-8 sequence with U+FFFD.
+ * 0, or -1 when out of memory (out is then as it was). */
+int lf_utf8_append_sanitized(lf_buf *out, const char *bytes, size_t n);
+
+/* The same into an emptied out. */
+int lf_utf8_set_sanitized(lf_buf *out, const char *bytes, size_t n);
+
+#endif

@@ -1,0 +1,234 @@
+/* Request bodies of the two protocols, and the path each is sent to. */
+#include "lf_wire.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lf_json_write.h"
+#include "lf_utf8.h"
+
+#include "lf_banned.h"
+
+const char *lf_wire_path(lf_api api)
+{
+    return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
+}
+
+static void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    int n;
+
+    if (!errmsg) return;
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof tmp) n = (int)sizeof tmp - 1;
+    /* A role quoted back may hold any bytes, and truncation may split a
+     * character: the message itself must stay valid UTF-8. */
+    (void)lf_utf8_set_sanitized(errmsg, tmp, (size_t)n);
+}
+
+typedef enum lf_role {
+    LF_ROLE_UNKNOWN = 0,
+    LF_ROLE_SYSTEM,
+    LF_ROLE_DEVELOPER,
+    LF_ROLE_USER,
+    LF_ROLE_ASSISTANT,
+    LF_ROLE_TOOL
+} lf_role;
+
+static lf_role lf_wire_role(const char *role)
+{
+    if (strcmp(role, "system") == 0) return LF_ROLE_SYSTEM;
+    if (strcmp(role, "developer") == 0) return LF_ROLE_DEVELOPER;
+    if (strcmp(role, "user") == 0) return LF_ROLE_USER;
+    if (strcmp(role, "assistant") == 0) return LF_ROLE_ASSISTANT;
+    if (strcmp(role, "tool") == 0) return LF_ROLE_TOOL;
+    return LF_ROLE_UNKNOWN;
+}
+
+/* Checks what both protocols require; counts the messages that go into the
+ * "messages" array of an Anthropic request. */
+static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size_t *n_chat)
+{
+    size_t i;
+
+    *n_chat = 0;
+    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC) {
+        lf_wire_fail(errmsg, "unknown API %d", (int)p->api);
+        return -1;
+    }
+    if (!p->model || !p->model[0]) {
+        lf_wire_fail(errmsg, "model is missing");
+        return -1;
+    }
+    if (p->n_messages && !p->messages) {
+        lf_wire_fail(errmsg, "messages is NULL but n_messages is %zu", p->n_messages);
+        return -1;
+    }
+    if (p->has_temperature && !isfinite(p->temperature)) {
+        lf_wire_fail(errmsg, "temperature is not a finite number");
+        return -1;
+    }
+    for (i = 0; i < p->n_messages; i++) {
+        const lf_message *m = &p->messages[i];
+        lf_role role;
+
+        if (!m->role) {
+            lf_wire_fail(errmsg, "message %zu has no role", i);
+            return -1;
+        }
+        if (!m->content) {
+            lf_wire_fail(errmsg, "message %zu has no content", i);
+            return -1;
+        }
+        role = lf_wire_role(m->role);
+        if (role == LF_ROLE_UNKNOWN) {
+            lf_wire_fail(errmsg, "message %zu has an unknown role \"%.64s\"", i, m->role);
+            return -1;
+        }
+        if (p->api == LF_API_ANTHROPIC && role == LF_ROLE_TOOL) {
+            /* Anthropic carries tool results as user content blocks, which
+             * this plain-text interface cannot express. */
+            lf_wire_fail(errmsg, "message %zu: role \"tool\" is not supported by the Anthropic API", i);
+            return -1;
+        }
+        if (role == LF_ROLE_USER || role == LF_ROLE_ASSISTANT) (*n_chat)++;
+    }
+    if (p->api == LF_API_ANTHROPIC && *n_chat == 0) {
+        lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
+        return -1;
+    }
+    if (p->api == LF_API_OPENAI && p->n_messages == 0 && !(p->system && p->system[0])) {
+        lf_wire_fail(errmsg, "the request has no messages");
+        return -1;
+    }
+    return 0;
+}
+
+static int lf_wire_put_message(lf_buf *out, const char *role, const char *content, int first)
+{
+    if (!first && lf_buf_append_char(out, ',') != 0) return -1;
+    if (lf_buf_append_str(out, "{\"role\":") != 0 ||
+        lf_json_put_cstring(out, role) != 0 ||
+        lf_buf_append_str(out, ",\"content\":") != 0 ||
+        lf_json_put_cstring(out, content) != 0)
+        return -1;
+    return lf_buf_append_char(out, '}');
+}
+
+static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out)
+{
+    size_t i;
+    int first = 1;
+
+    if (lf_buf_append_str(out, "{\"model\":") != 0 ||
+        lf_json_put_cstring(out, p->model) != 0 ||
+        lf_buf_append_str(out, ",\"messages\":[") != 0)
+        return -1;
+    if (p->system && p->system[0]) {
+        if (lf_wire_put_message(out, "system", p->system, first) != 0) return -1;
+        first = 0;
+    }
+    for (i = 0; i < p->n_messages; i++) {
+        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first) != 0)
+            return -1;
+        first = 0;
+    }
+    if (lf_buf_append_char(out, ']') != 0) return -1;
+    if (p->has_temperature &&
+        (lf_buf_append_str(out, ",\"temperature\":") != 0 ||
+         lf_json_put_double(out, p->temperature) != 0))
+        return -1;
+    /* max_tokens, not max_completion_tokens: every compatible server takes
+     * it, and OpenAI still accepts it for chat models. */
+    if (p->max_tokens > 0 &&
+        (lf_buf_append_str(out, ",\"max_tokens\":") != 0 ||
+         lf_json_put_long(out, p->max_tokens) != 0))
+        return -1;
+    if (p->stream)
+        return lf_buf_append_str(out,
+                                 ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+    return lf_buf_append_str(out, ",\"stream\":false}");
+}
+
+static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out)
+{
+    lf_buf system;
+    size_t i;
+    int first = 1, rc = -1;
+
+    lf_buf_init(&system);
+    if (p->system && p->system[0] && lf_buf_append_str(&system, p->system) != 0) goto done;
+    for (i = 0; i < p->n_messages; i++) {
+        lf_role role = lf_wire_role(p->messages[i].role);
+        const char *c = p->messages[i].content;
+
+        if ((role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) || !c[0]) continue;
+        if (system.len && lf_buf_append(&system, "\n\n", 2) != 0) goto done;
+        if (lf_buf_append_str(&system, c) != 0) goto done;
+    }
+
+    if (lf_buf_append_str(out, "{\"model\":") != 0 ||
+        lf_json_put_cstring(out, p->model) != 0 ||
+        lf_buf_append_str(out, ",\"max_tokens\":") != 0 ||
+        lf_json_put_long(out, p->max_tokens > 0 ? p->max_tokens
+                                                : LF_ANTHROPIC_DEFAULT_MAX_TOKENS) != 0 ||
+        lf_buf_append_str(out, ",\"messages\":[") != 0)
+        goto done;
+    for (i = 0; i < p->n_messages; i++) {
+        lf_role role = lf_wire_role(p->messages[i].role);
+
+        if (role != LF_ROLE_USER && role != LF_ROLE_ASSISTANT) continue;
+        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first) != 0)
+            goto done;
+        first = 0;
+    }
+    if (lf_buf_append_char(out, ']') != 0) goto done;
+    if (system.len &&
+        (lf_buf_append_str(out, ",\"system\":") != 0 ||
+         lf_json_put_string(out, system.ptr, system.len) != 0))
+        goto done;
+    if (p->has_temperature &&
+        (lf_buf_append_str(out, ",\"temperature\":") != 0 ||
+         lf_json_put_double(out, p->temperature) != 0))
+        goto done;
+    if (lf_buf_append_str(out, p->stream ? ",\"stream\":true}" : ",\"stream\":false}") != 0)
+        goto done;
+    rc = 0;
+done:
+    lf_buf_free(&system);
+    return rc;
+}
+
+int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
+{
+    size_t n_chat, size, i;
+    int rc;
+
+    lf_buf_clear(out);
+    if (errmsg) lf_buf_clear(errmsg);
+    if (!p) {
+        lf_wire_fail(errmsg, "no request parameters");
+        return -1;
+    }
+    if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
+    /* The body's size when nothing needs escaping, allocated at once. */
+    size = 128 + strlen(p->model) + (p->system ? strlen(p->system) : 0);
+    for (i = 0; i < p->n_messages; i++)
+        size += 32 + strlen(p->messages[i].role) + strlen(p->messages[i].content);
+    rc = lf_buf_reserve(out, size);
+    if (rc == 0)
+        rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, out) : lf_wire_build_openai(p, out);
+    if (rc != 0) {
+        lf_buf_clear(out);
+        lf_wire_fail(errmsg, "out of memory building the request");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,275 @@
+/* Stream events of the two protocols, one SSE event at a time: read by
+ * json-c, and the everyday OpenAI event read in place by lf_jscan with the
+ * same results. */
+#include "lf_wire.h"
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "lf_json_read.h"
+#include "lf_utf8.h"
+#include "lf_wire_internal.h"
+#include "lf_wire_jdoc.h"
+
+#include "lf_banned.h"
+
+void lf_stream_init(lf_stream_state *s, lf_api api)
+{
+    s->api = api;
+    lf_answer_init(&s->answer);
+    lf_wire_error_init(&s->error);
+    s->done = 0;
+    s->finished = 0;
+    s->has_usage = 0;
+    s->delta_at = 0;
+    s->json_c_only = 0;
+}
+
+void lf_stream_free(lf_stream_state *s)
+{
+    lf_answer_free(&s->answer);
+    lf_wire_error_free(&s->error);
+}
+
+int lf_stream_complete(const lf_stream_state *s)
+{
+    return s->done || s->finished;
+}
+
+/* New text, sanitized, straight onto the answer (lf_stream_took takes it
+ * back off when the event fails). */
+static int lf_stream_add_text(lf_stream_state *s, json_object *text)
+{
+    if (!text || !json_object_is_type(text, json_type_string)) return 0;
+    if (lf_utf8_append_sanitized(&s->answer.text, json_object_get_string(text),
+                                 (size_t)json_object_get_string_len(text)) != 0)
+        return -1;
+    return 0;
+}
+
+static int lf_stream_openai(lf_stream_state *s, json_object *root)
+{
+    json_object *choices, *choice, *usage;
+
+    if (json_object_is_type(root, json_type_array) || lf_json_get(root, "error")) {
+        /* {"error": {...}} inside a 200 stream (Gemini may wrap it in []). */
+        if (!lf_wire_error_from_json(root, &s->error)) return LF_STREAM_INVALID;
+        return LF_STREAM_ERROR;
+    }
+    if (lf_json_take_string(root, "model", &s->answer.model) != 0 ||
+        lf_json_take_string(root, "id", &s->answer.id) != 0)
+        return LF_STREAM_INVALID;
+    choices = lf_json_get(root, "choices");
+    if (choices && !json_object_is_type(choices, json_type_array)) return LF_STREAM_INVALID;
+    /* The include_usage chunk has "choices": [] and nothing to take from it. */
+    choice = choices ? lf_wire_first_choice(choices) : NULL;
+    if (choice && json_object_is_type(choice, json_type_object)) {
+        if (lf_stream_add_text(s, lf_json_get(lf_json_get(choice, "delta"), "content")) != 0)
+            return LF_STREAM_INVALID;
+        if (lf_json_get_typed(choice, "finish_reason", json_type_string)) {
+            if (lf_json_take_string(choice, "finish_reason", &s->answer.finish_reason) != 0)
+                return LF_STREAM_INVALID;
+            s->finished = 1;
+        }
+    }
+    /* DeepSeek and Mistral put usage on the finish_reason chunk, OpenAI on
+     * a last chunk of its own; "usage": null elsewhere. */
+    usage = lf_json_get(root, "usage");
+    if (lf_wire_openai_usage(usage, &s->answer)) s->has_usage = 1;
+    return LF_STREAM_CONTINUE;
+}
+
+static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_sse_event *ev)
+{
+    json_object *type, *msg, *delta, *block;
+    const char *t;
+    size_t tn;
+
+    if (!json_object_is_type(root, json_type_object)) {
+        if (lf_wire_error_from_json(root, &s->error)) return LF_STREAM_ERROR;
+        return LF_STREAM_INVALID;
+    }
+    /* The data's own "type" is what the event is; the SSE name only helps
+     * when a proxy dropped it. */
+    type = lf_json_get_typed(root, "type", json_type_string);
+    if (type) {
+        t = json_object_get_string(type);
+        tn = (size_t)json_object_get_string_len(type);
+    } else if (ev->event && ev->event_len) {
+        t = ev->event;
+        tn = ev->event_len;
+    } else if (lf_json_get(root, "error")) {
+        t = "error";
+        tn = 5;
+    } else {
+        return LF_STREAM_INVALID;
+    }
+
+    if (lf_bytes_are(t, tn, "message_start")) {
+        msg = lf_json_get_typed(root, "message", json_type_object);
+        if (lf_json_take_string(msg, "model", &s->answer.model) != 0 ||
+            lf_json_take_string(msg, "id", &s->answer.id) != 0)
+            return LF_STREAM_INVALID;
+        if (lf_wire_anthropic_usage(lf_json_get(msg, "usage"), &s->answer)) s->has_usage = 1;
+        return LF_STREAM_CONTINUE;
+    }
+    if (lf_bytes_are(t, tn, "content_block_start")) {
+        /* A text block starts with "text": "" in practice; take it anyway. */
+        block = lf_json_get(root, "content_block");
+        if (lf_json_string_is(block, "type", "text") &&
+            lf_stream_add_text(s, lf_json_get(block, "text")) != 0)
+            return LF_STREAM_INVALID;
+        return LF_STREAM_CONTINUE;
+    }
+    if (lf_bytes_are(t, tn, "content_block_delta")) {
+        /* input_json_delta, thinking_delta, signature_delta: not text. */
+        delta = lf_json_get(root, "delta");
+        if (lf_json_string_is(delta, "type", "text_delta") &&
+            lf_stream_add_text(s, lf_json_get(delta, "text")) != 0)
+            return LF_STREAM_INVALID;
+        return LF_STREAM_CONTINUE;
+    }
+    if (lf_bytes_are(t, tn, "message_delta")) {
+        delta = lf_json_get(root, "delta");
+        if (lf_json_get_typed(delta, "stop_reason", json_type_string)) {
+            if (lf_json_take_string(delta, "stop_reason", &s->answer.finish_reason) != 0)
+                return LF_STREAM_INVALID;
+            s->finished = 1;
+        }
+        /* Cumulative counts: the last one is the total. */
+        if (lf_wire_anthropic_usage(lf_json_get(root, "usage"), &s->answer)) s->has_usage = 1;
+        return LF_STREAM_CONTINUE;
+    }
+    if (lf_bytes_are(t, tn, "message_stop")) {
+        s->done = 1;
+        return LF_STREAM_DONE;
+    }
+    if (lf_bytes_are(t, tn, "error")) {
+        if (!lf_wire_error_from_json(root, &s->error))
+            (void)lf_json_value_text(root, &s->error.message);
+        return LF_STREAM_ERROR;
+    }
+    /* ping, content_block_stop, and whatever Anthropic adds later. */
+    return LF_STREAM_CONTINUE;
+}
+
+static int lf_stream_blank(const char *d, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (!lf_wire_is_ws(d[i])) return 0;
+    return 1;
+}
+
+static int lf_stream_is_done_marker(const char *d, size_t n)
+{
+    while (n && lf_wire_is_ws(d[0])) { d++; n--; }
+    while (n && lf_wire_is_ws(d[n - 1])) n--;
+    return n == 6 && memcmp(d, "[DONE]", 6) == 0;
+}
+
+/* The end of an event: the text it added to the answer goes out to the
+ * caller, or, when the event failed, comes off the answer again. */
+static int lf_stream_took(lf_stream_state *s, int rc, const char **delta, size_t *delta_len)
+{
+    lf_buf *t = &s->answer.text;
+
+    if (t->len > s->delta_at && rc != LF_STREAM_CONTINUE) {
+        t->len = s->delta_at;
+        t->ptr[t->len] = '\0';
+    }
+    if (delta) *delta = lf_buf_cstr(t) + s->delta_at;
+    if (delta_len) *delta_len = t->len - s->delta_at;
+    return rc;
+}
+
+/* ------------------------------------------- the lf_jscan fast path */
+
+/* lf_stream_openai for an object without "error" whose "choices" is absent,
+ * null or an array: 1 done, 0 left to json-c (s untouched), -1 out of
+ * memory. */
+static int lf_stream_openai_fast(lf_stream_state *s, const char *data, size_t n)
+{
+    enum { K_ERROR, K_USAGE, K_CHOICES, K_MODEL, K_ID, K_N };
+    static const lf_jkey keys[K_N] = { LF_JKEY("error"), LF_JKEY("usage"), LF_JKEY("choices"),
+                                       LF_JKEY("model"), LF_JKEY("id") };
+    static const lf_jkey choice_keys[3] = { LF_JKEY("index"), LF_JKEY("delta"), LF_JKEY("finish_reason") };
+    lf_jnode nodes[LF_WIRE_EVENT_NODES];
+    lf_jdoc d;
+    uint32_t m[K_N], c[3], choice;
+    lf_js_type choices;
+    lf_fast_usage u;
+
+    lf_jdoc_init(&d, nodes, LF_WIRE_EVENT_NODES);
+    if (lf_jscan_index(&d, data, n) != 0 || d.nodes[0].type != LF_JS_OBJECT) return 0;
+    lf_jdoc_members(&d, 0, keys, K_N, m);
+    /* json-c reads a null member as no member. */
+    if (lf_jdoc_type(&d, m[K_ERROR]) > LF_JS_NULL) return 0;
+    choices = lf_jdoc_type(&d, m[K_CHOICES]);
+    if (choices > LF_JS_NULL && choices != LF_JS_ARRAY) return 0;
+    if (lf_fast_usage_read(&d, m[K_USAGE], lf_openai_usage_keys, &u) != 0) return 0;
+    choice = lf_jdoc_first_choice(&d, m[K_CHOICES], choice_keys, 3, c);
+
+    if (lf_jdoc_take_string(&d, m[K_MODEL], &s->answer.model) != 0 ||
+        lf_jdoc_take_string(&d, m[K_ID], &s->answer.id) != 0)
+        return -1;
+    if (lf_jdoc_type(&d, choice) == LF_JS_OBJECT) {
+        if (lf_jdoc_add_text(&d, lf_jdoc_member(&d, c[1], lf_key_content), &s->answer.text) != 0) return -1;
+        if (lf_jdoc_type(&d, c[2]) == LF_JS_STRING) {
+            if (lf_jdoc_take_string(&d, c[2], &s->answer.finish_reason) != 0) return -1;
+            s->finished = 1;
+        }
+    }
+    /* DeepSeek and Mistral put usage on the finish_reason chunk, OpenAI on a
+     * last chunk of its own. */
+    if (lf_fast_usage_apply(&u, &s->answer)) s->has_usage = 1;
+    return 1;
+}
+
+int lf_stream_fast_reads(const char *data, size_t n)
+{
+    lf_stream_state s;
+    int rc;
+
+    lf_stream_init(&s, LF_API_OPENAI);
+    rc = lf_stream_openai_fast(&s, data, n);
+    lf_stream_free(&s);
+    return rc > 0;
+}
+
+int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
+                    const char **delta, size_t *delta_len)
+{
+    json_object *root;
+    int rc;
+
+    s->delta_at = s->answer.text.len;
+    if (delta) *delta = lf_buf_cstr(&s->answer.text) + s->delta_at;
+    if (delta_len) *delta_len = 0;
+    if (s->done) return LF_STREAM_CONTINUE;   /* after the end: ignored */
+    if (!ev) return LF_STREAM_INVALID;
+    if (!ev->data || lf_stream_blank(ev->data, ev->data_len)) return LF_STREAM_CONTINUE;
+    if (s->api == LF_API_OPENAI && lf_stream_is_done_marker(ev->data, ev->data_len)) {
+        s->done = 1;
+        return LF_STREAM_DONE;
+    }
+    if (s->api == LF_API_OPENAI && !s->json_c_only) {
+        rc = lf_stream_openai_fast(s, ev->data, ev->data_len);
+        if (rc < 0) return lf_stream_took(s, LF_STREAM_INVALID, delta, delta_len);
+        if (rc > 0) return lf_stream_took(s, LF_STREAM_CONTINUE, delta, delta_len);
+    }
+    root = lf_json_parse(ev->data, ev->data_len);
+    if (!root) return LF_STREAM_INVALID;
+    if (s->api == LF_API_ANTHROPIC) {
+        rc = lf_stream_anthropic(s, root, ev);
+    } else if (!json_object_is_type(root, json_type_object) &&
+               !json_object_is_type(root, json_type_array)) {
+        rc = LF_STREAM_INVALID;
+    } else {
+        rc = lf_stream_openai(s, root);
+    }
+    json_object_put(root);
+    return lf_stream_took(s, rc, delta, delta_len);
+}
