@@ -91,3 +91,5 @@ module LlmFailover
     end
   end
 end
+
+require "llm_failover/railtie" if defined?(::Rails::Railtie)

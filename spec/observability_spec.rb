@@ -126,6 +126,8 @@ RSpec.describe "Observability" do
         mine = payloads.select { |p| p[:request_id] == reply.request_id }
         expect(mine.map { |p| p[:attempt] }).to eq([1, 2])
         expect(mine.first[:error_class]).to eq("LlmFailover::ServiceUnavailableError")
+        expect(mine.map { |p| p[:started_at] }).to eq(reply.attempts.map(&:started_at))
+        expect(mine.first[:started_at]).to be_a(Time)
       ensure
         ActiveSupport::Notifications.unsubscribe(subscriber)
       end

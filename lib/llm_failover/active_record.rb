@@ -3,7 +3,7 @@
 # The ActiveRecord integration: chats and messages in the app's database, the
 # attempt log table and its sink. Plain scripts never load this file, nor ActiveRecord.
 #
-#   require "llm_failover/active_record"
+#   require "llm_failover/active_record"   # Rails apps: the Railtie requires it
 #   class Chat < ApplicationRecord
 #     acts_as_llm_chat
 #   end
@@ -31,17 +31,22 @@
 require "active_record"
 require "llm_failover"
 require "llm_failover/active_record/schema"
-require "llm_failover/active_record/attempt"
 require "llm_failover/active_record/attempt_log"
 require "llm_failover/active_record/message_store"
 require "llm_failover/active_record/quota_counter"
 require "llm_failover/active_record/message_record"
 require "llm_failover/active_record/chat_record"
 require "llm_failover/active_record/acts_as"
+require "llm_failover/active_record/not_secret"
 
 module LlmFailover
   # Named after the integration; inside LlmFailover, the gem itself is ::ActiveRecord.
   module ActiveRecord
+    # A model (ActiveRecord::Base subclass): defined on first use, so that requiring
+    # this file never loads ActiveRecord::Base (a Rails app's later initializers could
+    # no longer set its framework defaults).
+    autoload :Attempt, "llm_failover/active_record/attempt"
+
     class << self
       # Creates the chats, messages and llm_failover_attempts tables (for scripts and
       # tests; Rails apps run the `llm_failover:install` migration instead). Tables that

@@ -10,7 +10,7 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached].freeze
+                started_at provider_request_id cached cancelled].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -32,10 +32,10 @@ module LlmFailover
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
-                   started_at: nil, provider_request_id: nil, cached: false)
+                   started_at: nil, provider_request_id: nil, cached: false, cancelled: false)
       assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
              failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
-             started_at, provider_request_id, cached)
+             started_at, provider_request_id, cached, cancelled)
     end
 
     # @api private: the engine's records, one per attempt of every call: positional
@@ -77,6 +77,13 @@ module LlmFailover
     end
     alias cached cached?
 
+    # Whether the attempt was stopped by Chat#cancel! (not a provider's failure: it
+    # neither failed over nor counts against the provider).
+    def cancelled?
+      @cancelled
+    end
+    alias cancelled cancelled?
+
     # @return [Hash{Symbol => Object}] JSON-native values only: provider as a String,
     #   started_at as an ISO 8601 String with milliseconds
     def to_h
@@ -105,7 +112,7 @@ module LlmFailover
 
     def assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
                failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
-               started_at, provider_request_id, cached = false)
+               started_at, provider_request_id, cached = false, cancelled = false)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -124,6 +131,7 @@ module LlmFailover
       @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
       @provider_request_id = provider_request_id
       @cached = cached ? true : false
+      @cancelled = cancelled ? true : false
       freeze
     end
   end

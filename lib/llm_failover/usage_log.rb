@@ -9,7 +9,7 @@ module LlmFailover
   # A sink is a callable (#call(record)), an object responding to #record(record), or a
   # Logger (one JSON line per attempt at info level). When ActiveSupport::Notifications
   # is loaded, every record is also instrumented as "attempt.llm_failover" with the
-  # record's Hash as payload. A sink that raises never breaks the user's call: it is
+  # record's Hash as payload (started_at a Time there, as Rails' own payloads carry times). A sink that raises never breaks the user's call: it is
   # reported once per sink class and the other sinks still get the record.
   class UsageLog
     NOTIFICATION = "attempt.llm_failover"
@@ -82,7 +82,9 @@ module LlmFailover
     def instrument(record)
       return unless defined?(::ActiveSupport::Notifications)
 
-      ::ActiveSupport::Notifications.instrument(NOTIFICATION, record.to_h)
+      payload = record.to_h
+      payload[:started_at] = record.started_at if record.respond_to?(:started_at)
+      ::ActiveSupport::Notifications.instrument(NOTIFICATION, payload)
     rescue StandardError => e
       report(::ActiveSupport::Notifications, e)
     end

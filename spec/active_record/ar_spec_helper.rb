@@ -6,10 +6,16 @@ require "tmpdir"
 require "sqlite3"
 require "llm_failover/active_record"
 
-# The ActiveRecord specs run on a real SQLite file (never :memory:), in WAL mode as
-# ActiveRecord configures it, with IMMEDIATE transactions so concurrent writers
-# queue for the lock instead of failing to upgrade a read lock.
+require "pg"
+require_relative "../support/postgres_server"
+
+# The ActiveRecord specs run on a real SQLite file (never :memory:) and on a real
+# PostgreSQL server (spec/support/postgres_server.rb starts a throwaway cluster the
+# first time a PostgreSQL group runs). ArSpec.describe defines a spec's group once per
+# database; each example connects ActiveRecord::Base to its group's database.
 #
+# SQLite runs in WAL mode as ActiveRecord configures it, with IMMEDIATE transactions so
+# concurrent writers queue for the lock instead of failing to upgrade a read lock.
 # ActiveRecord 7.2's `timeout:` is SQLite's busy_timeout, which sleeps holding the
 # GVL: a thread waiting for the write lock then stops the thread holding it, and six
 # writer threads deadlock until the timeout. The sqlite3 gem's busy_handler_timeout
@@ -17,9 +23,13 @@ require "llm_failover/active_record"
 module ArSpec
   DIR = Dir.mktmpdir("llm_failover_ar")
   PATH = File.join(DIR, "test.sqlite3")
-  at_exit { FileUtils.remove_entry(DIR) }
+  owner = Process.pid
+  at_exit { FileUtils.remove_entry(DIR) if Process.pid == owner }
 
-  CONFIG = { adapter: "sqlite3", database: PATH, pool: 16, default_transaction_mode: :immediate }.freeze
+  SQLITE = { adapter: "sqlite3", database: PATH, pool: 16, default_transaction_mode: :immediate }.freeze
+  CONFIG = SQLITE # the SQLite settings, for specs that open their own connection
+
+  DATABASES = %i[sqlite postgresql].freeze
 
   require "active_record/connection_adapters/sqlite3_adapter"
   ActiveRecord::ConnectionAdapters::SQLite3Adapter.set_callback(:checkout, :after) do |connection|
@@ -32,10 +42,45 @@ module ArSpec
 
   ActiveRecord::Base.logger = nil
   ActiveRecord::Migration.verbose = false
-  ActiveRecord::Base.establish_connection(CONFIG)
-  LlmFailover::ActiveRecord.create_tables!(force: true)
 
   TABLES = %w[messages chats llm_failover_attempts].freeze
+
+  @current = nil
+  @created = {}
+
+  class << self
+    attr_reader :current
+
+    # Defines the group once per database (metadata db: :sqlite / :postgresql). The
+    # PostgreSQL group is skipped, loudly, only where the server's binaries are absent.
+    def describe(subject, *args, **metadata, &block)
+      DATABASES.each do |db|
+        extra = { active_record: true, db: db }
+        extra[:skip] = PostgresServer.missing_reason if db == :postgresql && !PostgresServer.available?
+        RSpec.describe(subject, *args, "on #{db}", **metadata, **extra, &block)
+      end
+    end
+
+    # Connects ActiveRecord::Base to +db+ (and creates the tables there once).
+    def use(db)
+      return if @current == db
+
+      ActiveRecord::Base.establish_connection(config(db))
+      # Column types differ a little between the two; read them again from this one.
+      ActiveRecord::Base.descendants.each(&:reset_column_information)
+      @current = db
+      return if @created[db]
+
+      LlmFailover::ActiveRecord.create_tables!(force: true)
+      @created[db] = true
+    end
+
+    def config(db)
+      db == :postgresql ? PostgresServer.config.merge(pool: 16) : SQLITE
+    end
+  end
+
+  use(:sqlite)
 
   module Helpers
     def clean_tables
@@ -44,9 +89,27 @@ module ArSpec
       end
     end
 
-    # Reads the database file through its own SQLite connection: what another process
-    # (a page polling the row) would see, committed data only.
+    def postgresql?
+      ArSpec.current == :postgresql
+    end
+
+    # Reads the database through its own connection (not ActiveRecord's): what another
+    # process (a page polling the row) would see, committed data only. `?` marks the
+    # binds; booleans come back as SQLite gives them (1/0) whatever the database.
     def raw_rows(sql, *binds)
+      return raw_sqlite_rows(sql, binds) unless postgresql?
+
+      n = 0
+      conn = PG.connect(**PostgresServer.pg_params)
+      conn.type_map_for_results = PG::BasicTypeMapForResults.new(conn)
+      conn.exec_params(sql.gsub("?") { "$#{n += 1}" }, binds).map do |row|
+        row.transform_values { |v| v == true || v == false ? (v ? 1 : 0) : v }
+      end
+    ensure
+      conn&.close
+    end
+
+    def raw_sqlite_rows(sql, binds)
       db = SQLite3::Database.new(ArSpec::PATH, readonly: true)
       db.results_as_hash = true
       db.execute(sql, binds)
@@ -99,5 +162,8 @@ end
 
 RSpec.configure do |config|
   config.include ArSpec::Helpers, :active_record
-  config.before(:each, :active_record) { clean_tables }
+  config.before(:each, :active_record) do |example|
+    ArSpec.use(example.metadata[:db] || :sqlite)
+    clean_tables
+  end
 end

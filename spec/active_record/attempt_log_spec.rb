@@ -2,7 +2,7 @@
 
 require_relative "ar_spec_helper"
 
-RSpec.describe LlmFailover::ActiveRecord::AttemptLog, :active_record do
+ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do
   include_context "with fake providers"
 
   before { LlmFailover.configuration.usage_log = attempt_log }
@@ -85,8 +85,13 @@ RSpec.describe LlmFailover::ActiveRecord::AttemptLog, :active_record do
 
     failed = LlmFailover::ActiveRecord::Attempt.find_by(success: false)
     expect(failed.error_message).to include("upstream rejected key")
-    ActiveRecord::Base.connection_pool.with_connection { |c| c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-    bytes = Dir[File.join(ArSpec::DIR, "*")].map { |f| File.binread(f) }.join
+    bytes =
+      if postgresql? # every row of every table, as text
+        ArSpec::TABLES.map { |t| raw_rows("SELECT * FROM #{t}").map(&:values).join("|") }.join
+      else # the database file itself
+        ActiveRecord::Base.connection_pool.with_connection { |c| c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        Dir[File.join(ArSpec::DIR, "*")].map { |f| File.binread(f) }.join
+      end
     expect(bytes).to include("upstream rejected key") # the row is in the file ...
     [key, FakeProviderHelpers::BACKUP_KEY].each { |k| expect(bytes).not_to include(k) } # ... the key is not
   end

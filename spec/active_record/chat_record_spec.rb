@@ -2,7 +2,7 @@
 
 require_relative "ar_spec_helper"
 
-RSpec.describe "acts_as_llm_chat", :active_record do
+ArSpec.describe "acts_as_llm_chat" do
   include_context "with fake providers"
 
   def create_chat(klass = Chat, **attrs)

@@ -5,7 +5,7 @@ require "open3"
 require "active_job"
 require_relative "../../examples/jobs/summarize_job"
 
-RSpec.describe SummarizeJob, :active_record do
+ArSpec.describe SummarizeJob do
   include_context "with fake providers"
 
   before do

@@ -26,6 +26,10 @@ RSpec.describe "llm_failover:install generator" do
       chats_table.singularize
     end
 
+    def index_name(table, what)
+      LlmFailover::ActiveRecord::Schema.index_name(table, what)
+    end
+
     def migration_version
       "[#{ActiveRecord::VERSION::MAJOR}.#{ActiveRecord::VERSION::MINOR}]"
     end

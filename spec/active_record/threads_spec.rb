@@ -2,11 +2,11 @@
 
 require_relative "ar_spec_helper"
 
-RSpec.describe "ActiveRecord chats under threads", :active_record do
+ArSpec.describe "ActiveRecord chats under threads" do
   include_context "with fake providers"
 
-  THREADS = 6
-  TURNS = 3
+  threads = 6
+  turns = 3
 
   before do
     LlmFailover.configuration.max_retries = 0
@@ -18,12 +18,12 @@ RSpec.describe "ActiveRecord chats under threads", :active_record do
   end
 
   it "writes six chats from six threads, each on its own connection, with nothing lost or doubled" do
-    results = Array.new(THREADS) do |i|
+    results = Array.new(threads) do |i|
       Thread.new do
         ActiveRecord::Base.connection_pool.with_connection do
           chat = Chat.create!(model: "gpt-4o", provider: "openai", backup_model: "claude-sonnet-4-6",
                               backup_provider: "anthropic", feature: "thread-#{i}")
-          replies = Array.new(TURNS) do |turn|
+          replies = Array.new(turns) do |turn|
             shown = +""
             reply = chat.ask("chat #{i} turn #{turn}") { |c| c.reset? ? shown.clear : shown << c.content }
             [reply, shown]
@@ -43,10 +43,10 @@ RSpec.describe "ActiveRecord chats under threads", :active_record do
       expect(stored).to eq(expected)
     end
 
-    expect(Message.count).to eq(THREADS * TURNS * 2)
+    expect(Message.count).to eq(threads * turns * 2)
     expect(Message.where(role: "assistant").group(:provider, :content).count)
       .to eq(%w[openai primary\ answer] => 15, %w[anthropic backup\ answer] => 3)
-    expect(primary.request_count).to eq(THREADS * TURNS)
+    expect(primary.request_count).to eq(threads * turns)
     expect(backup.request_count).to eq(3)
 
     # Every request carried one chat's own history, in order.
@@ -58,9 +58,9 @@ RSpec.describe "ActiveRecord chats under threads", :active_record do
     end
 
     attempts = LlmFailover::ActiveRecord::Attempt
-    expect(attempts.count).to eq(THREADS * TURNS + 3)
-    expect(attempts.distinct.count(:request_id)).to eq(THREADS * TURNS)
-    expect(attempts.where(success: true).count).to eq(THREADS * TURNS)
+    expect(attempts.count).to eq(threads * turns + 3)
+    expect(attempts.distinct.count(:request_id)).to eq(threads * turns)
+    expect(attempts.where(success: true).count).to eq(threads * turns)
     expect(attempts.where(success: false).pluck(:provider, :attempt).uniq).to eq([["openai", 1]])
   end
 end

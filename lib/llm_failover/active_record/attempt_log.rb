@@ -17,7 +17,9 @@ module LlmFailover
 
       # @param model [Class] an Attempt (sub)class: its table and connection are used
       # @param survive_rollback [Boolean] rewrite rows a caller's rollback took away
-      def initialize(model: Attempt, survive_rollback: true)
+      # @param model [Class, nil] nil: Attempt, looked up at the first write (an
+      #   initializer that builds the sink must not load ActiveRecord::Base)
+      def initialize(model: nil, survive_rollback: true)
         @model = model
         @survive_rollback = survive_rollback
       end
@@ -30,16 +32,20 @@ module LlmFailover
       end
 
       def inspect
-        "#<#{self.class.name} #{@model.name} table=#{@model.table_name}>"
+        @model ? "#<#{self.class.name} #{@model.name} table=#{@model.table_name}>" : "#<#{self.class.name} Attempt>"
       end
 
       private
+
+      def model
+        @model ||= Attempt
+      end
 
       # Only the record's fields: no headers, no keys (the record holds none; Call
       # redacts error messages before they reach it).
       def row(record)
         columns = Attempt::COLUMNS
-        columns -= Attempt::LATER_COLUMNS.reject { |c| @model.column_names.include?(c.to_s) }
+        columns -= Attempt::LATER_COLUMNS.reject { |c| model.column_names.include?(c.to_s) }
         columns.to_h do |name|
           value = record.is_a?(Hash) ? record[name] : (record.public_send(name) if record.respond_to?(name))
           [name, convert(name, value)]
@@ -50,7 +56,7 @@ module LlmFailover
         case name
         when :provider, :error_class then value&.to_s
         when :error_message then value && value.to_s[0, MAX_ERROR_MESSAGE]
-        when :success, :failover_eligible, :cached then value ? true : false
+        when :success, :failover_eligible, :cached, :cancelled then value ? true : false
         when :started_at then started_at(value)
         else value
         end
@@ -66,8 +72,8 @@ module LlmFailover
       end
 
       def write(attributes)
-        @model.connection_pool.with_connection do
-          @model.create!(attributes)
+        model.connection_pool.with_connection do
+          model.create!(attributes)
           rewrite_after_rollback(attributes) if @survive_rollback
         end
       end
@@ -75,9 +81,9 @@ module LlmFailover
       # Registered on the innermost open transaction: a savepoint's rollback writes the
       # row again inside the outer transaction, which registers again, and so on out.
       def rewrite_after_rollback(attributes)
-        return unless @model.respond_to?(:current_transaction)
+        return unless model.respond_to?(:current_transaction)
 
-        transaction = @model.current_transaction
+        transaction = model.current_transaction
         transaction.after_rollback { write(attributes) } if transaction.open?
       end
     end

@@ -7,8 +7,21 @@ module LlmFailover
     # migration (spec/active_record/generator_spec.rb keeps the two equal).
     module Schema
       DEFAULT_TABLES = { chats: "chats", messages: "messages", attempts: "llm_failover_attempts" }.freeze
+      # PostgreSQL's limit on identifiers (MySQL's is 64): longer index names fail the migration.
+      MAX_NAME = 63
 
       module_function
+
+      # "index_<table>_on_<what>", or when that passes MAX_NAME, as much of it as fits
+      # followed by a digest of the whole name, so that two long names stay apart.
+      # @return [String]
+      def index_name(table, what)
+        name = "index_#{table}_on_#{what}"
+        return name if name.length <= MAX_NAME
+
+        require "digest"
+        "#{name[0, MAX_NAME - 11]}_#{Digest::SHA256.hexdigest(name)[0, 10]}"
+      end
 
       # Creates the three tables on +connection+ (anything with create_table/add_index:
       # a connection or a migration).
@@ -31,6 +44,7 @@ module LlmFailover
           t.string :backup_provider
           t.integer :quota
           t.string :feature
+          t.datetime :cancel_requested_at
           t.timestamps
         end
 
@@ -43,11 +57,16 @@ module LlmFailover
           t.string :status, null: false, default: "complete"
           t.integer :input_tokens
           t.integer :output_tokens
+          t.string :idempotency_key
           t.timestamps
         end
         # The quota count: this month's completed answers of one model.
-        connection.add_index(messages, %i[model created_at], name: "index_#{messages}_on_model_and_created_at",
+        connection.add_index(messages, %i[model created_at], name: index_name(messages, "model_and_created_at"),
                                                              if_not_exists: true)
+        # ask(text, idempotency_key:): one user message per key and chat.
+        connection.add_index(messages, [foreign_key, :idempotency_key], unique: true,
+                                                                      name: index_name(messages, "idempotency_key"),
+                                                                      if_not_exists: true)
 
         connection.create_table(attempts, **table_options) do |t|
           t.string :request_id, null: false, limit: 36
@@ -68,13 +87,14 @@ module LlmFailover
           t.datetime :started_at, null: false
           t.string :provider_request_id
           t.boolean :cached, null: false, default: false
+          t.boolean :cancelled, null: false, default: false
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
-                                                               name: "index_#{attempts}_on_request_id_and_attempt",
+                                                               name: index_name(attempts, "request_id_and_attempt"),
                                                                if_not_exists: true)
-        connection.add_index(attempts, :started_at, name: "index_#{attempts}_on_started_at", if_not_exists: true)
+        connection.add_index(attempts, :started_at, name: index_name(attempts, "started_at"), if_not_exists: true)
         connection.add_index(attempts, %i[provider model started_at],
-                             name: "index_#{attempts}_on_provider_and_model_and_started_at", if_not_exists: true)
+                             name: index_name(attempts, "provider_model_started_at"), if_not_exists: true)
         nil
       end
     end

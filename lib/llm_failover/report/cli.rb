@@ -7,6 +7,9 @@ module LlmFailover
   class Report
     # `llm_failover report --database URL [--since 7d] [--table NAME]`
     #
+    # Without --database nor DATABASE_URL, inside a Rails app's directory it reads
+    # config/database.yml (RAILS_ENV, default development; the primary database).
+    #
     # Connects through its own abstract model, so running it inside an app process
     # leaves ActiveRecord::Base's connection alone.
     module CLI
@@ -33,8 +36,10 @@ module LlmFailover
             out.puts(options[:help])
             return 0
           end
-          url = options[:database] || ENV["DATABASE_URL"]
-          raise OptionParser::MissingArgument, "--database (or DATABASE_URL)" if url.nil? || url.empty?
+          url = options[:database] || ENV["DATABASE_URL"].to_s.then { |u| u.empty? ? nil : u } || app_database
+          if url.nil? || url.empty?
+            raise OptionParser::MissingArgument, "--database (or DATABASE_URL, or run it where config/database.yml is)"
+          end
 
           connect(url)
           Attempt.table_name = options[:table]
@@ -83,10 +88,31 @@ module LlmFailover
           options
         end
 
-        # A URL ("postgres://...", "sqlite3:db/x.sqlite3") or a bare SQLite file path.
-        # A SQLite file that does not exist is an error, never created empty.
+        # The app's settings from config/database.yml in the current directory, nil
+        # when there is none. ERB is evaluated as Rails does.
+        def app_database(path = "config/database.yml")
+          return nil unless File.exist?(path)
+
+          require "erb"
+          require "yaml"
+          env = ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
+          all = YAML.safe_load(ERB.new(File.read(path)).result, aliases: true) || {}
+          config = all[env]
+          raise ArgumentError, "#{path} has no #{env.inspect} database" unless config.is_a?(Hash)
+
+          config = config["primary"] || config.values.first unless config.key?("adapter") || config.key?("url")
+          config.transform_keys(&:to_sym)
+        end
+
+        # A URL ("postgres://...", "sqlite3:db/x.sqlite3"), a bare SQLite file path, or
+        # settings from database.yml. A SQLite file that does not exist is an error,
+        # never created empty.
         def connect(url)
-          config = url.match?(%r{\A[a-z][a-z0-9+.-]*:}i) ? url : { adapter: "sqlite3", database: url }
+          config =
+            if url.is_a?(Hash) then url
+            elsif url.match?(%r{\A[a-z][a-z0-9+.-]*:}i) then url
+            else { adapter: "sqlite3", database: url }
+            end
           path = sqlite_path(config)
           raise ArgumentError, "no such SQLite database: #{path}" if path && !File.exist?(path)
 
@@ -94,7 +120,7 @@ module LlmFailover
         end
 
         def sqlite_path(config)
-          return config[:database] if config.is_a?(Hash)
+          return (config[:adapter].to_s.start_with?("sqlite") ? config[:database] : nil) if config.is_a?(Hash)
 
           match = %r{\Asqlite3:(?://)?([^?]+)}.match(config)
           match && match[1] != ":memory:" ? match[1] : nil

@@ -2,6 +2,7 @@
 
 require "rails/generators"
 require "rails/generators/active_record"
+require "llm_failover/active_record/schema"
 
 module LlmFailover
   module Generators
@@ -42,6 +43,11 @@ module LlmFailover
       # The messages' reference to their chat: chat_id for the chats table.
       def chat_reference
         chats_table.singularize
+      end
+
+      # Index names within PostgreSQL's 63 characters, as create_tables! names them.
+      def index_name(table, what)
+        LlmFailover::ActiveRecord::Schema.index_name(table, what)
       end
 
       def migration_version

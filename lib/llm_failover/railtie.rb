@@ -1,0 +1,30 @@
+# frozen_string_literal: true
+
+require "rails/railtie"
+
+module LlmFailover
+  # Rails integration, loaded by lib/llm_failover.rb when Rails is: acts_as_llm_chat /
+  # acts_as_llm_message in every model without a require, `bin/rails llm_failover:report`,
+  # and token counts that the app's filter_parameters (`:token`) leave readable.
+  #
+  # Nothing here loads ActiveRecord::Base: the integration is required by the
+  # on_load(:active_record) hook, when the app itself loads ActiveRecord::Base, so the
+  # framework defaults its initializers set still apply to it.
+  class Railtie < ::Rails::Railtie
+    initializer "llm_failover.active_record" do
+      ActiveSupport.on_load(:active_record) { require "llm_failover/active_record" }
+    end
+
+    # After the app's initializers: ActiveRecord's own hook has copied filter_parameters
+    # into filter_attributes by the time this one runs.
+    config.after_initialize do
+      ActiveSupport.on_load(:active_record) do
+        self.filter_attributes = LlmFailover::ActiveRecord::NotSecret.filters(filter_attributes)
+      end
+    end
+
+    rake_tasks do
+      load File.expand_path("tasks/llm_failover.rake", __dir__)
+    end
+  end
+end
