@@ -67,7 +67,7 @@ module ArSpec
 
       ActiveRecord::Base.establish_connection(config(db))
       # Column types differ a little between the two; read them again from this one.
-      ActiveRecord::Base.descendants.each(&:reset_column_information)
+      ActiveRecord::Base.descendants.select(&:name).each(&:reset_column_information)
       @current = db
       return if @created[db]
 
