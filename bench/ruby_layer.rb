@@ -20,8 +20,11 @@ require_relative "engine_call"
 # Answers at once, the way the real engine reports: one attempt, then the result.
 class CannedEngine
   def run(_request, listener)
-    listener.on_attempt_values(1, 0, true, nil, nil, 200, false, nil, 1.5, nil, 9, 9, Time.now, "chatcmpl-canned")
-    { ok: true, target: 0, attempts: 1, provider_request_id: "chatcmpl-canned", content: "Hello!",
+    listener.on_attempt({ attempt: 1, target: 0, success: true, error_class: nil, error_message: nil, phase: nil,
+                          http_status: 200, failover_eligible: false, retry_after: nil, latency_ms: 1.5,
+                          first_token_ms: nil, input_tokens: 9, output_tokens: 9, started_at: Time.now,
+                          provider_request_id: "chatcmpl-canned" })
+    { ok: true, target: 0, first_target: 0, attempts: 1, provider_request_id: "chatcmpl-canned", content: "Hello!",
       model: Bench::Peer::MODEL, finish_reason: "stop", input_tokens: 9, output_tokens: 9 }
   end
 end

@@ -10,7 +10,7 @@ require "llm_failover/quota"
 require "llm_failover/model_picker"
 require "llm_failover/memory_store/message"
 require "llm_failover/memory_store"
-require "llm_failover/chunk" # the extension adds Chunk.build
+require "llm_failover/chunk"
 require "llm_failover/reply"
 require "llm_failover/attempt_record"
 require "llm_failover/usage_log"
@@ -65,14 +65,10 @@ module LlmFailover
     # @raise [ConfigurationError] unknown provider or option, bad value
     # @raise [ModelNotFoundError] empty model
     def chat(model: nil, provider: nil, system: nil, instructions: nil, **options)
-      if options.empty? # the everyday call, without the Hashes below
-        chat = Chat.build(configuration.with_overrides(options), model, provider)
-      else
-        chat_options = options.slice(*CHAT_OPTIONS)
-        overrides = options.reject { |k, _| CHAT_OPTIONS.include?(k) }
-        chat = Chat.new(config: configuration.with_overrides(overrides), model: model, provider: provider,
-                        **chat_options)
-      end
+      chat_options = options.slice(*CHAT_OPTIONS)
+      overrides = options.reject { |k, _| CHAT_OPTIONS.include?(k) }
+      chat = Chat.new(config: configuration.with_overrides(overrides), model: model, provider: provider,
+                      **chat_options)
       text = system || instructions
       chat.with_instructions(text) if text
       chat

@@ -147,6 +147,25 @@ RSpec.describe "Retries and failover" do
       expect(primary.request_count).to eq(1)
     end
 
+    it "says which deadline passed, as the core reported it (not read out of the message)" do
+      primary.enqueue({ text: "late answer", delay_first_token: 3 })
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, first_token_timeout: 0.3)
+      expect { chat.ask("Hi") { |_| nil } }.to raise_error(LlmFailover::TimeoutError) { |e| expect(e.phase).to eq(:first_token) }
+      primary.enqueue({ text: "one two three", stall_after: 1 })
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, idle_timeout: 0.3)
+      expect { chat.ask("Hi") { |_| nil } }.to raise_error(LlmFailover::TimeoutError) { |e| expect(e.phase).to eq(:idle) }
+      primary.enqueue({ delay_headers: 3 })
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, first_token_timeout: 5, request_timeout: 0.3)
+      expect { chat.ask("Hi") }.to raise_error(LlmFailover::TimeoutError) { |e| expect(e.phase).to eq(:total) }
+    end
+
+    it "keeps the phase of the primary's timeout on the error the backup's failure raises (#cause)" do
+      primary.enqueue({ delay_headers: 3 })
+      backup.enqueue({ error: :unauthorized })
+      expect { failover_chat(first_token_timeout: 0.3, request_timeout: 0.6).ask("Hi") { |_| nil } }
+        .to raise_error(LlmFailover::UnauthorizedError) { |e| expect(e.cause.phase).to eq(:first_token) }
+    end
+
     it "fails over when the first token is too slow" do
       primary.enqueue({ text: "late answer", delay_first_token: 3 })
       chunks, sink = collect_chunks
@@ -367,8 +386,10 @@ RSpec.describe "Retries and failover" do
 
     it "raises QuotaExceededError with enforce_quota and no backup, before any request" do
       chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, quota: 10, quota_used: 10, enforce_quota: true)
-      expect { chat.ask("Hi") }.to raise_error(LlmFailover::QuotaExceededError)
+      expect { chat.ask("Hi") }.to raise_error(LlmFailover::QuotaExceededError, /openai.*gpt-4o.*used 10 of 10/)
       expect(primary.request_count).to eq(0)
+      # The core's attempt loop refused it: no assistant message was started.
+      expect(chat.messages.map(&:role)).to eq(%w[user])
     end
 
     it "calls quota_used once per call" do

@@ -54,13 +54,14 @@ RSpec.describe "the hot path" do
       expect(nested).to include(ok: true, content: flat[:content])
     end
 
-    it "is checked under :policy too" do
+    it "is checked for types under :policy too (the values are Configuration's to check)" do
       request = { targets: [engine_target(fp)], messages: [%w[user Hello]], stream: false,
-                  policy: EngineHelpers::POLICY.merge(max_retries: -1) }
-      expect { engine.run(request, EngineHelpers::RecordingListener.new) }
-        .to raise_error(ArgumentError, /max_retries/)
+                  policy: EngineHelpers::POLICY.merge(max_retries: "3") }
+      expect { engine.run(request, EngineHelpers::RecordingListener.new) }.to raise_error(TypeError)
       expect { engine.run(request.merge(policy: EngineHelpers::POLICY.except(:idle_timeout)), EngineHelpers::RecordingListener.new) }
         .to raise_error(ArgumentError, /idle_timeout/)
+      expect { engine.run(request.merge(policy: EngineHelpers::POLICY.merge(idle_timeout: "5")), EngineHelpers::RecordingListener.new) }
+        .to raise_error(ArgumentError, /idle_timeout must be a number/)
     end
 
     it "is built once per configuration and again after any policy setter" do
@@ -78,9 +79,7 @@ RSpec.describe "the hot path" do
       end
     end
 
-    it "is read again from each new frozen policy, not from the one read before" do
-      # The binding keeps what it read from the last frozen policy Hash; a setter makes a
-      # new Hash, and the next call must follow it.
+    it "follows every setter on the next call" do
       LlmFailover.configuration.max_retries = 2
       LlmFailover.configuration.retry_interval = 0
       2.times { fp.enqueue({ status: 503 }) }
@@ -90,13 +89,6 @@ RSpec.describe "the hot path" do
       fp.enqueue({ status: 503 })
       expect { LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Hi") }
         .to raise_error(LlmFailover::ServiceUnavailableError) { |e| expect(e.attempts.size).to eq(1) }
-      # A policy that is not frozen is read on every call, even if it is the same Hash.
-      engine = LlmFailover::Engine.new
-      policy = EngineHelpers::POLICY.dup
-      request = { targets: [engine_target(fp)], messages: [%w[user Hello]], stream: false, policy: policy }
-      expect(engine.run(request, EngineHelpers::RecordingListener.new)).to include(ok: true)
-      policy[:max_retries] = -1
-      expect { engine.run(request, EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /max_retries/)
     end
 
     it "follows a per-chat override and leaves the global one alone" do
@@ -107,47 +99,26 @@ RSpec.describe "the hot path" do
     end
   end
 
-  describe "streamed deltas in batches" do
+  describe "streamed deltas" do
     let(:engine) { LlmFailover::Engine.new }
 
-    # A listener that takes batches, recording each call.
-    class BatchListener < EngineHelpers::RecordingListener
-      attr_reader :batches
-
-      def on_chunks(texts, target)
-        (@batches ||= []) << [texts.dup, target]
-        texts.each { |t| on_chunk(t, target) }
-      end
-    end
-
-    it "hands every delta over, in order, before the attempt's record" do
+    it "come one on_chunk per delta, in order, before the attempt's record" do
       chunks = Array.new(50) { |i| "w#{i} " }
       fp.enqueue({ chunks: chunks })
-      listener = BatchListener.new
+      listener = EngineHelpers::RecordingListener.new
       result = engine.run(engine_request(engine_target(fp), stream: true), listener)
       expect(result[:ok]).to be(true)
-      expect(listener.batches.flat_map(&:first)).to eq(chunks)
-      expect(listener.batches.map(&:last).uniq).to eq([0])
-      expect(listener.events.last).to eq([:attempt, 1])
-    end
-
-    it "still calls on_chunk once per delta for a listener without on_chunks" do
-      chunks = %w[a b c d]
-      fp.enqueue({ chunks: chunks })
-      listener = EngineHelpers::RecordingListener.new
-      engine.run(engine_request(engine_target(fp), stream: true), listener)
       expect(listener.chunks).to eq(chunks)
+      expect(listener.events.last).to eq([:attempt, 1])
     end
 
     it "delivers the primary's deltas before the reset and the backup's after it" do
       primary.enqueue({ chunks: %w[p1 p2 p3 p4], cut_after: 2 })
       backup.enqueue({ chunks: %w[b1 b2] })
-      listener = BatchListener.new
+      listener = EngineHelpers::RecordingListener.new
       engine.run(engine_request([engine_target(primary), engine_target(backup)], stream: true), listener)
       kinds = listener.events.map { |e| e[0] == :chunk ? e[1] : e[0] }
       expect(kinds).to eq(["p1", "p2", :attempt, :reset, "b1", "b2", :attempt])
-      # A batch never mixes targets; how many batches a target's deltas take depends on the reads.
-      expect(listener.batches.map(&:last).chunk_while { |a, b| a == b }.map(&:first)).to eq([0, 1])
     end
 
     it "stops at a delta whose block raises, and the stored answer is failed, not finished" do
@@ -178,31 +149,18 @@ RSpec.describe "the hot path" do
   end
 
   describe "attempts handed to the listener" do
-    it "come as fourteen values to on_attempt_values, in the attempt Hash's order, when the listener has it" do
-      listener = Class.new(EngineHelpers::RecordingListener) do
-        attr_reader :values
-
-        def on_attempt_values(*values)
-          (@values ||= []) << values
-        end
-      end.new
-      fp.enqueue({ status: 503 })
-      engine = LlmFailover::Engine.new
-      engine.run(engine_request(engine_target(fp), max_retries: 1, retry_interval: 0), listener)
-      hashes = EngineHelpers::RecordingListener.new
-      fp.enqueue({ status: 503 })
-      engine.run(engine_request(engine_target(fp), max_retries: 1, retry_interval: 0), hashes)
-      expect(listener.attempts).to be_empty
-      expect(listener.values.size).to eq(2)
-      expect(hashes.attempts.size).to eq(2)
-      listener.values.zip(hashes.attempts).each do |values, hash|
-        expect(hash.keys.size).to eq(14)
-        expected = hash.values.each_with_index.map do |v, i|
-          %i[latency_ms first_token_ms started_at provider_request_id].include?(hash.keys[i]) ? be_a(v.class) : eq(v)
-        end
-        values.zip(expected).each { |v, matcher| expect(v).to matcher }
-      end
-      expect(listener.values.map { |v| v[2] }).to eq([false, true])
+    it "come as one Hash per attempt, with the timeout's phase as a Symbol" do
+      fp.enqueue({ status: 503 }, { delay_headers: 3 })
+      listener = EngineHelpers::RecordingListener.new
+      result = LlmFailover::Engine.new.run(engine_request(engine_target(fp), max_retries: 1, retry_interval: 0,
+                                                                             request_timeout: 0.3), listener)
+      expect(listener.attempts.map(&:keys)).to all(match_array(
+        %i[attempt target success error_class error_message phase http_status failover_eligible retry_after
+           latency_ms first_token_ms input_tokens output_tokens started_at provider_request_id]
+      ))
+      expect(listener.attempts.map { |a| [a[:error_class], a[:phase]] })
+        .to eq([[LlmFailover::ServiceUnavailableError, nil], [LlmFailover::TimeoutError, :total]])
+      expect(result).to include(ok: false, error_class: LlmFailover::TimeoutError, phase: :total, first_target: 0)
     end
   end
 
@@ -238,7 +196,7 @@ RSpec.describe "the hot path" do
   end
 
   describe "the listener's methods" do
-    it "are checked once per listener class, and still for every new class" do
+    it "are checked on every call" do
       engine = LlmFailover::Engine.new
       request = engine_request(engine_target(fp))
       expect(engine.run(request, EngineHelpers::RecordingListener.new)).to include(ok: true)
@@ -253,8 +211,8 @@ RSpec.describe "the hot path" do
     it "is one frozen Target and engine target per provider and model, right for each model" do
       config = LlmFailover.configuration.provider_config(:openai)
       chats = %w[gpt-4o gpt-4o-mini gpt-4o].map { |m| LlmFailover.chat(model: m, provider: :openai) }
-      targets = chats.map { |c| c.send(:pick_targets) }
-      expect(targets[0]).to equal(targets[2])
+      targets = chats.map { |c| c.send(:engine_targets) }
+      expect(targets[0][0]).to equal(targets[2][0])
       expect(targets.map { |t| t.map(&:model) }).to eq([["gpt-4o"], ["gpt-4o-mini"], ["gpt-4o"]])
       expect(targets.flatten).to all(be_frozen)
       expect(config.engine_target("gpt-4o")).to be_frozen.and include(model: "gpt-4o", api: :openai)
@@ -268,11 +226,11 @@ RSpec.describe "the hot path" do
 
     it "keeps a chat with a backup on its own two targets" do
       chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, backup_model: "claude", backup_provider: :anthropic)
-      expect(chat.send(:pick_targets).map { |t| [t.name, t.model] }).to eq([[:openai, "gpt-4o"], [:anthropic, "claude"]])
+      expect(chat.send(:engine_targets).map { |t| [t.name, t.model] }).to eq([[:openai, "gpt-4o"], [:anthropic, "claude"]])
       chat.with_model("gpt-4o-mini")
-      expect(chat.send(:pick_targets).map(&:model)).to eq(%w[gpt-4o-mini claude])
+      expect(chat.send(:engine_targets).map(&:model)).to eq(%w[gpt-4o-mini claude])
       chat.with_model("gpt-4o", backup_model: nil, backup_provider: nil)
-      expect(chat.send(:pick_targets).map(&:model)).to eq(%w[gpt-4o])
+      expect(chat.send(:engine_targets).map(&:model)).to eq(%w[gpt-4o])
     end
   end
 

@@ -72,7 +72,7 @@ RSpec.describe "Secrets" do
     target = LlmFailover.configuration.provider_config(:custom).target("gpt-4o")
     chat = LlmFailover.chat(model: "gpt-4o", provider: :custom)
     PP.pp(target, out)
-    PP.pp(chat.send(:pick_targets), out)
+    PP.pp(chat.send(:engine_targets), out)
     PP.pp(chat, out)
     texts = [out.string, LlmFailover.configuration.providers.inspect, LlmFailover.configuration.providers.to_s,
              target.inspect, target.to_s]

@@ -19,13 +19,14 @@ void lf_init_errors(VALUE mod)
     int k;
     char path[128];
 
+    /* The classes are Ruby's: loaded here, whatever was required first. */
+    rb_require("llm_failover/errors");
     for (k = 0; k < LF_KIND_COUNT; k++) {
         const char *name = lf_kind_name((lf_kind)k);
         lf_error_classes[k] = Qnil;
         rb_global_variable(&lf_error_classes[k]);
         if (!name || k == LF_E_ABORTED) continue;
         snprintf(path, sizeof path, "LlmFailover::%s", name);
-        /* lib/llm_failover.rb requires errors.rb before the extension. */
         lf_error_classes[k] = rb_path2class(path);
     }
 }

@@ -9,7 +9,6 @@ RUBY_FUNC_EXPORTED void Init_llm_failover(void)
     if (lf_transport_global_init() != 0) rb_raise(rb_eLoadError, "llm_failover: curl_global_init failed");
     lf_mLlmFailover = rb_define_module("LlmFailover");
     lf_init_errors(lf_mLlmFailover);
-    lf_init_chunk(lf_mLlmFailover);
     lf_init_quota(lf_mLlmFailover);
     lf_init_sse_parser(lf_mLlmFailover);
     lf_init_engine(lf_mLlmFailover);

@@ -33,31 +33,34 @@ module LlmFailover
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
                    started_at: nil, provider_request_id: nil, cached: false, cancelled: false)
-      assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
-             failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
-             started_at, provider_request_id, cached, cancelled)
-    end
-
-    # @api private: the engine's records, one per attempt of every call: positional
-    # arguments, in FIELDS order with success before error_class, skip the keyword
-    # Hash that #new would build.
-    def self.build(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
-                   failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
-                   started_at, provider_request_id)
-      record = allocate
-      record.__send__(:assign, request_id, attempt, provider, model, feature, success, error_class, error_message,
-                      http_status, failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens,
-                      output_tokens, started_at, provider_request_id)
-      record
+      @request_id = request_id
+      @attempt = attempt
+      @provider = provider
+      @model = model
+      @feature = feature
+      @success = success ? true : false
+      @error_class = error_class.is_a?(Module) ? error_class.name : error_class
+      @error_message = error_message
+      @http_status = http_status
+      @failover_eligible = failover_eligible ? true : false
+      @retry_after = retry_after
+      @latency_ms = latency_ms
+      @first_token_ms = first_token_ms
+      @input_tokens = input_tokens
+      @output_tokens = output_tokens
+      @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
+      @provider_request_id = provider_request_id
+      @cached = cached ? true : false
+      @cancelled = cancelled ? true : false
+      freeze
     end
 
     # @api private: the one record of a call the response cache answered: no request,
     # nothing billed; provider and model name the target that produced the answer.
     def self.cache_hit(request_id, provider, model, feature, latency_ms, started_at, provider_request_id)
-      record = allocate
-      record.__send__(:assign, request_id, 1, provider, model, feature, true, nil, nil, nil, false, nil, latency_ms,
-                      nil, 0, 0, started_at, provider_request_id, true)
-      record
+      new(request_id: request_id, attempt: 1, provider: provider, model: model, feature: feature, success: true,
+          latency_ms: latency_ms, input_tokens: 0, output_tokens: 0, started_at: started_at,
+          provider_request_id: provider_request_id, cached: true)
     end
 
     def success?
@@ -106,33 +109,6 @@ module LlmFailover
     def inspect
       outcome = success? ? (cached? ? "cached" : "ok") : "#{error_class}#{" #{http_status}" if http_status}"
       "#<#{self.class.name} #{request_id} ##{attempt} #{provider}/#{model} #{outcome}>"
-    end
-
-    private
-
-    def assign(request_id, attempt, provider, model, feature, success, error_class, error_message, http_status,
-               failover_eligible, retry_after, latency_ms, first_token_ms, input_tokens, output_tokens,
-               started_at, provider_request_id, cached = false, cancelled = false)
-      @request_id = request_id
-      @attempt = attempt
-      @provider = provider
-      @model = model
-      @feature = feature
-      @success = success ? true : false
-      @error_class = error_class.is_a?(Module) ? error_class.name : error_class
-      @error_message = error_message
-      @http_status = http_status
-      @failover_eligible = failover_eligible ? true : false
-      @retry_after = retry_after
-      @latency_ms = latency_ms
-      @first_token_ms = first_token_ms
-      @input_tokens = input_tokens
-      @output_tokens = output_tokens
-      @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
-      @provider_request_id = provider_request_id
-      @cached = cached ? true : false
-      @cancelled = cancelled ? true : false
-      freeze
     end
   end
 end

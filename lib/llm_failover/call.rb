@@ -11,11 +11,12 @@ module LlmFailover
     # @return [ResponseCache, nil] read before any request, written after a success
     attr_accessor :response_cache
 
-    # @param targets [Array<Target>] in the order the engine tries them
+    # @param targets [Array<Target>] the primary, then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system lifted out
-    # Positional: one is built for every call (keyword arguments cost more here than
-    # everything the constructor does).
-    def initialize(engine, config, store, targets, messages, system, temperature, max_tokens, feature, block)
+    # @param quota [Hash, nil] the primary's { limit:, used:, enforce: }: the engine picks
+    #   the first target from it
+    def initialize(engine:, config:, store:, targets:, messages:, system:, temperature:, max_tokens:, feature:,
+                   quota:, block:)
       @engine = engine
       @config = config
       @store = store
@@ -25,22 +26,23 @@ module LlmFailover
       @temperature = temperature
       @max_tokens = max_tokens
       @feature = feature
+      @quota = quota
       @block = block
       @usage_log = config.usage_log_emitter
       @request_id = Engine.uuid
       @records = []
-      @failures = nil # [Hash of the attempt's error, Target] of every failed attempt, once there is one
+      @failures = [] # [attempt Hash, Target] of every failed attempt
       @chunk_index = 0
     end
 
     # @return [Reply]
     # @raise [Error] the final error, with every attempt attached
+    # @raise [QuotaExceededError] the engine refused the call before any request
     def run
       if @response_cache && (cached = @response_cache.read)
         return serve_cached(cached)
       end
 
-      @message = @store.start_assistant(model: @targets[0].model, provider: @targets[0].name.name)
       settled = false
       begin
         result = @engine.run(engine_request, self)
@@ -53,107 +55,86 @@ module LlmFailover
       end
     end
 
-    # Engine listener: a streamed content delta from target index +target+.
-    def on_chunk(text, target)
-      on_chunks([text], target)
-    end
-
-    # Engine listener: the deltas of one network read from target index +target+, in
-    # order (one method call from the engine instead of one per delta). Each delta is
+    # Engine listener: a streamed content delta from target index +target+. It is
     # stored before the block sees it, so the store always holds what the user saw.
-    def on_chunks(texts, target)
-      block = @block
-      source = chunk_source(target) if block
-      store = @store
-      message = @message
-      i = 0
-      n = texts.size
-      while i < n # not #each: one block call less per delta
-        text = texts[i]
-        store.append_assistant(message, text)
-        index = @chunk_index
-        @chunk_index = index + 1
-        block&.call(Chunk.build(text, index, source))
-        i += 1
-      end
-      nil
+    def on_chunk(text, target)
+      @store.append_assistant(assistant_message(target), text)
+      index = @chunk_index
+      @chunk_index += 1
+      return unless @block
+
+      t = @targets[target]
+      @block.call(Chunk.new(content: text, model: t.model, provider: t.name, index: index, request_id: @request_id))
     end
 
-    # Engine listener: the failover target is about to answer, after an earlier
-    # attempt streamed content. The stored partial goes before the backup's first chunk.
+    # Engine listener: the backup is about to answer, after an earlier attempt
+    # streamed content. The stored partial goes before the backup's first chunk.
     def on_reset
       @chunk_index = 0
       current = @targets.fetch(1) { @targets[0] }
-      @store.reset_assistant(@message, model: current.model, provider: current.name.name)
+      @store.reset_assistant(assistant_message(1), model: current.model, provider: current.name.name)
       @block&.call(Chunk.new(content: "", model: current.model, provider: current.name, index: 0,
                              request_id: @request_id, reset: true))
       nil
     end
 
-    # Engine listener: one HTTP attempt finished (the engine calls #on_attempt_values,
-    # the same without the Hash).
+    # Engine listener: one HTTP attempt finished (see Engine#run for the Hash's keys).
     def on_attempt(attempt)
-      on_attempt_values(attempt[:attempt], attempt[:target], attempt[:success], attempt[:error_class],
-                        attempt[:error_message], attempt[:http_status], attempt[:failover_eligible],
-                        attempt[:retry_after], attempt[:latency_ms], attempt[:first_token_ms],
-                        attempt[:input_tokens], attempt[:output_tokens], attempt[:started_at],
-                        attempt[:provider_request_id])
-    end
-
-    # Engine listener: one HTTP attempt finished, its fields in the order of the
-    # engine's attempt Hash.
-    def on_attempt_values(attempt, target_index, success, error_class, error_message, http_status, failover_eligible,
-                          retry_after, latency_ms, first_token_ms, input_tokens, output_tokens, started_at,
-                          provider_request_id)
-      target = @targets[target_index] || @targets[0]
-      record = AttemptRecord.build(
-        @request_id, attempt, target.provider.name, target.model, @feature, success, error_class,
-        success ? nil : redact(error_message), http_status, failover_eligible, retry_after, latency_ms,
-        first_token_ms, input_tokens, output_tokens, started_at, provider_request_id
+      @last_target = attempt[:target]
+      target = @targets[@last_target]
+      success = attempt[:success]
+      record = AttemptRecord.new(
+        request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
+        feature: @feature, success: success, error_class: attempt[:error_class],
+        error_message: success ? nil : redact(attempt[:error_message]), http_status: attempt[:http_status],
+        failover_eligible: attempt[:failover_eligible], retry_after: attempt[:retry_after],
+        latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
+        input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
+        started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id]
       )
       @records << record
-      unless success
-        failure = { target: target_index, error_class: error_class, error_message: error_message,
-                    http_status: http_status, failover_eligible: failover_eligible, retry_after: retry_after,
-                    provider_request_id: provider_request_id }
-        (@failures ||= []) << [failure, target]
-      end
+      @failures << [attempt, target] unless success
       @usage_log.emit(record)
       nil
     end
 
     private
 
-    # What every Chunk from target index +target+ shares, made once per target.
-    def chunk_source(target)
-      @chunk_sources ||= []
-      @chunk_sources[target] ||= begin
-        t = @targets.fetch(target) { @targets[0] }
-        Chunk::Source.new(t.model, t.provider.name, @request_id, false).freeze
+    # The stored assistant message, started by the first thing that needs it: a call
+    # the quota refuses stores none.
+    def assistant_message(target_index)
+      @message ||= begin
+        target = @targets[target_index]
+        @store.start_assistant(model: target.model, provider: target.name.name)
       end
     end
 
     def engine_request
       { targets: @targets.map(&:engine), messages: @messages, system: @system,
         temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
-        policy: @config.engine_policy }
+        quota: @quota, policy: @config.engine_policy }
     end
 
     def succeed(result)
       target = @targets.fetch(result[:target])
-      name = target.provider.name
-      content = result[:content]
-      model = result[:model]
-      input_tokens = result[:input_tokens]
-      output_tokens = result[:output_tokens]
-      @store.finish_assistant(@message, content: content, model: model, provider: name.name,
-                                        input_tokens: input_tokens, output_tokens: output_tokens)
-      @response_cache&.write(target, content: content, model: model, finish_reason: result[:finish_reason],
+      name = target.name
+      @store.finish_assistant(assistant_message(result[:target]), content: result[:content], model: result[:model],
+                                                                  provider: name.name,
+                                                                  input_tokens: result[:input_tokens],
+                                                                  output_tokens: result[:output_tokens])
+      @response_cache&.write(target, content: result[:content], model: result[:model],
+                                     finish_reason: result[:finish_reason],
                                      provider_request_id: result[:provider_request_id])
-      failover = result[:target].positive?
-      reply = Reply.build(content, model, name, input_tokens, output_tokens, @request_id, @records.freeze, failover,
-                          result[:finish_reason], result[:provider_request_id], !@block.nil?, @chunk_index)
-      log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if failover
+      # A backup the quota picked first is not a failover: nothing failed.
+      failover = result[:target] != result[:first_target]
+      reply = Reply.new(content: result[:content], model: result[:model], provider: name,
+                        input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
+                        request_id: @request_id, attempts: @records.freeze, failover: failover,
+                        finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
+                        streamed: !@block.nil?, chunk_count: @chunk_index)
+      if failover
+        log(:info, "answered by #{target.label} after failing over from #{@targets[result[:first_target]].label}")
+      end
       reply
     end
 
@@ -167,12 +148,12 @@ module LlmFailover
       @message = @store.start_assistant(model: cached.model, provider: provider.name)
       settled = false
       begin
-        source = Chunk::Source.new(cached.model, provider, @request_id, false).freeze if @block
         ResponseCache.chunks(cached.content).each do |text|
           @store.append_assistant(@message, text)
           index = @chunk_index
-          @chunk_index = index + 1
-          @block&.call(Chunk.build(text, index, source))
+          @chunk_index += 1
+          @block&.call(Chunk.new(content: text, model: cached.model, provider: provider, index: index,
+                                 request_id: @request_id))
         end
         @store.finish_assistant(@message, content: cached.content, model: cached.model, provider: provider.name,
                                           input_tokens: 0, output_tokens: 0)
@@ -185,26 +166,31 @@ module LlmFailover
                                        latency_ms, started_at, cached.provider_request_id)
       @records << record
       @usage_log.emit(record)
-      Reply.build(cached.content, cached.model, provider, 0, 0, @request_id, @records.freeze, false,
-                  cached.finish_reason, cached.provider_request_id, !@block.nil?, @chunk_index, true)
+      Reply.new(content: cached.content, model: cached.model, provider: provider, input_tokens: 0, output_tokens: 0,
+                request_id: @request_id, attempts: @records.freeze, failover: false,
+                finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
+                streamed: !@block.nil?, chunk_count: @chunk_index, cached: true)
     end
 
     def fail_with(result)
       target = @targets.fetch(result[:target]) { @targets[0] }
+      raise QuotaExceededError, "#{target.name}: #{result[:message]}" if result[:error_class] == QuotaExceededError
+
       fail_stored_message(target)
       error = build_error(result[:error_class], result[:message], target,
                           status: result[:status], body: redact(result[:body]), retry_after: result[:retry_after],
                           retryable: result[:retryable], partial_content: result[:partial_content],
                           provider_request_id: result[:provider_request_id], error_type: result[:error_type],
-                          error_code: result[:error_code])
+                          error_code: result[:error_code], phase: result[:phase])
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")
       alert(error) if chain_exhausted?
       cause = earlier_target_error(result[:target])
       cause ? raise(error, cause: cause) : raise(error)
     end
 
-    def build_error(klass, message, target, **details)
+    def build_error(klass, message, target, phase: nil, **details)
       klass = Error unless klass.is_a?(Class) && klass <= Error
+      details[:phase] = phase if klass <= TimeoutError
       klass.new(redact(message), provider: target.name, model: target.model, request_id: @request_id,
                                  attempts: @records.dup.freeze, **details)
     end
@@ -212,17 +198,17 @@ module LlmFailover
     # The last error of the target tried before the one whose error is final, so that
     # `rescue => e; e.cause` shows why the primary was left.
     def earlier_target_error(final_target)
-      attempt, target = @failures&.reverse&.find { |a, _| a[:target] < final_target }
+      attempt, target = @failures.reverse.find { |a, _| a[:target] < final_target }
       return nil unless attempt
 
       build_error(attempt[:error_class], attempt[:error_message], target,
                   status: attempt[:http_status], retry_after: attempt[:retry_after],
-                  provider_request_id: attempt[:provider_request_id])
+                  provider_request_id: attempt[:provider_request_id], phase: attempt[:phase])
     end
 
     # Every target tried ended on an error a healthy backup could have fixed.
     def chain_exhausted?
-      return false if @failures.nil? || @records.any?(&:success?)
+      return false if @failures.empty? || @records.any?(&:success?)
 
       last_failure = {}
       @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
@@ -235,17 +221,17 @@ module LlmFailover
                                 attempts: @records.dup.freeze, logger: @config.logger)
     end
 
-    # target: the one whose error was final; nil when the call was torn down.
+    # target: the one whose error was final; nil when the call was torn down. Either
+    # way the turn's failure is stored, even when nothing was streamed.
     def fail_stored_message(target = nil)
       return if @failed
 
       @failed = true
-      return unless @message
-
       if target
-        @store.fail_assistant(@message, model: target.model, provider: target.name.name)
+        message = assistant_message(@targets.index(target))
+        @store.fail_assistant(message, model: target.model, provider: target.name.name)
       else
-        @store.fail_assistant(@message)
+        @store.fail_assistant(assistant_message(@last_target || 0))
       end
     end
 

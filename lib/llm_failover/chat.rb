@@ -55,15 +55,6 @@ module LlmFailover
       @cache_namespace = validate_cache_namespace(cache_namespace)
     end
 
-    # @api private: LlmFailover.chat(model:, provider:) with nothing else, the everyday
-    # call: the same checks as #initialize for the two arguments given, without a
-    # thirteen-keyword call (one chat per call is the Rails job's pattern).
-    def self.build(config, model, provider)
-      chat = allocate
-      chat.__send__(:plain, config, model, provider)
-      chat
-    end
-
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
     # With a block the answer is streamed: the block gets every Chunk, and a reset
     # Chunk (reset? true) before a backup starts over.
@@ -146,27 +137,7 @@ module LlmFailover
 
     private
 
-    # #initialize with every option at its default.
-    def plain(config, model, provider)
-      @config = config
-      @engine = nil
-      @store = MemoryStore.new
-      set_primary(model, provider)
-      @backup_model = nil
-      @backup_provider = nil
-      @backup_target = nil
-      @quota = nil
-      @quota_used = 0
-      @enforce_quota = false
-      @feature = nil
-      @temperature = nil
-      @max_tokens = nil
-      @cache = true
-      @cache_namespace = nil
-    end
-
     def answer(temperature, max_tokens, block, cache)
-      targets = pick_targets
       # System messages travel apart (Anthropic wants them out of the array; the engine
       # puts them first for OpenAI-compatible APIs).
       system = nil
@@ -182,42 +153,52 @@ module LlmFailover
       raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
 
       system &&= system.join("\n\n")
-      call = Call.new(@engine || LlmFailover.engine, @config, @store, targets, messages, system, temperature,
-                      max_tokens, @feature, block)
-      call.response_cache = response_cache(cache, targets, messages, system, temperature, max_tokens)
+      quota = quota_figures
+      call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: engine_targets,
+                      messages: messages, system: system, temperature: temperature, max_tokens: max_tokens,
+                      feature: @feature, quota: quota, block: block)
+      call.response_cache = response_cache(cache, quota, messages, system, temperature, max_tokens)
       call.run
     end
 
     # The response cache for one call, nil when there is none or it is bypassed. The
-    # key is what was asked: the primary's entry is read, and also the first target's
-    # when the quota sent the call to the backup first. An answer is written under the
-    # key of the target that produced it (see Call), so a backup's answer never serves
-    # a later call to the primary, which may be healthy again by then.
-    def response_cache(cache, targets, messages, system, temperature, max_tokens)
+    # key is what was asked: the primary's entry is read, and also the backup's when
+    # the quota sends the call to the backup first (the core's pick, through
+    # ModelPicker). An answer is written under the key of the target that produced it
+    # (see Call), so a backup's answer never serves a later call to the primary, which
+    # may be healthy again by then.
+    def response_cache(cache, quota, messages, system, temperature, max_tokens)
       store = cache == true ? @config.cache : cache
       return nil unless store
 
-      lookup = targets[0].equal?(@primary_target) ? [@primary_target] : [@primary_target, targets[0]]
+      lookup = backup_first?(quota) ? [@primary_target, @backup_target] : [@primary_target]
       ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger, namespace: @cache_namespace,
                         request: [system, messages, temperature&.to_f, max_tokens], lookup: lookup,
                         max_tokens: max_tokens)
     end
 
-    # The quota decides the order before any network. Without a limit (nil or 0, which
-    # means unlimited) there is nothing to decide: quota_used is not even asked.
-    def pick_targets
-      if @quota.nil? || @quota.zero?
-        return @targets ||=
-                 @backup_target ? [@primary_target, @backup_target].freeze : @primary_target.provider.solo_targets(@model)
-      end
+    def backup_first?(quota)
+      return false unless quota && @backup_target
 
-      quota = Quota.new(limit: @quota, used: quota_used_now)
       picker = ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
-                               backup_provider: @backup_provider, quota: quota, enforce_quota: @enforce_quota)
-      # Raises QuotaExceededError under enforce_quota with no backup to turn to.
-      picker.targets.map do |model, provider|
-        @config.provider_config(provider).target(model)
-      end
+                               backup_provider: @backup_provider,
+                               quota: Quota.new(limit: quota[:limit], used: quota[:used]))
+      picker.pick == [@backup_model, @backup_provider]
+    end
+
+    # The primary, then the backup if there is one; the engine's attempt loop picks
+    # where to start from the quota.
+    def engine_targets
+      @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
+    end
+
+    # What the engine picks from, read just before the call. Without a limit (nil or
+    # 0, which means unlimited) there is nothing to pick: quota_used is not even asked.
+    def quota_figures
+      return nil if @quota.nil? || @quota.zero?
+
+      quota = Quota.new(limit: @quota, used: quota_used_now) # its own checks of the figures
+      { limit: quota.limit, used: quota.used, enforce: @enforce_quota }
     end
 
     def quota_used_now

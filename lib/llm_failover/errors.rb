@@ -65,10 +65,15 @@ module LlmFailover
   class ServiceUnavailableError < RetryableError; end
   class OverloadedError < RetryableError; end
   # Connect, first token, idle or total deadline. Fails over without retrying
-  # the silent target; #phase says which deadline passed.
+  # the silent target.
   class TimeoutError < RetryableError
-    def phase
-      message[/\A(connect|first token|idle|total)/, 1]
+    # @return [Symbol, nil] which deadline passed: :connect, :first_token, :idle or :total
+    #   (the core reports it; nil when the error was made without one)
+    attr_reader :phase
+
+    def initialize(message = nil, phase: nil, **details)
+      super(message, **details)
+      @phase = phase
     end
   end
   class ConnectionError < RetryableError; end

@@ -50,11 +50,6 @@ module LlmFailover
 
     # @api private: +model+ asked of this provider, as a frozen Target.
     def target(model)
-      solo_targets(model)[0]
-    end
-
-    # @api private: [target(model)], frozen: the targets of a chat without a backup.
-    def solo_targets(model)
       @per_model[model] || per_model(model)
     end
 
@@ -71,14 +66,14 @@ module LlmFailover
 
     private
 
-    # What every call to +model+ shares, built once and frozen, so that a call only
-    # points at it: [Target], the Target holding the engine Hash. Kept for a handful
-    # of models per provider (dropped past MODELS_KEPT).
+    # What every call to +model+ shares, built once and frozen: the Target, holding
+    # the engine Hash. Kept for a handful of models per provider (dropped past
+    # MODELS_KEPT).
     def per_model(model)
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
       engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }.freeze
-      @per_model[model] = [Target.new(model, self, engine).freeze].freeze
+      @per_model[model] = Target.new(model, self, engine).freeze
     end
 
     def fail!(message)

@@ -20,18 +20,20 @@ module LlmFailover
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
                    cached: false)
-      assign(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-             finish_reason, provider_request_id, streamed, chunk_count, cached)
-    end
-
-    # @api private: one per call; positional, in #initialize's order, without the
-    # keyword Hash #new would build.
-    def self.build(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-                   finish_reason, provider_request_id, streamed, chunk_count, cached = false)
-      reply = allocate
-      reply.__send__(:assign, content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-                     finish_reason, provider_request_id, streamed, chunk_count, cached)
-      reply
+      @content = content
+      @model = model
+      @provider = provider
+      @input_tokens = input_tokens
+      @output_tokens = output_tokens
+      @request_id = request_id
+      @attempts = attempts.frozen? ? attempts : attempts.dup.freeze
+      @failover = failover ? true : false
+      @finish_reason = finish_reason
+      @provider_request_id = provider_request_id
+      @streamed = streamed ? true : false
+      @chunk_count = chunk_count
+      @cached = cached ? true : false
+      freeze
     end
 
     # Whether the answer came from the response cache: no request was made, and
@@ -58,26 +60,6 @@ module LlmFailover
     def inspect
       "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
         "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?} request_id=#{request_id}>"
-    end
-
-    private
-
-    def assign(content, model, provider, input_tokens, output_tokens, request_id, attempts, failover,
-               finish_reason, provider_request_id, streamed, chunk_count, cached)
-      @content = content
-      @model = model
-      @provider = provider
-      @input_tokens = input_tokens
-      @output_tokens = output_tokens
-      @request_id = request_id
-      @attempts = attempts.frozen? ? attempts : attempts.dup.freeze
-      @failover = failover ? true : false
-      @finish_reason = finish_reason
-      @provider_request_id = provider_request_id
-      @streamed = streamed ? true : false
-      @chunk_count = chunk_count
-      @cached = cached ? true : false
-      freeze
     end
   end
 end

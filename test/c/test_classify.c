@@ -318,6 +318,7 @@ static void test_kind_names(void)
         { LF_E_NOT_FOUND, "NotFoundError" },
         { LF_E_CONNECTION_REFUSED, "ConnectionRefusedError" },
         { LF_E_OTHER, "Error" },
+        { LF_E_QUOTA_EXCEEDED, "QuotaExceededError" },
         { LF_E_ABORTED, "AbortedError" },
     };
     LF_CHECK_INT(sizeof want / sizeof want[0], LF_KIND_COUNT - 1);
@@ -326,6 +327,30 @@ static void test_kind_names(void)
     LF_CHECK(lf_kind_name(LF_OK) == NULL);
     LF_CHECK(lf_kind_name(LF_KIND_COUNT) == NULL);
     LF_CHECK(lf_kind_name((lf_kind)-1) == NULL);
+}
+
+/* The phase of a timeout comes from the transfer result, as an enum (Ruby's
+ * TimeoutError#phase reads it instead of parsing the message). */
+static void test_timeout_phases(void)
+{
+    static const struct { lf_transfer t; lf_phase phase; const char *name; } want[] = {
+        { LF_T_CONNECT_TIMEOUT, LF_PHASE_CONNECT, "connect" },
+        { LF_T_FIRST_TOKEN_TIMEOUT, LF_PHASE_FIRST_TOKEN, "first_token" },
+        { LF_T_IDLE_TIMEOUT, LF_PHASE_IDLE, "idle" },
+        { LF_T_TOTAL_TIMEOUT, LF_PHASE_TOTAL, "total" },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        lf_facts f = { .transfer = want[i].t, .status = 200, .should_retry = -1 };
+        lf_verdict v = lf_classify(&f);
+        LF_CHECK_INT(v.kind, LF_E_TIMEOUT);
+        LF_CHECK_INT(v.phase, want[i].phase);
+        LF_CHECK_STR(lf_phase_name(v.phase), want[i].name);
+    }
+    {
+        lf_facts f = { .transfer = LF_T_CONNECTION, .should_retry = -1 };
+        LF_CHECK_INT(lf_classify(&f).phase, LF_PHASE_NONE);
+        LF_CHECK(lf_phase_name(LF_PHASE_NONE) == NULL);
+    }
 }
 
 static void test_context_length_messages(void)
@@ -748,6 +773,7 @@ int main(void)
     LF_RUN(test_every_status_class);
     LF_RUN(test_null_facts);
     LF_RUN(test_kind_names);
+    LF_RUN(test_timeout_phases);
     LF_RUN(test_context_length_messages);
     LF_RUN(test_documented_bodies);
     LF_RUN(test_recorded_fixtures);

@@ -210,6 +210,8 @@ typedef struct fixture {
     lf_message msg;
     lf_request_params params;
     lf_policy pol;
+    lf_budget budget;
+    int has_budget;
     seen seen;
     lf_listener l;
     lf_outcome o;
@@ -258,7 +260,8 @@ static void fixture_serve(fixture *f, int i)
 
 static int fixture_run(fixture *f, size_t n_targets)
 {
-    return lf_run(f->pool, f->targets, n_targets, &f->params, &f->pol, &f->l, &f->o);
+    return lf_run(f->pool, f->targets, n_targets, &f->params, &f->pol, f->has_budget ? &f->budget : NULL,
+                  &f->l, &f->o);
 }
 
 static void fixture_free(fixture *f)
@@ -434,6 +437,74 @@ static void test_long_retry_after_fails_over_at_once(void)
     LF_CHECK_INT(f.o.target, 1);
     LF_CHECK_INT(f.o.attempts, 2);
     LF_CHECK_INT(f.seen.kinds[0], LF_E_RATE_LIMIT);
+    fixture_free(&f);
+}
+
+/* The loop picks its first target from the quota, before any network. */
+static void test_exceeded_quota_starts_at_the_backup(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    f.has_budget = 1;
+    f.budget.quota.limit = 100;
+    f.budget.quota.used = 100;
+    f.targets[1].api = LF_API_OPENAI;
+    f.srv[1].script[0] = OK_JSON;
+    f.srv[1].n_script = 1;
+    server_start(&f.srv[1]);
+    snprintf(f.url[1], sizeof f.url[1], "http://127.0.0.1:%d/v1", f.srv[1].port);
+    /* The primary's URL stays empty: it would fail if it were prepared or asked. */
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.first_target, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_INT(f.o.attempts, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t1:ok|");
+    fixture_free(&f);
+}
+
+static void test_exceeded_quota_without_backup(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    f.has_budget = 1;
+    f.budget.quota.limit = 10;
+    f.budget.quota.used = 11;
+    /* A budget, not a switch: the primary is still called. */
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.first_target, 0);
+    LF_CHECK_INT(f.srv[0].served, 1);
+    fixture_free(&f);
+
+    /* enforce: refused before any request, no attempt. */
+    fixture_init(&f, 0);
+    f.has_budget = 1;
+    f.budget.quota.limit = 10;
+    f.budget.quota.used = 10;
+    f.budget.enforce = 1;
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_QUOTA_EXCEEDED);
+    LF_CHECK_INT(f.o.attempts, 0);
+    LF_CHECK_STR(f.seen.log, "");
+    LF_CHECK(strstr(lf_buf_cstr(&f.o.message), "used 10 of 10") != NULL);
+    fixture_free(&f);
+
+    /* A limit of 0 is unlimited, however much was used. */
+    fixture_init(&f, 0);
+    f.has_budget = 1;
+    f.budget.quota.limit = 0;
+    f.budget.quota.used = 1e9;
+    f.budget.enforce = 1;
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
     fixture_free(&f);
 }
 
@@ -647,6 +718,8 @@ int main(void)
     LF_RUN(test_key_quoted_back_is_scrubbed);
     LF_RUN(test_long_retry_after_fails_over_at_once);
     LF_RUN(test_refused);
+    LF_RUN(test_exceeded_quota_starts_at_the_backup);
+    LF_RUN(test_exceeded_quota_without_backup);
     LF_RUN(test_host_stops_the_call);
     LF_RUN(test_bad_request_params_fail_before_network);
     LF_RUN(test_request_headers);

@@ -321,6 +321,29 @@ static lf_kind lf_classify_transfer_kind(lf_transfer t)
     }
 }
 
+static lf_phase lf_classify_phase(lf_transfer t)
+{
+    switch (t) {
+    case LF_T_CONNECT_TIMEOUT: return LF_PHASE_CONNECT;
+    case LF_T_FIRST_TOKEN_TIMEOUT: return LF_PHASE_FIRST_TOKEN;
+    case LF_T_IDLE_TIMEOUT: return LF_PHASE_IDLE;
+    case LF_T_TOTAL_TIMEOUT: return LF_PHASE_TOTAL;
+    default: return LF_PHASE_NONE;
+    }
+}
+
+const char *lf_phase_name(lf_phase p)
+{
+    switch (p) {
+    case LF_PHASE_CONNECT: return "connect";
+    case LF_PHASE_FIRST_TOKEN: return "first_token";
+    case LF_PHASE_IDLE: return "idle";
+    case LF_PHASE_TOTAL: return "total";
+    case LF_PHASE_NONE: break;
+    }
+    return NULL;
+}
+
 lf_verdict lf_classify(const lf_facts *f)
 {
     if (!f)
@@ -328,6 +351,7 @@ lf_verdict lf_classify(const lf_facts *f)
 
     if (f->transfer != LF_T_OK) {
         lf_verdict v = lf_classify_verdict(lf_classify_transfer_kind(f->transfer));
+        v.phase = lf_classify_phase(f->transfer);
         /* A body over the size cap would be as large again on a retry. */
         if (f->transfer == LF_T_TOO_LARGE)
             v.retry_same = 0;
@@ -387,6 +411,7 @@ const char *lf_kind_name(lf_kind k)
         [LF_E_NOT_FOUND] = "NotFoundError",
         [LF_E_CONNECTION_REFUSED] = "ConnectionRefusedError",
         [LF_E_OTHER] = "Error",
+        [LF_E_QUOTA_EXCEEDED] = "QuotaExceededError",
         [LF_E_ABORTED] = "AbortedError",
     };
     if ((int)k < 0 || k >= LF_KIND_COUNT)

@@ -27,6 +27,9 @@ typedef enum lf_kind {
     LF_E_NOT_FOUND,            /* NotFoundError 404 */
     LF_E_CONNECTION_REFUSED,   /* ConnectionRefusedError: refused, DNS failure */
     LF_E_OTHER,                /* LlmFailover::Error: any other status */
+    /* not a provider failure: the loop refused the call before any request
+     * (an exceeded quota, no backup, enforcement asked for) */
+    LF_E_QUOTA_EXCEEDED,       /* QuotaExceededError */
     LF_E_ABORTED,              /* not a provider failure: the host stopped the call */
     LF_KIND_COUNT
 } lf_kind;
@@ -58,8 +61,18 @@ typedef struct lf_facts {
     int stream_interrupted;    /* 2xx stream ended without its terminal event */
 } lf_facts;
 
+/* Which deadline a timeout passed (LF_PHASE_NONE for every other kind). */
+typedef enum lf_phase {
+    LF_PHASE_NONE = 0,
+    LF_PHASE_CONNECT,
+    LF_PHASE_FIRST_TOKEN,
+    LF_PHASE_IDLE,
+    LF_PHASE_TOTAL
+} lf_phase;
+
 typedef struct lf_verdict {
     lf_kind kind;
+    lf_phase phase;  /* LF_E_TIMEOUT: which deadline */
     int retryable;   /* the error class's retryable? */
     int retry_same;  /* the attempt loop may retry the same target */
     int failover;    /* the attempt loop may fail over to a backup */
@@ -69,6 +82,9 @@ lf_verdict lf_classify(const lf_facts *f);
 
 /* "RateLimitError", ... ; "Error" for LF_E_OTHER; NULL for LF_OK. */
 const char *lf_kind_name(lf_kind k);
+
+/* "connect", "first_token", "idle", "total"; NULL for LF_PHASE_NONE. */
+const char *lf_phase_name(lf_phase p);
 
 /* 1 when a message says the prompt exceeded the context window (every
  * signal listed in WIRE.md, case-insensitive). */

@@ -294,6 +294,7 @@ static void lf_fill_record(const lf_call *c, const lf_attempt *a, int target_ind
     rec->target = target_index;
     rec->success = a->success;
     rec->kind = a->success ? LF_OK : a->verdict.kind;
+    rec->phase = a->success ? LF_PHASE_NONE : a->verdict.phase;
     rec->error_message = a->success ? NULL : lf_buf_cstr(&a->message);
     rec->http_status = a->resp.status;
     rec->failover_eligible = a->success ? 0 : a->verdict.failover;
@@ -509,6 +510,7 @@ static void lf_finish_failure(lf_call *c, lf_attempt *a, int target_index, lf_ou
     o->aborted = c->stopped || a->verdict.kind == LF_E_ABORTED;
     o->target = target_index;
     o->kind = a->verdict.kind;
+    o->phase = a->verdict.phase;
     o->retryable = a->verdict.retryable;
     o->status = a->resp.status;
     o->retry_after = a->retry_after;
@@ -658,20 +660,44 @@ static void lf_prepared_free(lf_prepared *p)
     p->headers = NULL;
 }
 
+/* The first target to try, from the quota (lf_pick); -1 when the call is
+ * refused, with the outcome filled. */
+static int lf_first_target(const lf_target *targets, size_t n_targets, const lf_budget *budget, lf_outcome *o)
+{
+    if (!budget) return 0;
+    switch (lf_pick(&budget->quota, n_targets > 1, budget->enforce)) {
+    case LF_PICK_BACKUP: return 1;
+    case LF_PICK_REFUSE:
+        o->ok = 0;
+        o->kind = LF_E_QUOTA_EXCEEDED;
+        lf_msg(&o->message, "quota exceeded for %s (used %.15g of %.15g) and no backup is configured; "
+                            "enforce_quota refuses the call", targets[0].model ? targets[0].model : "?",
+               budget->quota.used, budget->quota.limit);
+        return -1;
+    case LF_PICK_PRIMARY: break;
+    }
+    return 0;
+}
+
 int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
-           const lf_request_params *params, const lf_policy *pol,
+           const lf_request_params *params, const lf_policy *pol, const lf_budget *budget,
            const lf_listener *l, lf_outcome *o)
 {
     lf_prepared prep[LF_MAX_TARGETS];
     lf_call call;
-    size_t ti, i;
-    int rc = -1;
+    size_t ti, i, first;
+    int rc = -1, pick;
 
     if (!pool || !targets || n_targets < 1 || n_targets > LF_MAX_TARGETS || !params || !pol || !l ||
         !l->on_chunk || !l->on_reset || !l->on_attempt || !l->wait) {
         lf_msg(&o->message, "lf_run: bad arguments");
         return -1;
     }
+    /* The quota decides where the loop starts, before any network. */
+    pick = lf_first_target(targets, n_targets, budget, o);
+    if (pick < 0) return 0;
+    first = (size_t)pick;
+    o->first_target = pick;
     memset(prep, 0, sizeof(prep));
     for (i = 0; i < n_targets; i++) {
         lf_buf_init(&prep[i].body);
@@ -682,7 +708,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)lf_current_pid();
     if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;
 
-    for (i = 0; i < n_targets; i++)
+    for (i = first; i < n_targets; i++)
         if (lf_prepare(&targets[i], params, &prep[i], &o->message) != 0) goto out;
 
     call.conn = lf_pool_checkout(pool);
@@ -691,12 +717,12 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
         goto out;
     }
 
-    for (ti = 0; ti < n_targets; ti++) {
+    for (ti = first; ti < n_targets; ti++) {
         const lf_target *t = &targets[ti];
         int retry;
         int go_next = 0;
 
-        if (ti > 0 && call.delivered) {
+        if (ti > first && call.delivered) {
             /* The consumer has seen words of an answer that will not be
              * finished: they must be withdrawn before the backup speaks. */
             call.delivered = 0;

@@ -11,6 +11,7 @@
 #include "lf_backoff.h"
 #include "lf_buf.h"
 #include "lf_classify.h"
+#include "lf_quota.h"
 #include "lf_transport.h"
 #include "lf_wire.h"
 
@@ -36,11 +37,22 @@ typedef struct lf_policy {
     size_t max_response_bytes;
 } lf_policy;
 
+/* The primary's quota, as the host read it just before the call. The loop
+ * picks its first target from it (lf_pick): an exceeded quota with a backup
+ * starts at the backup, with nothing behind it; without a backup the primary
+ * is still called, unless `enforce` asks for the call to be refused before
+ * any request (LF_E_QUOTA_EXCEEDED). */
+typedef struct lf_budget {
+    lf_quota quota;               /* limit <= 0: unlimited */
+    int enforce;
+} lf_budget;
+
 typedef struct lf_attempt_record {
     int attempt;                  /* 1, 2, ... across the whole call */
     int target;                   /* index into the targets */
     int success;
     lf_kind kind;                 /* LF_OK on success */
+    lf_phase phase;               /* LF_E_TIMEOUT: which deadline passed */
     const char *error_message;    /* NULL on success */
     long http_status;             /* 0 when none */
     int failover_eligible;        /* the error allows failing over */
@@ -70,9 +82,11 @@ typedef struct lf_outcome {
     int ok;
     int aborted;                  /* a listener callback stopped the call */
     int target;                   /* the target that answered, or whose error is final */
+    int first_target;             /* where the loop started: 1 when the quota picked the backup */
     int attempts;
     lf_answer answer;             /* on success */
     lf_kind kind;                 /* on failure */
+    lf_phase phase;               /* LF_E_TIMEOUT: which deadline passed */
     int retryable;
     long status;
     lf_buf message;
@@ -87,11 +101,13 @@ typedef struct lf_outcome {
 void lf_outcome_init(lf_outcome *o);
 void lf_outcome_free(lf_outcome *o);
 
-/* Runs the call. params->api and params->model are taken from each target.
- * Returns 0 when the outcome is filled (success or a provider failure), -1
- * on bad arguments or out of memory (o->message says which). */
+/* Runs the call. params->api and params->model are taken from each target;
+ * targets[1], when given, is the backup. budget may be NULL (no quota).
+ * Returns 0 when the outcome is filled (success, a provider failure, or a
+ * call the quota refused), -1 on bad arguments or out of memory
+ * (o->message says which). */
 int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
-           const lf_request_params *params, const lf_policy *policy,
+           const lf_request_params *params, const lf_policy *policy, const lf_budget *budget,
            const lf_listener *listener, lf_outcome *o);
 
 #endif

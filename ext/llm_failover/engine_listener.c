@@ -1,0 +1,298 @@
+/* The core's listener, bound to a Ruby listener: on_chunk(text, target),
+ * on_reset, on_attempt(Hash); the waits with the GVL released; and the
+ * outcome as Engine#run's result Hash.
+ *
+ * Ruby is called only from the listener's callbacks, which the core makes
+ * between libcurl's steps, never inside libcurl, and always under rb_protect:
+ * an exception (or break/throw, Thread#kill, Timeout) is stashed, the core
+ * tears the transfer down, and Engine#run re-raises once lf_run returned. */
+#include "lf_engine.h"
+
+#include <ruby/encoding.h>
+#include <ruby/thread.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "lf_banned.h"
+
+static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt;
+static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_sym_model,
+    lf_sym_finish_reason, lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id,
+    lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
+    lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_phase,
+    lf_sym_attempt, lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
+    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at;
+
+/* ---- values ------------------------------------------------------------ */
+
+static VALUE lf_num_or_nil(double v)
+{
+    return v < 0 ? Qnil : DBL2NUM(v);
+}
+
+static VALUE lf_long_or_nil(long v)
+{
+    return v < 0 ? Qnil : LONG2NUM(v);
+}
+
+static VALUE lf_cstr_or_nil(const char *s)
+{
+    return s ? rb_utf8_str_new_cstr(s) : Qnil;
+}
+
+static VALUE lf_buf_to_str_or_nil(const lf_buf *b)
+{
+    return b->len ? rb_utf8_str_new(b->ptr, (long)b->len) : Qnil;
+}
+
+/* :connect, :first_token, :idle, :total, or nil. */
+static VALUE lf_phase_value(lf_phase p)
+{
+    const char *name = lf_phase_name(p);
+    return name ? ID2SYM(rb_intern(name)) : Qnil;
+}
+
+/* A Time from seconds since the epoch, to the microsecond the record keeps. */
+static VALUE lf_time_from_epoch(double t)
+{
+    double sec = floor(t);
+    long usec = lround((t - sec) * 1e6);
+    if (usec >= 1000000) {
+        sec += 1;
+        usec -= 1000000;
+    }
+    return rb_time_nano_new((time_t)sec, usec * 1000);
+}
+
+/* ---- the listener ------------------------------------------------------ */
+
+typedef struct lf_chunk_args {
+    lf_ruby_listener *rl;
+    int target;
+    const char *text;
+    size_t len;
+} lf_chunk_args;
+
+static VALUE lf_call_on_chunk(VALUE arg)
+{
+    lf_chunk_args *a = (lf_chunk_args *)arg;
+    return rb_funcall(a->rl->listener, lf_id_on_chunk, 2, rb_utf8_str_new(a->text, (long)a->len),
+                      INT2NUM(a->target));
+}
+
+static int lf_rl_on_chunk(void *ud, int target, const char *text, size_t len)
+{
+    lf_ruby_listener *rl = ud;
+    lf_chunk_args a = { rl, target, text, len };
+    rb_protect(lf_call_on_chunk, (VALUE)&a, &rl->state);
+    return rl->state != 0;
+}
+
+static VALUE lf_call_on_reset(VALUE listener)
+{
+    return rb_funcall(listener, lf_id_on_reset, 0);
+}
+
+static int lf_rl_on_reset(void *ud)
+{
+    lf_ruby_listener *rl = ud;
+    rb_protect(lf_call_on_reset, rl->listener, &rl->state);
+    return rl->state != 0;
+}
+
+typedef struct lf_attempt_args {
+    lf_ruby_listener *rl;
+    const lf_attempt_record *rec;
+} lf_attempt_args;
+
+static VALUE lf_attempt_to_hash(const lf_attempt_record *r)
+{
+    VALUE h = rb_hash_new();
+    rb_hash_aset(h, lf_sym_attempt, INT2NUM(r->attempt));
+    rb_hash_aset(h, lf_sym_target, INT2NUM(r->target));
+    rb_hash_aset(h, lf_sym_success, r->success ? Qtrue : Qfalse);
+    rb_hash_aset(h, lf_sym_error_class, r->success ? Qnil : lf_error_class_for(r->kind));
+    rb_hash_aset(h, lf_sym_error_message, lf_cstr_or_nil(r->error_message));
+    rb_hash_aset(h, lf_sym_phase, lf_phase_value(r->phase));
+    rb_hash_aset(h, lf_sym_http_status, r->http_status ? LONG2NUM(r->http_status) : Qnil);
+    rb_hash_aset(h, lf_sym_failover_eligible, r->failover_eligible ? Qtrue : Qfalse);
+    rb_hash_aset(h, lf_sym_retry_after, lf_num_or_nil(r->retry_after));
+    rb_hash_aset(h, lf_sym_latency_ms, DBL2NUM(r->latency_ms));
+    rb_hash_aset(h, lf_sym_first_token_ms, lf_num_or_nil(r->first_token_ms));
+    rb_hash_aset(h, lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
+    rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
+    rb_hash_aset(h, lf_sym_started_at, lf_time_from_epoch(r->started_at));
+    rb_hash_aset(h, lf_sym_provider_request_id, lf_cstr_or_nil(r->provider_request_id));
+    return h;
+}
+
+static VALUE lf_call_on_attempt(VALUE arg)
+{
+    lf_attempt_args *a = (lf_attempt_args *)arg;
+    return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, lf_attempt_to_hash(a->rec));
+}
+
+static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
+{
+    lf_ruby_listener *rl = ud;
+    lf_attempt_args a = { rl, rec };
+    rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
+    return rl->state != 0;
+}
+
+/* ---- waits ------------------------------------------------------------- */
+
+typedef struct lf_wait_args {
+    lf_ruby_listener *rl;
+    CURLM *multi;
+    int timeout_ms;
+} lf_wait_args;
+
+static void *lf_wait_nogvl(void *arg)
+{
+    lf_wait_args *w = arg;
+    int numfds = 0;
+    if (!w->rl->woken) curl_multi_poll(w->multi, NULL, 0, w->timeout_ms, &numfds);
+    return NULL;
+}
+
+/* The unblocking function: Thread#kill, Thread#raise, Timeout and signals
+ * call it from another thread. curl_multi_wakeup is safe to call from any
+ * thread and makes the poll return at once. */
+static void lf_wait_ubf(void *arg)
+{
+    lf_wait_args *w = arg;
+    int saved_errno = errno; /* it may run in a signal handler */
+    w->rl->woken = 1;
+    curl_multi_wakeup(w->multi);
+    errno = saved_errno;
+}
+
+static VALUE lf_check_ints(VALUE unused)
+{
+    rb_thread_check_ints();
+    return Qnil;
+}
+
+static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
+{
+    lf_ruby_listener *rl = ud;
+    lf_wait_args w = { rl, multi, timeout_ms };
+
+    rl->woken = 0;
+    /* INTR_FAIL (what rb_thread_call_without_gvl2 passes) never raises: it
+     * returns at once when an interrupt is pending, and leaves interrupts to
+     * us. UBF_ASYNC_SAFE: lf_wait_ubf only stores a flag and write(2)s to
+     * curl's wakeup socket, so Ruby may call it from a signal handler;
+     * without the flag Ruby 3.1 starts and joins a helper thread on every
+     * wait made from the main thread (measured: 22 us each, bench/README.md). */
+    rb_nogvl(lf_wait_nogvl, &w, lf_wait_ubf, &w, RB_NOGVL_INTR_FAIL | RB_NOGVL_UBF_ASYNC_SAFE);
+    /* Run pending interrupts now, under protection: a Thread#kill or an
+     * exception from a signal handler stops the call, a signal handler
+     * that returns normally lets it go on. */
+    rb_protect(lf_check_ints, Qnil, &rl->state);
+    return rl->state != 0;
+}
+
+void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
+{
+    if (!rb_respond_to(listener, lf_id_on_chunk) || !rb_respond_to(listener, lf_id_on_reset) ||
+        !rb_respond_to(listener, lf_id_on_attempt))
+        rb_raise(rb_eArgError, "llm_failover: listener must respond to on_chunk, on_reset and on_attempt");
+    rl->listener = listener;
+    rl->state = 0;
+    rl->woken = 0;
+    l->ud = rl;
+    l->on_chunk = lf_rl_on_chunk;
+    l->on_reset = lf_rl_on_reset;
+    l->on_attempt = lf_rl_on_attempt;
+    l->wait = lf_rl_wait;
+}
+
+/* ---- the result -------------------------------------------------------- */
+
+/* Model names and finish reasons repeat on every call: the same frozen String
+ * each time (Ruby's table of interned strings), not a new object per call. */
+static VALUE lf_buf_to_interned_or_nil(const lf_buf *b)
+{
+    return b->len ? rb_enc_interned_str(b->ptr, (long)b->len, rb_utf8_encoding()) : Qnil;
+}
+
+/* An error body as UTF-8, invalid bytes replaced. */
+static VALUE lf_body_or_nil(const lf_buf *b)
+{
+    VALUE body;
+    if (!b->len) return Qnil;
+    body = rb_utf8_str_new(b->ptr, (long)b->len);
+    if (rb_enc_str_coderange(body) == ENC_CODERANGE_BROKEN) body = rb_str_scrub(body, Qnil);
+    return body;
+}
+
+VALUE lf_outcome_to_hash(const lf_outcome *o)
+{
+    VALUE h = rb_hash_new();
+    rb_hash_aset(h, lf_sym_ok, o->ok ? Qtrue : Qfalse);
+    rb_hash_aset(h, lf_sym_target, INT2NUM(o->target));
+    rb_hash_aset(h, lf_sym_first_target, INT2NUM(o->first_target));
+    rb_hash_aset(h, lf_sym_attempts, INT2NUM(o->attempts));
+    rb_hash_aset(h, lf_sym_provider_request_id, lf_buf_to_str_or_nil(&o->provider_request_id));
+    if (o->ok) {
+        rb_hash_aset(h, lf_sym_content, rb_utf8_str_new(o->answer.text.ptr ? o->answer.text.ptr : "",
+                                                        (long)o->answer.text.len));
+        rb_hash_aset(h, lf_sym_model, lf_buf_to_interned_or_nil(&o->answer.model));
+        rb_hash_aset(h, lf_sym_finish_reason, lf_buf_to_interned_or_nil(&o->answer.finish_reason));
+        rb_hash_aset(h, lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
+        rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
+    } else {
+        rb_hash_aset(h, lf_sym_error_class, lf_error_class_for(o->kind));
+        rb_hash_aset(h, lf_sym_message, rb_utf8_str_new(o->message.ptr ? o->message.ptr : "",
+                                                        (long)o->message.len));
+        rb_hash_aset(h, lf_sym_phase, lf_phase_value(o->phase));
+        rb_hash_aset(h, lf_sym_status, o->status ? LONG2NUM(o->status) : Qnil);
+        rb_hash_aset(h, lf_sym_body, lf_body_or_nil(&o->body));
+        rb_hash_aset(h, lf_sym_retry_after, lf_num_or_nil(o->retry_after));
+        rb_hash_aset(h, lf_sym_retryable, o->retryable ? Qtrue : Qfalse);
+        rb_hash_aset(h, lf_sym_partial_content, lf_buf_to_str_or_nil(&o->partial));
+        rb_hash_aset(h, lf_sym_error_type, lf_buf_to_str_or_nil(&o->error_type));
+        rb_hash_aset(h, lf_sym_error_code, lf_buf_to_str_or_nil(&o->error_code));
+    }
+    return h;
+}
+
+void lf_init_engine_listener(void)
+{
+#define LF_SYM(var, name) (var = ID2SYM(rb_intern(name)))
+    LF_SYM(lf_sym_ok, "ok");
+    LF_SYM(lf_sym_target, "target");
+    LF_SYM(lf_sym_first_target, "first_target");
+    LF_SYM(lf_sym_content, "content");
+    LF_SYM(lf_sym_model, "model");
+    LF_SYM(lf_sym_finish_reason, "finish_reason");
+    LF_SYM(lf_sym_input_tokens, "input_tokens");
+    LF_SYM(lf_sym_output_tokens, "output_tokens");
+    LF_SYM(lf_sym_provider_request_id, "provider_request_id");
+    LF_SYM(lf_sym_attempts, "attempts");
+    LF_SYM(lf_sym_error_class, "error_class");
+    LF_SYM(lf_sym_message, "message");
+    LF_SYM(lf_sym_status, "status");
+    LF_SYM(lf_sym_body, "body");
+    LF_SYM(lf_sym_retry_after, "retry_after");
+    LF_SYM(lf_sym_retryable, "retryable");
+    LF_SYM(lf_sym_partial_content, "partial_content");
+    LF_SYM(lf_sym_error_type, "error_type");
+    LF_SYM(lf_sym_error_code, "error_code");
+    LF_SYM(lf_sym_phase, "phase");
+    LF_SYM(lf_sym_attempt, "attempt");
+    LF_SYM(lf_sym_success, "success");
+    LF_SYM(lf_sym_error_message, "error_message");
+    LF_SYM(lf_sym_http_status, "http_status");
+    LF_SYM(lf_sym_failover_eligible, "failover_eligible");
+    LF_SYM(lf_sym_latency_ms, "latency_ms");
+    LF_SYM(lf_sym_first_token_ms, "first_token_ms");
+    LF_SYM(lf_sym_started_at, "started_at");
+#undef LF_SYM
+    lf_id_on_chunk = rb_intern("on_chunk");
+    lf_id_on_reset = rb_intern("on_reset");
+    lf_id_on_attempt = rb_intern("on_attempt");
+}

@@ -1,0 +1,47 @@
+/* The pieces of LlmFailover::Engine#run, one file each: the request Hash
+ * converted to the core's structs (engine_request.c), the core's listener
+ * turned into calls on the Ruby listener and the outcome into a Hash
+ * (engine_listener.c), and the class itself (engine_class.c). */
+#ifndef LF_ENGINE_H
+#define LF_ENGINE_H
+
+#include "lf_ruby.h"
+#include "lf_failover.h"
+
+/* A request in the core's terms. Every string is a C copy: the Ruby Strings
+ * may move (compaction) or change while the loop runs Ruby code. */
+typedef struct lf_engine_request {
+    lf_target targets[LF_MAX_TARGETS];
+    size_t n_targets;
+    char **headers[LF_MAX_TARGETS];   /* "Name: value" lines of each target */
+    lf_message *messages;
+    size_t n_messages;
+    lf_request_params params;
+    lf_policy policy;
+    lf_budget budget;
+    int has_budget;
+} lf_engine_request;
+
+/* Fills a zeroed request from the Ruby Hash; raises on a value of the wrong
+ * type, leaving what it copied so far for lf_engine_request_free. */
+void lf_engine_request_fill(lf_engine_request *r, VALUE request);
+/* Frees (and wipes: keys) every copy; safe on a partly filled request. */
+void lf_engine_request_free(lf_engine_request *r);
+
+/* The Ruby listener as the core sees it. */
+typedef struct lf_ruby_listener {
+    VALUE listener;
+    int state;           /* rb_protect state of an exception to re-raise, or 0 */
+    volatile int woken;  /* set by the unblocking function */
+} lf_ruby_listener;
+
+/* Checks the listener's methods and fills the core's listener (l->ud = rl). */
+void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l);
+
+/* The outcome of lf_run as Engine#run returns it. */
+VALUE lf_outcome_to_hash(const lf_outcome *o);
+
+void lf_init_engine_request(void);
+void lf_init_engine_listener(void);
+
+#endif
