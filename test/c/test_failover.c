@@ -477,7 +477,8 @@ static void test_exceeded_quota_without_backup(void)
     LF_CHECK_INT(fixture_run(&f, 1), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.first_target, 0);
-    LF_CHECK_INT(f.srv[0].served, 1);
+    LF_CHECK_INT(f.o.target, 0);
+    LF_CHECK_INT(f.o.attempts, 1);
     fixture_free(&f);
 
     /* enforce: refused before any request, no attempt. */
