@@ -131,6 +131,40 @@ RSpec.describe "Retries and failover" do
       end
     end
 
+    # A load balancer resets (RST) keep-alive connections idle for 0.25 s; calls come
+    # 0.4 s apart. The send on a reset connection fails before any byte leaves: the
+    # provider never saw it, so libcurl's send on a new connection is the first.
+    describe "keep-alive connections the server resets while idle" do
+      let(:idle_resetting) { start_fake_provider(reset_idle_after: 0.25) }
+
+      before do
+        curl = Gem::Version.new(LlmFailover::Engine.curl_version[%r{libcurl/([\d.]+)}, 1])
+        skip "libcurl #{curl} has no CURLOPT_PREREQFUNCTION (7.80)" if curl < Gem::Version.new("7.80")
+        LlmFailover.configure do |c|
+          c.provider :balanced, api: :openai, api_key: "sk-test-BALANCED", base_url: idle_resetting.base_url(:openai)
+        end
+      end
+
+      def calls_apart(count, **options)
+        Array.new(count) do |i|
+          sleep 0.4 unless i.zero?
+          LlmFailover.chat(model: "gpt-4o", provider: :balanced, **options).ask("call #{i}")
+        end
+      end
+
+      it "answers every call with max_retries 0, each request sent once" do
+        replies = calls_apart(6, max_retries: 0)
+        expect(replies.map(&:content)).to all(eq(LlmFailover::Testing::FakeProvider::DEFAULT_TEXT))
+        expect(idle_resetting.requests.map { |r| sent_messages(r).last[1] }).to eq((0..5).map { |i| "call #{i}" })
+      end
+
+      it "leaves no failed attempt record when retries are allowed" do
+        replies = calls_apart(6, max_retries: 2, retry_interval: 0)
+        expect(replies.flat_map(&:attempts).map { |a| [a.error_class, a.error_message] }).to all(eq([nil, nil]))
+        expect(idle_resetting.request_count).to eq(6)
+      end
+    end
+
     it "fails over without retrying a provider that never answers" do
       primary.enqueue({ delay_headers: 3 })
       reply = failover_chat(first_token_timeout: 0.3, request_timeout: 0.6).ask("Hi")

@@ -16,8 +16,8 @@ module FakeProviderHelpers
   BACKUP_KEY = "sk-ant-SECRET456"
 
   # @return [LlmFailover::Testing::FakeProvider] a started server, stopped after the example
-  def start_fake_provider
-    fp = LlmFailover::Testing::FakeProvider.start
+  def start_fake_provider(**options)
+    fp = LlmFailover::Testing::FakeProvider.start(**options)
     (@fake_providers ||= []) << fp
     fp
   end

@@ -27,6 +27,10 @@ typedef struct server {
     int served;
     int keep_then_drop;  /* the first connection answers script[0] and stays open, then reads
                           * one more request (slot 1, no script) and closes unanswered */
+    int keep_then_reset; /* every connection answers one request and stays open until
+                          * reset_now, then is reset (RST) while idle, as servers do to idle
+                          * keep-alive connections; reset_done counts them */
+    volatile int reset_now, reset_done;
     pthread_t thread;
 } server;
 
@@ -86,7 +90,14 @@ static void *serve(void *arg)
             read_request(c, s->request[s->served], sizeof s->request[0]);
             s->served++;
         }
+        if (s->keep_then_reset) {
+            struct linger rst = { 1, 0 };
+            while (!s->reset_now) usleep(1000);
+            s->reset_now = 0;
+            setsockopt(c, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
+        }
         close(c);
+        if (s->keep_then_reset) s->reset_done++;
     }
     return NULL;
 }
@@ -342,6 +353,42 @@ static void test_dropped_reused_connection_not_sent_again(void)
     LF_CHECK(strstr(lf_buf_cstr(&f.o.message), "reused connection closed before any response") != NULL);
     fixture_free(&f);
     LF_CHECK_INT(f.srv[0].served, 2);
+}
+
+/* A reused keep-alive connection the server reset while it was idle: the
+ * send fails before any byte of the request leaves, so the provider cannot
+ * have received it, and the request goes on a new connection: one attempt,
+ * no failure, even with max_retries 0 (libcurl 7.88 takes a reset connection
+ * for alive and reuses it). Seven times on one connection slot: libcurl's own
+ * resends of such a request stop after five over a handle's life. */
+static void test_idle_reset_connection_is_sent_on_a_new_one(void)
+{
+    fixture f;
+    int i, waited;
+    fixture_init(&f, 0);
+    f.srv[0].keep_then_reset = 1;
+    for (i = 0; i < 8; i++) f.srv[0].script[i] = OK_JSON_KEEP_ALIVE;
+    f.srv[0].n_script = 8;
+    fixture_serve(&f, 0);
+    f.pol.max_retries = 0;
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "first");
+    for (i = 1; i < 8; i++) {
+        f.srv[0].reset_now = 1;
+        for (waited = 0; f.srv[0].reset_done < i && waited < 5000; waited++) usleep(1000);
+        LF_CHECK_INT(f.srv[0].reset_done, i);
+        lf_outcome_free(&f.o);
+        lf_outcome_init(&f.o);
+        memset(&f.seen, 0, sizeof f.seen);
+        LF_CHECK_INT(fixture_run(&f, 1), 0);
+        LF_CHECK_INT(f.o.ok, 1);
+        LF_CHECK_INT(f.o.attempts, 1);
+        LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
+    }
+    LF_CHECK_INT(lf_pool_idle_count(f.pool), 1); /* one slot, one easy handle, all along */
+    f.srv[0].reset_now = 1;
+    fixture_free(&f);
+    LF_CHECK_INT(f.srv[0].served, 8);
 }
 #endif
 
@@ -731,6 +778,7 @@ int main(void)
 #if LIBCURL_VERSION_NUM >= 0x075000 /* CURLOPT_PREREQFUNCTION */
     LF_RUN(test_dropped_reused_connection_is_an_attempt);
     LF_RUN(test_dropped_reused_connection_not_sent_again);
+    LF_RUN(test_idle_reset_connection_is_sent_on_a_new_one);
 #endif
     curl_global_cleanup();
     return lf_test_summary("failover");

@@ -273,6 +273,7 @@ void lf_response_reset(lf_response *r, size_t max_bytes)
     r->got_bytes = 0;
     r->requests_sent = 0;
     r->resend_refused = 0;
+    r->restarted = 0;
 }
 
 void lf_response_free(lf_response *r)
@@ -410,26 +411,38 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 
 #if LIBCURL_VERSION_NUM >= 0x075000
 /* Called by libcurl each time it is about to send the request on a
- * connection. When a reused keep-alive connection dies before any byte of the
- * response, libcurl sends the same POST again on a new connection by itself:
- * the provider may have received (and billed) the first one, and neither the
- * attempt records nor max_retries would know. The second send is refused, so
- * the attempt fails as a connection failure and the call's own retry and
- * failover policy decides, with every request recorded. */
+ * connection. When a reused keep-alive connection turns out dead, libcurl
+ * sends the same POST again on a new connection by itself. Two cases:
+ * - the request never left: the send itself failed (a connection the server
+ *   reset while it was idle; libcurl 7.88 takes a reset connection for alive
+ *   and reuses it). Not one byte was written, so the provider cannot have
+ *   received it: the send on the new connection is the first, and goes
+ *   through without a failed attempt.
+ * - it may have arrived: the request was written and the connection died
+ *   before any byte of the response. The provider may have received (and
+ *   billed) it, and neither the attempt records nor max_retries would know
+ *   of a second one: it is refused, the attempt fails as a connection
+ *   failure, and the call's own retry and failover policy decides, with
+ *   every request recorded.
+ * libcurl counts the bytes of the requests it wrote in this transfer
+ * (CURLINFO_REQUEST_SIZE, 0 when the transfer starts, added to only after a
+ * successful write): 0 before a resend means every earlier send failed before
+ * any byte left. */
 static int lf_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port)
 {
     lf_conn *c = ud;
     lf_response *r = c->resp;
+    long written = -1;
     (void)primary_ip;
     (void)local_ip;
     (void)primary_port;
     (void)local_port;
     if (!r) return CURL_PREREQFUNC_OK;
-    if (r->requests_sent++ > 0) {
-        r->resend_refused = 1;
-        return CURL_PREREQFUNC_ABORT;
-    }
-    return CURL_PREREQFUNC_OK;
+    if (r->requests_sent++ == 0) return CURL_PREREQFUNC_OK;
+    if (curl_easy_getinfo(c->easy, CURLINFO_REQUEST_SIZE, &written) == CURLE_OK && written == 0)
+        return CURL_PREREQFUNC_OK;
+    r->resend_refused = 1;
+    return CURL_PREREQFUNC_ABORT;
 }
 #endif
 
@@ -490,29 +503,57 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
     if (req->errbuf) req->errbuf[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
     c->resp = resp;
+    c->errbuf = req->errbuf;
     return curl_multi_add_handle(c->multi, e) == CURLM_OK ? 0 : -1;
+}
+
+/* Whether a transfer that ended on result never wrote a byte of its request,
+ * so that the provider cannot have received it: the send failed (a reused
+ * connection the server had reset while it was idle). libcurl sends such a
+ * request again on a new connection by itself, but only five times over an
+ * easy handle's whole life (7.88 never resets that count between transfers),
+ * and after that the call would fail on a request that never left. */
+static int lf_never_sent(lf_conn *c, CURLcode result)
+{
+    long written = -1;
+
+    if (result != CURLE_SEND_ERROR || c->resp->restarted || c->resp->resend_refused || c->resp->status) return 0;
+    return curl_easy_getinfo(c->easy, CURLINFO_REQUEST_SIZE, &written) == CURLE_OK && written == 0;
 }
 
 int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
 {
-    int running = 0, left = 0;
+    int running = 0, left = 0, again;
     CURLMsg *msg;
 
-    if (curl_multi_perform(c->multi, &running) != CURLM_OK) return -1;
-    if (c->resp && c->resp->got_bytes) {
-        lf_response *r = c->resp;
-        double now = lf_now_monotonic();
+    do {
+        again = 0;
+        if (curl_multi_perform(c->multi, &running) != CURLM_OK) return -1;
+        if (c->resp && c->resp->got_bytes) {
+            lf_response *r = c->resp;
+            double now = lf_now_monotonic();
 
-        r->got_bytes = 0;
-        r->last_byte_at = now;
-        if (!r->first_byte_at && r->body_bytes) r->first_byte_at = now;
-    }
-    while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
-        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c->easy) {
+            r->got_bytes = 0;
+            r->last_byte_at = now;
+            if (!r->first_byte_at && r->body_bytes) r->first_byte_at = now;
+        }
+        while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE || msg->easy_handle != c->easy) continue;
+            if (c->resp && lf_never_sent(c, msg->data.result)) {
+                /* libcurl closed the dead connection: the same request
+                 * starts again, on a new one. */
+                curl_multi_remove_handle(c->multi, c->easy);
+                c->resp->restarted = 1;
+                c->resp->requests_sent = 0;
+                if (c->errbuf) c->errbuf[0] = '\0';
+                if (curl_multi_add_handle(c->multi, c->easy) != CURLM_OK) return -1;
+                again = 1;
+                break;
+            }
             *done = 1;
             *result = msg->data.result;
         }
-    }
+    } while (again);
     return 0;
 }
 
@@ -520,6 +561,7 @@ void lf_transfer_end(lf_conn *c)
 {
     curl_multi_remove_handle(c->multi, c->easy);
     c->resp = NULL;
+    c->errbuf = NULL;
     /* The buffer belongs to the attempt that just ended: an idle handle in
      * the pool must not point at it. */
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);

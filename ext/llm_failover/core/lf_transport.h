@@ -18,6 +18,7 @@ typedef struct lf_conn {
     pid_t pid;             /* the process that created the handles */
     long connect_timeout_ms; /* what the easy handle was last given; -1 before */
     struct lf_response *resp; /* the transfer's response, between start and end */
+    char *errbuf;          /* the transfer's error buffer, between start and end */
     struct lf_conn *next;  /* idle list */
 } lf_conn;
 
@@ -67,7 +68,9 @@ typedef struct lf_response {
     double last_byte_at;     /* monotonic seconds of the last byte received */
     int got_bytes;           /* bytes arrived in the step under way */
     int requests_sent;       /* times libcurl was about to send the request */
-    int resend_refused;      /* libcurl wanted to send it again; refused (see lf_on_prereq) */
+    int resend_refused;      /* libcurl wanted to send it again after it was written; refused
+                              * (see lf_on_prereq) */
+    int restarted;           /* started again after a send that wrote nothing (lf_transfer_step) */
 } lf_response;
 
 void lf_response_init(lf_response *r, size_t max_bytes);
@@ -87,7 +90,9 @@ typedef struct lf_http_request {
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp);
 /* Runs curl_multi_perform once; *done is set when the transfer finished
  * (*result holds its CURLcode). Never calls back into the host. Stamps
- * the response's first_byte_at / last_byte_at when bytes arrived. */
+ * the response's first_byte_at / last_byte_at when bytes arrived. A transfer
+ * that failed before any byte of its request was written is started again,
+ * once, instead of finishing (the request never left). */
 int lf_transfer_step(lf_conn *c, int *done, CURLcode *result);
 /* Removes the easy handle from the multi (aborting the transfer if it is
  * still running). */

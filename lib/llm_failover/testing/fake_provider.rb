@@ -94,9 +94,17 @@ module LlmFailover
 
       # @param host [String] address to listen on (loopback)
       # @param port [Integer] 0 picks a free port
-      def initialize(host: "127.0.0.1", port: 0)
+      # @param reset_idle_after [Numeric, nil] seconds a keep-alive connection may wait for
+      #   its next request before the server resets it (TCP RST), as load balancers do to
+      #   idle connections; nil keeps them open
+      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil)
+        unless reset_idle_after.nil? || (reset_idle_after.is_a?(Numeric) && reset_idle_after.positive?)
+          raise ArgumentError, "reset_idle_after must be nil or a positive number, got #{reset_idle_after.inspect}"
+        end
+
         @host = host
         @port = port
+        @reset_idle_after = reset_idle_after
         @mutex = Mutex.new
         @queue = []
         @requests = []
@@ -261,6 +269,8 @@ module LlmFailover
         io = HttpIO.new(sock, @stop_r)
         current = nil
         loop do
+          return io.reset! if @reset_idle_after && !io.wait_for_request(@reset_idle_after)
+
           parts = io.read_request
           break if parts.nil?
 

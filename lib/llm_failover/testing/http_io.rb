@@ -86,6 +86,17 @@ module LlmFailover
           @socket.write(data.b)
         end
 
+        # Waits up to +seconds+ for the next request to start.
+        # @return [Boolean] false when the connection stayed idle that long
+        def wait_for_request(seconds)
+          return true unless @buf.empty?
+
+          ready, = IO.select([@socket, @stop_io], nil, nil, seconds)
+          raise Stopped if ready&.include?(@stop_io)
+
+          !ready.nil?
+        end
+
         # Waits until the client goes away or the server stops, discarding whatever arrives.
         def wait_for_hangup
           loop do
