@@ -19,6 +19,7 @@ require "llm_failover/alerts"
 require "llm_failover/target"
 require "llm_failover/memory_cache"
 require "llm_failover/response_cache"
+require "llm_failover/text"
 require "llm_failover/call"
 require "llm_failover/chat"
 

@@ -56,16 +56,15 @@ module LlmFailover
     end
 
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
+    # Text in another encoding is stored and sent as UTF-8; bytes that are not text
+    # raise ArgumentError (naming their byte offset) before anything is stored.
     # With a block the answer is streamed: the block gets every Chunk, and a reset
     # Chunk (reset? true) before a backup starts over.
     # cache: false answers this call without reading or writing the response cache.
     # @return [Reply]
     # @raise [Error] the provider call failed; the user message stays stored
     def ask(text, temperature: KEEP, max_tokens: KEEP, cache: KEEP, &block)
-      unless text.is_a?(String)
-        raise ArgumentError, "the prompt must be a String, got #{text.class}"
-      end
-      raise ArgumentError, "the prompt is empty" if Chat.blank?(text)
+      text = Text.given(text, "the prompt") # UTF-8, converted if need be
 
       # Validated before anything is stored.
       temperature = temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature)
@@ -96,9 +95,9 @@ module LlmFailover
 
     # Sets the system instructions; replace: false adds another system message.
     # @return [self]
+    # @raise [ArgumentError] not text (see #ask), before anything is stored
     def with_instructions(text, replace: true)
-      raise ArgumentError, "instructions must be a non-empty String" unless text.is_a?(String) && !text.strip.empty?
-
+      text = Text.given(text, "the instructions")
       replace ? @store.replace_system(text) : @store.add_system(text)
       self
     end

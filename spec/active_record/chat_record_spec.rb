@@ -61,6 +61,20 @@ ArSpec.describe "acts_as_llm_chat" do
     end
   end
 
+  # Issue 15, probe 2: nothing stored that the next call would refuse or garble.
+  describe "text in other encodings" do
+    it "stores and sends Latin-1 as UTF-8, and refuses invalid bytes before any row" do
+      chat = create_chat.with_instructions("Réponds.".encode("ISO-8859-1"))
+      expect { chat.ask("caf\xE9") }
+        .to raise_error(ArgumentError, "invalid UTF-8 in the prompt: byte 0xE9 at byte offset 3")
+      expect { chat.with_instructions("\xFF", replace: false) }.to raise_error(ArgumentError, /byte offset 0/)
+      chat.ask("café".encode("UTF-16"))
+      expect(rows(chat).map { |m| [m.role, m.content] })
+        .to eq([%w[system Réponds.], %w[user café], ["assistant", LlmFailover::Testing::FakeProvider::DEFAULT_TEXT]])
+      expect(sent_messages(primary.requests.last)).to eq([%w[system Réponds.], %w[user café]])
+    end
+  end
+
   describe "the reset rule, read back from the database" do
     it "empties the row in the database before the backup's first chunk, and keeps only the winner" do
       primary.enqueue({ chunks: ["one ", "two ", "three ", "four"], cut_after: 2 })

@@ -52,7 +52,7 @@ module LlmFailover
       # Stores system instructions (replacing earlier ones unless replace: false).
       # @return [self]
       def with_instructions(text, replace: true)
-        raise ArgumentError, "instructions must be a non-empty String" unless text.is_a?(String) && !text.strip.empty?
+        text = Text.given(text, "the instructions")
 
         save! if new_record?
         replace ? llm_store.replace_system(text) : llm_store.add_system(text)
