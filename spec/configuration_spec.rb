@@ -71,6 +71,30 @@ RSpec.describe LlmFailover::Configuration do
       end
     end
 
+    # Issue 15, probe 4: a base_url may carry a password (userinfo) or a key (query).
+    {
+      "credentials" => "https://bob:hunter2-SECRET@api.example.com/v1",
+      "a key in the query" => "https://api.example.com/v1?api_key=sk-SECRET&org=x",
+      "a non-http URL with credentials" => "ftp://bob:hunter2-SECRET@example.com",
+      "an unparseable URL with credentials" => "https://bob:p@ss-SECRET@api.example.com/v1",
+      "a bad scheme and a key in the query" => "htps://api.example.com/?key=sk-SECRET",
+      "credentials without a scheme" => "bob:hunter2-SECRET@api.example.com",
+      "a key in the fragment" => "https://api.example.com/v1#sk-SECRET"
+    }.each do |what, url|
+      it "rejects a base_url with #{what} without quoting it" do
+        expect { configure { |c| c.provider(:openai, api: :openai, api_key: "k", base_url: url) } }
+          .to raise_error(LlmFailover::ConfigurationError) { |e|
+            expect(e.message).not_to include("SECRET")
+            expect(e.message).to include("[REDACTED]")
+          }
+      end
+    end
+
+    it "shows the rest of a rejected base_url" do
+      expect { configure { |c| c.provider(:openai, api: :openai, api_key: "k", base_url: "https://u:pw@api.example.com/v1?a=1") } }
+        .to raise_error(LlmFailover::ConfigurationError, %r{"https://\[REDACTED\]@api\.example\.com/v1\?a=\[REDACTED\]"})
+    end
+
     it "never puts the rejected key in the message" do
       expect { configure { |c| c.provider(:openai, api: :openai, api_key: "sk-test-SECRET123\n") } }
         .to raise_error(LlmFailover::ConfigurationError) { |e| expect(e.message).not_to include("SECRET123") }

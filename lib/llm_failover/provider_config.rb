@@ -27,6 +27,33 @@ module LlmFailover
 
     attr_reader :name, :api, :base_url, :headers
 
+    # +url+ as a message may quote it: credentials (userinfo), query values and the
+    # fragment replaced by [REDACTED]. A URL that does not parse loses everything up to
+    # its last "@" as well (where its credentials would end).
+    # @param url [String]
+    # @return [String]
+    def self.shown_url(url)
+      text = url.to_s
+      uri = begin
+        URI.parse(text)
+      rescue URI::InvalidURIError
+        nil
+      end
+      shown = if uri&.host
+                text = text.sub("//#{uri.userinfo}@", "//#{REDACTED}@") if uri.userinfo
+                text
+              else
+                text.sub(%r{\A((?:[A-Za-z][A-Za-z0-9+.-]*://)?).*@}m) { "#{Regexp.last_match(1)}#{REDACTED}@" }
+              end
+      shown, fragment = shown.split("#", 2)
+      base, query = shown.split("?", 2)
+      if query
+        query = query.split("&", -1).map { |pair| pair.include?("=") ? "#{pair[/\A[^=]*/]}=#{REDACTED}" : REDACTED }
+        base = "#{base}?#{query.join('&')}"
+      end
+      fragment ? "#{base}##{REDACTED}" : base
+    end
+
     # @raise [ConfigurationError] on anything the engine could not use
     def initialize(name, api:, api_key:, base_url: nil, headers: {})
       @name = validate_name(name)
@@ -105,6 +132,8 @@ module LlmFailover
       key.dup.freeze
     end
 
+    # The one normalisation of a base_url (the engine appends the endpoint path to it as
+    # it is). Messages show it through ProviderConfig.shown_url: a URL may carry a password.
     def validate_base_url(url)
       fail!("base_url must be a String, got #{url.class}") unless url.is_a?(String)
       uri = begin
@@ -113,12 +142,14 @@ module LlmFailover
         nil
       end
       unless uri && %w[http https].include?(uri.scheme&.downcase) && uri.host && !uri.host.empty?
-        fail!("base_url must be an http:// or https:// URL, got #{url.inspect}")
+        fail!("base_url must be an http:// or https:// URL, got #{ProviderConfig.shown_url(url).inspect}")
       end
-      fail!("base_url must not carry a query or fragment") if uri.query || uri.fragment
-      fail!("base_url must not carry credentials") if uri.userinfo
+      if uri.query || uri.fragment
+        fail!("base_url must not carry a query or fragment, got #{ProviderConfig.shown_url(url).inspect}")
+      end
+      fail!("base_url must not carry credentials, got #{ProviderConfig.shown_url(url).inspect}") if uri.userinfo
 
-      # The engine appends the endpoint path; a trailing slash would double it.
+      # A trailing slash would double the one the endpoint path starts with.
       url.sub(%r{/+\z}, "").freeze
     end
 

@@ -603,8 +603,7 @@ static int lf_prepare(const lf_target *t, const lf_request_params *params, lf_pr
         }
     }
 
-    blen = strlen(t->base_url);
-    while (blen && t->base_url[blen - 1] == '/') blen--;
+    blen = strlen(t->base_url); /* normalised by its owner, the Ruby configuration */
     path = lf_wire_path(t->api);
     plen = strlen(path);
     prefix = t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ";

@@ -19,7 +19,8 @@
 
 typedef struct lf_target {
     lf_api api;
-    const char *base_url;         /* the API path is appended */
+    const char *base_url;         /* the API path is appended as it is: no trailing slash
+                                   * (ProviderConfig normalises a configured one) */
     const char *api_key;
     const char *model;
     const char *const *headers;   /* extra "Name: value" lines */
