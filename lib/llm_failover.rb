@@ -20,6 +20,7 @@ require "llm_failover/target"
 require "llm_failover/memory_cache"
 require "llm_failover/response_cache"
 require "llm_failover/text"
+require "llm_failover/scrubber"
 require "llm_failover/call"
 require "llm_failover/chat"
 
@@ -34,7 +35,7 @@ module LlmFailover
   # Keywords of LlmFailover.chat that describe the chat itself; every other keyword
   # must be a Configuration option and overrides it for this chat only.
   CHAT_OPTIONS = %i[model provider backup_model backup_provider quota quota_used enforce_quota feature
-                    store temperature max_tokens system instructions cache cache_namespace].freeze
+                    store temperature max_tokens system instructions cache cache_namespace scrub].freeze
 
   @lock = Mutex.new
 

@@ -10,7 +10,7 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached cancelled].freeze
+                started_at provider_request_id cached cancelled scrubbed].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -28,11 +28,14 @@ module LlmFailover
                 :input_tokens, :output_tokens, :provider_request_id
     # @return [Time]
     attr_reader :started_at
+    # @return [Hash{String => Integer}, nil] how many values of each kind the scrubber
+    #   replaced in the call's request, e.g. {"card" => 1}; nil when it did not run
+    attr_reader :scrubbed
 
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
-                   started_at: nil, provider_request_id: nil, cached: false, cancelled: false)
+                   started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -52,15 +55,16 @@ module LlmFailover
       @provider_request_id = provider_request_id
       @cached = cached ? true : false
       @cancelled = cancelled ? true : false
+      @scrubbed = scrubbed
       freeze
     end
 
     # @api private: the one record of a call the response cache answered: no request,
     # nothing billed; provider and model name the target that produced the answer.
-    def self.cache_hit(request_id, provider, model, feature, latency_ms, started_at, provider_request_id)
+    def self.cache_hit(request_id, provider, model, feature, latency_ms, started_at, provider_request_id, scrubbed = nil)
       new(request_id: request_id, attempt: 1, provider: provider, model: model, feature: feature, success: true,
           latency_ms: latency_ms, input_tokens: 0, output_tokens: 0, started_at: started_at,
-          provider_request_id: provider_request_id, cached: true)
+          provider_request_id: provider_request_id, cached: true, scrubbed: scrubbed)
     end
 
     def success?

@@ -10,6 +10,14 @@ module LlmFailover
     attr_reader :request_id, :records
     # @return [ResponseCache, nil] read before any request, written after a success
     attr_accessor :response_cache
+    # @return [Scrubber::Session, nil] the placeholders of the request, restored in the answer
+    attr_reader :scrubbing
+
+    def scrubbing=(session)
+      @scrubbing = session
+      # A streamed answer may split a placeholder across deltas.
+      @restorer = session&.restoring? && @block ? session.stream : nil
+    end
 
     # @param targets [Array<Target>] the primary, then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system lifted out
@@ -58,18 +66,19 @@ module LlmFailover
     # Engine listener: a streamed content delta from target index +target+. It is
     # stored before the block sees it, so the store always holds what the user saw.
     def on_chunk(text, target)
-      @store.append_assistant(assistant_message(target), text)
-      index = @chunk_index
-      @chunk_index += 1
-      return unless @block
-
-      t = @targets[target]
-      @block.call(Chunk.new(content: text, model: t.model, provider: t.name, index: index, request_id: @request_id))
+      if @restorer
+        @restorer_target = target
+        @restorer.feed([text]).each { |restored| deliver(restored, target) }
+      else
+        deliver(text, target)
+      end
+      nil
     end
 
     # Engine listener: the backup is about to answer, after an earlier attempt
     # streamed content. The stored partial goes before the backup's first chunk.
     def on_reset
+      flush_restorer
       @chunk_index = 0
       current = @targets.fetch(1) { @targets[0] }
       @store.reset_assistant(assistant_message(1), model: current.model, provider: current.name.name)
@@ -90,7 +99,8 @@ module LlmFailover
         failover_eligible: attempt[:failover_eligible], retry_after: attempt[:retry_after],
         latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
         input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
-        started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id]
+        started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id],
+        scrubbed: @scrubbing&.counts
       )
       @records << record
       @failures << [attempt, target] unless success
@@ -99,6 +109,29 @@ module LlmFailover
     end
 
     private
+
+    # Stores a delta, then hands it to the block.
+    def deliver(text, target)
+      @store.append_assistant(assistant_message(target), text)
+      index = @chunk_index
+      @chunk_index += 1
+      return unless @block
+
+      t = @targets[target]
+      @block.call(Chunk.new(content: text, model: t.model, provider: t.name, index: index, request_id: @request_id))
+    end
+
+    # The end of a streamed answer held back for a split placeholder goes out
+    # before the answer ends or is reset.
+    def flush_restorer
+      held = @restorer&.flush
+      deliver(held, @restorer_target) unless held.nil? || held.empty?
+    end
+
+    # @return [String, nil] +text+ with the request's placeholders back to their values
+    def restored(text)
+      @scrubbing ? @scrubbing.restore(text) : text
+    end
 
     # The stored assistant message, started by the first thing that needs it: a call
     # the quota refuses stores none.
@@ -116,18 +149,21 @@ module LlmFailover
     end
 
     def succeed(result)
+      flush_restorer
       target = @targets.fetch(result[:target])
       name = target.name
-      @store.finish_assistant(assistant_message(result[:target]), content: result[:content], model: result[:model],
+      sent = result[:content] # with the placeholders: what the cache keeps, restored per call
+      content = restored(sent)
+      @store.finish_assistant(assistant_message(result[:target]), content: content, model: result[:model],
                                                                   provider: name.name,
                                                                   input_tokens: result[:input_tokens],
                                                                   output_tokens: result[:output_tokens])
-      @response_cache&.write(target, content: result[:content], model: result[:model],
+      @response_cache&.write(target, content: sent, model: result[:model],
                                      finish_reason: result[:finish_reason],
                                      provider_request_id: result[:provider_request_id])
       # A backup the quota picked first is not a failover: nothing failed.
       failover = result[:target] != result[:first_target]
-      reply = Reply.new(content: result[:content], model: result[:model], provider: name,
+      reply = Reply.new(content: content, model: result[:model], provider: name,
                         input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
                         request_id: @request_id, attempts: @records.freeze, failover: failover,
                         finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
@@ -145,17 +181,18 @@ module LlmFailover
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       started_at = Time.now
       provider = cached.provider
+      content = restored(cached.content)
       @message = @store.start_assistant(model: cached.model, provider: provider.name)
       settled = false
       begin
-        ResponseCache.chunks(cached.content).each do |text|
+        ResponseCache.chunks(content).each do |text|
           @store.append_assistant(@message, text)
           index = @chunk_index
           @chunk_index += 1
           @block&.call(Chunk.new(content: text, model: cached.model, provider: provider, index: index,
                                  request_id: @request_id))
         end
-        @store.finish_assistant(@message, content: cached.content, model: cached.model, provider: provider.name,
+        @store.finish_assistant(@message, content: content, model: cached.model, provider: provider.name,
                                           input_tokens: 0, output_tokens: 0)
         settled = true
       ensure
@@ -163,10 +200,10 @@ module LlmFailover
       end
       latency_ms = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0
       record = AttemptRecord.cache_hit(@request_id, provider, cached.requested_model || cached.model, @feature,
-                                       latency_ms, started_at, cached.provider_request_id)
+                                       latency_ms, started_at, cached.provider_request_id, @scrubbing&.counts)
       @records << record
       @usage_log.emit(record)
-      Reply.new(content: cached.content, model: cached.model, provider: provider, input_tokens: 0, output_tokens: 0,
+      Reply.new(content: content, model: cached.model, provider: provider, input_tokens: 0, output_tokens: 0,
                 request_id: @request_id, attempts: @records.freeze, failover: false,
                 finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
                 streamed: !@block.nil?, chunk_count: @chunk_index, cached: true)
@@ -179,7 +216,7 @@ module LlmFailover
       fail_stored_message(target)
       error = build_error(result[:error_class], result[:message], target,
                           status: result[:status], body: redact(result[:body]), retry_after: result[:retry_after],
-                          retryable: result[:retryable], partial_content: result[:partial_content],
+                          retryable: result[:retryable], partial_content: restored(result[:partial_content]),
                           provider_request_id: result[:provider_request_id], error_type: result[:error_type],
                           error_code: result[:error_code], phase: result[:phase])
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")

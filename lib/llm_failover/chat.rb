@@ -35,7 +35,7 @@ module LlmFailover
     # @param config [Configuration] this chat's own copy
     def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, quota: nil,
                    quota_used: 0, enforce_quota: false, feature: nil, store: nil, temperature: nil,
-                   max_tokens: nil, engine: nil, cache: true, cache_namespace: nil)
+                   max_tokens: nil, engine: nil, cache: true, cache_namespace: nil, scrub: true)
       @config = config
       @engine = engine
       @store = store.nil? ? MemoryStore.new : validate_store(store)
@@ -53,6 +53,9 @@ module LlmFailover
       @max_tokens = validate_max_tokens(max_tokens)
       @cache = validate_cache(cache)
       @cache_namespace = validate_cache_namespace(cache_namespace)
+      raise ConfigurationError, "scrub must be true or false, got #{scrub.inspect}" unless scrub == true || scrub == false
+
+      @scrub = scrub
     end
 
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
@@ -152,12 +155,26 @@ module LlmFailover
       raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
 
       system &&= system.join("\n\n")
+      # From here on messages and system are what leaves the process, and what the
+      # cache key hashes: scrubbed when a scrubber is configured.
+      scrubbing = scrub_session
+      if scrubbing
+        messages.each { |m| m[1] = scrubbing.scrub(m[1]) }
+        system &&= scrubbing.scrub(system)
+      end
       quota = quota_figures
       call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: engine_targets,
                       messages: messages, system: system, temperature: temperature, max_tokens: max_tokens,
                       feature: @feature, quota: quota, block: block)
       call.response_cache = response_cache(cache, quota, messages, system, temperature, max_tokens)
+      call.scrubbing = scrubbing
       call.run
+    end
+
+    # @return [Scrubber::Session, nil] nil when no scrubber is configured or scrub: false
+    def scrub_session
+      scrubber = @config.scrubber
+      scrubber && @scrub != false ? Scrubber::Session.new(scrubber) : nil
     end
 
     # The response cache for one call, nil when there is none or it is bypassed. The

@@ -26,7 +26,8 @@ module LlmFailover
       alert_window: 900,
       logger: nil,
       cache: nil,
-      cache_ttl: 86_400
+      cache_ttl: 86_400,
+      scrubber: nil
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -156,6 +157,16 @@ module LlmFailover
       end
 
       @cache = value
+    end
+
+    # What replaces sensitive values before a request leaves the process: nil (off,
+    # the default), a Scrubber, or any object with #scrub(text) -> [text, mapping].
+    def scrubber=(value)
+      unless value.nil? || value.respond_to?(:scrub)
+        raise ConfigurationError, "scrubber must respond to #scrub(text) -> [text, mapping], got #{value.class}"
+      end
+
+      @scrubber = value
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.

@@ -4,6 +4,8 @@ require "llm_failover/scrubber/rule"
 require "llm_failover/scrubber/checks"
 require "llm_failover/scrubber/table"
 require "llm_failover/scrubber/rules"
+require "llm_failover/scrubber/session"
+require "llm_failover/scrubber/stream_restorer"
 
 module LlmFailover
   # Replaces sensitive values in a text with placeholders ([CARD_1], [API_KEY_1]) before
@@ -15,12 +17,6 @@ module LlmFailover
   #   LlmFailover::Scrubber.default.scrub("card 4111 1111 1111 1111")
   #   # => ["card [CARD_1]", { "[CARD_1]" => "4111 1111 1111 1111" }]
   class Scrubber
-    # How far before a hit of a rule's trigger Regexp a value may start (an IBAN's
-    # country code before "NL91 ABNA 0417"), and the longest such value with the
-    # context its pattern looks at (an IBAN of 34 characters in groups of four, 42,
-    # and a byte either side).
-    BEFORE = 40
-    LONGEST = 48
     # A window around a digit trigger starts this long and doubles while the next
     # trigger falls inside it (a table of numbers), so that dense text is searched in
     # few long windows and sparse text in short ones.
@@ -28,7 +24,7 @@ module LlmFailover
     MAX_WINDOW = 16_384
     # How far before a literal trigger a match may start ("Bearer" before "earer").
     SLACK = 40
-    private_constant :BEFORE, :LONGEST, :WINDOW, :MAX_WINDOW, :SLACK
+    private_constant :WINDOW, :MAX_WINDOW, :SLACK
 
     # The default rules (API keys and tokens, payment cards, US SSNs, IBANs), with
     # e-mail addresses and phone numbers when asked for, then +rules+.
@@ -44,7 +40,7 @@ module LlmFailover
 
       all = rules.map { |r| Rule.from(r) }
       @literal = all.select { |r| r.triggers.is_a?(Array) }
-      @windowed = all.select { |r| r.triggers.is_a?(Regexp) }.group_by(&:triggers)
+      @windowed = all.select { |r| r.triggers.is_a?(Regexp) }.group_by { |r| [r.triggers, r.reach] }
       @custom = all.reject { |r| r.triggers }
       @rules = all.freeze
       freeze
@@ -75,7 +71,7 @@ module LlmFailover
       found = []
       firsts = {} # each literal searched for once, whichever rules share it
       @literal.each { |rule| literal_spans(bin, rule, found, firsts) }
-      @windowed.each { |trigger, rules| window_spans(bin, trigger, rules, found) }
+      @windowed.each { |(trigger, reach), rules| window_spans(bin, trigger, reach, rules, found) }
       found
     end
 
@@ -91,21 +87,25 @@ module LlmFailover
     end
 
     # One search for +trigger+; its rules run only on windows around the hits.
-    # A window's matches count when they start in [covered, its end - LONGEST): the
-    # earlier ones were the last window's, the later ones may be cut off and are the
-    # next window's, so windows overlap by LONGEST and no value is seen twice or half.
-    def window_spans(bin, trigger, rules, found)
+    # +reach+ is [how far before a hit a value may start, the longest value with the
+    # context its pattern looks at]. A window's matches count when they start in
+    # [covered, its end - longest): the earlier ones were the last window's, the later
+    # ones may be cut off and are the next window's, so windows overlap by longest and
+    # no value is seen twice or half.
+    def window_spans(bin, trigger, reach, rules, found)
+      before, longest = reach
       size = bin.bytesize
       covered = 0
-      width = WINDOW
+      base = [WINDOW, 4 * longest].max
+      width = base
       pos = 0
       while (hit = trigger.match(bin, pos))
         at = hit.begin(0)
-        width = at < covered + LONGEST ? [width * 2, MAX_WINDOW].min : WINDOW
-        from = [at - BEFORE, covered - 2, 0].max
+        width = covered.positive? && at < covered + longest ? [width * 2, MAX_WINDOW].min : base
+        from = [at - before, covered - 2, 0].max
         to = [from + width, size].min
         window = bin.byteslice(from, to - from)
-        upto = to == size ? size : to - LONGEST
+        upto = to == size ? size : to - longest
         rules.each do |rule|
           off = 0
           while (m = rule.pattern.match(window, off))

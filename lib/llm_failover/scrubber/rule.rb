@@ -21,17 +21,21 @@ module LlmFailover
       # @return [Regexp, #call]
       attr_reader :pattern
       # @api private: literal strings one of which every match starts with (built-in
-      #   rules: a literal search is what keeps a 1 MB prompt cheap), or :digits
+      #   rules: a literal search is what keeps a 1 MB prompt cheap), or a Regexp that
+      #   finds part of every value (see #reach)
       attr_reader :triggers
       # @api private: a callable given a match's text, false to let it pass (Luhn, mod 97)
       attr_reader :check
+      # @api private: with a trigger Regexp, [how far before a trigger's hit a value may
+      #   start, the longest value with the context its pattern looks at]
+      attr_reader :reach
       # @api private: 0 or "value", the part of a match that is replaced
       attr_reader :group
 
       # @param name [String, Symbol] letters, digits and _; the placeholder is its upper case
       # @param pattern [Regexp, #call]
       # @raise [ConfigurationError]
-      def initialize(name, pattern, check: nil, triggers: nil)
+      def initialize(name, pattern, check: nil, triggers: nil, reach: nil)
         name = name.to_s
         raise ConfigurationError, "a scrubber rule's name must match #{NAME.source}, got #{name.inspect}" unless NAME.match?(name)
         unless pattern.is_a?(Regexp) || pattern.respond_to?(:call)
@@ -43,6 +47,7 @@ module LlmFailover
         @group = pattern.is_a?(Regexp) && pattern.names.include?("value") ? "value" : 0
         @check = check
         @triggers = triggers
+        @reach = reach
         freeze
       end
 

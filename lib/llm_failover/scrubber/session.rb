@@ -1,0 +1,113 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  class Scrubber
+    # The scrubbing of one call: every message and the instructions go through the
+    # configured scrubber, and the placeholders of all of them form one mapping, so
+    # the same value is the same placeholder in every message of the call and one
+    # placeholder never means two values (a scrubber that numbers each text from 1,
+    # as any #scrub(text) -> [text, mapping] may, is renumbered here).
+    #
+    # @api private: built by Chat for a call when a scrubber is configured
+    class Session
+      PLACEHOLDER_NUMBER = /_(\d+)\]\z/.freeze
+      private_constant :PLACEHOLDER_NUMBER
+
+      # @return [Hash{String => String}] placeholder => original value
+      attr_reader :mapping
+
+      # @param scrubber [#scrub]
+      def initialize(scrubber)
+        @scrubber = scrubber
+        @mapping = {}
+        @by_value = {}
+        @last_number = Hash.new(0) # "[CARD" => highest n used
+      end
+
+      # @return [String] +text+ as it may leave the process
+      def scrub(text)
+        out, mapping = @scrubber.scrub(text)
+        unless out.is_a?(String) && mapping.respond_to?(:each_pair)
+          raise ConfigurationError, "#{@scrubber.class}#scrub must return [String, Hash], got #{out.class} and #{mapping.class}"
+        end
+
+        renames = nil
+        mapping.each_pair do |placeholder, value|
+          placeholder = bracketed(placeholder)
+          value = value.to_s
+          final = @by_value[value] || (@mapping.key?(placeholder) ? next_placeholder(placeholder) : placeholder)
+          (renames ||= {})[placeholder] = final unless final == placeholder
+          adopt(final, value)
+        end
+        @restore = nil
+        renames ? out.gsub(Regexp.union(renames.keys), renames) : out
+      end
+
+      # @return [Hash{String => Integer}] how many values of each kind were replaced,
+      #   e.g. {"card" => 1}; never the values
+      def counts
+        @counts ||= @mapping.each_key.each_with_object(Hash.new(0)) { |placeholder, h| h[kind(placeholder)] += 1 }
+                            .to_h.freeze
+      end
+
+      # Whether an answer may hold placeholders to restore.
+      def restoring?
+        !@mapping.empty?
+      end
+
+      # @return [String] +text+ with every placeholder of this call back to its value
+      def restore(text)
+        return text if @mapping.empty? || text.nil?
+
+        text.gsub(@restore ||= Regexp.union(@mapping.keys.sort_by { |p| -p.length }), @mapping)
+      end
+
+      # @return [StreamRestorer] for the chunks of one streamed answer
+      def stream
+        StreamRestorer.new(self)
+      end
+
+      # Counts only: the values are what must not be shown.
+      def inspect
+        "#<#{self.class.name} scrubbed=#{counts.inspect}>"
+      end
+      alias to_s inspect
+
+      def pretty_print(pp)
+        pp.text(inspect)
+      end
+
+      private
+
+      def adopt(placeholder, value)
+        @mapping[placeholder] = value
+        @by_value[value] ||= placeholder
+        number = placeholder[PLACEHOLDER_NUMBER, 1]
+        stem = number ? placeholder.delete_suffix("_#{number}]") : placeholder
+        @last_number[stem] = [@last_number[stem], number.to_i].max
+        @counts = nil
+      end
+
+      # The next free placeholder of +placeholder+'s kind: [CARD_1] taken gives [CARD_2].
+      def next_placeholder(placeholder)
+        number = placeholder[PLACEHOLDER_NUMBER, 1]
+        stem = number ? placeholder.delete_suffix("_#{number}]") : placeholder.delete_suffix("]")
+        candidate = nil
+        n = @last_number[stem]
+        candidate = "#{stem}_#{n += 1}]" while candidate.nil? || @mapping.key?(candidate)
+        candidate
+      end
+
+      # top_secret's mapping keys are EMAIL_1, its text says [EMAIL_1].
+      def bracketed(placeholder)
+        placeholder = placeholder.to_s
+        placeholder.start_with?("[") ? placeholder : "[#{placeholder}]"
+      end
+
+      # "[CREDIT_CARD_2]" => "credit_card"
+      def kind(placeholder)
+        placeholder.delete_prefix("[").delete_suffix("]").sub(/_\d+\z/, "").downcase
+      end
+    end
+  end
+end
