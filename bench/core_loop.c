@@ -59,7 +59,7 @@ int core_loop_run(int argc, char **argv);
 int core_loop_run(int argc, char **argv)
 {
     lf_target t;
-    lf_message msg = { "user", "Hello" };
+    lf_message msg = { "user", "Hello", 5 };
     lf_request_params params;
     lf_policy pol;
     lf_listener l = { NULL, core_on_chunk, core_on_reset, core_on_attempt, core_wait };

@@ -181,18 +181,19 @@ static void fuzz_build(const char *text)
     lf_buf out, err, want;
     json_object *o, *m;
     struct json_tokener *tok;
-    int api;
+    int api, i;
 
     lf_buf_init(&out);
     lf_buf_init(&err);
     lf_buf_init(&want);
     CHECK(lf_utf8_append_sanitized(&want, text, strlen(text)) == 0);
     msgs[0].role = "system";
-    msgs[0].content = text;
     msgs[1].role = "user";
-    msgs[1].content = text;
     msgs[2].role = "assistant";
-    msgs[2].content = text;
+    for (i = 0; i < 3; i++) {
+        msgs[i].content = text;
+        msgs[i].content_len = strlen(text);
+    }
     for (api = 0; api <= 1; api++) {
         memset(&p, 0, sizeof p);
         p.api = (lf_api)api;
@@ -200,6 +201,7 @@ static void fuzz_build(const char *text)
         p.messages = msgs;
         p.n_messages = 3;
         p.system = text;
+        p.system_len = strlen(text);
         p.stream = api;
         CHECK(lf_wire_build_request(&p, &out, &err) == 0);
         tok = json_tokener_new();
@@ -227,7 +229,7 @@ static void fuzz_build(const char *text)
  * stream_options follow the rules of each API. */
 static void fuzz_build_params(const uint8_t *data, size_t size)
 {
-    lf_message msg[1] = { { "user", "hi" } };
+    lf_message msg[1] = { { "user", "hi", 2 } };
     lf_request_params p;
     lf_buf out, err;
     json_object *o, *v;

@@ -84,19 +84,18 @@ RSpec.describe "Text a chat is given, in any encoding" do
 
   # Probe 1's rule: nothing stored that the next call refuses. U+0000 is valid JSON
   # (\u0000); the Ruby side accepts it, the engine must send it.
-  it "accepts a NUL in instructions and a prompt, and later asks still work" do
+  it "sends a NUL in instructions and a prompt as \\u0000, to both APIs, and later asks still work" do
     chat = failover_chat.with_instructions("Be brief.\u0000")
-    begin
-      chat.ask("abc\u0000def")
-    rescue ArgumentError => e
-      raise unless e.message.include?("NUL")
-
-      pending "the engine sends U+0000 as \\u0000 (issue 15, probe 1: wire's change to the binding's NUL check)"
-      raise
-    end
+    chat.ask("abc\u0000def")
+    expect(primary.requests.last.body).to include("abc\\u0000def")
     expect(sent_system).to eq("Be brief.\u0000")
     expect(sent_text).to eq("abc\u0000def")
     chat.ask("next")
     expect(sent_text).to eq("next")
+
+    claude = LlmFailover.chat(model: "claude-sonnet-4-6", provider: :anthropic, system: "be\u0000brief")
+    claude.ask("x\u0000y")
+    expect(backup.requests.last.json["system"]).to eq("be\u0000brief")
+    expect(sent_text(backup.requests.last)).to eq("x\u0000y")
   end
 end

@@ -25,9 +25,15 @@ static double lf_fetch_num(VALUE hash, const char *key)
     return NUM2DBL(v);
 }
 
-static void lf_check_string(VALUE v, const char *what)
+static void lf_check_type(VALUE v, const char *what)
 {
     if (!RB_TYPE_P(v, T_STRING)) rb_raise(rb_eArgError, "llm_failover: %s must be a String", what);
+}
+
+/* A string for a URL or a header (or a role, one of a few names): no NUL. */
+static void lf_check_string(VALUE v, const char *what)
+{
+    lf_check_type(v, what);
     if (memchr(RSTRING_PTR(v), '\0', (size_t)RSTRING_LEN(v)))
         rb_raise(rb_eArgError, "llm_failover: %s contains a NUL byte", what);
 }
@@ -39,14 +45,29 @@ static void *lf_alloc(size_t n)
     return p;
 }
 
-/* A NUL-terminated C copy of a String (its content is checked first). */
-static char *lf_copy(VALUE v, const char *what)
+/* A NUL-terminated C copy of a String, its length in *len. */
+static char *lf_copy_bytes(VALUE v, size_t *len)
 {
     char *s;
-    lf_check_string(v, what);
-    s = lf_alloc((size_t)RSTRING_LEN(v) + 1);
-    memcpy(s, RSTRING_PTR(v), (size_t)RSTRING_LEN(v));
+    *len = (size_t)RSTRING_LEN(v);
+    s = lf_alloc(*len + 1);
+    memcpy(s, RSTRING_PTR(v), *len);
     return s;
+}
+
+/* A C copy of a String (its content is checked first). */
+static char *lf_copy(VALUE v, const char *what)
+{
+    size_t len;
+    lf_check_string(v, what);
+    return lf_copy_bytes(v, &len);
+}
+
+/* A copy of text for a JSON body: a NUL in it is text, sent as \u0000. */
+static char *lf_copy_text(VALUE v, const char *what, size_t *len)
+{
+    lf_check_type(v, what);
+    return lf_copy_bytes(v, len);
 }
 
 typedef struct lf_header_walk {
@@ -111,7 +132,7 @@ static void lf_fill_messages(lf_engine_request *r, VALUE messages)
         if (RARRAY_LEN(m) != 2) rb_raise(rb_eArgError, "llm_failover: a message is [role, content]");
         r->n_messages = (size_t)i + 1; /* counted first: freed from here on, whatever raises */
         r->messages[i].role = lf_copy(RARRAY_AREF(m, 0), "message role");
-        r->messages[i].content = lf_copy(RARRAY_AREF(m, 1), "message content");
+        r->messages[i].content = lf_copy_text(RARRAY_AREF(m, 1), "message content", &r->messages[i].content_len);
     }
 }
 
@@ -161,7 +182,7 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     r->params.messages = r->messages;
     r->params.n_messages = r->n_messages;
     system = lf_fetch(request, "system", 0);
-    if (!NIL_P(system)) r->params.system = lf_copy(system, "system");
+    if (!NIL_P(system)) r->params.system = lf_copy_text(system, "system", &r->params.system_len);
     temperature = lf_fetch(request, "temperature", 0);
     if (!NIL_P(temperature)) {
         r->params.has_temperature = 1;

@@ -44,3 +44,7 @@ $CFLAGS << " -std=gnu11 -fvisibility=hidden -Wall -Wno-unused-parameter"
 $CFLAGS << " -O0 -g3 -fsanitize=address,undefined -fno-omit-frame-pointer" if ENV["LLM_FAILOVER_SANITIZE"]
 
 create_makefile("llm_failover/llm_failover")
+
+# mkmf makes objects depend on ruby's headers only: an object built against an
+# older lf_*.h (a struct that has grown since) would be linked in as it is.
+File.open("Makefile", "a") { |f| f.puts "\n$(OBJS): $(wildcard $(srcdir)/*.h $(srcdir)/core/*.h)" }

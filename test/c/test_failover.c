@@ -242,6 +242,7 @@ static void fixture_init(fixture *f, int stream)
     f->targets[1].api = LF_API_ANTHROPIC;
     f->msg.role = "user";
     f->msg.content = "hello";
+    f->msg.content_len = 5;
     f->params.messages = &f->msg;
     f->params.n_messages = 1;
     f->params.stream = stream;

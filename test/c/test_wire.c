@@ -23,6 +23,15 @@
 
 #include "utf8_ref.h"
 
+/* A message whose content is a string literal (its length is the literal's). */
+#define MSG(role, lit) { (role), (lit), sizeof(lit) - 1 }
+
+static void set_system(lf_request_params *p, const char *s)
+{
+    p->system = s;
+    p->system_len = s ? strlen(s) : 0;
+}
+
 static size_t utf8_encode(uint32_t cp, unsigned char *out)
 {
     if (cp < 0x80) { out[0] = (unsigned char)cp; return 1; }
@@ -397,6 +406,7 @@ static void check_fixture_request(const char *file, lf_api api, const char *reqb
         lf_buf_free(&t);
         m[i].role = jstr(mi, "role");
         m[i].content = texts[i];
+        m[i].content_len = strlen(texts[i]);
     }
     if (!plain) goto done;
     if (api == LF_API_ANTHROPIC && jget(req, "system")) {
@@ -405,7 +415,7 @@ static void check_fixture_request(const char *file, lf_api api, const char *reqb
             if (sys.len) lf_buf_append_str(&sys, "\n\n");
             lf_buf_append_str(&sys, jstr(json_object_array_get_idx(s, k), "text"));
         }
-        p.system = lf_buf_cstr(&sys);
+        set_system(&p, lf_buf_cstr(&sys));
     }
     p.api = api;
     p.model = jstr(req, "model");
@@ -1244,8 +1254,8 @@ static void check_msg(json_object *msgs, size_t i, const char *role, const char 
 static void test_build_openai(void)
 {
     const lf_message msgs[] = {
-        { "system", "Be brief." }, { "developer", "dev note" }, { "user", "Hi" },
-        { "user", "again" }, { "assistant", "Hello" }, { "tool", "42" }, { "user", "bye" },
+        MSG("system", "Be brief."), MSG("developer", "dev note"), MSG("user", "Hi"),
+        MSG("user", "again"), MSG("assistant", "Hello"), MSG("tool", "42"), MSG("user", "bye"),
     };
     lf_request_params p;
     lf_buf out;
@@ -1257,7 +1267,7 @@ static void test_build_openai(void)
     p.model = "gpt-5-nano";
     p.messages = msgs;
     p.n_messages = 7;
-    p.system = "Top instructions";
+    set_system(&p, "Top instructions");
     p.has_temperature = 1;
     p.temperature = 0.7;
     p.max_tokens = 256;
@@ -1290,7 +1300,7 @@ static void test_build_openai(void)
     p.stream = 0;
     p.has_temperature = 0;
     p.max_tokens = 0;
-    p.system = "";
+    set_system(&p, "");
     p.messages = msgs + 2;
     p.n_messages = 1;
     o = build_ok(&p, &out);
@@ -1324,7 +1334,7 @@ static void test_build_openai(void)
     }
 
     /* Only a system prompt is a request (some servers answer it). */
-    p.system = "sys";
+    set_system(&p, "sys");
     p.n_messages = 0;
     p.messages = NULL;
     p.has_temperature = 1;
@@ -1339,8 +1349,8 @@ static void test_build_openai(void)
 static void test_build_anthropic(void)
 {
     const lf_message msgs[] = {
-        { "system", "First rule." }, { "user", "Hi" }, { "developer", "Second rule." },
-        { "assistant", "Hello" }, { "assistant", "again" }, { "system", "" }, { "user", "bye" },
+        MSG("system", "First rule."), MSG("user", "Hi"), MSG("developer", "Second rule."),
+        MSG("assistant", "Hello"), MSG("assistant", "again"), MSG("system", ""), MSG("user", "bye"),
     };
     lf_request_params p;
     lf_buf out;
@@ -1352,7 +1362,7 @@ static void test_build_anthropic(void)
     p.model = "claude-haiku-4-5";
     p.messages = msgs;
     p.n_messages = 7;
-    p.system = "Top instructions";
+    set_system(&p, "Top instructions");
     p.has_temperature = 1;
     p.temperature = 1.0;
     p.stream = 1;
@@ -1374,7 +1384,7 @@ static void test_build_anthropic(void)
     json_object_put(o);
 
     /* No system anywhere: the key is left out; explicit max_tokens. */
-    p.system = NULL;
+    set_system(&p, NULL);
     p.messages = msgs + 1;
     p.n_messages = 1;
     p.max_tokens = 64000;
@@ -1389,7 +1399,7 @@ static void test_build_anthropic(void)
     json_object_put(o);
 
     /* Only system messages besides the params' system, which is empty. */
-    p.system = "";
+    set_system(&p, "");
     p.messages = msgs + 5;
     p.n_messages = 2;
     o = build_ok(&p, &out);
@@ -1401,7 +1411,7 @@ static void test_build_anthropic(void)
 static void test_build_escaping(void)
 {
     static const char nasty[] = "say \"hi\"\\ \n\r\t\b\f \x01\x1F\x7F </script> caf\xC3\xA9 \xF0\x9F\x98\x8A \xE2\x80\xA8";
-    lf_message msgs[2] = { { "user", nasty }, { "assistant", "bad \xC0\xAF\xFF utf8 \xED\xA0\x80" } };
+    lf_message msgs[2] = { MSG("user", nasty), MSG("assistant", "bad \xC0\xAF\xFF utf8 \xED\xA0\x80") };
     lf_request_params p;
     lf_buf out;
     json_object *o, *m;
@@ -1414,7 +1424,7 @@ static void test_build_escaping(void)
         p.model = "model \"with\" quotes\n";
         p.messages = msgs;
         p.n_messages = 2;
-        p.system = "sys\t\"x\"\x02";
+        set_system(&p, "sys\t\"x\"\x02");
         o = build_ok(&p, &out);
         LF_CHECK_STR(jstr(o, "model"), "model \"with\" quotes\n");
         m = jget(o, "messages");
@@ -1467,7 +1477,7 @@ static void test_build_escaping_matches_reference(void)
                                              0x7E, 0x7F, 0x80, 0xBF, 0xC0, 0xC2, 0xE2, 0xED, 0xF0,
                                              0xF4, 0xF5, 0xFF, '\n', '\t', 'a' };
     char text[64];
-    lf_message msg = { "user", text };
+    lf_message msg = { "user", text, 0 };
     lf_request_params p;
     lf_buf out, want;
     size_t len, pos, k, mismatches = 0;
@@ -1497,7 +1507,7 @@ static void test_build_escaping_matches_reference(void)
             }
         }
         text[len] = '\0';
-        len = strlen(text);   /* the content is a C string: it ends at a NUL */
+        msg.content_len = len;   /* a NUL is text like any other: \u0000 */
         LF_CHECK_INT(lf_wire_build_request(&p, &out, NULL), 0);
         lf_buf_clear(&want);
         lf_buf_append_str(&want, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":");
@@ -1511,6 +1521,57 @@ static void test_build_escaping_matches_reference(void)
     LF_CHECK_INT(mismatches, 0);
     lf_buf_free(&out);
     lf_buf_free(&want);
+}
+
+/* U+0000 is valid JSON text: a NUL in a message, in params->system or in a
+ * system message is sent as \u0000 and nothing after it is lost. */
+static json_object *jstr_of(json_object *o, const char *key, size_t *len)
+{
+    json_object *v = jget(o, key);
+
+    LF_CHECK(v && json_object_is_type(v, json_type_string));
+    *len = (size_t)json_object_get_string_len(v);
+    return v;
+}
+
+static void test_build_nul(void)
+{
+    static const char text[] = "abc\0def", sys[] = "top\0rule", rule[] = "one\0two";
+    lf_message msgs[2] = { MSG("system", rule), MSG("user", text) };
+    lf_request_params p;
+    lf_buf out;
+    json_object *o, *m, *v;
+    size_t n;
+
+    lf_buf_init(&out);
+    memset(&p, 0, sizeof p);
+    p.api = LF_API_OPENAI;
+    p.model = "m";
+    p.messages = msgs;
+    p.n_messages = 2;
+    p.system = sys;
+    p.system_len = sizeof sys - 1;
+    o = build_ok(&p, &out);
+    LF_CHECK(strstr(lf_buf_cstr(&out), "abc\\u0000def") != NULL);
+    m = jget(o, "messages");
+    LF_CHECK_INT(json_object_array_length(m), 3);
+    v = jstr_of(json_object_array_get_idx(m, 0), "content", &n);
+    LF_CHECK(n == sizeof sys - 1 && memcmp(json_object_get_string(v), sys, n) == 0);
+    v = jstr_of(json_object_array_get_idx(m, 1), "content", &n);
+    LF_CHECK(n == sizeof rule - 1 && memcmp(json_object_get_string(v), rule, n) == 0);
+    v = jstr_of(json_object_array_get_idx(m, 2), "content", &n);
+    LF_CHECK(n == sizeof text - 1 && memcmp(json_object_get_string(v), text, n) == 0);
+    json_object_put(o);
+
+    p.api = LF_API_ANTHROPIC;
+    o = build_ok(&p, &out);
+    v = jstr_of(json_object_array_get_idx(jget(o, "messages"), 0), "content", &n);
+    LF_CHECK(n == sizeof text - 1 && memcmp(json_object_get_string(v), text, n) == 0);
+    v = jstr_of(o, "system", &n);
+    LF_CHECK(n == sizeof "top\0rule\n\none\0two" - 1 &&
+             memcmp(json_object_get_string(v), "top\0rule\n\none\0two", n) == 0);
+    json_object_put(o);
+    lf_buf_free(&out);
 }
 
 static void expect_rejected(const lf_request_params *p, const char *why)
@@ -1533,13 +1594,13 @@ static void expect_rejected(const lf_request_params *p, const char *why)
 
 static void test_build_rejects(void)
 {
-    lf_message ok[1] = { { "user", "hi" } };
-    lf_message bad_role[2] = { { "user", "hi" }, { "robot\xFF", "beep" } };
-    lf_message no_role[1] = { { NULL, "hi" } };
-    lf_message no_content[1] = { { "user", NULL } };
-    lf_message only_system[2] = { { "system", "a" }, { "developer", "b" } };
-    lf_message tool[2] = { { "user", "hi" }, { "tool", "42" } };
-    lf_message upper[1] = { { "User", "hi" } };
+    lf_message ok[1] = { MSG("user", "hi") };
+    lf_message bad_role[2] = { MSG("user", "hi"), MSG("robot\xFF", "beep") };
+    lf_message no_role[1] = { MSG(NULL, "hi") };
+    lf_message no_content[1] = { { "user", NULL, 0 } };
+    lf_message only_system[2] = { MSG("system", "a"), MSG("developer", "b") };
+    lf_message tool[2] = { MSG("user", "hi"), MSG("tool", "42") };
+    lf_message upper[1] = { MSG("User", "hi") };
     lf_request_params p;
     int api;
 
@@ -1578,7 +1639,7 @@ static void test_build_rejects(void)
     memset(&p, 0, sizeof p);
     p.api = LF_API_ANTHROPIC;
     p.model = "claude";
-    p.system = "sys";
+    set_system(&p, "sys");
     p.messages = only_system;
     p.n_messages = 2;
     expect_rejected(&p, "user or assistant");
@@ -1589,7 +1650,7 @@ static void test_build_rejects(void)
     p.n_messages = 2;
     expect_rejected(&p, "tool");
     p.api = LF_API_OPENAI;
-    p.system = NULL;
+    set_system(&p, NULL);
     p.messages = NULL;
     p.n_messages = 0;
     expect_rejected(&p, "no messages");
@@ -1611,7 +1672,7 @@ static void test_fuzz_regressions(void)
      * harness's expectation, not in lf_wire: with every string empty, the
      * empty params->system is left out while an empty system message stays
      * in OpenAI's array, and Anthropic gets no "system" at all. */
-    lf_message empty[3] = { { "system", "" }, { "user", "" }, { "assistant", "" } };
+    lf_message empty[3] = { MSG("system", ""), MSG("user", ""), MSG("assistant", "") };
     lf_request_params p;
     lf_buf out;
     lf_stream_state s;
@@ -1623,7 +1684,7 @@ static void test_fuzz_regressions(void)
     lf_buf_init(&out);
     memset(&p, 0, sizeof p);
     p.model = "m";
-    p.system = "";
+    set_system(&p, "");
     p.messages = empty;
     p.n_messages = 3;
     o = build_ok(&p, &out);
@@ -1672,6 +1733,7 @@ int main(void)
     LF_RUN(test_build_anthropic);
     LF_RUN(test_build_escaping);
     LF_RUN(test_build_escaping_matches_reference);
+    LF_RUN(test_build_nul);
     LF_RUN(test_build_rejects);
     LF_RUN(test_fuzz_regressions);
     return lf_test_summary("test_wire");

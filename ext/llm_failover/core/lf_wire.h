@@ -22,7 +22,8 @@ typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1 } lf_api;
 
 typedef struct lf_message {
     const char *role;     /* system | developer | user | assistant | tool */
-    const char *content;  /* UTF-8, NUL-terminated */
+    const char *content;  /* UTF-8, content_len bytes; a NUL is text (sent as \u0000) */
+    size_t content_len;
 } lf_message;
 
 typedef struct lf_request_params {
@@ -30,7 +31,8 @@ typedef struct lf_request_params {
     const char *model;
     const lf_message *messages;
     size_t n_messages;
-    const char *system;      /* optional instructions, NULL for none */
+    const char *system;      /* optional instructions, system_len bytes; NULL for none */
+    size_t system_len;
     int has_temperature;
     double temperature;
     long max_tokens;         /* <= 0: not set */

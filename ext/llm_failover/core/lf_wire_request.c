@@ -104,20 +104,20 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
         return -1;
     }
-    if (p->api == LF_API_OPENAI && p->n_messages == 0 && !(p->system && p->system[0])) {
+    if (p->api == LF_API_OPENAI && p->n_messages == 0 && !(p->system && p->system_len)) {
         lf_wire_fail(errmsg, "the request has no messages");
         return -1;
     }
     return 0;
 }
 
-static int lf_wire_put_message(lf_buf *out, const char *role, const char *content, int first)
+static int lf_wire_put_message(lf_buf *out, const char *role, const char *content, size_t len, int first)
 {
     if (!first && lf_buf_append_char(out, ',') != 0) return -1;
     if (lf_buf_append_str(out, "{\"role\":") != 0 ||
         lf_json_put_cstring(out, role) != 0 ||
         lf_buf_append_str(out, ",\"content\":") != 0 ||
-        lf_json_put_cstring(out, content) != 0)
+        lf_json_put_string(out, content, len) != 0)
         return -1;
     return lf_buf_append_char(out, '}');
 }
@@ -131,12 +131,13 @@ static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out)
         lf_json_put_cstring(out, p->model) != 0 ||
         lf_buf_append_str(out, ",\"messages\":[") != 0)
         return -1;
-    if (p->system && p->system[0]) {
-        if (lf_wire_put_message(out, "system", p->system, first) != 0) return -1;
+    if (p->system && p->system_len) {
+        if (lf_wire_put_message(out, "system", p->system, p->system_len, first) != 0) return -1;
         first = 0;
     }
     for (i = 0; i < p->n_messages; i++) {
-        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first) != 0)
+        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content,
+                                p->messages[i].content_len, first) != 0)
             return -1;
         first = 0;
     }
@@ -164,14 +165,14 @@ static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out)
     int first = 1, rc = -1;
 
     lf_buf_init(&system);
-    if (p->system && p->system[0] && lf_buf_append_str(&system, p->system) != 0) goto done;
+    if (p->system && p->system_len && lf_buf_append(&system, p->system, p->system_len) != 0) goto done;
     for (i = 0; i < p->n_messages; i++) {
-        lf_role role = lf_wire_role(p->messages[i].role);
-        const char *c = p->messages[i].content;
+        const lf_message *m = &p->messages[i];
+        lf_role role = lf_wire_role(m->role);
 
-        if ((role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) || !c[0]) continue;
+        if ((role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) || !m->content_len) continue;
         if (system.len && lf_buf_append(&system, "\n\n", 2) != 0) goto done;
-        if (lf_buf_append_str(&system, c) != 0) goto done;
+        if (lf_buf_append(&system, m->content, m->content_len) != 0) goto done;
     }
 
     if (lf_buf_append_str(out, "{\"model\":") != 0 ||
@@ -185,7 +186,8 @@ static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out)
         lf_role role = lf_wire_role(p->messages[i].role);
 
         if (role != LF_ROLE_USER && role != LF_ROLE_ASSISTANT) continue;
-        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content, first) != 0)
+        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content,
+                                p->messages[i].content_len, first) != 0)
             goto done;
         first = 0;
     }
@@ -219,9 +221,9 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
     }
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
     /* The body's size when nothing needs escaping, allocated at once. */
-    size = 128 + strlen(p->model) + (p->system ? strlen(p->system) : 0);
+    size = 128 + strlen(p->model) + (p->system ? p->system_len : 0);
     for (i = 0; i < p->n_messages; i++)
-        size += 32 + strlen(p->messages[i].role) + strlen(p->messages[i].content);
+        size += 32 + strlen(p->messages[i].role) + p->messages[i].content_len;
     rc = lf_buf_reserve(out, size);
     if (rc == 0)
         rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, out) : lf_wire_build_openai(p, out);
