@@ -22,6 +22,7 @@ require "llm_failover/response_cache"
 require "llm_failover/text"
 require "llm_failover/scrubber"
 require "llm_failover/call"
+require "llm_failover/idempotency"
 require "llm_failover/chat"
 
 # LLM chat calls with honest retries and one-level provider failover.

@@ -64,16 +64,25 @@ module LlmFailover
     # With a block the answer is streamed: the block gets every Chunk, and a reset
     # Chunk (reset? true) before a backup starts over.
     # cache: false answers this call without reading or writing the response cache.
+    # idempotency_key: stores the prompt once per key (a job's id): asked again, a turn
+    # without a complete answer is answered again and a complete answer is returned
+    # as it was stored, without a request (the block is not called; Reply#attempts is
+    # empty). See Idempotency.
     # @return [Reply]
     # @raise [Error] the provider call failed; the user message stays stored
-    def ask(text, temperature: KEEP, max_tokens: KEEP, cache: KEEP, &block)
+    def ask(text, temperature: KEEP, max_tokens: KEEP, cache: KEEP, idempotency_key: nil, &block)
       text = Text.given(text, "the prompt") # UTF-8, converted if need be
 
       # Validated before anything is stored.
       temperature = temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature)
       max_tokens = max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens)
       cache = cache.equal?(KEEP) ? @cache : validate_cache(cache)
-      @store.add_user(text)
+      if idempotency_key.nil?
+        @store.add_user(text)
+      else
+        stored = Idempotency.store_prompt(@store, text, idempotency_key)
+        return stored if stored
+      end
       answer(temperature, max_tokens, block, cache)
     end
 

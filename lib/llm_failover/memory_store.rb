@@ -28,6 +28,22 @@ module LlmFailover
       push(Message.build("user", content.frozen? ? content : content.dup.freeze, "complete", nil, nil))
     end
 
+    # The Turn of +key+ (Idempotency), nil when no user message has it.
+    def find_turn(key)
+      Idempotency.find(messages, key, &:idempotency_key)
+    end
+
+    # Stores a user message under +key+ unless one has it already (then false).
+    def add_user_once(content, key)
+      @lock.synchronize do
+        return false if @messages.any? { |m| m.idempotency_key == key }
+
+        message = Message.build("user", content.frozen? ? content : content.dup.freeze, "complete", nil, nil)
+        @messages << message.update(idempotency_key: key)
+      end
+      true
+    end
+
     def add_system(content)
       push(Message.build("system", content.frozen? ? content : content.dup.freeze, "complete", nil, nil))
     end

@@ -11,7 +11,7 @@ module LlmFailover
     # end), and always at finish and at failure. A reset is written at once, before
     # the backup's first delta reaches the store.
     class MessageStore
-      DEFAULT_COLUMNS = %w[role content model provider status input_tokens output_tokens]
+      DEFAULT_COLUMNS = %w[role content model provider status input_tokens output_tokens idempotency_key]
                         .to_h { |c| [c.to_sym, c] }.freeze
       DEFAULT_FLUSH_INTERVAL = 0.5
 
@@ -53,6 +53,23 @@ module LlmFailover
 
       def add_user(content)
         create(role: "user", content: content, status: "complete")
+      end
+
+      # The Turn of +key+ (Idempotency), nil when no user message has it.
+      def find_turn(key)
+        column = idempotency_column
+        return nil unless with_connection { proxy.where(column => key).exists? }
+
+        Idempotency.find(messages, key) { |m| m[column] }
+      end
+
+      # Stores a user message under +key+; false when another writer stored it first
+      # (the unique index on the chat and the key).
+      def add_user_once(content, key)
+        create(role: "user", content: content, status: "complete", idempotency_key: key)
+        true
+      rescue ::ActiveRecord::RecordNotUnique
+        false
       end
 
       def add_system(content)
@@ -124,6 +141,14 @@ module LlmFailover
 
       def proxy
         @chat.public_send(@association)
+      end
+
+      def idempotency_column
+        column = @columns[:idempotency_key]
+        return column if @klass.column_names.include?(column)
+
+        raise ConfigurationError, "#{@klass.table_name} has no #{column} column for idempotency_key " \
+                                  "(add it: t.string :#{column}, and a unique index on the chat id and it)"
       end
 
       def create(**attrs)

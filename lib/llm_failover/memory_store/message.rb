@@ -5,6 +5,8 @@ module LlmFailover
     # A stored message. Only the store mutates it.
     class Message
       attr_reader :role, :content, :model, :provider, :status, :input_tokens, :output_tokens
+      # @return [String, nil] the user message's idempotency_key (Chat#ask)
+      attr_reader :idempotency_key
 
       def initialize(role:, content:, status: "complete", model: nil, provider: nil)
         assign(role, content, status, model, provider)
@@ -58,6 +60,7 @@ module LlmFailover
         @provider = provider
         @input_tokens = nil
         @output_tokens = nil
+        @idempotency_key = nil
       end
     end
   end
