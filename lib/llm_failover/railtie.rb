@@ -7,12 +7,13 @@ module LlmFailover
   # acts_as_llm_message in every model without a require, `bin/rails llm_failover:report`,
   # and token counts that the app's filter_parameters (`:token`) leave readable.
   #
-  # Nothing here loads ActiveRecord::Base: the integration is required by the
-  # on_load(:active_record) hook, when the app itself loads ActiveRecord::Base, so the
-  # framework defaults its initializers set still apply to it.
+  # Nothing here loads ActiveRecord::Base: llm_failover/active_record only registers
+  # an on_load(:active_record) hook and defines the Attempt model lazily, so the
+  # framework defaults the app's initializers set still apply to ActiveRecord::Base.
+  # It is required before the app's initializers, which name AttemptLog.
   class Railtie < ::Rails::Railtie
-    initializer "llm_failover.active_record" do
-      ActiveSupport.on_load(:active_record) { require "llm_failover/active_record" }
+    initializer "llm_failover.active_record", before: :load_config_initializers do
+      require "llm_failover/active_record" if defined?(::ActiveRecord::Railtie)
     end
 
     # After the app's initializers: ActiveRecord's own hook has copied filter_parameters

@@ -1,44 +1,13 @@
 # frozen_string_literal: true
 
 require_relative "ar_spec_helper"
-require "erb"
+require "rails/generators"
+require "generators/llm_failover/install/install_generator"
 
-# Railties is not a dependency, so the generator class itself is not loaded here; its
-# template is rendered the way Thor renders it and run as a migration against a fresh
-# SQLite file, and its schema compared with create_tables!'s.
-RSpec.describe "llm_failover:install generator" do
-  GENERATOR_DIR = File.expand_path("../../lib/generators/llm_failover/install", __dir__)
-  TEMPLATE = File.join(GENERATOR_DIR, "templates", "create_llm_failover_tables.rb.tt")
-
-  # The names the template uses, as InstallGenerator (and Rails' migration_template)
-  # defines them.
-  class TemplateContext
-    attr_reader :migration_class_name, :chats_table, :messages_table, :attempts_table
-
-    def initialize(chats_table: "chats", messages_table: "messages", attempts_table: "llm_failover_attempts")
-      @migration_class_name = "CreateLlmFailoverTables"
-      @chats_table = chats_table
-      @messages_table = messages_table
-      @attempts_table = attempts_table
-    end
-
-    def chat_reference
-      chats_table.singularize
-    end
-
-    def index_name(table, what)
-      LlmFailover::ActiveRecord::Schema.index_name(table, what)
-    end
-
-    def migration_version
-      "[#{ActiveRecord::VERSION::MAJOR}.#{ActiveRecord::VERSION::MINOR}]"
-    end
-
-    def render
-      ERB.new(File.binread(TEMPLATE), trim_mode: "-").result(binding)
-    end
-  end
-
+# The generator itself, run into a temp dir; its migration run against fresh SQLite
+# and PostgreSQL databases and its schema compared with create_tables!'s.
+# spec/rails_app_spec.rb runs it through bin/rails in an app.
+RSpec.describe LlmFailover::Generators::InstallGenerator do
   class GeneratorSpecCreated < ActiveRecord::Base
     self.abstract_class = true
   end
@@ -54,53 +23,130 @@ RSpec.describe "llm_failover:install generator" do
     FileUtils.remove_entry(dir)
   end
 
+  def generate(*args)
+    out = StringIO.new
+    $stdout = out
+    described_class.start(args, destination_root: dir)
+    out.string
+  ensure
+    $stdout = STDOUT
+  end
+
+  def read(path)
+    File.read(File.join(dir, path))
+  end
+
+  def migration_source
+    File.read(Dir[File.join(dir, "db/migrate/*_create_llm_failover_tables.rb")].sole)
+  end
+
+  # A fresh, empty database of that kind.
+  def fresh_database(db, name)
+    return { adapter: "sqlite3", database: File.join(dir, "#{name}.sqlite3") } if db == :sqlite
+
+    database = "lf_gen_#{name}_#{Process.pid}_#{rand(1 << 30)}"
+    conn = PG.connect(**PostgresServer.pg_params)
+    conn.exec("CREATE DATABASE #{database}")
+    conn.close
+    PostgresServer.config.merge(database: database)
+  end
+
   def dump(klass)
     io = StringIO.new
     ActiveRecord::SchemaDumper.dump(klass.connection_pool, io)
     io.string.sub(/ActiveRecord::Schema\[[\d.]+\]\.define\(version: [^)]*\)/, "SCHEMA")
   end
 
-  def schema_from_create_tables(**tables)
-    GeneratorSpecCreated.establish_connection(adapter: "sqlite3", database: File.join(dir, "created.sqlite3"))
+  def schema_from_create_tables(db, **tables)
+    GeneratorSpecCreated.establish_connection(fresh_database(db, "created"))
     GeneratorSpecCreated.connection_pool.with_connection do |c|
       LlmFailover::ActiveRecord.create_tables!(connection: c, **tables)
     end
     dump(GeneratorSpecCreated)
   end
 
-  def schema_from_migration(source)
-    GeneratorSpecMigrated.establish_connection(adapter: "sqlite3", database: File.join(dir, "migrated.sqlite3"))
-    migration = Module.new.module_eval(source + "\nCreateLlmFailoverTables", TEMPLATE)
+  def schema_from_migration(db, source)
+    GeneratorSpecMigrated.establish_connection(fresh_database(db, "migrated"))
+    migration = Module.new.module_eval(source + "\nCreateLlmFailoverTables", "migration.rb")
     GeneratorSpecMigrated.connection_pool.with_connection { |c| migration.new.exec_migration(c, :up) }
     dump(GeneratorSpecMigrated)
   end
 
-  it "renders a migration creating exactly the schema create_tables! creates" do
-    source = TemplateContext.new.render
-    expect(source).to include("class CreateLlmFailoverTables < ActiveRecord::Migration[7.2]")
-    migrated = schema_from_migration(source)
-    created = schema_from_create_tables
+  ArSpec::DATABASES.each do |db|
+    context "on #{db}", skip: (db == :postgresql ? PostgresServer.missing_reason : nil) do
+      it "writes a migration creating exactly the schema create_tables! creates" do
+        generate
+        source = migration_source
+        expect(source).to include("class CreateLlmFailoverTables < ActiveRecord::Migration[7.2]")
+        migrated = schema_from_migration(db, source)
+        expect(migrated).to eq(schema_from_create_tables(db))
+        expect(migrated).to include('create_table "llm_failover_attempts"', 'create_table "chats"',
+                                    'add_foreign_key "messages", "chats"', '"idempotency_key"', '"cancel_requested_at"',
+                                    't.index ["chat_id", "idempotency_key"], name: "index_messages_on_idempotency_key", ' \
+                                    "unique: true")
+        LlmFailover::ActiveRecord::Attempt::COLUMNS.each { |c| expect(migrated).to include("\"#{c}\"") }
+      end
 
-    expect(migrated).to eq(created)
-    expect(migrated).to include('create_table "llm_failover_attempts"', 'create_table "chats"',
-                                'add_foreign_key "messages", "chats"',
-                                't.index ["request_id", "attempt"], name: "index_llm_failover_attempts_on_request_id_and_attempt", unique: true')
-    LlmFailover::ActiveRecord::Attempt::COLUMNS.each { |c| expect(migrated).to include("\"#{c}\"") }
+      it "keeps every index name within 63 characters, with long table names too" do
+        names = { chats_table: "customer_support_conversations", messages_table: "customer_support_utterances",
+                  attempts_table: "customer_support_llm_failover_attempts_log" }
+        generate(*names.map { |k, v| "--#{k.to_s.tr('_', '-')}=#{v}" })
+        migrated = schema_from_migration(db, migration_source)
+        created = schema_from_create_tables(db, chats: names[:chats_table], messages: names[:messages_table],
+                                                attempts: names[:attempts_table])
+        expect(migrated).to eq(created)
+        index_names = migrated.scan(/name: "([^"]+)"/).flatten
+        expect(index_names.size).to eq(6)
+        expect(index_names.map(&:length).max).to be <= 63
+        expect(index_names.uniq.size).to eq(6)
+        expect(migrated).to match(/t\.(integer|bigint) "customer_support_conversation_id", null: false/)
+      end
+    end
   end
 
-  it "renders the same schema with other table names" do
-    names = { chats_table: "conversations", messages_table: "utterances", attempts_table: "llm_attempts" }
-    migrated = schema_from_migration(TemplateContext.new(**names).render)
-    created = schema_from_create_tables(chats: "conversations", messages: "utterances", attempts: "llm_attempts")
-    expect(migrated).to eq(created)
-    expect(migrated).to include('t.integer "conversation_id", null: false', 'add_foreign_key "utterances", "conversations"')
+  it "writes the models and the initializer, then leaves every file alone when run again" do
+    output = generate
+    expect(output).to include("create  app/models/chat.rb", "create  app/models/message.rb",
+                              "create  config/initializers/llm_failover.rb")
+    expect(read("app/models/chat.rb")).to include("class Chat < ApplicationRecord\n  acts_as_llm_chat\nend")
+    expect(read("app/models/message.rb")).to include("class Message < ApplicationRecord\n  acts_as_llm_message\nend")
+    initializer = read("config/initializers/llm_failover.rb")
+    expect(initializer).to include("credentials.dig(:openai, :api_key) || ENV[\"OPENAI_API_KEY\"]",
+                                   "c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new", "# c.max_retries = 3")
+    File.write(File.join(dir, "app/models/chat.rb"), "# the app's own\n")
+
+    files = Dir[File.join(dir, "**/*")].sort.to_h { |f| [f, File.file?(f) ? File.read(f) : nil] }
+    again = generate
+    expect(again).to match(/exist .*create_llm_failover_tables/)
+    expect(again.scan(/skip/).size).to eq(3)
+    expect(Dir[File.join(dir, "**/*")].sort.to_h { |f| [f, File.file?(f) ? File.read(f) : nil] }).to eq(files)
   end
 
-  it "is valid Ruby, points at its template, and loads nothing unless Rails generators load it" do
-    generator = File.join(GENERATOR_DIR, "install_generator.rb")
-    syntax = IO.popen([RbConfig.ruby, "-c", generator], err: %i[child out], &:read)
-    expect(syntax).to include("Syntax OK")
-    expect(File.read(generator)).to include('migration_template "create_llm_failover_tables.rb"')
-    expect($LOADED_FEATURES.grep(%r{generators/llm_failover})).to be_empty
+  it "names the models and their associations after --chat-model and --message-model" do
+    generate("--chat-model=Conversation", "--message-model=Utterance")
+    expect(read("app/models/conversation.rb"))
+      .to include('acts_as_llm_chat messages: :utterances, message_class: "Utterance"', 'foreign_key: "conversation_id"')
+    expect(read("app/models/utterance.rb"))
+      .to include('acts_as_llm_message chat: :conversation, chat_class: "Conversation"')
+    expect(migration_source).to include("create_table :conversations", "create_table :utterances",
+                                        "t.references :conversation")
+
+    # The models as written work against the migrated tables.
+    GeneratorSpecMigrated.establish_connection(fresh_database(:sqlite, "named"))
+    schema_from_migration(:sqlite, migration_source)
+    stub_const("ApplicationRecord", Class.new(GeneratorSpecMigrated) { self.abstract_class = true })
+    %w[conversation utterance].each { |m| load File.join(dir, "app/models/#{m}.rb") }
+    conversation = Conversation.create!(model: "gpt-4o", provider: "openai")
+    conversation.utterances.create!(role: "user", content: "Hi")
+    expect(Utterance.sole.conversation).to eq(conversation)
+  ensure
+    %i[Conversation Utterance].each { |c| Object.send(:remove_const, c) if Object.const_defined?(c) }
+  end
+
+  it "is not loaded by the gem itself" do
+    lib = File.expand_path("../../lib", __dir__)
+    requires = Dir[File.join(lib, "llm_failover/**/*.rb"), File.join(lib, "llm_failover.rb")]
+               .select { |f| File.read(f).match?(%r{require ["']generators/}) }
+    expect(requires).to be_empty
   end
 end

@@ -6,34 +6,76 @@ require "llm_failover/active_record/schema"
 
 module LlmFailover
   module Generators
-    # `bin/rails generate llm_failover:install` writes a migration creating the chats,
-    # messages and llm_failover_attempts tables: the schema
-    # LlmFailover::ActiveRecord.create_tables! creates.
+    # `bin/rails generate llm_failover:install` sets an app up:
+    # - db/migrate/..._create_llm_failover_tables.rb: the chats, messages and
+    #   llm_failover_attempts tables (the schema LlmFailover::ActiveRecord.create_tables!
+    #   creates; every index name within PostgreSQL's 63 characters);
+    # - app/models/chat.rb and message.rb (acts_as_llm_chat / acts_as_llm_message);
+    # - config/initializers/llm_failover.rb: providers from credentials or ENV, the
+    #   attempt log, the options commented.
+    # A file that exists is left alone, so running it again changes nothing.
     #
     # Loaded only by Rails' generator lookup; nothing in lib/llm_failover requires it.
     class InstallGenerator < ::Rails::Generators::Base
       include ::ActiveRecord::Generators::Migration
 
-      source_root File.expand_path("templates", __dir__)
-      desc "Creates a migration for the chats, messages and llm_failover_attempts tables."
+      MIGRATION = "create_llm_failover_tables"
 
-      class_option :chats_table, type: :string, default: "chats", desc: "Table of the acts_as_llm_chat model"
-      class_option :messages_table, type: :string, default: "messages", desc: "Table of the acts_as_llm_message model"
+      source_root File.expand_path("templates", __dir__)
+      desc "Creates the llm_failover migration, the chat and message models, and config/initializers/llm_failover.rb."
+
+      class_option :chat_model, type: :string, default: "Chat", desc: "Class of the acts_as_llm_chat model"
+      class_option :message_model, type: :string, default: "Message", desc: "Class of the acts_as_llm_message model"
+      class_option :chats_table, type: :string, desc: "Table of the chat model (default: from its name)"
+      class_option :messages_table, type: :string, desc: "Table of the message model (default: from its name)"
       class_option :attempts_table, type: :string, default: "llm_failover_attempts",
                                     desc: "Table AttemptLog writes and the report reads"
 
       def create_migration_file
-        migration_template "create_llm_failover_tables.rb", File.join(db_migrate_path, "create_llm_failover_tables.rb")
+        if self.class.migration_exists?(File.expand_path(db_migrate_path, destination_root), MIGRATION)
+          say_status :exist, File.join(db_migrate_path, "..._#{MIGRATION}.rb"), :blue
+          return
+        end
+        migration_template "#{MIGRATION}.rb", File.join(db_migrate_path, "#{MIGRATION}.rb")
+      end
+
+      def create_models
+        create_once "chat_model.rb", model_path(chat_model)
+        create_once "message_model.rb", model_path(message_model)
+      end
+
+      def create_initializer
+        create_once "initializer.rb", "config/initializers/llm_failover.rb"
       end
 
       private
 
+      def create_once(source, path)
+        if File.exist?(File.join(destination_root, path))
+          say_status :skip, "#{path} (exists; see the README for what it needs)", :yellow
+        else
+          template "#{source}.tt", path
+        end
+      end
+
+      def model_path(class_name)
+        File.join("app/models", "#{class_name.underscore}.rb")
+      end
+
+      def chat_model
+        options[:chat_model].camelize
+      end
+
+      def message_model
+        options[:message_model].camelize
+      end
+
       def chats_table
-        options[:chats_table]
+        options[:chats_table] || chat_model.tableize.tr("/", "_")
       end
 
       def messages_table
-        options[:messages_table]
+        options[:messages_table] || message_model.tableize.tr("/", "_")
       end
 
       def attempts_table
@@ -43,6 +85,15 @@ module LlmFailover
       # The messages' reference to their chat: chat_id for the chats table.
       def chat_reference
         chats_table.singularize
+      end
+
+      # The association names the models declare.
+      def messages_association
+        messages_table
+      end
+
+      def chat_association
+        chat_reference
       end
 
       # Index names within PostgreSQL's 63 characters, as create_tables! names them.

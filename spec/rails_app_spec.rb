@@ -1,0 +1,104 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "fileutils"
+require "open3"
+require "tmpdir"
+require_relative "support/postgres_server"
+
+# A minimal Rails 7.2 app (spec/fixtures/rails_app, copied to a temp dir), driven
+# the way its developer would: `bin/rails generate llm_failover:install`, db:migrate,
+# jobs with a failover, the report. Every command is its own process (each boots the
+# app: ~2 s), so these examples are tagged :rails_app (rake sanitize leaves them out).
+RSpec.describe "a Rails 7.2 app", :rails_app do
+  fixture = File.expand_path("fixtures/rails_app", __dir__)
+  gem_root = File.expand_path("..", __dir__)
+
+  around do |example|
+    Dir.mktmpdir("llm_failover_app") do |dir|
+      @app = dir
+      FileUtils.cp_r(File.join(fixture, "."), dir)
+      FileUtils.mkdir_p(%w[storage log tmp db].map { |d| File.join(dir, d) })
+      example.run
+    end
+  end
+
+  def env
+    @env ||= { "BUNDLE_GEMFILE" => File.expand_path("../Gemfile", __dir__), "RAILS_ENV" => "development",
+               "OPENAI_API_KEY" => "sk-app-SECRET-1", "ANTHROPIC_API_KEY" => "sk-ant-app-SECRET-2",
+               "DATABASE_URL" => nil }
+  end
+
+  def run_in_app(*command)
+    output, status = Open3.capture2e(env, RbConfig.ruby, *command, chdir: @app)
+    expect(status).to be_success, "#{command.join(' ')} failed:\n#{output}"
+    output
+  end
+
+  def rails(*args)
+    run_in_app("bin/rails", *args)
+  end
+
+  def app_files
+    Dir.glob("**/*", base: @app).sort.reject { |f| f.start_with?("log/", "tmp/", "storage/") }
+       .select { |f| File.file?(File.join(@app, f)) }
+       .to_h { |f| [f, [File.read(File.join(@app, f)), File.mtime(File.join(@app, f))]] }
+  end
+
+  def exercise
+    output = rails("runner", "script/exercise.rb")
+    JSON.parse(output[/^RESULT (.*)$/, 1] || raise("no RESULT line in:\n#{output}"))
+  end
+
+  def expect_jobs_worked(result)
+    expect(result["partial_inserts"]).to be(true) # a default set after llm_failover's initializer
+    expect(result["acts_as"]).to eq([true, "has_many"])
+    expect(result["perform_now"]).to eq("backup answer")
+    expect(result["perform_now_rows"]).to eq([%w[user complete Hello], ["assistant", "complete", "backup answer"]])
+    # The retried job answered the same turn: one user row.
+    expect(result["retried_rows"]).to eq([["user", "complete", "Retry me"], ["assistant", "failed", ""],
+                                          ["assistant", "complete", "primary answer"]])
+    expect(result["async_rows"]).to eq(Array.new(8) do |i|
+      [["user", "complete", "Question #{i}"], ["assistant", "complete", "primary answer"]]
+    end)
+    expect(result["attempts"].count { |_, success| success }).to eq(10)
+    expect(result["started_at_classes"]).to eq(["Time"])
+    expect(result["inspect"]).to match(/input_tokens: \d+, output_tokens: \d+/)
+  end
+
+  it "is set up by the generator on SQLite (run twice), and runs jobs, the report and the CLI" do
+    output = rails("generate", "llm_failover:install")
+    expect(output).to include("db/migrate/", "app/models/chat.rb", "app/models/message.rb",
+                              "config/initializers/llm_failover.rb")
+    before = app_files
+    again = rails("generate", "llm_failover:install")
+    expect(again).to match(/exist.*create_llm_failover_tables/).and include("skip")
+    expect(app_files).to eq(before)
+
+    rails("db:migrate")
+    expect(File).to exist(File.join(@app, "storage/development.sqlite3"))
+    result = exercise
+    expect(result["adapter"]).to eq("sqlite3")
+    expect_jobs_worked(result)
+
+    log = File.read(File.join(@app, "log/development.log"))
+    expect(log).to match(/\["input_tokens", \d+\]/)
+    expect(log).not_to include('["input_tokens", "[FILTERED]"]')
+    expect(log).not_to include("SECRET")
+
+    report = rails("llm_failover:report", "SINCE=1d")
+    expect(report).to include("openai/gpt-4o", "anthropic/claude-sonnet-4-6")
+    cli = run_in_app(File.join(gem_root, "exe/llm_failover"), "report", "--since", "1d")
+    expect(cli).to eq(report)
+  end
+
+  it "migrates and runs the same jobs on PostgreSQL", skip: PostgresServer.missing_reason do
+    c = PostgresServer.config
+    env["DATABASE_URL"] = "postgres://#{c[:username]}@#{c[:host]}:#{c[:port]}/llm_failover_app"
+    rails("generate", "llm_failover:install")
+    rails("db:create", "db:migrate")
+    result = exercise
+    expect(result["adapter"]).to eq("postgresql")
+    expect_jobs_worked(result)
+  end
+end
