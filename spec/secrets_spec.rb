@@ -84,6 +84,58 @@ RSpec.describe "Secrets" do
       .to raise_error(LlmFailover::ConfigurationError) { |e| expect(leaks(e.message)).to eq([]) }
   end
 
+  describe "a key quoted near where a message or body is cut" do
+    key = "sk-QvZ9kXwTqJ4mB7nYcL2hR8sD5fG1pW6uE3aK0xV"
+    token = "otk-Hq7ZpR3wXk9VmT2bNc6L"
+    fragments = [key, token].flat_map { |s| (0..s.length - 4).map { |i| s[i, 4] } }.uniq
+
+    # The key starts `at` bytes into the page, the header value right after it.
+    def page(at, key, token)
+      "<html><body>#{'.' * (at - 12)}#{key} #{token}#{'.' * 200}</body></html>"
+    end
+
+    before do
+      LlmFailover.configure do |c|
+        c.provider :quoting, api: :openai, api_key: key, base_url: primary.base_url(:openai),
+                             headers: { "X-Org-Token" => token }
+      end
+    end
+
+    def failure(answer)
+      primary.enqueue(answer)
+      LlmFailover.chat(model: "gpt-4o", provider: :quoting, max_retries: 0).ask("Hi")
+      raise "expected a failure"
+    rescue LlmFailover::Error => e
+      e
+    end
+
+    {
+      "an HTML 500 page (the message quotes its first 200 bytes)" =>
+        [{ status: 500, body: nil, headers: { "content-type" => "text/html" } }, 170],
+      "a 200 that is not the protocol (the message quotes 80 bytes)" =>
+        [{ status: 200, body: nil, headers: { "content-type" => "text/html" } }, 60],
+      "an error body whose message outgrows the 1024-byte message cap" =>
+        [{ status: 500, body: :json, headers: { "content-type" => "application/json" } }, 1000],
+      "an error page longer than the 64 KiB kept of a body" =>
+        [{ status: 500, body: nil, headers: { "content-type" => "text/html" } }, 65_536 - 20]
+    }.each do |what, (answer, at)|
+      it "leaves no 4-byte fragment of a key or header value in #{what}" do
+        body = if answer[:body] == :json
+                 { error: { message: "#{'.' * at}#{key} #{'.' * 990}#{token}", type: "server_error" } }
+               else
+                 page(at, key, token)
+               end
+        error = failure(answer.merge(body: body))
+        texts = [error.message, error.body.to_s, error.inspect, error.full_message,
+                 error.attempts.map(&:to_h).to_s, log.string, JSON.generate(records.map(&:to_h))]
+        leaked = fragments.select { |f| texts.any? { |t| t.include?(f) } }
+        expect(leaked).to eq([])
+        expect(error.message).to include("[REDACTED]") unless at > 60_000
+        expect(records.size).to eq(1)
+      end
+    end
+  end
+
   it "still sends the key to the provider, where it belongs" do
     failover_chat.ask("Hi")
     expect(primary.requests.last.headers["authorization"]).to eq("Bearer sk-test-SECRET123")

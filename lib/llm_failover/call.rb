@@ -95,7 +95,7 @@ module LlmFailover
       record = AttemptRecord.new(
         request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
         feature: @feature, success: success, error_class: attempt[:error_class],
-        error_message: success ? nil : redact(attempt[:error_message]), http_status: attempt[:http_status],
+        error_message: success ? nil : attempt[:error_message], http_status: attempt[:http_status],
         failover_eligible: attempt[:failover_eligible], retry_after: attempt[:retry_after],
         latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
         input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
@@ -215,7 +215,7 @@ module LlmFailover
 
       fail_stored_message(target)
       error = build_error(result[:error_class], result[:message], target,
-                          status: result[:status], body: redact(result[:body]), retry_after: result[:retry_after],
+                          status: result[:status], body: result[:body], retry_after: result[:retry_after],
                           retryable: result[:retryable], partial_content: restored(result[:partial_content]),
                           provider_request_id: result[:provider_request_id], error_type: result[:error_type],
                           error_code: result[:error_code], phase: result[:phase])
@@ -228,8 +228,8 @@ module LlmFailover
     def build_error(klass, message, target, phase: nil, **details)
       klass = Error unless klass.is_a?(Class) && klass <= Error
       details[:phase] = phase if klass <= TimeoutError
-      klass.new(redact(message), provider: target.name, model: target.model, request_id: @request_id,
-                                 attempts: @records.dup.freeze, **details)
+      klass.new(message, provider: target.name, model: target.model, request_id: @request_id,
+                 attempts: @records.dup.freeze, **details)
     end
 
     # The last error of the target tried before the one whose error is final, so that
@@ -270,18 +270,6 @@ module LlmFailover
       else
         @store.fail_assistant(assistant_message(@last_target || 0))
       end
-    end
-
-    # The engine promises messages without keys; a provider's body may still quote
-    # one back, and that must not reach an exception or a record either.
-    def redact(text)
-      return text unless text.is_a?(String)
-
-      @targets.each do |t|
-        secrets = [t.provider.api_key] + t.provider.headers.values.select { |v| v.length >= 8 }
-        secrets.each { |s| text = text.gsub(s, ProviderConfig::REDACTED) if text.include?(s) }
-      end
-      text
     end
 
     def log(level, message)

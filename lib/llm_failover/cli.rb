@@ -68,7 +68,6 @@ module LlmFailover
       @input = input
       @env = env
       @command = nil
-      @secrets = []
     end
 
     # @return [Integer] the exit code
@@ -205,7 +204,8 @@ module LlmFailover
     end
 
     # The provider a role (:primary, :backup) names, with its key read from the
-    # environment. The key's value goes to the gem and to the redactor, nowhere else.
+    # environment. The key's value goes to the gem, nowhere else (the core redacts what a
+    # provider quotes back).
     def target(opts, role)
       prefix = role == :backup ? "backup_" : ""
       flag = role == :backup ? "--backup-" : "--"
@@ -229,7 +229,6 @@ module LlmFailover
         raise UsageError.new("set #{key_env} to the API key for provider #{name}", hint: false)
       end
 
-      @secrets << key
       { role: role, name: name.to_sym, api: api, base_url: base_url, key: key, key_env: key_env, model: model }
     end
 
@@ -274,7 +273,7 @@ module LlmFailover
       OK
     rescue LlmFailover::Error => e
       printer&.finish
-      error_line("#{e.class.name}: #{redact(e.message)}")
+      error_line("#{e.class.name}: #{e.message}")
       report_attempts(e.attempts, color: color)
       FAILED
     end
@@ -297,7 +296,7 @@ module LlmFailover
       end
       LlmFailover.configuration.providers
     rescue LlmFailover::ConfigurationError => e
-      raise UsageError, redact(e.message)
+      raise UsageError, e.message
     end
 
     def build_chat(opts, primary, backup)
@@ -306,7 +305,7 @@ module LlmFailover
                        backup_model: backup&.fetch(:model), backup_provider: backup&.fetch(:name),
                        feature: "cli", **overrides)
     rescue LlmFailover::ConfigurationError, LlmFailover::ModelNotFoundError, ArgumentError => e
-      raise UsageError, redact(e.message)
+      raise UsageError, e.message
     end
 
     # Names the key's variable, never its value.
@@ -328,7 +327,7 @@ module LlmFailover
       records = Array(records)
       unless records.empty?
         @err.puts
-        AttemptsTable.new(records, color: color).lines.each { |line| @err.puts(redact(line)) }
+        AttemptsTable.new(records, color: color).lines.each { |line| @err.puts(line) }
       end
       @err.puts(summary) if summary
     end
@@ -368,14 +367,7 @@ module LlmFailover
 
     def error_line(message)
       prefix = COMMANDS.include?(@command) && @command != "help" ? "llm_failover #{@command}" : "llm_failover"
-      @err.puts("#{prefix}: #{redact(message)}")
-    end
-
-    # Whatever a provider or a library said, the keys this process read never leave it.
-    def redact(text)
-      text = text.to_s
-      @secrets.each { |s| text = text.gsub(s, "[REDACTED]") if s.length >= 4 }
-      text
+      @err.puts("#{prefix}: #{message}")
     end
 
     def plural(count, word)

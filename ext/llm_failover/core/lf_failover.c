@@ -58,6 +58,8 @@ typedef struct lf_call {
      * and failing over resets. So that attempt's answer text is the partial
      * output, and is not kept twice. */
     int delivered;
+    const lf_target *targets;   /* every target: their secrets are redacted */
+    size_t n_targets;
 } lf_call;
 
 /* One HTTP attempt. */
@@ -315,28 +317,82 @@ static const char *lf_api_name(lf_api api)
     return api == LF_API_ANTHROPIC ? "Anthropic messages" : "OpenAI chat completions";
 }
 
-/* Providers quote a wrong key back ("Incorrect API key provided: sk-..."):
- * no key may leave the core in a message, a record or an error body. */
-static void lf_scrub_key(lf_buf *b, const char *key)
+/* The one rule for secrets. Providers quote a wrong key back ("Incorrect API
+ * key provided: sk-..."), and an error page may echo a request header: no
+ * secret of the call may leave the core in a message, a record, an error
+ * body or an error type or code, whole or in part. The secrets are every
+ * target's api_key and its header values of LF_SECRET_HEADER_MIN bytes or
+ * more (shorter values are settings such as "2023-06-01", not secrets).
+ * Everything a provider sent is redacted here before any message quotes or
+ * cuts it: once cut, a key is no longer found. */
+#define LF_SECRET_HEADER_MIN 8
+#define LF_SECRET_TAIL_MIN 4
+
+static const char lf_redacted[] = "[REDACTED]";
+
+/* Replaces every occurrence of secret in b; with cut, also a tail of b that
+ * is the secret's first LF_SECRET_TAIL_MIN or more bytes (b was cut there). */
+static void lf_redact_one(lf_buf *b, const char *secret, size_t slen, int cut)
 {
-    static const char mask[] = "[REDACTED]";
-    size_t klen = key ? strlen(key) : 0;
     lf_buf out;
     const char *p, *hit, *end;
+    size_t k;
 
-    if (klen < 4 || !b->len) return;
-    if (!memmem(b->ptr, b->len, key, klen)) return;
-    lf_buf_init(&out);
-    p = b->ptr;
-    end = b->ptr + b->len;
-    while ((hit = memmem(p, (size_t)(end - p), key, klen)) != NULL) {
-        lf_buf_append(&out, p, (size_t)(hit - p));
-        lf_buf_append(&out, mask, sizeof mask - 1);
-        p = hit + klen;
+    if (!b->len) return;
+    if (memmem(b->ptr, b->len, secret, slen)) {
+        lf_buf_init(&out);
+        p = b->ptr;
+        end = b->ptr + b->len;
+        while ((hit = memmem(p, (size_t)(end - p), secret, slen)) != NULL) {
+            lf_buf_append(&out, p, (size_t)(hit - p));
+            lf_buf_append(&out, lf_redacted, sizeof lf_redacted - 1);
+            p = hit + slen;
+        }
+        lf_buf_append(&out, p, (size_t)(end - p));
+        lf_buf_free(b);
+        *b = out;
     }
-    lf_buf_append(&out, p, (size_t)(end - p));
-    lf_buf_free(b);
-    *b = out;
+    for (k = slen - 1; cut && k >= LF_SECRET_TAIL_MIN; k--) {
+        if (b->len >= k && memcmp(b->ptr + b->len - k, secret, k) == 0) {
+            b->len -= k;
+            b->ptr[b->len] = '\0';
+            lf_buf_append(b, lf_redacted, sizeof lf_redacted - 1);
+            break;
+        }
+    }
+}
+
+static void lf_redact(const lf_call *c, lf_buf *b, int cut)
+{
+    size_t i, k, n;
+    const char *v;
+
+    for (i = 0; i < c->n_targets; i++) {
+        const lf_target *t = &c->targets[i];
+
+        n = t->api_key ? strlen(t->api_key) : 0;
+        if (n >= LF_SECRET_TAIL_MIN) lf_redact_one(b, t->api_key, n, cut);
+        for (k = 0; k < t->n_headers; k++) {
+            v = t->headers[k] ? strstr(t->headers[k], ": ") : NULL;
+            if (!v) continue;
+            v += 2;
+            n = strlen(v);
+            if (n >= LF_SECRET_HEADER_MIN) lf_redact_one(b, v, n, cut);
+        }
+    }
+}
+
+/* What the provider sent, as far as it has been read. The body was cut
+ * when it outgrew max_response_bytes. */
+static void lf_redact_attempt(const lf_call *c, lf_attempt *a)
+{
+    lf_redact(c, &a->body, a->resp.too_large);
+    lf_redact(c, &a->werr.type, 0);
+    lf_redact(c, &a->werr.code, 0);
+    lf_redact(c, &a->werr.message, 0);
+    lf_redact(c, &a->stream.error.type, 0);
+    lf_redact(c, &a->stream.error.code, 0);
+    lf_redact(c, &a->stream.error.message, 0);
 }
 
 /* Decides what the finished exchange amounts to: success, or the facts of
@@ -376,6 +432,7 @@ static void lf_judge(lf_call *c, lf_attempt *a)
         }
     }
 
+    lf_redact_attempt(c, a);
     if (f.transfer == LF_T_OK && lf_is_2xx(r->status)) {
         if (a->mode == LF_MODE_SSE) {
             if (a->stream_rc == LF_STREAM_ERROR) {
@@ -398,6 +455,7 @@ static void lf_judge(lf_call *c, lf_attempt *a)
         } else {
             int rc = lf_wire_parse_response(a->target->api, a->body.ptr ? a->body.ptr : "", a->body.len,
                                             &a->answer, &a->werr);
+            lf_redact_attempt(c, a);   /* the error read from it, \u escapes undone */
             if (rc == LF_WIRE_OK) {
                 a->success = 1;
                 /* A streamed call answered with a plain body still shows its
@@ -426,6 +484,7 @@ static void lf_judge(lf_call *c, lf_attempt *a)
         /* An error status (the body may have been cut short: still judge by the status). */
         f.transfer = LF_T_OK;
         have_err = lf_wire_parse_error(a->body.ptr ? a->body.ptr : "", a->body.len, &a->werr);
+        lf_redact_attempt(c, a);
         if (have_err && a->werr.message.len)
             lf_msg(&a->message, "HTTP %ld: %s", r->status, lf_buf_cstr(&a->werr.message));
         else if (a->body.len)
@@ -481,9 +540,6 @@ static void lf_judge(lf_call *c, lf_attempt *a)
     a->verdict = lf_classify(&f);
     if (a->verdict.kind == LF_E_CONTEXT_LENGTH && c->pol->failover_on_context_length)
         a->verdict.failover = 1;
-    lf_scrub_key(&a->message, a->target->api_key);
-    lf_scrub_key(&a->body, a->target->api_key);
-    lf_scrub_key(&a->werr.message, a->target->api_key);
     a->retry_after = lf_retry_after_seconds(r->retry_after.len ? r->retry_after.ptr : NULL,
                                             r->retry_after_ms.len ? r->retry_after_ms.ptr : NULL,
                                             time(NULL));
@@ -704,6 +760,8 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     memset(&call, 0, sizeof(call));
     call.pol = pol;
     call.l = l;
+    call.targets = targets;
+    call.n_targets = n_targets;
     call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)lf_current_pid();
     if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;
 

@@ -42,7 +42,7 @@ module LlmFailover
       end
 
       # Only the record's fields: no headers, no keys (the record holds none; Call
-      # redacts error messages before they reach it).
+      # the C core redacts error messages before they reach it).
       def row(record)
         columns = Attempt::COLUMNS
         columns -= Attempt::LATER_COLUMNS.reject { |c| model.column_names.include?(c.to_s) }
