@@ -162,6 +162,11 @@ end
 
 RSpec.configure do |config|
   config.include ArSpec::Helpers, :active_record
+  # A group's before(:all) (tables of its own) runs on its group's database too, not on
+  # whichever database the previous example left connected.
+  config.before(:all, :active_record) do
+    ArSpec.use(self.class.metadata[:db] || :sqlite)
+  end
   config.before(:each, :active_record) do |example|
     ArSpec.use(example.metadata[:db] || :sqlite)
     clean_tables
