@@ -21,6 +21,8 @@ require "llm_failover/memory_cache"
 require "llm_failover/response_cache"
 require "llm_failover/text"
 require "llm_failover/scrubber"
+require "llm_failover/circuit_event"
+require "llm_failover/memory_state_store"
 require "llm_failover/call"
 require "llm_failover/idempotency"
 require "llm_failover/chat"
@@ -37,6 +39,9 @@ module LlmFailover
   # must be a Configuration option and overrides it for this chat only.
   CHAT_OPTIONS = %i[model provider backup_model backup_provider quota quota_used enforce_quota feature
                     store temperature max_tokens system instructions cache cache_namespace scrub].freeze
+
+  # Loaded on first use: only apps that share state through Redis need redis-client.
+  autoload :RedisStateStore, "llm_failover/redis_state_store"
 
   @lock = Mutex.new
 
@@ -81,6 +86,14 @@ module LlmFailover
     # @return [Engine]
     def engine
       @engine || @lock.synchronize { @engine ||= Engine.new }
+    end
+
+    # Each known target's circuit, from the configured state store (Redis's view of
+    # the fleet with a RedisStateStore).
+    # @return [Array<Hash>] :provider, :model, :state (:closed, :open, :half_open),
+    #   :failures, :opened_at, :cooldown_until, :last_error
+    def health
+      configuration.state_store.health
     end
 
     # @api private: the process-wide on_chain_exhausted throttle

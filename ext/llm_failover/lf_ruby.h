@@ -11,6 +11,7 @@ void lf_init_errors(VALUE mod);
 void lf_init_engine(VALUE mod);
 void lf_init_quota(VALUE mod);
 void lf_init_sse_parser(VALUE mod);
+void lf_init_circuit(VALUE mod);
 
 /* The Ruby error class for a core error kind (LlmFailover::Error for kinds
  * without a class of their own). Looked up once at load. */

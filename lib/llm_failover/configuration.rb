@@ -27,7 +27,11 @@ module LlmFailover
       logger: nil,
       cache: nil,
       cache_ttl: 86_400,
-      scrubber: nil
+      scrubber: nil,
+      circuit_threshold: 5,
+      circuit_cooldown: 60,
+      state_store: nil,
+      on_circuit_change: nil
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -42,6 +46,7 @@ module LlmFailover
     def initialize
       @providers = {}
       DEFAULTS.each { |name, value| instance_variable_set(:"@#{name}", value) }
+      @state_store = MemoryStateStore.new
     end
 
     # Declares (or redeclares) a provider.
@@ -172,6 +177,38 @@ module LlmFailover
     # Seconds a cached answer lives; nil leaves it to the store.
     def cache_ttl=(value)
       @cache_ttl = value.nil? ? nil : number(:cache_ttl, value, positive: true)
+    end
+
+    # Consecutive counted failed attempts of one target that open its circuit; 0
+    # turns the breaker off.
+    def circuit_threshold=(value)
+      @circuit_threshold = integer(:circuit_threshold, value, min: 0)
+    end
+
+    # Seconds a circuit stays open before one request probes it (fractions allowed).
+    def circuit_cooldown=(value)
+      @circuit_cooldown = number(:circuit_cooldown, value, positive: true)
+    end
+
+    # Where circuit state lives: a MemoryStateStore (per process, the default), a
+    # RedisStateStore (a fleet), or any object speaking their protocol.
+    def state_store=(value)
+      missing = %i[admit record health claim].reject { |m| value.respond_to?(m) }
+      unless missing.empty?
+        raise ConfigurationError, "state_store must respond to #{missing.join(', ')} " \
+                                  "(a LlmFailover::MemoryStateStore or RedisStateStore), got #{value.class}"
+      end
+
+      @state_store = value
+    end
+
+    # A callable given a CircuitEvent whenever a target's circuit changes state.
+    def on_circuit_change=(value)
+      unless value.nil? || value.respond_to?(:call)
+        raise ConfigurationError, "on_circuit_change must respond to #call, got #{value.class}"
+      end
+
+      @on_circuit_change = value
     end
 
     # Where the gem's own warnings go (a failing sink, a failing alert callback).

@@ -1,0 +1,126 @@
+#include "lf_circuit.h"
+
+#include <string.h>
+
+#include "lf_banned.h"
+
+int lf_circuit_counts(lf_kind kind)
+{
+    switch (kind) {
+    case LF_E_RATE_LIMIT:
+    case LF_E_SERVER:
+    case LF_E_SERVICE_UNAVAILABLE:
+    case LF_E_OVERLOADED:
+    case LF_E_TIMEOUT:
+    case LF_E_CONNECTION:
+    case LF_E_STREAM_INTERRUPTED:
+    case LF_E_INVALID_RESPONSE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval)
+{
+    if (!lf_circuit_counts(kind) || !(retry_after > max_interval)) return 0;
+    return retry_after;
+}
+
+static void lf_change(lf_circuit_change *chg, lf_circuit_state from, lf_circuit_state to, lf_circuit_reason why)
+{
+    chg->from = from;
+    chg->to = to;
+    chg->reason = why;
+}
+
+lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circuit_change *chg)
+{
+    lf_change(chg, c->state, c->state, LF_REASON_NONE);
+    switch (c->state) {
+    case LF_CIRCUIT_CLOSED:
+        return LF_ROUTE_SEND;
+    case LF_CIRCUIT_OPEN:
+        if (now < c->until) return LF_ROUTE_SKIP;
+        c->state = LF_CIRCUIT_HALF_OPEN;
+        c->probe_until = 0;
+        lf_change(chg, LF_CIRCUIT_OPEN, LF_CIRCUIT_HALF_OPEN, LF_REASON_COOLDOWN);
+        /* the first call after the cooldown probes */
+        __attribute__((fallthrough));
+    case LF_CIRCUIT_HALF_OPEN:
+    default:
+        if (c->probe_until > now) return LF_ROUTE_SKIP;
+        c->probe_until = now + probe_ttl;
+        return LF_ROUTE_PROBE;
+    }
+}
+
+int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
+                      lf_circuit_change *chg)
+{
+    lf_circuit_state from = c->state;
+    double until;
+
+    lf_change(chg, from, from, LF_REASON_NONE);
+    if (success) {
+        c->failures = 0;
+        if (from == LF_CIRCUIT_CLOSED) return 0;
+        c->state = LF_CIRCUIT_CLOSED;
+        c->opened_at = c->until = c->probe_until = 0;
+        lf_change(chg, from, LF_CIRCUIT_CLOSED, LF_REASON_SUCCESS);
+        return 1;
+    }
+    c->failures++;
+    switch (from) {
+    case LF_CIRCUIT_HALF_OPEN:
+        c->state = LF_CIRCUIT_OPEN;
+        c->until = now + (hold > cooldown ? hold : cooldown);
+        c->probe_until = 0;
+        lf_change(chg, from, LF_CIRCUIT_OPEN, LF_REASON_PROBE_FAILED);
+        return 1;
+    case LF_CIRCUIT_OPEN:
+        /* Attempts that were under way when it opened: a longer Retry-After
+         * still moves the end of the cooldown. */
+        if (hold > 0 && now + hold > c->until) c->until = now + hold;
+        return 0;
+    case LF_CIRCUIT_CLOSED:
+    default:
+        if (threshold > 0 && c->failures >= threshold) {
+            until = now + (hold > cooldown ? hold : cooldown);
+            lf_change(chg, from, LF_CIRCUIT_OPEN, LF_REASON_THRESHOLD);
+        } else if (hold > 0) {
+            until = now + hold;
+            lf_change(chg, from, LF_CIRCUIT_OPEN, LF_REASON_RETRY_AFTER);
+        } else {
+            return 0;
+        }
+        c->state = LF_CIRCUIT_OPEN;
+        c->opened_at = now;
+        c->until = until;
+        c->probe_until = 0;
+        return 1;
+    }
+}
+
+const char *lf_circuit_state_name(lf_circuit_state s)
+{
+    switch (s) {
+    case LF_CIRCUIT_OPEN: return "open";
+    case LF_CIRCUIT_HALF_OPEN: return "half_open";
+    case LF_CIRCUIT_CLOSED:
+    default: return "closed";
+    }
+}
+
+const char *lf_circuit_reason_name(lf_circuit_reason r)
+{
+    switch (r) {
+    case LF_REASON_THRESHOLD: return "threshold";
+    case LF_REASON_RETRY_AFTER: return "retry_after";
+    case LF_REASON_COOLDOWN: return "cooldown_elapsed";
+    case LF_REASON_PROBE_FAILED: return "probe_failed";
+    case LF_REASON_SUCCESS: return "success";
+    case LF_REASON_NONE:
+    default: return NULL;
+    }
+}

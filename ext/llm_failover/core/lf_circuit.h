@@ -1,0 +1,77 @@
+/* The circuit breaker's rules: which failed attempts count against a target
+ * (provider + model), when its circuit opens, when one request may probe it,
+ * and what a Retry-After asks of the whole fleet. The state itself lives in a
+ * store (the host's): these functions only move one lf_circuit from one state
+ * to the next. RedisStateStore's Lua scripts (lib/llm_failover/
+ * redis_state_store.rb) run the same transitions inside Redis, where a fleet
+ * needs them atomic; spec/state_store_spec.rb holds both to one contract. */
+#ifndef LF_CIRCUIT_H
+#define LF_CIRCUIT_H
+
+#include "lf_classify.h"
+
+typedef enum lf_circuit_state {
+    LF_CIRCUIT_CLOSED = 0,
+    LF_CIRCUIT_OPEN,          /* no request until `until` (a cooldown or a Retry-After) */
+    LF_CIRCUIT_HALF_OPEN      /* one request probes; the others stay away */
+} lf_circuit_state;
+
+/* What a call may do with a target. */
+typedef enum lf_route {
+    LF_ROUTE_SEND = 0,        /* closed: send, retry as the policy says */
+    LF_ROUTE_SKIP,            /* open, or half-open with the probe taken elsewhere */
+    LF_ROUTE_PROBE            /* this call holds the probe: one request, no retry */
+} lf_route;
+
+typedef enum lf_circuit_reason {
+    LF_REASON_NONE = 0,
+    LF_REASON_THRESHOLD,      /* closed -> open: threshold consecutive counted failures */
+    LF_REASON_RETRY_AFTER,    /* closed -> open: a Retry-After longer than retry_max_interval */
+    LF_REASON_COOLDOWN,       /* open -> half_open: the cooldown elapsed */
+    LF_REASON_PROBE_FAILED,   /* half_open -> open */
+    LF_REASON_SUCCESS         /* open or half_open -> closed: an attempt succeeded */
+} lf_circuit_reason;
+
+typedef struct lf_circuit {
+    lf_circuit_state state;
+    int failures;             /* consecutive counted failures */
+    double opened_at;         /* epoch seconds the incident began; 0 when closed */
+    double until;             /* open until then (epoch seconds) */
+    double probe_until;       /* a probe is out until then; 0 when none */
+} lf_circuit;
+
+typedef struct lf_circuit_change {
+    lf_circuit_state from, to;
+    lf_circuit_reason reason;
+} lf_circuit_change;
+
+/* 1 when a failed attempt of this kind counts against its target: the
+ * provider-side, failover-eligible classes (rate limit, 5xx, overloaded,
+ * timeout, connection reset, interrupted stream, invalid response). Never a
+ * deterministic 4xx, a refused connection (configuration drift), an empty
+ * account or a call the host stopped (interrupt, exception in a block, cancel). */
+int lf_circuit_counts(lf_kind kind);
+
+/* Seconds of shared cooldown a failed attempt asks for: its Retry-After when
+ * that is longer than `max_interval` (the longest the policy would sleep),
+ * else 0. */
+double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval);
+
+/* Whether a call may send to the target at `now`. An open circuit whose
+ * cooldown has elapsed turns half-open; a half-open circuit whose probe is
+ * free hands the probe to this call (for `probe_ttl` seconds, after which a
+ * lost probe frees it). Fills *chg (reason NONE when nothing changed). */
+lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circuit_change *chg);
+
+/* Applies an attempt's outcome: `success`, or a counted failure asking for
+ * `hold` seconds of cooldown. `threshold` > 0; `cooldown` in seconds. Returns
+ * 1 and fills *chg when the state changed. */
+int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
+                      lf_circuit_change *chg);
+
+/* "closed", "open", "half_open" */
+const char *lf_circuit_state_name(lf_circuit_state s);
+/* "threshold", "retry_after", "cooldown_elapsed", "probe_failed", "success"; NULL for NONE */
+const char *lf_circuit_reason_name(lf_circuit_reason r);
+
+#endif

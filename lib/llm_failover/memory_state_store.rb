@@ -1,0 +1,123 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # Provider health kept in this process: one Circuit per target (its rules are the
+  # C core's), Retry-After cooldowns, the half-open probe and alert windows. Thread
+  # safe (one Mutex; nothing slow runs under it).
+  #
+  # Fork safe: a forked child (a Puma or Sidekiq worker) starts with a copy of the
+  # parent's circuits as they were at the fork (an outage the parent saw is still an
+  # outage), without the parent's probe (the parent will report on it, the child never
+  # will) and with a lock of its own. From then on parent and child learn apart: use a
+  # RedisStateStore to share.
+  #
+  # The state-store protocol (RedisStateStore speaks it too; any object that does may
+  # be a c.state_store):
+  #   admit(keys, probe_ttl)  -> [[route, failures, change], ...] one per key;
+  #                              route 0 send, 1 skip, 2 probe (the caller holds it)
+  #   record(key, threshold, cooldown, success, hold, error_class) -> [open, change]
+  #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
+  # A key is "provider:model"; a change is [from, to, reason] or nil.
+  class MemoryStateStore
+    def initialize
+      @lock = Mutex.new
+      @pid = Process.pid
+      @circuits = {}    # key => Circuit
+      @last_errors = {} # key => error class name
+      @claims = {}      # name => monotonic expiry
+    end
+
+    # @return [Array<Array(Integer, Integer, Array, nil)>]
+    def admit(keys, probe_ttl)
+      now = Time.now.to_f
+      synchronize do
+        keys.map do |key|
+          circuit = @circuits[key]
+          if circuit
+            route = circuit.admit(now, probe_ttl)
+            [route, circuit.failures, circuit.last_change]
+          else
+            CLOSED
+          end
+        end
+      end
+    end
+
+    # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
+    def record(key, threshold, cooldown, success, hold, error_class)
+      now = Time.now.to_f
+      synchronize do
+        circuit = @circuits[key]
+        return NO_CHANGE if circuit.nil? && success
+
+        circuit ||= (@circuits[key] = Circuit.new)
+        @last_errors[key] = error_class unless success
+        circuit.record(now, threshold, cooldown, success, hold)
+        [circuit.state != :closed, circuit.last_change]
+      end
+    end
+
+    # Each known target's circuit.
+    # @return [Array<Hash>] :provider, :model, :state, :failures, :opened_at,
+    #   :cooldown_until, :last_error
+    def health
+      synchronize do
+        @circuits.map do |key, c|
+          provider, model = key.split(":", 2)
+          { provider: provider.to_sym, model: model, state: c.state, failures: c.failures,
+            opened_at: c.opened_at && Time.at(c.opened_at), cooldown_until: c.cooldown_until && Time.at(c.cooldown_until),
+            last_error: @last_errors[key] }
+        end
+      end
+    end
+
+    # True for the first caller of +name+ within +ttl+ seconds (alert dedupe).
+    def claim(name, ttl)
+      now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      synchronize do
+        expiry = @claims[name]
+        return false if expiry && now < expiry
+
+        @claims.delete_if { |_, t| t <= now } if @claims.size > 1000
+        @claims[name] = now + ttl
+        true
+      end
+    end
+
+    # Forgets everything (specs).
+    def clear
+      synchronize do
+        @circuits.clear
+        @last_errors.clear
+        @claims.clear
+      end
+      nil
+    end
+
+    # Shared with other processes: false, each process has its own.
+    def shared?
+      false
+    end
+
+    def inspect
+      "#<#{self.class.name} targets=#{@circuits.size}>"
+    end
+
+    CLOSED = [0, 0, nil].freeze
+    NO_CHANGE = [false, nil].freeze
+    private_constant :CLOSED, :NO_CHANGE
+
+    private
+
+    def synchronize(&block)
+      after_fork if Process.pid != @pid
+      @lock.synchronize(&block)
+    end
+
+    def after_fork
+      @lock = Mutex.new
+      @pid = Process.pid
+      @circuits.each_value(&:release_probe)
+    end
+  end
+end

@@ -1,0 +1,288 @@
+# frozen_string_literal: true
+
+require "digest/sha1"
+
+begin
+  require "redis-client"
+rescue LoadError
+  raise LoadError, "LlmFailover::RedisStateStore needs the redis-client gem: add `gem \"redis-client\"` to your Gemfile"
+end
+
+module LlmFailover
+  # Provider health shared by every process (and host) pointed at one Redis: circuit
+  # state and counts, Retry-After cooldowns, the half-open probe lock and the alert
+  # dedupe. Speaks MemoryStateStore's protocol.
+  #
+  # Keys (every one with a TTL; the keys of one target share a hash tag, so each
+  # script touches one slot and works on Redis Cluster):
+  #   NS:{provider:model}:circuit  hash: state, failures, opened_at, until (epoch s),
+  #                                last_error, updated_at. TTL: a day past its last
+  #                                write (longer when a cooldown is longer).
+  #   NS:{provider:model}:probe    the half-open probe lock: SET NX PX, for one
+  #                                cooldown; deleted when the probe reports.
+  #   NS:{alert:feature:class}     one on_chain_exhausted per window: SET NX PX.
+  # The scripts below run lf_circuit.c's transitions inside Redis, on Redis's clock
+  # (TIME), so that hosts whose clocks differ agree; spec/state_store_spec.rb holds
+  # both stores to the same contract.
+  #
+  # A call costs one round trip on the happy path: one pipelined EVALSHA per target,
+  # read-only while the circuit is closed (a success is written only when the target
+  # had failures). When Redis is down or slower than the budget (50 ms), the call goes
+  # on with this process's own MemoryStateStore: one warning per outage, nothing
+  # raised, sharing resumes when Redis answers again (retried at most once a second).
+  class RedisStateStore
+    BUDGET = 0.05 # seconds: connect, read and write timeouts
+    RETRY_AFTER = 1.0 # seconds between attempts to reach a Redis that failed
+    DAY_MS = 86_400_000
+
+    # Mirrors lf_circuit_admit. KEYS: circuit, probe. ARGV: probe ttl (ms).
+    # Returns {route, failures, changed}: route 0 send, 1 skip, 2 probe.
+    ADMIT = <<~LUA
+      local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
+      local state, failures = st[1], tonumber(st[2]) or 0
+      if not state or state == 'closed' then return {0, failures, 0} end
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+      local changed = 0
+      if state == 'open' then
+        if now < (tonumber(st[3]) or 0) then return {1, failures, 0} end
+        redis.call('HSET', KEYS[1], 'state', 'half_open')
+        redis.call('DEL', KEYS[2])
+        changed = 1
+      end
+      if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return {2, failures, changed} end
+      return {1, failures, changed}
+    LUA
+
+    # Mirrors lf_circuit_record. KEYS: circuit, probe. ARGV: threshold, cooldown (s),
+    # success (0/1), hold (s), error class, key ttl (ms). Returns {from, to, reason}.
+    RECORD = <<~LUA
+      local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until', 'opened_at')
+      local state = st[1] or 'closed'
+      local failures = tonumber(st[2]) or 0
+      if ARGV[3] == '1' then
+        if state == 'closed' then
+          if failures > 0 then redis.call('HSET', KEYS[1], 'failures', 0) end
+          return {state, state, ''}
+        end
+        redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'opened_at', 0, 'until', 0)
+        redis.call('DEL', KEYS[2])
+        redis.call('PEXPIRE', KEYS[1], ARGV[6])
+        return {state, 'closed', 'success'}
+      end
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+      local threshold, cooldown, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+      local to, reason = state, ''
+      local untl, opened = tonumber(st[3]) or 0, tonumber(st[4]) or 0
+      failures = failures + 1
+      if state == 'half_open' then
+        to, reason, untl = 'open', 'probe_failed', now + math.max(hold, cooldown)
+        redis.call('DEL', KEYS[2])
+      elseif state == 'open' then
+        if hold > 0 and now + hold > untl then untl = now + hold end
+      elseif threshold > 0 and failures >= threshold then
+        to, reason, untl, opened = 'open', 'threshold', now + math.max(hold, cooldown), now
+        redis.call('DEL', KEYS[2])
+      elseif hold > 0 then
+        to, reason, untl, opened = 'open', 'retry_after', now + hold, now
+        redis.call('DEL', KEYS[2])
+      end
+      redis.call('HSET', KEYS[1], 'state', to, 'failures', failures, 'until', string.format('%.6f', untl),
+                 'opened_at', string.format('%.6f', opened), 'last_error', ARGV[5],
+                 'updated_at', string.format('%.6f', now))
+      redis.call('PEXPIRE', KEYS[1], ARGV[6])
+      return {state, to, reason}
+    LUA
+
+    SCRIPTS = { admit: ADMIT, record: RECORD }.freeze
+    SHAS = SCRIPTS.transform_values { |src| Digest::SHA1.hexdigest(src) }.freeze
+
+    attr_reader :namespace
+
+    # @param url [String] redis://, rediss:// or unix:// (redis-client's own URL
+    #   handling: TLS, passwords, database numbers)
+    # @param namespace [String] the prefix of every key
+    # @param logger [#warn, nil] where outage warnings go (Kernel#warn when nil)
+    # @param pool_size [Integer] connections per process (per fork)
+    def initialize(url: ENV.fetch("REDIS_URL", "redis://127.0.0.1:6379"), namespace: "llm_failover",
+                   logger: nil, pool_size: 5, budget: BUDGET)
+      raise ConfigurationError, "namespace must be a non-empty String" unless namespace.is_a?(String) && !namespace.empty?
+
+      @config = RedisClient.config(url: url, connect_timeout: budget, read_timeout: budget, write_timeout: budget,
+                                   reconnect_attempts: 0)
+      @namespace = namespace
+      @logger = logger
+      @pool_size = pool_size
+      @budget = budget
+      @fallback = MemoryStateStore.new
+      @lock = Mutex.new
+      @pid = nil
+      @pool = nil
+      @down_until = nil # monotonic: Redis failed, not asked again before then
+      @down = false
+    end
+
+    def admit(keys, probe_ttl)
+      ttl_ms = ms(probe_ttl)
+      shared(:admit, keys, probe_ttl) do |redis|
+        replies = redis.pipelined do |p|
+          keys.each { |key| p.call("EVALSHA", SHAS[:admit], 2, circuit_key(key), probe_key(key), ttl_ms) }
+        end
+        replies.map do |route, failures, changed|
+          [route, failures, changed == 1 ? %i[open half_open cooldown_elapsed] : nil]
+        end
+      end
+    end
+
+    def record(key, threshold, cooldown, success, hold, error_class)
+      key_ttl = [DAY_MS, ms(2 * (cooldown + hold))].max
+      shared(:record, key, threshold, cooldown, success, hold, error_class) do |redis|
+        from, to, reason = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key), threshold,
+                                      cooldown.to_f, success ? 1 : 0, hold.to_f, error_class.to_s, key_ttl)
+        [to != "closed", reason.empty? ? nil : [from.to_sym, to.to_sym, reason.to_sym]]
+      end
+    end
+
+    # Every target with a circuit in this namespace, read from Redis (the process's own
+    # state when Redis cannot be reached).
+    def health
+      shared(:health) do |redis|
+        now = redis.call("TIME").then { |s, us| s.to_i + us.to_i / 1e6 }
+        keys = redis.scan("MATCH", "#{@namespace}:{*}:circuit", "COUNT", 1000).to_a
+        keys.sort.map do |k|
+          h = redis.call("HGETALL", k)
+          provider, model = k.delete_prefix("#{@namespace}:{").delete_suffix("}:circuit").split(":", 2)
+          state = (h["state"] || "closed").to_sym
+          state = :half_open if state == :open && h["until"].to_f <= now
+          { provider: provider.to_sym, model: model, state: state, failures: h["failures"].to_i,
+            opened_at: time_or_nil(h["opened_at"]), cooldown_until: state == :closed ? nil : time_or_nil(h["until"]),
+            last_error: h["last_error"].to_s.empty? ? nil : h["last_error"] }
+        end
+      end
+    end
+
+    # SET NX PX: true for the first process of the fleet to claim +name+ within +ttl+.
+    def claim(name, ttl)
+      shared(:claim, name, ttl) do |redis|
+        redis.call("SET", "#{@namespace}:{#{name}}", "1", "NX", "PX", ms(ttl)) == "OK"
+      end
+    end
+
+    def shared?
+      true
+    end
+
+    # Whether the last operation reached Redis.
+    def connected?
+      !@down
+    end
+
+    # Deletes every key of this namespace (specs, a manual reset).
+    def clear
+      shared(:clear) do |redis|
+        keys = redis.scan("MATCH", "#{@namespace}:{*}*", "COUNT", 1000).to_a.uniq
+        redis.call("DEL", *keys) unless keys.empty?
+      end
+      @fallback.clear
+      nil
+    end
+
+    def inspect
+      "#<#{self.class.name} #{@config.server_url.sub(%r{//[^@/]*@}, '//[REDACTED]@')} namespace=#{@namespace.inspect}>"
+    end
+
+    private
+
+    def circuit_key(key)
+      "#{@namespace}:{#{key}}:circuit"
+    end
+
+    def probe_key(key)
+      "#{@namespace}:{#{key}}:probe"
+    end
+
+    def ms(seconds)
+      (seconds * 1000).ceil.clamp(1, nil)
+    end
+
+    def time_or_nil(value)
+      v = value.to_f
+      v.positive? ? Time.at(v) : nil
+    end
+
+    # Runs the block with a connection, or the fallback's method of the same name when
+    # Redis is down, failed within the last RETRY_AFTER seconds, or a script errs.
+    def shared(name, *args)
+      return @fallback.public_send(name, *args) if @down_until && monotonic < @down_until
+
+      result = pool.with { |redis| with_scripts(redis) { yield redis } }
+      back_up if @down
+      result
+    rescue RedisClient::Error, ConnectionPool::TimeoutError, SystemCallError, IOError => e
+      went_down(e)
+      @fallback.public_send(name, *args)
+    end
+
+    # EVALSHA until the scripts are loaded (a new or restarted Redis).
+    def with_scripts(redis)
+      yield
+    rescue RedisClient::CommandError => e
+      raise unless e.message.start_with?("NOSCRIPT")
+
+      SCRIPTS.each_value { |src| redis.call("SCRIPT", "LOAD", src) }
+      yield
+    end
+
+    def pool
+      return @pool if @pid == Process.pid
+
+      @lock.synchronize do
+        unless @pid == Process.pid
+          # A forked child never uses its parent's sockets.
+          @pool = @config.new_pool(size: @pool_size, timeout: @budget)
+          @pid = Process.pid
+        end
+      end
+      @pool
+    end
+
+    def went_down(error)
+      @down_until = monotonic + RETRY_AFTER
+      first = @lock.synchronize do
+        next false if @down
+
+        @down = true
+      end
+      return unless first
+
+      say(:warn, "llm_failover: Redis state store unreachable (#{error.class}: #{error.message}); " \
+                 "going on with this process's own state until it is back")
+    end
+
+    def back_up
+      was_down = @lock.synchronize do
+        next false unless @down
+
+        @down = false
+        true
+      end
+      @down_until = nil
+      say(:info, "llm_failover: Redis state store reachable again; sharing resumed") if was_down
+    end
+
+    def say(level, message)
+      if @logger
+        @logger.public_send(level, message)
+      elsif level == :warn
+        Kernel.warn(message)
+      end
+    rescue StandardError
+      nil
+    end
+
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

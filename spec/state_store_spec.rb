@@ -1,0 +1,151 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require_relative "support/redis_server"
+
+# The state-store protocol, held to one contract for both stores: MemoryStateStore runs
+# the C core's transitions (lf_circuit.c), RedisStateStore runs its Lua copy of them.
+RSpec.shared_examples "a state store" do
+  let(:key) { "openai:gpt-4o" }
+  let(:other) { "anthropic:claude-sonnet-4-6" }
+
+  def routes(keys = [key])
+    store.admit(keys, 0.5).map(&:first)
+  end
+
+  it "sends to an unknown target, with no failures" do
+    expect(store.admit([key, other], 0.5)).to eq([[0, 0, nil], [0, 0, nil]])
+  end
+
+  it "opens after threshold consecutive counted failures, and a success in between starts over" do
+    2.times { expect(store.record(key, 3, 60, false, 0, "LlmFailover::ServerError")).to eq([false, nil]) }
+    expect(store.record(key, 3, 60, true, 0, nil)).to eq([false, nil])
+    2.times { store.record(key, 3, 60, false, 0, "LlmFailover::ServerError") }
+    expect(store.admit([key], 0.5)).to eq([[0, 2, nil]])
+    expect(store.record(key, 3, 60, false, 0, "LlmFailover::ServerError")).to eq([true, %i[closed open threshold]])
+    expect(routes([key, other])).to eq([1, 0])
+    h = store.health.find { |t| t[:model] == "gpt-4o" }
+    expect(h).to include(provider: :openai, state: :open, failures: 3, last_error: "LlmFailover::ServerError")
+    expect(h[:opened_at]).to be_a(Time)
+    expect(h[:cooldown_until]).to be > h[:opened_at]
+  end
+
+  it "lets exactly one caller probe after the cooldown; its success closes the circuit" do
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServiceUnavailableError")
+    expect(routes).to eq([1])
+    sleep 0.35
+    first = store.admit([key], 0.5).first
+    expect(first[0]).to eq(2)
+    expect(first[2]).to eq(%i[open half_open cooldown_elapsed])
+    5.times { expect(routes).to eq([1]) }
+    expect(store.record(key, 1, 0.3, true, 0, nil)).to eq([false, %i[half_open closed success]])
+    expect(routes).to eq([0])
+    expect(store.health.first).to include(state: :closed, failures: 0, opened_at: nil, cooldown_until: nil)
+  end
+
+  it "reopens for another cooldown when the probe fails" do
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    sleep 0.35
+    expect(routes).to eq([2])
+    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")).to eq([true, %i[half_open open probe_failed]])
+    expect(routes).to eq([1])
+    sleep 0.35
+    expect(routes).to eq([2])
+  end
+
+  it "opens at once for a Retry-After cooldown, until then" do
+    expect(store.record(key, 5, 0.2, false, 0.6, "LlmFailover::RateLimitError")).to eq([true, %i[closed open retry_after]])
+    sleep 0.3
+    expect(routes).to eq([1]) # the cooldown (0.2 s) is over, the Retry-After (0.6 s) is not
+    sleep 0.4
+    expect(routes).to eq([2])
+  end
+
+  it "claims a name once per ttl" do
+    expect(store.claim("alert:f:E", 0.3)).to be(true)
+    expect(store.claim("alert:f:E", 0.3)).to be(false)
+    expect(store.claim("alert:g:E", 0.3)).to be(true)
+    sleep 0.35
+    expect(store.claim("alert:f:E", 0.3)).to be(true)
+  end
+end
+
+RSpec.describe LlmFailover::MemoryStateStore do
+  subject(:store) { described_class.new }
+
+  it_behaves_like "a state store"
+
+  it "gives a forked child the parent's circuits without the parent's probe" do
+    store.record("openai:gpt-4o", 1, 0.2, false, 0, "LlmFailover::ServerError")
+    store.record("openai:gpt-4o-mini", 1, 60, false, 0, "LlmFailover::ServerError")
+    sleep 0.25
+    expect(store.admit(["openai:gpt-4o"], 60).first[0]).to eq(2) # the parent probes
+    reader, writer = IO.pipe
+    pid = fork do
+      reader.close
+      routes = store.admit(["openai:gpt-4o", "openai:gpt-4o-mini"], 60).map(&:first)
+      writer.write(routes.join(","))
+      writer.close
+      exit!(0)
+    end
+    writer.close
+    Process.wait(pid)
+    expect(reader.read).to eq("2,1") # its own probe; the other circuit still open
+    expect(store.admit(["openai:gpt-4o"], 60).first[0]).to eq(1) # the parent's probe is still out
+  end
+end
+
+RSpec.describe "LlmFailover::RedisStateStore" do
+  before(:all) do
+    skip "redis-server is not installed (bin/setup installs it)" unless RedisServer.available?
+    @redis = RedisServer.new.start
+  end
+
+  after(:all) { @redis&.destroy }
+
+  subject(:store) { LlmFailover::RedisStateStore.new(url: @redis.url, namespace: "spec#{rand(1 << 30)}") }
+
+  it_behaves_like "a state store"
+
+  it "puts a TTL on every key and one hash tag per target" do
+    store.record("openai:gpt-4o", 1, 0.3, false, 0, "LlmFailover::ServerError")
+    sleep 0.35
+    store.admit(["openai:gpt-4o"], 5) # takes the probe
+    store.claim("alert:f:E", 10)
+    client = RedisClient.new(url: @redis.url)
+    keys = client.call("KEYS", "#{store.namespace}:*").sort
+    expect(keys).to eq(["#{store.namespace}:{alert:f:E}", "#{store.namespace}:{openai:gpt-4o}:circuit",
+                        "#{store.namespace}:{openai:gpt-4o}:probe"])
+    keys.each { |k| expect(client.call("PTTL", k)).to be > 0 }
+  ensure
+    client&.close
+  end
+
+  it "shares state between two stores on one Redis (two processes' view)" do
+    other = LlmFailover::RedisStateStore.new(url: @redis.url, namespace: store.namespace)
+    store.record("openai:gpt-4o", 2, 60, false, 0, "LlmFailover::ServerError")
+    expect(other.record("openai:gpt-4o", 2, 60, false, 0, "LlmFailover::ServerError")).to eq([true, %i[closed open threshold]])
+    expect(store.admit(["openai:gpt-4o"], 1).first[0]).to eq(1)
+  end
+
+  it "goes on with its own state while Redis is down, warns once, and shares again when it is back" do
+    log = StringIO.new
+    store = LlmFailover::RedisStateStore.new(url: @redis.url, namespace: "outage", logger: Logger.new(log))
+    store.record("openai:gpt-4o", 1, 60, false, 0, "LlmFailover::ServerError")
+    @redis.stop
+    begin
+      expect(store.admit(["openai:gpt-4o"], 1)).to eq([[0, 0, nil]]) # the fallback's own, empty view
+      3.times { store.record("openai:gpt-4o", 5, 60, false, 0, "LlmFailover::ServerError") }
+      sleep 1.1 # past the retry interval: it tries Redis again, still down, no second warning
+      store.admit(["openai:gpt-4o"], 1)
+      expect(store.connected?).to be(false)
+    ensure
+      @redis.start
+    end
+    sleep 1.1
+    expect(store.admit(["openai:gpt-4o"], 1)).to eq([[0, 0, nil]]) # a new Redis: empty, but reached
+    expect(store.connected?).to be(true)
+    expect(log.string.scan(/unreachable/).size).to eq(1)
+    expect(log.string).to include("sharing resumed")
+  end
+end

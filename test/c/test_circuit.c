@@ -1,0 +1,179 @@
+/* Tests of the circuit breaker's rules: what counts, each transition, the
+ * half-open probe and the Retry-After cooldown. */
+#include "lf_circuit.h"
+#include "lf_test.h"
+
+#include "lf_banned.h"
+
+static void test_what_counts(void)
+{
+    int k;
+    LF_CHECK(lf_circuit_counts(LF_E_RATE_LIMIT));
+    LF_CHECK(lf_circuit_counts(LF_E_SERVER));
+    LF_CHECK(lf_circuit_counts(LF_E_SERVICE_UNAVAILABLE));
+    LF_CHECK(lf_circuit_counts(LF_E_OVERLOADED));
+    LF_CHECK(lf_circuit_counts(LF_E_TIMEOUT));
+    LF_CHECK(lf_circuit_counts(LF_E_CONNECTION));
+    LF_CHECK(lf_circuit_counts(LF_E_STREAM_INTERRUPTED));
+    LF_CHECK(lf_circuit_counts(LF_E_INVALID_RESPONSE));
+    /* deterministic 4xx, configuration drift, the host's own stop, success */
+    LF_CHECK(!lf_circuit_counts(LF_OK));
+    LF_CHECK(!lf_circuit_counts(LF_E_BAD_REQUEST));
+    LF_CHECK(!lf_circuit_counts(LF_E_CONTEXT_LENGTH));
+    LF_CHECK(!lf_circuit_counts(LF_E_CONTENT_POLICY));
+    LF_CHECK(!lf_circuit_counts(LF_E_UNAUTHORIZED));
+    LF_CHECK(!lf_circuit_counts(LF_E_FORBIDDEN));
+    LF_CHECK(!lf_circuit_counts(LF_E_NOT_FOUND));
+    LF_CHECK(!lf_circuit_counts(LF_E_CONNECTION_REFUSED));
+    LF_CHECK(!lf_circuit_counts(LF_E_ABORTED));
+    LF_CHECK(!lf_circuit_counts(LF_E_PROVIDER_QUOTA));
+    LF_CHECK(!lf_circuit_counts(LF_E_OTHER));
+    /* every counted kind is one the attempt loop may fail over on */
+    for (k = LF_OK + 1; k < LF_KIND_COUNT; k++) {
+        if (lf_circuit_counts((lf_kind)k)) LF_CHECK(k <= LF_E_INVALID_RESPONSE);
+    }
+}
+
+static void test_threshold_opens_and_success_resets(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+    int i;
+
+    for (i = 0; i < 4; i++) LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 100 + i, 0, 0, &chg), 0);
+    LF_CHECK_INT(c.failures, 4);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
+    /* a success in between starts the count again */
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 104, 1, 0, &chg), 0);
+    LF_CHECK_INT(c.failures, 0);
+    for (i = 0; i < 4; i++) lf_circuit_record(&c, 5, 60, 105, 0, 0, &chg);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 110, 0, 0, &chg), 1);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
+    LF_CHECK_INT(chg.from, LF_CIRCUIT_CLOSED);
+    LF_CHECK_INT(chg.to, LF_CIRCUIT_OPEN);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "threshold");
+    LF_CHECK(c.opened_at == 110);
+    LF_CHECK(c.until == 170);
+}
+
+static void test_open_skips_until_cooldown_then_one_probe(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    lf_circuit_record(&c, 1, 0.5, 10, 0, 0, &chg);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
+    LF_CHECK_INT(lf_circuit_admit(&c, 10.1, 0.5, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(chg.reason, LF_REASON_NONE);
+    LF_CHECK_INT(lf_circuit_admit(&c, 10.49, 0.5, &chg), LF_ROUTE_SKIP);
+    /* the cooldown elapsed: the first caller probes, everyone else stays away */
+    LF_CHECK_INT(lf_circuit_admit(&c, 10.5, 0.5, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "cooldown_elapsed");
+    LF_CHECK_INT(chg.to, LF_CIRCUIT_HALF_OPEN);
+    LF_CHECK_INT(lf_circuit_admit(&c, 10.6, 0.5, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(chg.reason, LF_REASON_NONE);
+    LF_CHECK_INT(lf_circuit_admit(&c, 10.9, 0.5, &chg), LF_ROUTE_SKIP);
+    /* a probe that never reported frees the lock after probe_ttl */
+    LF_CHECK_INT(lf_circuit_admit(&c, 11.0, 0.5, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
+}
+
+static void test_probe_success_closes(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    lf_circuit_record(&c, 2, 1, 0, 0, 0, &chg);
+    lf_circuit_record(&c, 2, 1, 0, 0, 0, &chg);
+    LF_CHECK_INT(lf_circuit_admit(&c, 1, 1, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuit_record(&c, 2, 1, 1.2, 1, 0, &chg), 1);
+    LF_CHECK_INT(chg.from, LF_CIRCUIT_HALF_OPEN);
+    LF_CHECK_INT(chg.to, LF_CIRCUIT_CLOSED);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "success");
+    LF_CHECK_INT(c.failures, 0);
+    LF_CHECK(c.opened_at == 0 && c.until == 0 && c.probe_until == 0);
+    LF_CHECK_INT(lf_circuit_admit(&c, 1.3, 1, &chg), LF_ROUTE_SEND);
+}
+
+static void test_probe_failure_reopens_for_another_cooldown(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    lf_circuit_record(&c, 1, 2, 100, 0, 0, &chg);
+    LF_CHECK_INT(lf_circuit_admit(&c, 102, 2, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 103, 0, 0, &chg), 1);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
+    LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
+    LF_CHECK(c.until == 105);
+    LF_CHECK(c.opened_at == 100); /* the incident began at the first opening */
+    LF_CHECK_INT(lf_circuit_admit(&c, 104, 2, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuit_admit(&c, 105, 2, &chg), LF_ROUTE_PROBE);
+}
+
+static void test_retry_after_cooldown(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    /* within retry_max_interval: the policy sleeps, nothing shared */
+    LF_CHECK(lf_circuit_hold(LF_E_RATE_LIMIT, 20, 30) == 0);
+    LF_CHECK(lf_circuit_hold(LF_E_RATE_LIMIT, 30, 30) == 0);
+    LF_CHECK(lf_circuit_hold(LF_E_RATE_LIMIT, -1, 30) == 0);
+    LF_CHECK(lf_circuit_hold(LF_E_SERVICE_UNAVAILABLE, 120, 30) == 120);
+    LF_CHECK(lf_circuit_hold(LF_E_BAD_REQUEST, 120, 30) == 0);
+
+    /* one long Retry-After opens the circuit at once, until then */
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1000, 0, 120, &chg), 1);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "retry_after");
+    LF_CHECK(c.until == 1120);
+    LF_CHECK_INT(lf_circuit_admit(&c, 1119, 60, &chg), LF_ROUTE_SKIP);
+    /* a later, longer one while open moves the end */
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1010, 0, 200, &chg), 0);
+    LF_CHECK(c.until == 1210);
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1011, 0, 0, &chg), 0);
+    LF_CHECK(c.until == 1210);
+    LF_CHECK_INT(lf_circuit_admit(&c, 1210, 60, &chg), LF_ROUTE_PROBE);
+
+    /* threshold reached with a Retry-After: the longer of the two */
+    c = (lf_circuit){ 0 };
+    lf_circuit_record(&c, 1, 60, 0, 0, 10, &chg);
+    LF_CHECK(c.until == 60);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "threshold");
+}
+
+static void test_success_while_open_closes(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    lf_circuit_record(&c, 1, 60, 0, 0, 0, &chg);
+    /* an attempt sent before it opened (or to a primary tried because every
+     * target was open) answered: the target is healthy again */
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 60, 1, 1, 0, &chg), 1);
+    LF_CHECK_INT(chg.from, LF_CIRCUIT_OPEN);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
+}
+
+static void test_names(void)
+{
+    LF_CHECK_STR(lf_circuit_state_name(LF_CIRCUIT_CLOSED), "closed");
+    LF_CHECK_STR(lf_circuit_state_name(LF_CIRCUIT_OPEN), "open");
+    LF_CHECK_STR(lf_circuit_state_name(LF_CIRCUIT_HALF_OPEN), "half_open");
+    LF_CHECK(lf_circuit_reason_name(LF_REASON_NONE) == NULL);
+    LF_CHECK_STR(lf_circuit_reason_name(LF_REASON_PROBE_FAILED), "probe_failed");
+}
+
+int main(void)
+{
+    LF_RUN(test_what_counts);
+    LF_RUN(test_threshold_opens_and_success_resets);
+    LF_RUN(test_open_skips_until_cooldown_then_one_probe);
+    LF_RUN(test_probe_success_closes);
+    LF_RUN(test_probe_failure_reopens_for_another_cooldown);
+    LF_RUN(test_retry_after_cooldown);
+    LF_RUN(test_success_while_open_closes);
+    LF_RUN(test_names);
+    return lf_test_summary("circuit");
+}
