@@ -76,6 +76,7 @@ static VALUE lf_engine_perform(VALUE arg)
 
     lf_ruby_listener_init(&c->rl, c->listener, &c->l);
     lf_engine_request_fill(&c->args, c->request);
+    if (c->args.circuit) lf_ruby_listener_breaker(&c->rl, &c->l);
     budget = c->args.has_budget ? &c->args.budget : NULL;
     rc = lf_run(c->engine->pool, c->args.targets, c->args.n_targets, &c->args.params, &c->args.policy, budget,
                 &c->l, &c->outcome);

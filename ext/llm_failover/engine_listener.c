@@ -16,13 +16,13 @@
 
 #include "lf_banned.h"
 
-static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt;
+static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_circuit_health, lf_id_circuit_report;
 static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_sym_model,
     lf_sym_finish_reason, lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id,
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
     lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_phase,
     lf_sym_attempt, lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
-    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at;
+    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped;
 
 /* ---- values ------------------------------------------------------------ */
 
@@ -124,6 +124,7 @@ static VALUE lf_attempt_to_hash(const lf_attempt_record *r)
     rb_hash_aset(h, lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
     rb_hash_aset(h, lf_sym_started_at, lf_time_from_epoch(r->started_at));
     rb_hash_aset(h, lf_sym_provider_request_id, lf_cstr_or_nil(r->provider_request_id));
+    rb_hash_aset(h, lf_sym_skipped, r->skipped ? Qtrue : Qfalse);
     return h;
 }
 
@@ -139,6 +140,72 @@ static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
     lf_attempt_args a = { rl, rec };
     rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
     return rl->state != 0;
+}
+
+/* ---- the circuit breaker ------------------------------------------------ */
+
+typedef struct lf_health_args {
+    lf_ruby_listener *rl;
+    size_t n;
+    lf_health *out;
+} lf_health_args;
+
+/* circuit_health(n) -> [route, failures, ...], a pair per target. */
+static VALUE lf_call_circuit_health(VALUE arg)
+{
+    lf_health_args *a = (lf_health_args *)arg;
+    VALUE r = rb_funcall(a->rl->listener, lf_id_circuit_health, 1, SIZET2NUM(a->n));
+    size_t i;
+    Check_Type(r, T_ARRAY);
+    for (i = 0; i < a->n && (long)(2 * i + 1) < RARRAY_LEN(r); i++) {
+        int route = NUM2INT(RARRAY_AREF(r, (long)(2 * i)));
+        a->out[i].route = route == LF_ROUTE_SKIP ? LF_ROUTE_SKIP : route == LF_ROUTE_PROBE ? LF_ROUTE_PROBE : LF_ROUTE_SEND;
+        a->out[i].failures = NUM2INT(RARRAY_AREF(r, (long)(2 * i + 1)));
+    }
+    return Qnil;
+}
+
+static int lf_rl_health(void *ud, size_t n, lf_health *out)
+{
+    lf_ruby_listener *rl = ud;
+    lf_health_args a = { rl, n, out };
+    rb_protect(lf_call_circuit_health, (VALUE)&a, &rl->state);
+    return rl->state != 0;
+}
+
+typedef struct lf_report_args {
+    lf_ruby_listener *rl;
+    int target, success;
+    lf_kind kind;
+    double hold;
+    int open;
+} lf_report_args;
+
+/* circuit_report(target, success, error_class, hold) -> whether it is open now. */
+static VALUE lf_call_circuit_report(VALUE arg)
+{
+    lf_report_args *a = (lf_report_args *)arg;
+    VALUE r = rb_funcall(a->rl->listener, lf_id_circuit_report, 4, INT2NUM(a->target), a->success ? Qtrue : Qfalse,
+                         a->success ? Qnil : lf_error_class_for(a->kind), DBL2NUM(a->hold));
+    a->open = RTEST(r);
+    return Qnil;
+}
+
+static int lf_rl_report(void *ud, int target, int success, lf_kind kind, double hold, int *open)
+{
+    lf_ruby_listener *rl = ud;
+    lf_report_args a = { rl, target, success, kind, hold, 0 };
+    rb_protect(lf_call_circuit_report, (VALUE)&a, &rl->state);
+    *open = a.open;
+    return rl->state != 0;
+}
+
+void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l)
+{
+    if (!rb_respond_to(rl->listener, lf_id_circuit_health) || !rb_respond_to(rl->listener, lf_id_circuit_report))
+        rb_raise(rb_eArgError, "llm_failover: a :circuit listener must respond to circuit_health and circuit_report");
+    l->health = lf_rl_health;
+    l->report = lf_rl_report;
 }
 
 /* ---- waits ------------------------------------------------------------- */
@@ -291,8 +358,11 @@ void lf_init_engine_listener(void)
     LF_SYM(lf_sym_latency_ms, "latency_ms");
     LF_SYM(lf_sym_first_token_ms, "first_token_ms");
     LF_SYM(lf_sym_started_at, "started_at");
+    LF_SYM(lf_sym_skipped, "skipped");
 #undef LF_SYM
     lf_id_on_chunk = rb_intern("on_chunk");
     lf_id_on_reset = rb_intern("on_reset");
     lf_id_on_attempt = rb_intern("on_attempt");
+    lf_id_circuit_health = rb_intern("circuit_health");
+    lf_id_circuit_report = rb_intern("circuit_report");
 }

@@ -195,6 +195,7 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     policy = lf_fetch(request, "policy", 0);
     lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
     lf_fill_budget(r, lf_fetch(request, "quota", 0));
+    r->circuit = RTEST(lf_fetch(request, "circuit", 0));
 }
 
 /* A memset the compiler cannot drop as a dead store before free. */

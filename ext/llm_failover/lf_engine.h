@@ -20,6 +20,7 @@ typedef struct lf_engine_request {
     lf_policy policy;
     lf_budget budget;
     int has_budget;
+    int circuit;                      /* :circuit: the listener answers circuit_health/circuit_report */
 } lf_engine_request;
 
 /* Fills a zeroed request from the Ruby Hash; raises on a value of the wrong
@@ -37,6 +38,9 @@ typedef struct lf_ruby_listener {
 
 /* Checks the listener's methods and fills the core's listener (l->ud = rl). */
 void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l);
+/* Adds the breaker's callbacks: circuit_health(n), circuit_report(target,
+ * success, error_class, hold) on the Ruby listener. */
+void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l);
 
 /* The outcome of lf_run as Engine#run returns it. */
 VALUE lf_outcome_to_hash(const lf_outcome *o);

@@ -10,7 +10,7 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached cancelled scrubbed].freeze
+                started_at provider_request_id cached cancelled scrubbed skipped].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -35,7 +35,8 @@ module LlmFailover
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
-                   started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil)
+                   started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil,
+                   skipped: false)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -56,6 +57,7 @@ module LlmFailover
       @cached = cached ? true : false
       @cancelled = cancelled ? true : false
       @scrubbed = scrubbed
+      @skipped = skipped ? true : false
       freeze
     end
 
@@ -91,6 +93,13 @@ module LlmFailover
     end
     alias cancelled cancelled?
 
+    # Whether no request was sent because the target's circuit was open (error_class
+    # "LlmFailover::CircuitOpenError", no status, latency 0).
+    def skipped?
+      @skipped
+    end
+    alias skipped skipped?
+
     # @return [Hash{Symbol => Object}] JSON-native values only: provider as a String,
     #   started_at as an ISO 8601 String with milliseconds
     def to_h
@@ -112,6 +121,7 @@ module LlmFailover
 
     def inspect
       outcome = success? ? (cached? ? "cached" : "ok") : "#{error_class}#{" #{http_status}" if http_status}"
+      outcome += " skipped" if skipped?
       "#<#{self.class.name} #{request_id} ##{attempt} #{provider}/#{model} #{outcome}>"
     end
   end

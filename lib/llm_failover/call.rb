@@ -41,6 +41,7 @@ module LlmFailover
       @records = []
       @failures = [] # [attempt Hash, Target] of every failed attempt
       @chunk_index = 0
+      @breaker = CircuitBreaker.new(config, targets) if config.circuit_threshold.positive?
     end
 
     # @return [Reply]
@@ -92,6 +93,8 @@ module LlmFailover
       @last_target = attempt[:target]
       target = @targets[@last_target]
       success = attempt[:success]
+      # No request: the target's circuit was open.
+      attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
       record = AttemptRecord.new(
         request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
         feature: @feature, success: success, error_class: attempt[:error_class],
@@ -100,12 +103,24 @@ module LlmFailover
         latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
         input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
         started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id],
-        scrubbed: @scrubbing&.counts
+        scrubbed: @scrubbing&.counts, skipped: attempt[:skipped]
       )
       @records << record
       @failures << [attempt, target] unless success
       @usage_log.emit(record)
       nil
+    end
+
+    # Engine listener (with :circuit): the circuit state of each target, before the
+    # first attempt.
+    def circuit_health(count)
+      @breaker.health(count)
+    end
+
+    # Engine listener (with :circuit): an attempt that bears on its target's circuit.
+    # @return [Boolean] whether the circuit is open now
+    def circuit_report(target_index, success, error_class, hold)
+      @breaker.report(target_index, success, error_class, hold)
     end
 
     private
@@ -145,7 +160,7 @@ module LlmFailover
     def engine_request
       { targets: @targets.map(&:engine), messages: @messages, system: @system,
         temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
-        quota: @quota, policy: @config.engine_policy }
+        quota: @quota, policy: @config.engine_policy, circuit: !@breaker.nil? }
     end
 
     def succeed(result)
@@ -255,7 +270,8 @@ module LlmFailover
     def alert(error)
       LlmFailover.alerts.notify(callback: @config.on_chain_exhausted, window: @config.alert_window,
                                 feature: @feature, error_class: error.class.name, request_id: @request_id,
-                                attempts: @records.dup.freeze, logger: @config.logger)
+                                attempts: @records.dup.freeze, logger: @config.logger,
+                                store: @config.state_store)
     end
 
     # target: the one whose error was final; nil when the call was torn down. Either

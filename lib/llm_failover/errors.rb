@@ -91,4 +91,9 @@ module LlmFailover
   class ForbiddenError < Error; end
   class NotFoundError < Error; end
   class ConnectionRefusedError < Error; end
+
+  # Never raised: the error_class of an AttemptRecord whose target was skipped (no
+  # request sent) because its circuit was open. An open circuit never fails a call
+  # by itself.
+  class CircuitOpenError < Error; end
 end

@@ -734,14 +734,58 @@ static int lf_first_target(const lf_target *targets, size_t n_targets, const lf_
     return 0;
 }
 
+static void lf_stopped(lf_outcome *o)
+{
+    o->ok = 0;
+    o->aborted = 1;
+    o->kind = LF_E_ABORTED;
+    lf_msg(&o->message, "call stopped by the host");
+}
+
+/* The next target after `ti` the call will send to, or -1. */
+static int lf_next_target(const lf_health *health, size_t ti, size_t n_targets)
+{
+    size_t j;
+    for (j = ti + 1; j < n_targets; j++)
+        if (health[j].route != LF_ROUTE_SKIP) return (int)j;
+    return -1;
+}
+
+/* The record of a target left out because its circuit is open: no request,
+ * no wait, its own attempt number. */
+static int lf_skip(lf_call *c, int target_index, lf_outcome *o)
+{
+    lf_attempt_record rec;
+
+    memset(&rec, 0, sizeof(rec));
+    rec.attempt = ++c->attempt_no;
+    rec.target = target_index;
+    rec.kind = LF_E_OTHER;
+    rec.error_message = "circuit open: no request sent";
+    rec.failover_eligible = 1;
+    rec.retry_after = -1;
+    rec.first_token_ms = -1;
+    rec.input_tokens = rec.output_tokens = -1;
+    rec.started_at = lf_now_wall();
+    rec.skipped = 1;
+    o->attempts = c->attempt_no;
+    if (c->l->on_attempt(c->l->ud, &rec) != 0) {
+        c->stopped = 1;
+        return -1;
+    }
+    return 0;
+}
+
 int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
            const lf_request_params *params, const lf_policy *pol, const lf_budget *budget,
            const lf_listener *l, lf_outcome *o)
 {
     lf_prepared prep[LF_MAX_TARGETS];
+    lf_health health[LF_MAX_TARGETS];
     lf_call call;
     size_t ti, i, first;
     int rc = -1, pick;
+    int breaker = l && l->health && l->report;
 
     if (!pool || !targets || n_targets < 1 || n_targets > LF_MAX_TARGETS || !params || !pol || !l ||
         !l->on_chunk || !l->on_reset || !l->on_attempt || !l->wait) {
@@ -774,10 +818,39 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
         goto out;
     }
 
+    for (i = 0; i < n_targets; i++) {
+        health[i].route = LF_ROUTE_SEND;
+        health[i].failures = 0;
+    }
+    if (breaker) {
+        int all_open = 1;
+        if (l->health(l->ud, n_targets, health) != 0) {
+            call.stopped = 1;
+            lf_stopped(o);
+            rc = 0;
+            goto out;
+        }
+        for (i = first; i < n_targets; i++) all_open = all_open && health[i].route == LF_ROUTE_SKIP;
+        /* An open circuit never becomes an error by itself. */
+        if (all_open) health[first].route = LF_ROUTE_SEND;
+    }
+
     for (ti = first; ti < n_targets; ti++) {
         const lf_target *t = &targets[ti];
         int retry;
         int go_next = 0;
+        int max_retries = health[ti].route == LF_ROUTE_PROBE ? 0 : pol->max_retries; /* one probe request */
+        int circuit_open = 0;
+
+        if (health[ti].route == LF_ROUTE_SKIP) {
+            /* Only when a later target will be tried (see all_open and the final failure below). */
+            if (lf_skip(&call, (int)ti, o) != 0) {
+                lf_stopped(o);
+                rc = 0;
+                goto out;
+            }
+            continue;
+        }
 
         if (ti > first && call.delivered) {
             /* The consumer has seen words of an answer that will not be
@@ -793,7 +866,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
                 goto out;
             }
         }
-        for (retry = 0; retry <= pol->max_retries; retry++) {
+        for (retry = 0; retry <= max_retries; retry++) {
             lf_attempt a;
             lf_attempt_record rec;
             int final = 0;
@@ -808,6 +881,17 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             if (!call.stopped) {
                 lf_fill_record(&call, &a, (int)ti, &rec);
                 if (l->on_attempt(l->ud, &rec) != 0) call.stopped = 1;
+            }
+            if (!call.stopped && breaker) {
+                int counted = !a.success && lf_circuit_counts(a.verdict.kind);
+                if (counted || (a.success && (health[ti].failures > 0 || health[ti].route != LF_ROUTE_SEND))) {
+                    double hold = counted ? lf_circuit_hold(a.verdict.kind, a.retry_after, pol->backoff.max_interval) : 0;
+                    int open = 0;
+                    if (l->report(l->ud, (int)ti, a.success, a.success ? LF_OK : a.verdict.kind, hold, &open) != 0)
+                        call.stopped = 1;
+                    circuit_open = counted && open;
+                    health[ti].failures = a.success ? 0 : health[ti].failures + 1;
+                }
             }
             if (call.stopped) {
                 a.success = 0;
@@ -826,8 +910,9 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
 
             {
                 lf_verdict v = a.verdict;
-                int has_next = ti + 1 < n_targets;
-                int can_retry = v.retry_same && retry < pol->max_retries && !a.delivered;
+                int has_next = lf_next_target(health, ti, n_targets) >= 0;
+                /* A circuit that opened during this call sends it to the backup now. */
+                int can_retry = v.retry_same && retry < max_retries && !a.delivered && !(circuit_open && has_next);
                 double delay = 0;
 
                 if (can_retry && a.retry_after >= 0) {
@@ -852,6 +937,9 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
                 else final = 1;
             }
             if (final) {
+                /* Later targets left out by their open circuits still get their records. */
+                for (i = ti + 1; i < n_targets && a.verdict.failover && !call.stopped; i++)
+                    if (health[i].route == LF_ROUTE_SKIP) lf_skip(&call, (int)i, o);
                 lf_finish_failure(&call, &a, (int)ti, o);
                 lf_attempt_free(&a);
                 rc = 0;

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include "lf_backoff.h"
 #include "lf_buf.h"
+#include "lf_circuit.h"
 #include "lf_classify.h"
 #include "lf_quota.h"
 #include "lf_transport.h"
@@ -64,7 +65,14 @@ typedef struct lf_attempt_record {
     long output_tokens;
     double started_at;            /* wall clock, epoch seconds */
     const char *provider_request_id; /* NULL when none */
+    int skipped;                  /* no request sent: the target's circuit is open */
 } lf_attempt_record;
+
+/* A target's health as the host's state store sees it when the call starts. */
+typedef struct lf_health {
+    lf_route route;               /* send, skip (open), or probe (this call holds the probe) */
+    int failures;                 /* consecutive counted failures known so far */
+} lf_health;
 
 /* Every callback returns 0 to go on; nonzero stops the call at once (the
  * outcome is then marked aborted and the host raises what it stashed). */
@@ -77,6 +85,14 @@ typedef struct lf_listener {
      * host wakes it (curl_multi_wakeup). Must not call into libcurl other
      * than curl_multi_poll/curl_multi_wakeup. */
     int (*wait)(void *ud, CURLM *multi, int timeout_ms);
+    /* The circuit breaker; both NULL: none. health: once, before the first
+     * attempt, fills out[i] for each target. report: after an attempt that
+     * bears on its target's circuit (a success where the store knew of
+     * failures or an open circuit, or a failure lf_circuit_counts), with the
+     * Retry-After cooldown it asks for (lf_circuit_hold); sets *open when
+     * the circuit is open afterwards. */
+    int (*health)(void *ud, size_t n_targets, lf_health *out);
+    int (*report)(void *ud, int target, int success, lf_kind kind, double hold, int *open);
 } lf_listener;
 
 typedef struct lf_outcome {

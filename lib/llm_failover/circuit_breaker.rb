@@ -1,0 +1,83 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # One call's side of the circuit breaker: asks the state store for the health of
+  # the call's targets (once, before the first attempt) and tells it the attempts
+  # that bear on it, as the engine's attempt loop decides (its rules are the C core's,
+  # lf_circuit.c); turns the changes into CircuitEvents. Nothing about health ever
+  # becomes an error: a store or a callback that raises is logged and the call goes on.
+  #
+  # @api private: built by Call when circuit_threshold > 0
+  class CircuitBreaker
+    SEND_ALL = [0, 0, 0, 0].freeze
+    private_constant :SEND_ALL
+
+    def initialize(config, targets)
+      @config = config
+      @targets = targets
+    end
+
+    # Engine listener (through Call): [route, failures] of each target, flat.
+    def health(count)
+      entries = @config.state_store.admit(@targets.map { |t| self.class.key(t) }, @config.circuit_cooldown)
+      flat = []
+      entries.each_with_index do |(route, failures, change), i|
+        flat << route << failures
+        announce(@targets[i], change, nil) if change
+      end
+      flat
+    rescue StandardError => e
+      warn("state store failed (#{e.class}: #{e.message}); calling without circuit state")
+      SEND_ALL.first(2 * count)
+    end
+
+    # Engine listener (through Call): an attempt's outcome that bears on its target.
+    # @return [Boolean] whether the target's circuit is open now
+    def report(target_index, success, error_class, hold)
+      target = @targets[target_index]
+      open, change = @config.state_store.record(self.class.key(target), @config.circuit_threshold,
+                                                @config.circuit_cooldown, success, hold, error_class&.name)
+      announce(target, change, error_class) if change
+      open
+    rescue StandardError => e
+      warn("state store failed (#{e.class}: #{e.message}); the attempt is not counted")
+      false
+    end
+
+    # The store's name for a target.
+    def self.key(target)
+      "#{target.name}:#{target.model}"
+    end
+
+    private
+
+    def announce(target, change, error_class)
+      from, to, reason = change
+      event = CircuitEvent.new(provider: target.name, model: target.model, from: from, to: to, reason: reason,
+                               error_class: error_class&.name)
+      @config.logger&.public_send(to == :open ? :warn : :info,
+                                  "llm_failover: circuit #{target.label} #{from} -> #{to} (#{reason})")
+      notify(event)
+      callback = @config.on_circuit_change
+      callback&.call(event)
+    rescue StandardError => e
+      warn("on_circuit_change raised #{e.class}: #{e.message}")
+    end
+
+    def notify(event)
+      return unless defined?(ActiveSupport::Notifications)
+
+      ActiveSupport::Notifications.instrument("circuit.llm_failover", event.to_h)
+    rescue StandardError => e
+      warn("circuit.llm_failover subscriber raised #{e.class}: #{e.message}")
+    end
+
+    def warn(message)
+      message = "llm_failover: #{message}"
+      logger = @config.logger
+      logger ? logger.warn(message) : Kernel.warn(message)
+    rescue StandardError
+      nil
+    end
+  end
+end

@@ -1,0 +1,197 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+
+# The breaker's transitions against real FakeProviders, with the default
+# MemoryStateStore. Cooldowns are short (fractions of a second); nothing asserts a time.
+RSpec.describe "Circuit breaker" do
+  include_context "with fake providers"
+
+  let(:events) { [] }
+
+  before do
+    LlmFailover.configure do |c|
+      c.circuit_threshold = 3
+      c.circuit_cooldown = 0.5
+      c.max_retries = 1
+      c.on_circuit_change = ->(event) { events << event }
+    end
+  end
+
+  def health_of(model)
+    LlmFailover.health.find { |h| h[:model] == model }
+  end
+
+  it "opens after threshold counted failures, stops retrying the target mid-call, then skips it" do
+    primary.default = { error: :unavailable }
+    backup.default = { text: "from the backup" }
+    chat = failover_chat
+
+    first = chat.ask("one")
+    expect(first.attempts.map(&:http_status)).to eq([503, 503, 200])
+    expect(primary.request_count).to eq(2)
+
+    # the third counted failure opens the circuit: no retry, straight to the backup
+    second = chat.ask("two")
+    expect(second.attempts.map(&:http_status)).to eq([503, 200])
+    expect(primary.request_count).to eq(3)
+    expect(events.map { |e| [e.provider, e.model, e.from, e.to, e.reason] })
+      .to eq([[:openai, "gpt-4o", :closed, :open, :threshold]])
+
+    third = chat.ask("three")
+    expect(primary.request_count).to eq(3) # no request, no retry sleep
+    expect(third.content).to eq("from the backup")
+    skipped, answered = third.attempts
+    expect(skipped).to be_skipped
+    expect(skipped).to have_attributes(attempt: 1, provider: :openai, model: "gpt-4o", success: false,
+                                       error_class: "LlmFailover::CircuitOpenError", http_status: nil,
+                                       latency_ms: 0.0, request_id: third.request_id)
+    expect(answered).to have_attributes(attempt: 2, skipped: false, success: true, provider: :anthropic,
+                                        request_id: third.request_id)
+    expect(health_of("gpt-4o")).to include(provider: :openai, state: :open, failures: 3,
+                                           last_error: "LlmFailover::ServiceUnavailableError")
+  end
+
+  it "after the cooldown sends one probe without retries; a failed probe reopens, a good one closes" do
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+    chat = failover_chat
+    2.times { chat.ask("fail") } # 4 counted failures: open after the third
+    expect(primary.request_count).to eq(3)
+
+    sleep 0.55
+    probe = chat.ask("probe")
+    expect(primary.request_count).to eq(4) # one request, no retry on the probe
+    expect(probe.attempts.map(&:http_status)).to eq([503, 200])
+    expect(events.map(&:reason)).to eq(%i[threshold cooldown_elapsed probe_failed])
+    chat.ask("still open")
+    expect(primary.request_count).to eq(4)
+
+    sleep 0.55
+    primary.default = { text: "primary is back" }
+    expect(chat.ask("probe again").content).to eq("primary is back")
+    expect(events.map(&:reason)).to eq(%i[threshold cooldown_elapsed probe_failed cooldown_elapsed success])
+    expect(events.last).to have_attributes(from: :half_open, to: :closed)
+    expect(chat.ask("closed").content).to eq("primary is back")
+    expect(health_of("gpt-4o")).to include(state: :closed, failures: 0)
+  end
+
+  it "lets exactly one of many concurrent calls probe a half-open target" do
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+    2.times { failover_chat.ask("fail") }
+    count = primary.request_count
+    sleep 0.55
+    primary.default = { text: "slow but back", delay_first_token: 0.3 }
+    replies = Array.new(6) { Thread.new { failover_chat.ask("concurrent") } }.map(&:value)
+    expect(primary.request_count).to eq(count + 1)
+    expect(replies.count { |r| r.provider == :openai }).to eq(1)
+  end
+
+  it "goes to the backup during a Retry-After longer than retry_max_interval, shared until then" do
+    LlmFailover.configure do |c|
+      c.circuit_threshold = 5
+      c.retry_max_interval = 0.1
+    end
+    primary.enqueue({ error: :rate_limit, retry_after: 1 })
+    backup.default = { text: "backup" }
+    failover_chat.ask("limited")
+    expect(events.map(&:reason)).to eq(%i[retry_after])
+    failover_chat.ask("cooling down")
+    expect(primary.request_count).to eq(1)
+    expect(health_of("gpt-4o")[:cooldown_until]).to be > Time.now
+  end
+
+  it "still tries the primary when every target is open" do
+    LlmFailover.configure { |c| c.circuit_threshold = 1 }
+    primary.default = { error: :unavailable }
+    backup.default = { error: :overloaded }
+    expect { failover_chat.ask("both down") }.to raise_error(LlmFailover::OverloadedError)
+    expect(LlmFailover.health.map { |h| h[:state] }).to eq(%i[open open])
+    primary.default = { text: "primary answers" }
+    reply = failover_chat.ask("both open")
+    expect(reply.content).to eq("primary answers")
+    expect(reply.attempts.map(&:skipped?)).to eq([false])
+    expect(health_of("gpt-4o")[:state]).to eq(:closed)
+  end
+
+  it "skips an open backup and keeps the primary's own error when the primary fails" do
+    LlmFailover.configure { |c| c.circuit_threshold = 1 }
+    backup.default = { error: :overloaded }
+    LlmFailover.chat(model: "claude-sonnet-4-6", provider: :anthropic).ask("open the backup") rescue nil
+    sent_to_backup = backup.request_count
+    primary.default = { error: :server }
+    error = begin
+      failover_chat(max_retries: 0).ask("primary fails")
+    rescue LlmFailover::Error => e
+      e
+    end
+    expect(error).to be_a(LlmFailover::ServerError)
+    expect(error.attempts.map { |a| [a.provider, a.skipped?] }).to eq([[:openai, false], [:anthropic, true]])
+    expect(backup.request_count).to eq(sent_to_backup)
+  end
+
+  it "never opens on a storm of deterministic 4xx errors or refused connections" do
+    primary.default = { error: :bad_request }
+    10.times { expect { failover_chat.ask("bad") }.to raise_error(LlmFailover::BadRequestError) }
+    LlmFailover.configure do |c|
+      c.provider :refused, api: :openai, api_key: "sk-x", base_url: "http://127.0.0.1:#{closed_port}/v1"
+    end
+    10.times do
+      expect { LlmFailover.chat(model: "m", provider: :refused).ask("x") }
+        .to raise_error(LlmFailover::ConnectionRefusedError)
+    end
+    expect(LlmFailover.health).to eq([])
+    expect(events).to eq([])
+  end
+
+  it "never counts a call killed mid-request (Thread#kill)" do
+    primary.default = { text: "never", delay_first_token: 5 }
+    5.times do
+      count = primary.request_count
+      t = Thread.new { failover_chat.ask("killed") }
+      sleep 0.01 until primary.request_count > count
+      t.kill
+      t.join
+    end
+    expect(LlmFailover.health).to eq([])
+    primary.default = { text: "answers" }
+    expect(failover_chat.ask("after").attempts.map(&:skipped?)).to eq([false])
+  end
+
+  it "is off with circuit_threshold 0, and per chat" do
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+    4.times { failover_chat(circuit_threshold: 0).ask("off") }
+    expect(primary.request_count).to eq(8)
+    expect(LlmFailover.health).to eq([])
+  end
+
+  it "reports on_circuit_change to ActiveSupport::Notifications too, and survives a raising callback" do
+    require "active_support"
+    require "active_support/notifications"
+    seen = []
+    sub = ActiveSupport::Notifications.subscribe("circuit.llm_failover") { |*, payload| seen << payload }
+    LlmFailover.configure do |c|
+      c.circuit_threshold = 1
+      c.on_circuit_change = ->(_) { raise "broken callback" }
+      c.logger = Logger.new(log = StringIO.new)
+      @log = log
+    end
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+    expect(failover_chat.ask("x").content).to eq("backup")
+    expect(seen.map { |p| p.values_at(:provider, :model, :from, :to, :reason) })
+      .to eq([[:openai, "gpt-4o", :closed, :open, :threshold]])
+    expect(@log.string).to include("on_circuit_change raised RuntimeError")
+  ensure
+    ActiveSupport::Notifications.unsubscribe(sub) if sub
+  end
+
+  def closed_port
+    s = TCPServer.new("127.0.0.1", 0)
+    port = s.addr[1]
+    s.close
+    port
+  end
+end
