@@ -77,13 +77,18 @@ RSpec.describe "Circuit breaker" do
   end
 
   it "lets exactly one of many concurrent calls probe a half-open target" do
+    LlmFailover.configure { |c| c.circuit_cooldown = 1.0 }
     primary.default = { error: :unavailable }
     backup.default = { text: "backup" }
     2.times { failover_chat.ask("fail") }
     count = primary.request_count
-    sleep 0.55
-    primary.default = { text: "slow but back", delay_first_token: 0.3 }
-    replies = Array.new(6) { Thread.new { failover_chat.ask("concurrent") } }.map(&:value)
+    sleep 1.05
+    primary.default = { text: "slow but back", delay_headers: 0.5 }
+    gate = Queue.new
+    threads = Array.new(6) { Thread.new { gate.pop && failover_chat.ask("concurrent") } }
+    6.times { gate << true }
+    replies = threads.map(&:value)
+    # every call that asked while the probe was out went to the backup
     expect(primary.request_count).to eq(count + 1)
     expect(replies.count { |r| r.provider == :openai }).to eq(1)
   end
@@ -146,7 +151,7 @@ RSpec.describe "Circuit breaker" do
   end
 
   it "never counts a call killed mid-request (Thread#kill)" do
-    primary.default = { text: "never", delay_first_token: 5 }
+    primary.default = { text: "never", delay_headers: 5 }
     5.times do
       count = primary.request_count
       t = Thread.new { failover_chat.ask("killed") }

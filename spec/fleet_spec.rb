@@ -1,0 +1,104 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require_relative "support/redis_server"
+
+# A fleet sharing one RedisStateStore on a real redis-server: forked processes, and
+# Redis going away and coming back under live calls.
+RSpec.describe "A fleet sharing a RedisStateStore" do
+  include_context "with fake providers"
+
+  before(:all) do
+    skip "redis-server is not installed (bin/setup installs it)" unless RedisServer.available?
+    @redis = RedisServer.new.start
+  end
+
+  after(:all) { @redis&.destroy }
+
+  let(:log) { StringIO.new }
+  let(:store) do
+    LlmFailover::RedisStateStore.new(url: @redis.url, namespace: "fleet#{rand(1 << 30)}", logger: Logger.new(log))
+  end
+
+  before do
+    LlmFailover.configure do |c|
+      c.circuit_threshold = 3
+      c.max_retries = 0
+      c.state_store = store
+    end
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+  end
+
+  def monotonic
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  # Forks +count+ processes that each call until +until_at+ (monotonic), then waits.
+  # Returns the calls that failed, summed over the processes.
+  def fleet(count, until_at)
+    pipes = Array.new(count) do
+      reader, writer = IO.pipe
+      pid = fork do
+        reader.close
+        failed = 0
+        while monotonic < until_at
+          begin
+            failover_chat.ask("hello")
+          rescue LlmFailover::Error
+            failed += 1
+          end
+        end
+        writer.write(failed.to_s)
+        writer.close
+        exit!(0)
+      end
+      writer.close
+      [pid, reader]
+    end
+    pipes.sum do |pid, reader|
+      Process.wait(pid)
+      reader.read.to_i
+    end
+  end
+
+  it "stops four processes sending to a dead primary once the threshold is reached in total, " \
+     "and lets one probe through per cooldown" do
+    LlmFailover.configure { |c| c.circuit_cooldown = 1.5 }
+    t0 = monotonic
+    failed = fleet(4, t0 + 1.0)
+    expect(failed).to eq(0) # the backup answered every call
+    # The threshold, plus at most one request already in flight in each other process
+    # when the third failure landed.
+    opened_with = primary.request_count
+    expect(opened_with).to be_between(3, 3 + 3)
+    expect(backup.request_count).to be > 20
+
+    sleep [t0 + 2.0 - monotonic, 0].max # past the cooldown of a circuit opened early in phase 1
+    fleet(4, monotonic + 0.7)
+    expect(primary.request_count).to eq(opened_with + 1) # one probe fleet-wide; it failed and reopened
+    h = LlmFailover.health.find { |t| t[:model] == "gpt-4o" }
+    expect(h).to include(state: :open)
+    expect(h[:failures]).to be >= 4
+  end
+
+  it "keeps answering while Redis is down (one warning), and shares again once it is back" do
+    LlmFailover.configure { |c| c.circuit_cooldown = 60 }
+    failover_chat.ask("one failure shared")
+    @redis.stop
+    begin
+      replies = Array.new(8) { failover_chat.ask("redis is down") }
+      expect(replies.map(&:content).uniq).to eq(["backup"])
+      # this process's own state opened the circuit after three more failures
+      expect(primary.request_count).to eq(1 + 3)
+      expect(log.string.scan(/unreachable/).size).to eq(1)
+    ensure
+      @redis.start
+    end
+    sleep 1.1 # the store asks Redis again at most once a second
+    failover_chat.ask("redis is back")
+    expect(log.string).to include("sharing resumed")
+    expect(LlmFailover.health.find { |t| t[:model] == "gpt-4o" }).to include(state: :closed, failures: 1)
+    expect(log.string.scan(/unreachable/).size).to eq(1)
+  end
+end
