@@ -101,4 +101,31 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
     expect(LlmFailover.health.find { |t| t[:model] == "gpt-4o" }).to include(state: :closed, failures: 1)
     expect(log.string.scan(/unreachable/).size).to eq(1)
   end
+
+  describe "llm_failover health" do
+    require "llm_failover/cli"
+
+    def run_cli(*argv, env: {})
+      out = StringIO.new
+      err = StringIO.new
+      code = LlmFailover::CLI.run(argv, out: out, err: err, env: env)
+      [code, out.string, err.string]
+    end
+
+    it "prints each target's circuit from the fleet's Redis" do
+      LlmFailover.configure { |c| c.circuit_cooldown = 60 }
+      3.times { failover_chat.ask("open it") }
+      code, out, = run_cli("health", "--namespace", store.namespace, env: { "REDIS_URL" => @redis.url })
+      expect(code).to eq(0)
+      expect(out.lines.first.split).to eq(%w[provider model state failures opened_at cooldown_until last_error])
+      expect(out).to match(/^openai\s+gpt-4o\s+open\s+3\s+\S+ \S+\s+\S+ \S+\s+ServiceUnavailableError$/)
+    end
+
+    it "needs a Redis, and says when it cannot reach it" do
+      expect(run_cli("health", env: {})).to match([2, "", /no Redis to read/])
+      code, _, err = run_cli("health", "--redis-url", "redis://127.0.0.1:#{@redis.port + 1}", env: {})
+      expect(code).to eq(1)
+      expect(err).to include("unreachable")
+    end
+  end
 end

@@ -16,7 +16,7 @@ module LlmFailover
     USAGE = 2
     INTERRUPTED = 130
 
-    COMMANDS = %w[demo chat report help].freeze
+    COMMANDS = %w[demo chat report health help].freeze
 
     # Printed where a backup's answer replaces a partial one that cannot be erased.
     RESET_MARKER = "[reset: primary failed mid-answer, backup answering]"
@@ -33,6 +33,7 @@ module LlmFailover
         demo     fail over between two local fake providers (no keys, no network)
         chat     ask a real provider, with an optional backup
         report   usage and failover report from the ActiveRecord attempt log
+        health   each target's circuit, as a fleet's Redis state store holds it
         help     this text, or `llm_failover help COMMAND`
 
       Options:
@@ -100,6 +101,7 @@ module LlmFailover
       when "demo" then demo(argv)
       when "chat" then chat(argv)
       when "report" then report(argv)
+      when "health" then health(argv)
       else
         raise UsageError, "unknown command #{@command.inspect} (commands: #{COMMANDS.join(', ')})"
       end
@@ -112,6 +114,7 @@ module LlmFailover
       when "demo" then @out.puts(demo_parser({}).help)
       when "chat" then @out.puts(chat_parser({}).help)
       when "report" then return report(["--help"])
+      when "health" then @out.puts(health_parser({}).help)
       else raise UsageError, "no help for #{topic.inspect} (commands: #{COMMANDS.join(', ')})"
       end
       OK
@@ -348,6 +351,43 @@ module LlmFailover
     # --- helpers -------------------------------------------------------------------
 
     # The C extension is the one thing `require "llm_failover"` can miss on a checkout.
+    def health_parser(opts)
+      OptionParser.new do |o|
+        o.banner = "Usage: llm_failover health [--redis-url URL] [--namespace NAME]\n\n" \
+                   "Each target's circuit (state, consecutive failures, opened at, cooldown until, last error)\n" \
+                   "from a RedisStateStore. A MemoryStateStore lives inside each process: ask it there\n" \
+                   "with LlmFailover.health.\n\n"
+        o.on("--redis-url URL", "the store's Redis (default: $REDIS_URL)") { |v| opts[:url] = v }
+        o.on("--namespace NAME", "the store's namespace (default: llm_failover)") { |v| opts[:namespace] = v }
+      end
+    end
+
+    def health(argv)
+      opts = {}
+      health_parser(opts).parse!(argv)
+      raise UsageError, "unexpected argument #{argv.first.inspect}" unless argv.empty?
+
+      url = opts[:url] || @env["REDIS_URL"]
+      raise UsageError, "no Redis to read: pass --redis-url or set REDIS_URL" if url.nil? || url.empty?
+
+      load_gem
+      require "logger"
+      require "llm_failover/report/table"
+      store = LlmFailover::RedisStateStore.new(url: url, namespace: opts[:namespace] || "llm_failover",
+                                               logger: Logger.new(@err, formatter: ->(*, msg) { "#{msg}\n" }))
+      targets = store.health
+      return FAILED unless store.connected? # the store's warning said why, on stderr
+      at = ->(t) { t&.utc&.strftime("%Y-%m-%d %H:%M:%S") }
+      @out.puts(LlmFailover::Report::Table.new(
+        %w[provider model state failures opened_at cooldown_until last_error],
+        targets.map { |h|
+          [h[:provider], h[:model], h[:state], h[:failures], at.call(h[:opened_at]), at.call(h[:cooldown_until]),
+           h[:last_error]&.delete_prefix("LlmFailover::")]
+        }
+      ).to_s)
+      OK
+    end
+
     def load_gem
       require "llm_failover"
     rescue LoadError => e

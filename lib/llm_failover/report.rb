@@ -57,6 +57,14 @@ module LlmFailover
     # attempts in the period (an estimate: the hit's own record bills nothing).
     CacheHits = Struct.new(:provider, :model, :hits, :saved_input, :saved_output, keyword_init: true)
 
+    # Calls routed around one target's open circuit (skipped records: no request sent),
+    # and the span from the first to the last of them: the circuit was open at least
+    # that long.
+    OpenCircuit = Struct.new(:provider, :model, :calls, :first_skip, :last_skip, keyword_init: true)
+
+    # The error_class of a skipped record (AttemptRecord#skipped).
+    SKIPPED = "LlmFailover::CircuitOpenError"
+
     attr_reader :from, :to
 
     # @param from [Time, nil] first started_at included (nil: from the beginning)
@@ -76,7 +84,8 @@ module LlmFailover
         { attempts: scope.count, requests: scope.distinct.count(:request_id), failures: failed.count,
           saves: saves.size, failover_saves: saves.count(&:failover?),
           cross_provider_saves: saves.count(&:cross_provider?), lost: lost_scope.distinct.count(:request_id),
-          cache_hits: cached_column? ? scope.where(cached: true).count : 0 }
+          cache_hits: cached_column? ? scope.where(cached: true).count : 0,
+          routed_around: skipped.distinct.count(:request_id) }
       end
     end
 
@@ -98,11 +107,24 @@ module LlmFailover
       end
     end
 
+    # @return [Array<OpenCircuit>] per provider and model, most calls first
+    def open_circuits
+      @open_circuits ||= query do
+        calls = skipped.group(:provider, :model).distinct.count(:request_id)
+        first = skipped.group(:provider, :model).minimum(:started_at)
+        last = skipped.group(:provider, :model).maximum(:started_at)
+        calls.map do |key, n|
+          OpenCircuit.new(provider: key[0], model: key[1], calls: n, first_skip: first[key], last_skip: last[key])
+        end.sort_by { |c| [-c.calls, c.provider.to_s, c.model.to_s] }
+      end
+    end
+
     # @return [Array<FailureRate>] per provider and model, most failures first
     def failure_rates
       @failure_rates ||= query do
         # A cache hit sent no request: it is not an attempt a provider could fail.
-        attempts = (cached_column? ? scope.where(cached: false) : scope).group(:provider, :model).count
+        # A skipped target sent no request either.
+        attempts = not_skipped(cached_column? ? scope.where(cached: false) : scope).group(:provider, :model).count
         failures = failed.group(:provider, :model).count
         eligible = failed.where(failover_eligible: true).group(:provider, :model).count
         errors = failed.group(:provider, :model, :error_class).count
@@ -197,7 +219,8 @@ module LlmFailover
        section("Features", features_table),
        section("Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)", windows_table),
        section("Tokens (failed attempts included)", tokens_table),
-       section("Response cache hits (saved tokens estimated from uncached answers)", cache_table)]
+       section("Response cache hits (saved tokens estimated from uncached answers)", cache_table),
+       section("Calls routed around an open circuit", open_circuits_table)]
         .join("\n\n") + "\n"
     end
 
@@ -214,8 +237,18 @@ module LlmFailover
       rows
     end
 
+    # Failed HTTP attempts: a skipped target (no request) is not one.
     def failed
-      scope.where(success: false)
+      scope.where(success: false).where.not(error_class: SKIPPED)
+    end
+
+    def skipped
+      scope.where(error_class: SKIPPED)
+    end
+
+    # NULL error classes (successes) included: SQL's NOT leaves them out.
+    def not_skipped(rows)
+      rows.where(error_class: nil).or(rows.where.not(error_class: SKIPPED))
     end
 
     # Tables made before the cached column keep working.
@@ -283,9 +316,18 @@ module LlmFailover
 
     def summary_table
       s = summary
-      Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost cache_hits],
+      Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost cache_hits
+                   routed_around],
                 [[s[:attempts], s[:requests], s[:failures], s[:saves], s[:failover_saves],
-                  s[:cross_provider_saves], s[:lost], s[:cache_hits]]]).to_s
+                  s[:cross_provider_saves], s[:lost], s[:cache_hits], s[:routed_around]]]).to_s
+    end
+
+    def open_circuits_table
+      Table.new(%w[provider model calls first_skip last_skip],
+                open_circuits.map { |c|
+                  [c.provider, c.model, c.calls, c.first_skip&.utc&.strftime("%Y-%m-%d %H:%M:%S"),
+                   c.last_skip&.utc&.strftime("%Y-%m-%d %H:%M:%S")]
+                }).to_s
     end
 
     def cache_table

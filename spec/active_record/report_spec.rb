@@ -47,10 +47,30 @@ RSpec.describe LlmFailover::Report, :active_record do
 
     it "sums up the period" do
       expect(report.summary).to eq(attempts: 9, requests: 6, failures: 5, saves: 2, failover_saves: 1,
-                                   cross_provider_saves: 1, lost: 2, cache_hits: 0)
+                                   cross_provider_saves: 1, lost: 2, cache_hits: 0, routed_around: 0)
       expect(described_class.new.summary[:attempts]).to eq(10)
       expect(described_class.new(from: t0 - 86_400, to: t0 + 300).summary)
         .to include(attempts: 5, requests: 3, failures: 2)
+    end
+
+    it "counts calls routed around an open circuit, and not as failed attempts" do
+      [["H", t0 + 900], ["I", t0 + 960]].each do |id, at|
+        LlmFailover::ActiveRecord::Attempt.create!(
+          request_id: "req-#{id}", attempt: 1, provider: "openai", model: "gpt-4o", feature: "summary", success: false,
+          error_class: "LlmFailover::CircuitOpenError", error_message: "circuit open: no request sent",
+          failover_eligible: true, latency_ms: 0, started_at: at
+        )
+        LlmFailover::ActiveRecord::Attempt.create!(
+          request_id: "req-#{id}", attempt: 2, provider: "anthropic", model: "claude-sonnet-4-6", feature: "summary",
+          success: true, http_status: 200, latency_ms: 12.5, started_at: at
+        )
+      end
+      report = described_class.new(from: t0 - 86_400)
+      expect(report.summary).to include(routed_around: 2, failures: 5, attempts: 13)
+      expect(report.failure_rates.first.to_h).to include(provider: "openai", model: "gpt-4o", attempts: 6, failures: 4)
+      circuit = report.open_circuits.map(&:to_h)
+      expect(circuit).to eq([{ provider: "openai", model: "gpt-4o", calls: 2, first_skip: t0 + 900, last_skip: t0 + 960 }])
+      expect(report.to_s).to include("Calls routed around an open circuit")
     end
 
     it "gives the failure rate per provider and model" do

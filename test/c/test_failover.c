@@ -163,7 +163,8 @@ static int on_attempt(void *ud, const lf_attempt_record *rec)
     if (s->attempts < 8) s->kinds[s->attempts] = rec->kind;
     s->attempts++;
     snprintf(tag, sizeof tag, "a%d/t%d:", rec->attempt, rec->target);
-    log_add(s, tag, rec->success ? "ok" : "fail", rec->success ? 2 : 4);
+    if (rec->skipped) log_add(s, tag, "skip", 4);
+    else log_add(s, tag, rec->success ? "ok" : "fail", rec->success ? 2 : 4);
     return 0;
 }
 
@@ -757,6 +758,135 @@ static void test_stream_answered_with_plain_body(void)
     fixture_free(&f);
 }
 
+/* ---- the breaker: a host whose store is one lf_circuit per target -------- */
+
+static const char *ANTHROPIC_PLAIN =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\nConnection: close\r\n\r\n"
+    "{\"type\":\"message\",\"model\":\"claude-x\",\"content\":[{\"type\":\"text\",\"text\":\"backup\"}],"
+    "\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}";
+
+static lf_circuit breaker_circuits[2];
+static int breaker_threshold = 2, breaker_reports;
+static double breaker_now = 1000;
+
+static int breaker_health(void *ud, size_t n, lf_health *out)
+{
+    size_t i;
+    lf_circuit_change chg;
+    for (i = 0; i < n; i++) {
+        out[i].route = lf_circuit_admit(&breaker_circuits[i], breaker_now, 60, &chg);
+        out[i].failures = breaker_circuits[i].failures;
+    }
+    return 0;
+}
+
+static int breaker_report(void *ud, int target, int success, lf_kind kind, double hold, int *open)
+{
+    lf_circuit_change chg;
+    breaker_reports++;
+    lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, breaker_now, success, hold, &chg);
+    *open = breaker_circuits[target].state != LF_CIRCUIT_CLOSED;
+    return 0;
+}
+
+static void breaker_fixture(fixture *f)
+{
+    memset(breaker_circuits, 0, sizeof breaker_circuits);
+    breaker_reports = 0;
+    breaker_now = 1000;
+    f->l.health = breaker_health;
+    f->l.report = breaker_report;
+}
+
+/* Threshold 2, max_retries 2: the second 503 opens the circuit, the call
+ * stops retrying and fails over; the next call skips the primary. */
+static void test_breaker_opens_mid_call_then_skips(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    f.srv[0].script[0] = UNAVAILABLE;
+    f.srv[0].script[1] = UNAVAILABLE;
+    f.srv[0].n_script = 2;
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].script[1] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 2;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
+    LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
+    LF_CHECK_INT(breaker_reports, 2); /* the backup's success had nothing to report */
+
+    lf_outcome_free(&f.o);
+    lf_outcome_init(&f.o);
+    memset(&f.seen, 0, sizeof f.seen);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_INT(f.o.attempts, 2);
+    LF_CHECK_STR(f.seen.log, "a1/t0:skip|a2/t1:ok|");
+    fixture_free(&f);
+    LF_CHECK_INT(f.srv[0].served, 2);
+}
+
+/* Half-open: one probe request without retries; it fails, the circuit
+ * reopens and the backup answers. Then every target open: the primary is
+ * tried anyway (with its retries), and its success closes the circuit. */
+static void test_breaker_probe_and_every_target_open(void)
+{
+    fixture f;
+    lf_circuit_change chg;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    lf_circuit_record(&breaker_circuits[0], 1, 60, 1000, 0, 0, &chg);
+    breaker_now = 1061;
+    f.srv[0].script[0] = UNAVAILABLE;
+    f.srv[0].script[1] = UNAVAILABLE;
+    f.srv[0].script[2] = OK_JSON;
+    f.srv[0].n_script = 3;
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t1:ok|");
+    LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
+
+    lf_circuit_record(&breaker_circuits[1], 1, 60, 1061, 0, 0, &chg);
+    lf_outcome_free(&f.o);
+    lf_outcome_init(&f.o);
+    memset(&f.seen, 0, sizeof f.seen);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 0);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:ok|");
+    LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_CLOSED);
+    fixture_free(&f);
+}
+
+/* A deterministic 4xx never counts; the open backup gets a skip record only
+ * when the primary's error would have failed over. */
+static void test_breaker_ignores_4xx(void)
+{
+    fixture f;
+    lf_circuit_change chg;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    lf_circuit_record(&breaker_circuits[1], 1, 60, 1000, 0, 0, &chg);
+    f.srv[0].script[0] = UNAUTHORIZED;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_UNAUTHORIZED);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|");
+    LF_CHECK_INT(breaker_reports, 0);
+    LF_CHECK_INT(breaker_circuits[0].failures, 0);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     if (lf_transport_global_init() != 0) return 2;
@@ -781,6 +911,9 @@ int main(void)
     LF_RUN(test_dropped_reused_connection_not_sent_again);
     LF_RUN(test_idle_reset_connection_is_sent_on_a_new_one);
 #endif
+    LF_RUN(test_breaker_opens_mid_call_then_skips);
+    LF_RUN(test_breaker_probe_and_every_target_open);
+    LF_RUN(test_breaker_ignores_4xx);
     curl_global_cleanup();
     return lf_test_summary("failover");
 }
