@@ -34,6 +34,7 @@ module LlmFailover
     BUDGET = 0.05 # seconds: connect, read and write timeouts
     RETRY_AFTER = 1.0 # seconds between attempts to reach a Redis that failed
     DAY_MS = 86_400_000
+    POOL_WAIT = 1.0 # seconds a thread waits for a free connection of this process
 
     # Mirrors lf_circuit_admit. KEYS: circuit, probe. ARGV: probe ttl (ms).
     # Returns {route, failures, changed}: route 0 send, 1 skip, 2 probe.
@@ -104,9 +105,10 @@ module LlmFailover
     #   handling: TLS, passwords, database numbers)
     # @param namespace [String] the prefix of every key
     # @param logger [#warn, nil] where outage warnings go (Kernel#warn when nil)
-    # @param pool_size [Integer] connections per process (per fork)
+    # @param pool_size [Integer] connections per process (per fork); a thread waits up to
+    #   a second for a free one (each is held for one round trip)
     def initialize(url: ENV.fetch("REDIS_URL", "redis://127.0.0.1:6379"), namespace: "llm_failover",
-                   logger: nil, pool_size: 5, budget: BUDGET)
+                   logger: nil, pool_size: 10, budget: BUDGET)
       raise ConfigurationError, "namespace must be a non-empty String" unless namespace.is_a?(String) && !namespace.empty?
 
       @config = RedisClient.config(url: url, connect_timeout: budget, read_timeout: budget, write_timeout: budget,
@@ -114,7 +116,6 @@ module LlmFailover
       @namespace = namespace
       @logger = logger
       @pool_size = pool_size
-      @budget = budget
       @fallback = MemoryStateStore.new
       @lock = Mutex.new
       @pid = nil
@@ -219,7 +220,10 @@ module LlmFailover
       result = pool.with { |redis| with_scripts(redis) { yield redis } }
       back_up if @down
       result
-    rescue RedisClient::Error, ConnectionPool::TimeoutError, SystemCallError, IOError => e
+    rescue ConnectionPool::TimeoutError
+      # More threads than connections, all busy: this call only, Redis is not down.
+      @fallback.public_send(name, *args)
+    rescue RedisClient::Error, SystemCallError, IOError => e
       went_down(e)
       @fallback.public_send(name, *args)
     end
@@ -240,7 +244,7 @@ module LlmFailover
       @lock.synchronize do
         unless @pid == Process.pid
           # A forked child never uses its parent's sockets.
-          @pool = @config.new_pool(size: @pool_size, timeout: @budget)
+          @pool = @config.new_pool(size: @pool_size, timeout: POOL_WAIT)
           @pid = Process.pid
         end
       end

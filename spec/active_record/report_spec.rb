@@ -174,7 +174,7 @@ RSpec.describe LlmFailover::Report, :active_record do
       insert_rows(Time.now - 3600)
       status = described_class.run(["--database", ArSpec::PATH, "--since", "7d"], out: out, err: err)
       expect([status, err.string]).to eq([0, ""])
-      expect(summary_numbers(out.string)).to eq([9, 6, 5, 2, 1, 1, 2, 0])
+      expect(summary_numbers(out.string)).to eq([9, 6, 5, 2, 1, 1, 2, 0, 0])
       expect(out.string).to include("Incident windows", "Tokens (failed attempts included)", "tailoring")
 
       out.truncate(0)
