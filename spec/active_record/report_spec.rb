@@ -180,7 +180,7 @@ RSpec.describe LlmFailover::Report, :active_record do
       out.truncate(0)
       out.rewind
       expect(described_class.run(["--database", "sqlite3:#{ArSpec::PATH}", "--since", "30d"], out: out, err: err)).to eq(0)
-      expect(summary_numbers(out.string)).to eq([10, 7, 6, 2, 1, 1, 3, 0])
+      expect(summary_numbers(out.string)).to eq([10, 7, 6, 2, 1, 1, 3, 0, 0])
       # The app's own connection is untouched.
       expect(LlmFailover::ActiveRecord::Attempt.count).to eq(10)
     end
