@@ -100,6 +100,30 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
     expect(log.string.scan(/unreachable/).size).to eq(1)
   end
 
+  it "sends one on_chain_exhausted per feature and error class per window for the whole fleet" do
+    LlmFailover.configure { |c| c.circuit_threshold = 0 }
+    backup.default = { error: :overloaded }
+    results = Array.new(4) do
+      reader, writer = IO.pipe
+      pid = fork do
+        reader.close
+        alerts = 0
+        LlmFailover.configure { |c| c.on_chain_exhausted = ->(_) { alerts += 1 } }
+        3.times { failover_chat(feature: "summary").ask("down") rescue LlmFailover::Error }
+        writer.write(alerts.to_s)
+        writer.close
+        exit!(0)
+      end
+      writer.close
+      [pid, reader]
+    end
+    alerts = results.sum do |pid, reader|
+      Process.wait(pid)
+      reader.read.to_i
+    end
+    expect(alerts).to eq(1)
+  end
+
   describe "llm_failover health" do
     require "llm_failover/cli"
 

@@ -100,13 +100,18 @@ static VALUE lf_engine_cleanup(VALUE arg)
  *     pairs), :system, :temperature, :max_tokens, :stream, :quota (nil, or the
  *     primary's { limit:, used:, enforce: }: the core picks the first target
  *     from it), and the policy (:max_retries, :retry_interval, ...,
- *     :max_response_bytes) in a Hash under :policy or in the request itself
+ *     :max_response_bytes) in a Hash under :policy or in the request itself,
+ *     and :circuit (true: the listener also answers circuit_health(n) ->
+ *     [route, failures, ...] before the first attempt and circuit_report(target,
+ *     success, error_class, hold) -> open? after the attempts that bear on a
+ *     circuit)
  *   @param listener [#on_chunk, #on_reset, #on_attempt] on_chunk(text, target)
  *     per streamed delta; on_reset before a backup answers after text was
  *     delivered; on_attempt(Hash of :attempt, :target, :success, :error_class,
  *     :error_message, :phase, :http_status, :failover_eligible, :retry_after,
  *     :latency_ms, :first_token_ms, :input_tokens, :output_tokens, :started_at,
- *     :provider_request_id) per HTTP attempt
+ *     :provider_request_id, :skipped) per HTTP attempt, and per target left out
+ *     by its open circuit (skipped: true, no request)
  *   @return [Hash] :ok, :target, :first_target, :attempts, :provider_request_id
  *     and the answer (:content, :model, ...) or the error (:error_class,
  *     :message, :phase, :status, :body, ...) */
