@@ -121,6 +121,17 @@ RSpec.describe LlmFailover::Chat do
       expect(json["messages"].map { |m| m["role"] }).to eq(["user"])
     end
 
+    it "sends several as they are stored: apart for OpenAI, joined into Anthropic's system" do
+      chat = failover_chat.with_instructions("One.").with_instructions("Two.", replace: false)
+      chat.ask("Hi")
+      expect(sent_messages(primary.requests.last)).to eq([%w[system One.], %w[system Two.], %w[user Hi]])
+
+      claude = LlmFailover.chat(model: "claude-sonnet-4-6", provider: :anthropic, system: "One.")
+      claude.with_instructions("Two.", replace: false).ask("Hi")
+      expect(backup.requests.last.json["system"]).to eq("One.\n\nTwo.")
+      expect(sent_messages(backup.requests.last)).to eq([%w[user Hi]])
+    end
+
     it "replaces by default and adds with replace: false" do
       chat = failover_chat.with_instructions("One.").with_instructions("Two.")
       expect(chat.messages.map(&:content)).to eq(["Two."])

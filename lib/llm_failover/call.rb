@@ -20,17 +20,16 @@ module LlmFailover
     end
 
     # @param targets [Array<Target>] the primary, then the backup if there is one
-    # @param messages [Array<Array(String, String)>] role/content pairs, system lifted out
+    # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
     # @param quota [Hash, nil] the primary's { limit:, used:, enforce: }: the engine picks
     #   the first target from it
-    def initialize(engine:, config:, store:, targets:, messages:, system:, temperature:, max_tokens:, feature:,
+    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:,
                    quota:, block:)
       @engine = engine
       @config = config
       @store = store
       @targets = targets
       @messages = messages
-      @system = system
       @temperature = temperature
       @max_tokens = max_tokens
       @feature = feature
@@ -158,7 +157,7 @@ module LlmFailover
     end
 
     def engine_request
-      { targets: @targets.map(&:engine), messages: @messages, system: @system,
+      { targets: @targets.map(&:engine), messages: @messages,
         temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
         quota: @quota, policy: @config.engine_policy, circuit: !@breaker.nil? }
     end

@@ -149,33 +149,23 @@ module LlmFailover
     private
 
     def answer(temperature, max_tokens, block, cache)
-      # System messages travel apart (Anthropic wants them out of the array; the engine
-      # puts them first for OpenAI-compatible APIs).
-      system = nil
-      messages = []
-      @store.conversation.each do |m|
-        role = m.role.to_s
-        if role == "system"
-          (system ||= []) << m.content.to_s
-        else
-          messages << [role, m.content.to_s]
-        end
+      # The conversation as stored, system messages where they are: where each protocol
+      # wants them (in the array for OpenAI, lifted and joined for Anthropic) is the
+      # wire layer's rule, and one call may go out in both protocols.
+      messages = @store.conversation.map { |m| [m.role.to_s, m.content.to_s] }
+      unless messages.any? { |role, _| role != "system" }
+        raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
-      raise ArgumentError, "nothing to answer: the chat holds no user or assistant message" if messages.empty?
 
-      system &&= system.join("\n\n")
-      # From here on messages and system are what leaves the process, and what the
-      # cache key hashes: scrubbed when a scrubber is configured.
+      # From here on the messages are what leaves the process, and what the cache key
+      # hashes: scrubbed when a scrubber is configured.
       scrubbing = scrub_session
-      if scrubbing
-        messages.each { |m| m[1] = scrubbing.scrub(m[1]) }
-        system &&= scrubbing.scrub(system)
-      end
+      messages.each { |m| m[1] = scrubbing.scrub(m[1]) } if scrubbing
       quota = quota_figures
       call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: engine_targets,
-                      messages: messages, system: system, temperature: temperature, max_tokens: max_tokens,
+                      messages: messages, temperature: temperature, max_tokens: max_tokens,
                       feature: @feature, quota: quota, block: block)
-      call.response_cache = response_cache(cache, quota, messages, system, temperature, max_tokens)
+      call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens)
       call.scrubbing = scrubbing
       call.run
     end
@@ -192,13 +182,13 @@ module LlmFailover
     # ModelPicker). An answer is written under the key of the target that produced it
     # (see Call), so a backup's answer never serves a later call to the primary, which
     # may be healthy again by then.
-    def response_cache(cache, quota, messages, system, temperature, max_tokens)
+    def response_cache(cache, quota, messages, temperature, max_tokens)
       store = cache == true ? @config.cache : cache
       return nil unless store
 
       lookup = backup_first?(quota) ? [@primary_target, @backup_target] : [@primary_target]
       ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger, namespace: @cache_namespace,
-                        request: [system, messages, temperature&.to_f, max_tokens], lookup: lookup,
+                        request: [messages, temperature&.to_f, max_tokens], lookup: lookup,
                         max_tokens: max_tokens)
     end
 
