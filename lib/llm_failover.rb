@@ -7,6 +7,8 @@ require "llm_failover/llm_failover" # the compiled extension: Engine and the C c
 require "llm_failover/provider_config"
 require "llm_failover/configuration"
 require "llm_failover/quota"
+require "llm_failover/quota_window"
+require "llm_failover/quota_reservation"
 require "llm_failover/model_picker"
 require "llm_failover/memory_store/message"
 require "llm_failover/memory_store"
@@ -22,6 +24,7 @@ require "llm_failover/response_cache"
 require "llm_failover/text"
 require "llm_failover/scrubber"
 require "llm_failover/circuit_event"
+require "llm_failover/quota_counters"
 require "llm_failover/memory_state_store"
 require "llm_failover/circuit_breaker"
 require "llm_failover/call"
@@ -39,7 +42,8 @@ module LlmFailover
   # Keywords of LlmFailover.chat that describe the chat itself; every other keyword
   # must be a Configuration option and overrides it for this chat only.
   CHAT_OPTIONS = %i[model provider backup_model backup_provider quota quota_used enforce_quota feature
-                    store temperature max_tokens system instructions cache cache_namespace scrub].freeze
+                    store temperature max_tokens system instructions cache cache_namespace scrub
+                    quota_key quota_window quota_by].freeze
 
   # Loaded on first use: only apps that share state through Redis need redis-client.
   autoload :RedisStateStore, "llm_failover/redis_state_store"

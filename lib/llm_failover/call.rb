@@ -19,6 +19,9 @@ module LlmFailover
       @restorer = session&.restoring? && @block ? session.stream : nil
     end
 
+    # @return [QuotaReservation, nil] the unit a shared quota holds for this call
+    attr_accessor :quota_reservation
+
     # @param targets [Array<Target>] the primary, then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
     # @param quota [Hash, nil] the primary's { limit:, used:, enforce: }: the engine picks
@@ -147,6 +150,17 @@ module LlmFailover
       @scrubbing ? @scrubbing.restore(text) : text
     end
 
+    # The primary's requests (not a skip past an open circuit) keep the shared quota's
+    # unit; with quota_by: :tokens, it becomes the tokens they used.
+    def settle_quota
+      return unless @quota_reservation
+
+      primary = @targets[0]
+      sent = @records.select { |r| r.provider == primary.name && r.model == primary.model && !r.skipped? && !r.cached? }
+      tokens = sent.sum { |r| r.input_tokens.to_i + r.output_tokens.to_i }
+      @quota_reservation.settle(primary_sent: !sent.empty?, tokens: tokens)
+    end
+
     # The stored assistant message, started by the first thing that needs it: a call
     # the quota refuses stores none.
     def assistant_message(target_index)
@@ -164,6 +178,7 @@ module LlmFailover
 
     def succeed(result)
       flush_restorer
+      settle_quota
       target = @targets.fetch(result[:target])
       name = target.name
       sent = result[:content] # with the placeholders: what the cache keeps, restored per call
@@ -192,6 +207,7 @@ module LlmFailover
     # store and the block as a streamed one would (a block gets it in word-sized
     # chunks), and one attempt record says it was served from the cache.
     def serve_cached(cached)
+      @quota_reservation&.release # a cached answer costs the quota nothing
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       started_at = Time.now
       provider = cached.provider
@@ -227,6 +243,7 @@ module LlmFailover
       target = @targets.fetch(result[:target]) { @targets[0] }
       raise QuotaExceededError, "#{target.name}: #{result[:message]}" if result[:error_class] == QuotaExceededError
 
+      @quota_reservation&.release # no target answered
       fail_stored_message(target)
       error = build_error(result[:error_class], result[:message], target,
                           status: result[:status], body: result[:body], retry_after: result[:retry_after],

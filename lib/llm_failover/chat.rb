@@ -35,7 +35,8 @@ module LlmFailover
     # @param config [Configuration] this chat's own copy
     def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, quota: nil,
                    quota_used: 0, enforce_quota: false, feature: nil, store: nil, temperature: nil,
-                   max_tokens: nil, engine: nil, cache: true, cache_namespace: nil, scrub: true)
+                   max_tokens: nil, engine: nil, cache: true, cache_namespace: nil, scrub: true, quota_key: nil,
+                   quota_window: :month, quota_by: :calls)
       @config = config
       @engine = engine
       @store = store.nil? ? MemoryStore.new : validate_store(store)
@@ -56,6 +57,7 @@ module LlmFailover
       raise ConfigurationError, "scrub must be true or false, got #{scrub.inspect}" unless scrub == true || scrub == false
 
       @scrub = scrub
+      set_shared_quota(quota_key, quota_window, quota_by, quota_used)
     end
 
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
@@ -161,12 +163,14 @@ module LlmFailover
       # hashes: scrubbed when a scrubber is configured.
       scrubbing = scrub_session
       messages.each { |m| m[1] = scrubbing.scrub(m[1]) } if scrubbing
-      quota = quota_figures
+      reservation = quota_reservation
+      quota = reservation ? reservation.reserve : quota_figures
       call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: engine_targets,
                       messages: messages, temperature: temperature, max_tokens: max_tokens,
                       feature: @feature, quota: quota, block: block)
       call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens)
       call.scrubbing = scrubbing
+      call.quota_reservation = reservation
       call.run
     end
 
@@ -214,6 +218,33 @@ module LlmFailover
 
       quota = Quota.new(limit: @quota, used: quota_used_now) # its own checks of the figures
       { limit: quota.limit, used: quota.used, enforce: @enforce_quota }
+    end
+
+    # A shared quota (quota_key:) is counted in the state store: one reservation per
+    # call. Without a limit (nil or 0) nothing is reserved.
+    def quota_reservation
+      return nil if @quota_key.nil? || @quota.nil? || @quota.zero?
+
+      QuotaReservation.new(store: @config.state_store, key: @quota_key, limit: @quota, window: @quota_window,
+                           by: @quota_by, enforce: @enforce_quota)
+    end
+
+    def set_shared_quota(key, window, by, used)
+      @quota_window = QuotaWindow.new(window)
+      raise ConfigurationError, "quota_by must be :calls or :tokens, got #{by.inspect}" unless %i[calls tokens].include?(by)
+
+      @quota_by = by
+      @quota_key = nil
+      return if key.nil?
+      unless (key.is_a?(String) || key.is_a?(Symbol)) && !key.to_s.empty?
+        raise ConfigurationError, "quota_key must be a non-empty String, got #{key.inspect}"
+      end
+      raise ConfigurationError, "quota_used: and quota_key: exclude each other (the state store counts)" unless used == 0
+      unless @config.state_store.respond_to?(:reserve_quota)
+        raise ConfigurationError, "state_store #{@config.state_store.class} keeps no quota counters (reserve_quota)"
+      end
+
+      @quota_key = key.to_s.dup.freeze
     end
 
     def quota_used_now

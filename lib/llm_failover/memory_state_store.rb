@@ -19,6 +19,7 @@ module LlmFailover
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
+    include QuotaCounters::InMemory # reserve_quota, adjust_quota, quota_used
     def initialize
       @lock = Mutex.new
       @pid = Process.pid

@@ -35,6 +35,17 @@ module LlmFailover
       __set(checked(:limit, limit, allow_nil: true), checked(:used, used, allow_nil: false))
     end
 
+    # A shared quota's live figure, read from the state store: what a chat with the same
+    # quota_key, quota and quota_window counts against.
+    # @example
+    #   LlmFailover::Quota.live(key: "tenant-42", limit: 1000, window: :month).remaining
+    # @param store [#quota_used] the configured state store unless given
+    # @return [Quota]
+    def self.live(key:, limit:, window: :month, store: LlmFailover.configuration.state_store)
+      period, = QuotaWindow.new(window).at
+      new(limit: limit, used: store.quota_used(key.to_s, period))
+    end
+
     # @return [String] e.g. `#<LlmFailover::Quota limit=1000 used=250 remaining=750.0 percent_used=25.0>`
     def inspect
       if unlimited?

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "digest/sha1"
+require "llm_failover/quota_counters/in_redis"
 
 begin
   require "redis-client"
@@ -31,6 +32,7 @@ module LlmFailover
   # on with this process's own MemoryStateStore: one warning per outage, nothing
   # raised, sharing resumes when Redis answers again (retried at most once a second).
   class RedisStateStore
+    include QuotaCounters::InRedis # reserve_quota, adjust_quota, quota_used
     BUDGET = 0.05 # seconds: connect, read and write timeouts
     RETRY_AFTER = 1.0 # seconds between attempts to reach a Redis that failed
     DAY_MS = 86_400_000
