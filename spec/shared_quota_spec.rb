@@ -62,6 +62,16 @@ RSpec.describe "A shared quota" do
       expect(live.used).to eq(1)
     end
 
+    it "gives the unit back when the primary's open circuit was skipped" do
+      LlmFailover.configure { |c| c.circuit_threshold = 1 }
+      primary.default = { error: :unavailable }
+      chat.ask("opens the circuit")
+      reply = chat.ask("skips the primary")
+      expect(reply.attempts.first.skipped?).to be(true)
+      expect(primary.request_count).to eq(1)
+      expect(live.used).to eq(1)
+    end
+
     it "uses none for a cached answer" do
       LlmFailover.configure { |c| c.cache = LlmFailover::MemoryCache.new }
       expect(chat.ask("same").cached?).to be(false)
