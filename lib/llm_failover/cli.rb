@@ -2,6 +2,9 @@
 
 require "optparse"
 require "llm_failover/version"
+require "llm_failover/cli/usage_error"
+require "llm_failover/cli/attempts_table"
+require "llm_failover/cli/stream_printer"
 
 module LlmFailover
   # The `llm_failover` command: `demo`, `chat`, `report`, `help`, `--version`.
@@ -42,19 +45,6 @@ module LlmFailover
 
       Exit codes: 0 ok, 1 a provider call failed, 2 usage error.
     TEXT
-
-    # A mistake in the command line: one line on stderr, exit 2. hint: false when the
-    # message already says what to do.
-    class UsageError < StandardError
-      def initialize(message, hint: true)
-        super(message)
-        @hint = hint
-      end
-
-      def hint?
-        @hint
-      end
-    end
 
     # Runs the command line and returns the exit code.
     # @param argv [Array<String>]
@@ -421,159 +411,6 @@ module LlmFailover
     # no-color.org: any non-empty NO_COLOR turns colors off.
     def color?(io)
       tty?(io) && @env["NO_COLOR"].to_s.empty? && @env["TERM"] != "dumb"
-    end
-
-    # ANSI styles, or nothing when colors are off.
-    module Style
-      CODES = { bold: 1, dim: 2, red: 31, green: 32, yellow: 33, cyan: 36 }.freeze
-
-      # @return [String] +text+ wrapped in the style's escape codes when +color+ is true
-      def self.paint(text, style, color)
-        return text unless color && style
-
-        "\e[#{CODES.fetch(style)}m#{text}\e[0m"
-      end
-    end
-
-    # The attempts of one call as an aligned plain-text table.
-    class AttemptsTable
-      HEADERS = ["request_id", "attempt", "provider", "model", "success", "error", "latency ms"].freeze
-      RIGHT = [1, 6].freeze # numeric columns
-      ID_LENGTH = 8
-
-      # The short class name, and the status when it says something (a stream that
-      # broke after 200 OK is not a "200 error"). "" for a success.
-      # @return [String]
-      def self.error_text(record)
-        return "" if record.success
-
-        name = record.error_class.to_s.sub(/\ALlmFailover::/, "")
-        name = "error" if name.empty?
-        status = record.http_status
-        status && status.to_i >= 400 ? "#{name} #{status}" : name
-      end
-
-      def initialize(records, color: false)
-        @records = records
-        @color = color
-      end
-
-      # @return [Array<String>] the header line and one line per attempt
-      def lines
-        rows = @records.map { |r| row(r) }
-        widths = HEADERS.each_index.map { |i| ([HEADERS[i]] + rows.map { |r| r[i] }).map(&:length).max }
-        header = format_row(HEADERS, widths) { |_, _| :bold }
-        [header] + rows.zip(@records).map do |cells, record|
-          format_row(cells, widths) { |i, _| style_for(i, record) }
-        end
-      end
-
-      private
-
-      def row(record)
-        [record.request_id.to_s[0, ID_LENGTH], record.attempt.to_s, record.provider.to_s, record.model.to_s,
-         record.success ? "yes" : "no", self.class.error_text(record), latency(record.latency_ms)]
-      end
-
-      def format_row(cells, widths)
-        cells.each_with_index.map do |cell, i|
-          padded = RIGHT.include?(i) ? cell.rjust(widths[i]) : cell.ljust(widths[i])
-          padded = padded.rstrip if i == cells.size - 1
-          Style.paint(padded, yield(i, cell), @color)
-        end.join("  ").rstrip
-      end
-
-      def style_for(column, record)
-        return nil unless column == 4 || column == 5
-
-        record.success ? :green : :red
-      end
-
-      def latency(ms)
-        ms.nil? ? "-" : ms.round.to_s
-      end
-    end
-
-    # Prints streamed chunks. On a reset it erases the partial answer when the output
-    # is a terminal, and otherwise marks where the backup's answer starts.
-    class StreamPrinter
-      def initialize(out, err:, color:)
-        @out = out
-        @err = err
-        @color = color
-        @tty = out.respond_to?(:tty?) && out.tty?
-        @shown = +""
-        @last = nil
-      end
-
-      def call(chunk)
-        if chunk.reset?
-          reset
-        else
-          @out.print(chunk.content)
-          @out.flush
-          @shown << chunk.content
-          @last = chunk.content[-1] unless chunk.content.empty?
-        end
-      end
-
-      # Ends the answer on its own line.
-      def finish
-        @out.print("\n") if @last && @last != "\n"
-        @out.flush
-        @last = nil
-      end
-
-      private
-
-      def reset
-        if @tty
-          @out.print(TerminalEraser.sequence(@shown, width: terminal_width))
-          @out.flush
-          @err.puts(Style.paint(RESET_MARKER, :yellow, @color))
-        else
-          @out.print("\n#{RESET_MARKER}\n")
-          @out.flush
-        end
-        @shown = +""
-        @last = nil
-      end
-
-      def terminal_width
-        require "io/console"
-        width = @out.winsize[1]
-        width.positive? ? width : 80
-      rescue StandardError
-        80
-      end
-    end
-
-    # Builds the ANSI sequence that erases text printed from column 0, counting the
-    # rows it took (its newlines and the terminal's wraps). Wide characters count as
-    # one column, and rows already scrolled off the top cannot be reached: both rare
-    # enough for a partial answer.
-    module TerminalEraser
-      # @return [String] carriage return, cursor up, clear to the end of the screen
-      def self.sequence(text, width:)
-        rows = 0
-        column = 0
-        text.each_char do |ch|
-          case ch
-          when "\n"
-            rows += 1
-            column = 0
-          when "\r"
-            column = 0
-          else
-            if column >= width # the terminal wraps when the next character comes
-              rows += 1
-              column = 0
-            end
-            column = ch == "\t" ? [(column / 8 + 1) * 8, width].min : column + 1
-          end
-        end
-        "\r#{rows.positive? ? "\e[#{rows}A" : ''}\e[J"
-      end
     end
   end
 end

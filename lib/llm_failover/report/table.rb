@@ -16,18 +16,31 @@ module LlmFailover
 
       # @return [String] header, rule, rows; "(none)" under the rule when empty
       def to_s
-        widths = @headers.each_index.map { |i| ([@headers[i]] + @rows.map { |r| r[i] }).map(&:length).max }
-        lines = [line(@headers, widths), widths.map { |w| "-" * w }.join("  ")]
-        lines.concat(@rows.map { |row| line(row, widths) })
-        lines << "(none)" if @rows.empty?
         lines.join("\n")
+      end
+
+      # @param rule [Boolean] a rule under the header, and "(none)" under it when empty
+      # @yield [text, row, column] each cell padded to its column (row nil for the
+      #   header); what the block returns is printed instead (to color it)
+      # @return [Array<String>]
+      def lines(rule: true, &paint)
+        widths = @headers.each_index.map { |i| ([@headers[i]] + @rows.map { |r| r[i] }).map(&:length).max }
+        out = [line(@headers, widths, nil, paint)]
+        out << widths.map { |w| "-" * w }.join("  ") if rule
+        @rows.each_with_index { |row, r| out << line(row, widths, r, paint) }
+        out << "(none)" if rule && @rows.empty?
+        out
       end
 
       private
 
-      def line(cells, widths)
-        cells.each_with_index.map { |cell, i| @numeric[i] ? cell.rjust(widths[i]) : cell.ljust(widths[i]) }
-             .join("  ").rstrip
+      def line(cells, widths, row, paint)
+        last = cells.size - 1
+        cells.each_with_index.map do |cell, i|
+          text = @numeric[i] ? cell.rjust(widths[i]) : cell.ljust(widths[i])
+          text = text.rstrip if i == last
+          paint ? paint.call(text, row, i) : text
+        end.join("  ").rstrip
       end
     end
   end
