@@ -101,9 +101,9 @@ RSpec.describe "Secrets" do
       end
     end
 
-    def failure(answer)
+    def failure(answer, **options)
       primary.enqueue(answer)
-      LlmFailover.chat(model: "gpt-4o", provider: :quoting, max_retries: 0).ask("Hi")
+      LlmFailover.chat(model: "gpt-4o", provider: :quoting, max_retries: 0, **options).ask("Hi")
       raise "expected a failure"
     rescue LlmFailover::Error => e
       e
@@ -133,6 +133,20 @@ RSpec.describe "Secrets" do
         expect(error.message).to include("[REDACTED]") unless at > 60_000
         expect(records.size).to eq(1)
       end
+    end
+
+    # libcurl hands the body over in pieces and a piece that would pass
+    # max_response_bytes is dropped, so the kept body ends wherever a piece did: a page
+    # of keys ends, most of the time, inside one.
+    it "leaves no 4-byte fragment of a key at the end of a body cut at max_response_bytes" do
+      leaked = 5.times.flat_map do
+        error = failure({ status: 500, body: ".#{key}" * 4000, headers: { "content-type" => "text/html" } },
+                        max_response_bytes: 50_000)
+        texts = [error.message, error.body.to_s, error.attempts.map(&:to_h).to_s]
+        fragments.select { |f| texts.any? { |t| t.include?(f) } }
+      end
+      expect(leaked).to eq([])
+      expect(log.string).to include("response exceeded")
     end
   end
 
