@@ -262,6 +262,15 @@ static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
     return rl->state != 0;
 }
 
+/* Under a Fiber scheduler every wait goes through it instead (fiber_wait.c). */
+static int lf_rl_wait_fd(void *ud, int fd, int timeout_ms)
+{
+    lf_ruby_listener *rl = ud;
+
+    lf_fiber_wait_for(&rl->fiber, fd, timeout_ms, &rl->state);
+    return rl->state != 0;
+}
+
 void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
 {
     if (!rb_respond_to(listener, lf_id_on_chunk) || !rb_respond_to(listener, lf_id_on_reset) ||
@@ -275,6 +284,7 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
     l->on_reset = lf_rl_on_reset;
     l->on_attempt = lf_rl_on_attempt;
     l->wait = lf_rl_wait;
+    l->wait_fd = lf_fiber_wait_init(&rl->fiber) ? lf_rl_wait_fd : NULL;
 }
 
 /* ---- the result -------------------------------------------------------- */

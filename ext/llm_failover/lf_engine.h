@@ -34,6 +34,7 @@ typedef struct lf_ruby_listener {
     VALUE listener;
     int state;           /* rb_protect state of an exception to re-raise, or 0 */
     volatile int woken;  /* set by the unblocking function */
+    lf_fiber_wait fiber; /* the calling fiber's scheduler, when it has one */
 } lf_ruby_listener;
 
 /* Checks the listener's methods and fills the core's listener (l->ud = rl). */

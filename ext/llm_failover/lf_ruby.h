@@ -13,6 +13,22 @@ void lf_init_quota(VALUE mod);
 void lf_init_sse_parser(VALUE mod);
 void lf_init_circuit(VALUE mod);
 
+/* A call's waits through the Fiber scheduler (fiber_wait.c). */
+typedef struct lf_fiber_wait {
+    VALUE scheduler;   /* the calling fiber's scheduler, or Qnil */
+    VALUE io;          /* an IO over fd that does not own it, or Qnil */
+    int fd;            /* the descriptor io wraps, -1 before the first wait */
+} lf_fiber_wait;
+
+void lf_init_fiber_wait(void);
+/* Fills w; nonzero when the calling fiber is non-blocking and has a
+ * scheduler, so that the call's waits should go through it. */
+int lf_fiber_wait_init(lf_fiber_wait *w);
+/* One wait through the scheduler: until fd is readable or timeout_ms passed,
+ * or a sleep of timeout_ms when fd is -1. An exception (the scheduler's
+ * cancellation included) is stashed: *state is rb_protect's. */
+void lf_fiber_wait_for(lf_fiber_wait *w, int fd, int timeout_ms, int *state);
+
 /* The Ruby error class for a core error kind (LlmFailover::Error for kinds
  * without a class of their own). Looked up once at load. */
 VALUE lf_error_class_for(int kind);

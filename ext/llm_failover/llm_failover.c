@@ -11,6 +11,7 @@ RUBY_FUNC_EXPORTED void Init_llm_failover(void)
     lf_init_errors(lf_mLlmFailover);
     lf_init_quota(lf_mLlmFailover);
     lf_init_sse_parser(lf_mLlmFailover);
+    lf_init_fiber_wait();
     lf_init_engine(lf_mLlmFailover);
     lf_init_circuit(lf_mLlmFailover);
 }

@@ -4,6 +4,7 @@
  * refused connections and a host that stops the call. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,7 @@ typedef struct seen {
     int chunks, resets, attempts;
     lf_kind kinds[8];
     int stop_on_wait;
+    int fd_waits, poll_waits;
 } seen;
 
 static void log_add(seen *s, const char *what, const char *text, size_t len)
@@ -172,10 +174,33 @@ static int wait_fn(void *ud, CURLM *multi, int timeout_ms)
 {
     seen *s = ud;
     int n = 0;
+    s->poll_waits++;
     if (s->stop_on_wait) return 1;
     curl_multi_poll(multi, NULL, 0, timeout_ms, &n);
     return 0;
 }
+
+/* The readiness-driven wait (what the Ruby binding does through a Fiber
+ * scheduler), with poll(2) standing in for the scheduler. */
+static int wait_fd_fn(void *ud, int fd, int timeout_ms)
+{
+    seen *s = ud;
+    struct pollfd p;
+    s->fd_waits++;
+    if (s->stop_on_wait) return 1;
+    if (fd < 0) {
+        poll(NULL, 0, timeout_ms);
+        return 0;
+    }
+    p.fd = fd;
+    p.events = POLLIN;
+    p.revents = 0;
+    poll(&p, 1, timeout_ms);
+    return 0;
+}
+
+/* Every test runs twice: waits through wait, then through wait_fd. */
+static int evented_run;
 
 static const char *OK_JSON =
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\nConnection: close\r\n\r\n"
@@ -261,6 +286,7 @@ static void fixture_init(fixture *f, int stream)
     f->l.on_reset = on_reset;
     f->l.on_attempt = on_attempt;
     f->l.wait = wait_fn;
+    f->l.wait_fd = evented_run ? wait_fd_fn : NULL;
     lf_outcome_init(&f->o);
     f->pool = lf_pool_new();
 }
@@ -282,6 +308,8 @@ static void fixture_free(fixture *f)
     int i;
     for (i = 0; i < 2; i++)
         if (f->srv[i].fd) server_stop(&f->srv[i]);
+    /* Each run waited only the way it was given. */
+    LF_CHECK_INT(evented_run ? f->seen.poll_waits : f->seen.fd_waits, 0);
     lf_outcome_free(&f->o);
     lf_pool_free(f->pool);
 }
@@ -890,30 +918,32 @@ static void test_breaker_ignores_4xx(void)
 int main(void)
 {
     if (lf_transport_global_init() != 0) return 2;
-    LF_RUN(test_retry_then_success);
-    LF_RUN(test_cut_stream_resets_then_backup);
-    LF_RUN(test_cut_stream_without_backup_keeps_partial);
-    LF_RUN(test_unauthorized_never_fails_over);
-    LF_RUN(test_key_quoted_back_is_scrubbed);
-    LF_RUN(test_long_retry_after_fails_over_at_once);
-    LF_RUN(test_refused);
-    LF_RUN(test_exceeded_quota_starts_at_the_backup);
-    LF_RUN(test_exceeded_quota_without_backup);
-    LF_RUN(test_host_stops_the_call);
-    LF_RUN(test_bad_request_params_fail_before_network);
-    LF_RUN(test_request_headers);
-    LF_RUN(test_anthropic_request_headers);
-    LF_RUN(test_target_headers_replace_ours);
-    LF_RUN(test_gzip_answer_is_decoded);
-    LF_RUN(test_stream_answered_with_plain_body);
+    for (evented_run = 0; evented_run < 2; evented_run++) {
+        LF_RUN(test_retry_then_success);
+        LF_RUN(test_cut_stream_resets_then_backup);
+        LF_RUN(test_cut_stream_without_backup_keeps_partial);
+        LF_RUN(test_unauthorized_never_fails_over);
+        LF_RUN(test_key_quoted_back_is_scrubbed);
+        LF_RUN(test_long_retry_after_fails_over_at_once);
+        LF_RUN(test_refused);
+        LF_RUN(test_exceeded_quota_starts_at_the_backup);
+        LF_RUN(test_exceeded_quota_without_backup);
+        LF_RUN(test_host_stops_the_call);
+        LF_RUN(test_bad_request_params_fail_before_network);
+        LF_RUN(test_request_headers);
+        LF_RUN(test_anthropic_request_headers);
+        LF_RUN(test_target_headers_replace_ours);
+        LF_RUN(test_gzip_answer_is_decoded);
+        LF_RUN(test_stream_answered_with_plain_body);
 #if LIBCURL_VERSION_NUM >= 0x075000 /* CURLOPT_PREREQFUNCTION */
-    LF_RUN(test_dropped_reused_connection_is_an_attempt);
-    LF_RUN(test_dropped_reused_connection_not_sent_again);
-    LF_RUN(test_idle_reset_connection_is_sent_on_a_new_one);
+        LF_RUN(test_dropped_reused_connection_is_an_attempt);
+        LF_RUN(test_dropped_reused_connection_not_sent_again);
+        LF_RUN(test_idle_reset_connection_is_sent_on_a_new_one);
 #endif
-    LF_RUN(test_breaker_opens_mid_call_then_skips);
-    LF_RUN(test_breaker_probe_and_every_target_open);
-    LF_RUN(test_breaker_ignores_4xx);
+        LF_RUN(test_breaker_opens_mid_call_then_skips);
+        LF_RUN(test_breaker_probe_and_every_target_open);
+        LF_RUN(test_breaker_ignores_4xx);
+    }
     curl_global_cleanup();
     return lf_test_summary("failover");
 }

@@ -52,6 +52,7 @@ typedef struct lf_call {
     lf_conn *conn;
     uint64_t rng;
     int attempt_no;
+    int evented;      /* waits go through l->wait_fd (lf_conn_evented's fd) */
     int stopped;      /* a listener callback asked to stop */
     /* The consumer has seen content since the last reset. It can only be
      * the current attempt's: an attempt that delivered is never retried,
@@ -239,6 +240,7 @@ static void lf_exchange(lf_call *c, lf_attempt *a, const char *url, const lf_buf
     req.body_len = body->len;
     req.connect_timeout_ms = pol->connect_timeout > 0 ? (long)ceil(pol->connect_timeout * 1000.0) : 0;
     req.errbuf = a->errbuf;
+    req.evented = c->evented;
 
     a->started_mono = lf_now_monotonic();
     a->started_wall = lf_now_wall();
@@ -278,7 +280,8 @@ static void lf_exchange(lf_call *c, lf_attempt *a, const char *url, const lf_buf
         ms = isinf(deadline) ? LF_MAX_WAIT_MS : (int)ceil((deadline - now) * 1000.0);
         if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
         if (ms < 1) ms = 1;
-        if (c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+        if (c->evented ? c->l->wait_fd(c->l->ud, c->conn->evfd, lf_transfer_wait_ms(c->conn, ms)) != 0
+                       : c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
             c->stopped = 1;
             break;
         }
@@ -552,7 +555,7 @@ static int lf_sleep(lf_call *c, double seconds)
     while ((left = until - lf_now_monotonic()) > 0) {
         int ms = (int)ceil(left * 1000.0);
         if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
-        if (c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+        if (c->evented ? c->l->wait_fd(c->l->ud, -1, ms) != 0 : c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
             c->stopped = 1;
             return -1;
         }
@@ -817,6 +820,9 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
         lf_msg(&o->message, "out of memory (connection)");
         goto out;
     }
+    /* Without a readiness fd the call still works: its waits then hold the
+     * host's thread (l->wait). */
+    call.evented = l->wait_fd && lf_conn_evented(call.conn) >= 0;
 
     for (i = 0; i < n_targets; i++) {
         health[i].route = LF_ROUTE_SEND;

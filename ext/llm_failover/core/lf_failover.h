@@ -93,6 +93,12 @@ typedef struct lf_listener {
      * the circuit is open afterwards. */
     int (*health)(void *ud, size_t n_targets, lf_health *out);
     int (*report)(void *ud, int target, int success, lf_kind kind, double hold, int *open);
+    /* Optional (NULL: every wait goes through wait). When set, transfers are
+     * driven by socket readiness and every wait comes here instead: until fd
+     * is readable or timeout_ms passes (0: only let other work run), or a
+     * plain sleep of timeout_ms when fd is -1. The host may run other work
+     * meanwhile, other calls included (a Fiber scheduler). */
+    int (*wait_fd)(void *ud, int fd, int timeout_ms);
 } lf_listener;
 
 typedef struct lf_outcome {

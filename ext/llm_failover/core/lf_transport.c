@@ -1,12 +1,17 @@
 #include "lf_transport.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/epoll.h>
+#endif
 
 #include "lf_banned.h"
 
@@ -124,6 +129,7 @@ static void lf_conn_destroy(lf_conn *c)
     if (c->pid == lf_current_pid()) {
         if (c->easy) curl_easy_cleanup(c->easy);
         if (c->multi) curl_multi_cleanup(c->multi);
+        if (c->evfd >= 0) close(c->evfd);
         free(c);
     }
 }
@@ -136,6 +142,8 @@ static lf_conn *lf_conn_new(void)
     if (!c) return NULL;
     c->pid = lf_current_pid();
     c->connect_timeout_ms = -1;
+    c->evfd = -1;
+    c->timer_at = -1;
     c->multi = curl_multi_init();
     c->easy = curl_easy_init();
     if (!c->multi || !c->easy) {
@@ -480,6 +488,63 @@ static void lf_conn_setup(lf_conn *c)
 #endif
 }
 
+#ifdef __linux__
+/* CURLMOPT_SOCKETFUNCTION: libcurl names a socket it wants watched, or one
+ * it is done with. Only the epoll set changes here: nothing of the host runs
+ * inside libcurl. Level-triggered, so that bytes libcurl left unread wake the
+ * next wait again. */
+static int lf_on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    lf_conn *c = userp;
+    struct epoll_event ev;
+    (void)e;
+    (void)socketp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(c->evfd, EPOLL_CTL_DEL, s, NULL); /* a closed socket has left the set already */
+        return 0;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.data.fd = s;
+    if (what & CURL_POLL_IN) ev.events |= EPOLLIN;
+    if (what & CURL_POLL_OUT) ev.events |= EPOLLOUT;
+    /* A descriptor number libcurl reuses may still be in the set, or a
+     * socket it names again may have been closed meanwhile. */
+    if (epoll_ctl(c->evfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT)
+        epoll_ctl(c->evfd, EPOLL_CTL_ADD, s, &ev);
+    return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: when libcurl wants to run next without a socket
+ * event (connect and resolver polling, its own timeouts); a one-shot timer. */
+static int lf_on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    lf_conn *c = userp;
+    (void)m;
+    c->timer_at = timeout_ms < 0 ? -1 : lf_now_monotonic() + (double)timeout_ms / 1000.0;
+    return 0;
+}
+#endif
+
+int lf_conn_evented(lf_conn *c)
+{
+#ifdef __linux__
+    if (c->evfd < 0) {
+        c->evfd = epoll_create1(EPOLL_CLOEXEC);
+        if (c->evfd < 0) return -1;
+        /* Installed for good: a poll-driven transfer on this connection
+         * later only keeps them up to date. */
+        curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, lf_on_socket);
+        curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, lf_on_timer);
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    }
+    return c->evfd;
+#else
+    (void)c;
+    return -1;
+#endif
+}
+
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
 {
     CURL *e = c->easy;
@@ -504,6 +569,7 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
     c->resp = resp;
     c->errbuf = req->errbuf;
+    c->evented = req->evented && c->evfd >= 0;
     return curl_multi_add_handle(c->multi, e) == CURLM_OK ? 0 : -1;
 }
 
@@ -521,6 +587,45 @@ static int lf_never_sent(lf_conn *c, CURLcode result)
     return curl_easy_getinfo(c->easy, CURLINFO_REQUEST_SIZE, &written) == CURLE_OK && written == 0;
 }
 
+#ifdef __linux__
+/* One pass of a readiness-driven transfer: the sockets that are ready now
+ * (the epoll set, without waiting), then libcurl's timer when it is due or
+ * when nothing was ready (the wait ended on its timeout; a timer libcurl did
+ * not announce again is never lost that way). */
+static int lf_transfer_drive(lf_conn *c, int *running)
+{
+    struct epoll_event ev[8];
+    int n, i, due;
+
+    n = epoll_wait(c->evfd, ev, 8, 0);
+    for (i = 0; i < n; i++) {
+        int mask = 0;
+        if (ev[i].events & (EPOLLIN | EPOLLHUP)) mask |= CURL_CSELECT_IN;
+        if (ev[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+        if (ev[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;
+        if (curl_multi_socket_action(c->multi, ev[i].data.fd, mask, running) != CURLM_OK) return -1;
+    }
+    due = c->timer_at >= 0 && lf_now_monotonic() >= c->timer_at;
+    if (n <= 0 || due) {
+        if (due) c->timer_at = -1; /* fired; libcurl sets the next one */
+        if (curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, running) != CURLM_OK) return -1;
+    }
+    return 0;
+}
+#endif
+
+int lf_transfer_wait_ms(const lf_conn *c, int ms)
+{
+    double left;
+    int t;
+
+    if (!c->evented || c->timer_at < 0) return ms;
+    left = c->timer_at - lf_now_monotonic();
+    if (left <= 0) return 0;
+    t = (int)ceil(left * 1000.0);
+    return t < ms ? t : ms;
+}
+
 int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
 {
     int running = 0, left = 0, again;
@@ -528,6 +633,11 @@ int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
 
     do {
         again = 0;
+#ifdef __linux__
+        if (c->evented) {
+            if (lf_transfer_drive(c, &running) != 0) return -1;
+        } else
+#endif
         if (curl_multi_perform(c->multi, &running) != CURLM_OK) return -1;
         if (c->resp && c->resp->got_bytes) {
             lf_response *r = c->resp;
@@ -562,6 +672,7 @@ void lf_transfer_end(lf_conn *c)
     curl_multi_remove_handle(c->multi, c->easy);
     c->resp = NULL;
     c->errbuf = NULL;
+    c->evented = 0;
     /* The buffer belongs to the attempt that just ended: an idle handle in
      * the pool must not point at it. */
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);

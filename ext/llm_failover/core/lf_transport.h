@@ -20,6 +20,12 @@ typedef struct lf_conn {
     struct lf_response *resp; /* the transfer's response, between start and end */
     char *errbuf;          /* the transfer's error buffer, between start and end */
     struct lf_conn *next;  /* idle list */
+    /* Readiness-driven transfers (lf_conn_evented): an epoll fd that watches
+     * the sockets libcurl names through CURLMOPT_SOCKETFUNCTION, and the
+     * timer it asks for through CURLMOPT_TIMERFUNCTION. */
+    int evfd;              /* -1 until the first readiness-driven transfer */
+    int evented;           /* the transfer under way is readiness-driven */
+    double timer_at;       /* monotonic seconds when libcurl wants to run, -1 for none */
 } lf_conn;
 
 typedef struct lf_pool lf_pool;
@@ -84,7 +90,16 @@ typedef struct lf_http_request {
     size_t body_len;
     long connect_timeout_ms;
     char *errbuf;            /* CURL_ERROR_SIZE bytes for libcurl's message */
+    int evented;             /* drive it by readiness of lf_conn_evented's fd */
 } lf_http_request;
+
+/* Lets c's transfers be driven by socket readiness instead of
+ * curl_multi_poll: returns a file descriptor that becomes readable whenever
+ * a socket of the transfer is ready (an epoll fd, made on first use and kept
+ * with the connection), or -1 where that is not available (not Linux, out of
+ * descriptors). A host that waits on it can wait for many transfers in one
+ * thread (a Fiber scheduler). */
+int lf_conn_evented(lf_conn *c);
 
 /* Prepares c->easy for the request and adds it to c->multi. 0 on success. */
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp);
@@ -94,6 +109,9 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
  * that failed before any byte of its request was written is started again,
  * once, instead of finishing (the request never left). */
 int lf_transfer_step(lf_conn *c, int *done, CURLcode *result);
+/* For a readiness-driven transfer: ms shortened to when libcurl's own timer
+ * is due (0 when it is due now). Otherwise ms. */
+int lf_transfer_wait_ms(const lf_conn *c, int ms);
 /* Removes the easy handle from the multi (aborting the transfer if it is
  * still running). */
 void lf_transfer_end(lf_conn *c);

@@ -154,6 +154,9 @@ module LlmFailover
         @mutex.synchronize do
           @listener = nil
           @connections.clear
+          quietly { @gate_r&.close }
+          quietly { @gate_w&.close }
+          @gate_r = @gate_w = nil
           quietly { @stop_r.close }
           quietly { @stop_w.close }
         end
@@ -226,6 +229,28 @@ module LlmFailover
         @mutex.synchronize { @queue.size }
       end
 
+      # Holds the answer to every request from now on until {#release}: a test sees the
+      # requests it expects arrive (#request_count) before any is answered, which shows
+      # they were in flight at once.
+      # @return [self]
+      def hold
+        @mutex.synchronize do
+          @gate_r, @gate_w = IO.pipe unless @gate_r && !@gate_open
+          @gate_open = false
+        end
+        self
+      end
+
+      # Lets the held requests, and every later one, be answered.
+      # @return [self]
+      def release
+        @mutex.synchronize do
+          @gate_open = true
+          @gate_w&.write_nonblock("x", exception: false) # readable for good
+        end
+        self
+      end
+
       # Drops the queued steps and the request log.
       # @return [self]
       def clear
@@ -276,6 +301,7 @@ module LlmFailover
 
           current = build_request(*parts)
           step = take_step(current)
+          wait_at_gate
           outcome = step ? Responder.new(io, current, step, method(:pause)).serve : not_found(io, current)
           break unless outcome == :keep
         end
@@ -345,6 +371,14 @@ module LlmFailover
       end
 
       # Sleeps, waking at once (with Stopped) when the server stops.
+      def wait_at_gate
+        gate = @mutex.synchronize { @gate_open ? nil : @gate_r }
+        return unless gate
+
+        ready, = IO.select([gate, @stop_r])
+        raise Stopped if ready.include?(@stop_r)
+      end
+
       def pause(seconds)
         raise Stopped if IO.select([@stop_r], nil, nil, seconds)
       end
