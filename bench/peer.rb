@@ -15,10 +15,14 @@ module Bench
   #                                     nginx timer of libnginx-mod-http-echo: no thread
   #                                     of nginx blocks while it waits)
   #   POST /fail/v1/chat/completions    503 with an OpenAI error body
+  #   POST /drip/v1/chat/completions    a stream of DRIP_EVENTS events over DRIP_SECONDS,
+  #                                     each flushed after an echo_sleep (nginx timers)
   #
   # Debian: `apt-get install nginx-light` (nginx + libnginx-mod-http-echo).
   class Peer
     STREAM_EVENTS = 5000
+    DRIP_EVENTS = 50
+    DRIP_SECONDS = 2.0
     MODEL = "gpt-4o-mini-2024-07-18"
     ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 
@@ -47,6 +51,19 @@ module Bench
               choices: [{ index: 0, delta: {}, logprobs: nil, finish_reason: "stop" }],
               usage: { prompt_tokens: 9, completion_tokens: events, total_tokens: events + 9 } }
       out << "data: " << JSON.generate(fin) << "\n\ndata: [DONE]\n\n"
+    end
+
+    # One SSE event (with its blank line) per delta, then the finish event and [DONE].
+    def self.drip_events(events = DRIP_EVENTS)
+      deltas = Array.new(events) do |i|
+        ev = { id: "chatcmpl-bench0003", object: "chat.completion.chunk", created: 1_730_000_000, model: MODEL,
+               choices: [{ index: 0, delta: { content: "tok#{i % 10} " }, logprobs: nil, finish_reason: nil }] }
+        "data: #{JSON.generate(ev)}\n\n"
+      end
+      fin = { id: "chatcmpl-bench0003", object: "chat.completion.chunk", created: 1_730_000_000, model: MODEL,
+              choices: [{ index: 0, delta: {}, logprobs: nil, finish_reason: "stop" }],
+              usage: { prompt_tokens: 9, completion_tokens: events, total_tokens: events + 9 } }
+      deltas << "data: #{JSON.generate(fin)}\n\ndata: [DONE]\n\n"
     end
 
     def self.error_json
@@ -116,6 +133,15 @@ module Bench
       end
     end
 
+    # The drip stream: an event, a flush and a sleep, DRIP_EVENTS times. The newlines of
+    # an event are literal ones inside the quoted string.
+    def drip_directives
+      pause = format("%.3f", DRIP_SECONDS / DRIP_EVENTS)
+      events = self.class.drip_events
+      lines = events[0...-1].flat_map { |e| ["echo -n #{q(e)};", "echo_flush;", "echo_sleep #{pause};"] }
+      (lines << "echo -n #{q(events[-1])};").join("\n              ")
+    end
+
     # nginx's single-quoted strings: backslash and quote escaped.
     def q(str)
       "'#{str.gsub("\\") { "\\\\" }.gsub("'") { "\\'" }}'"
@@ -130,7 +156,8 @@ module Bench
         worker_processes 1;
         pid #{File.join(@dir, 'nginx.pid')};
         error_log #{File.join(@dir, 'error.log')} warn;
-        events { worker_connections 1024; }
+        worker_rlimit_nofile 16384;
+        events { worker_connections 8192; }
         http {
           access_log off;
           client_body_temp_path #{File.join(@dir, 'body')};
@@ -156,6 +183,11 @@ module Bench
               echo_read_request_body;
               echo_sleep 0.05;
               echo -n #{q(self.class.answer_json)};
+            }
+            location = /drip/v1/chat/completions {
+              echo_read_request_body;
+              default_type text/event-stream;
+              #{drip_directives}
             }
             location = /stream/v1/chat/completions {
               # The static module refuses POST with 405; error_page redirects that to
