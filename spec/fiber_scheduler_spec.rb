@@ -27,6 +27,10 @@ RSpec.describe "calls under a Fiber scheduler (Async)" do
   end
 
   it "runs 200 streamed asks at once on one thread" do
+    LlmFailover.configure do |c| # the first requests wait at the gate until the last has arrived
+      c.first_token_timeout = 60
+      c.request_timeout = 120
+    end
     primary.default = { chunks: ["Hel", "lo ", "there"], delay_first_token: 1 }
     started = mono.call
     expect(openai_chat.ask("one") { |_| nil }.content).to eq("Hello there")
