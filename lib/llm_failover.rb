@@ -6,6 +6,7 @@ require "llm_failover/llm_failover" # the compiled extension: Engine and the C c
 
 require "llm_failover/provider_config"
 require "llm_failover/configuration"
+require "llm_failover/model_name"
 require "llm_failover/quota"
 require "llm_failover/quota_window"
 require "llm_failover/quota_reservation"

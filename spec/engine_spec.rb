@@ -223,4 +223,16 @@ RSpec.describe LlmFailover::Engine do
     expect { engine.run(engine_request(engine_target(fp)), Object.new) }.to raise_error(ArgumentError, /listener/)
     expect(fp.request_count).to eq(0)
   end
+
+  it "loads the error classes it maps to by itself, whatever was required first" do
+    require "open3"
+    lib = File.expand_path("../lib", __dir__)
+    out, status = Open3.capture2e(RbConfig.ruby, "-I", lib, "-e", <<~RUBY)
+      require "llm_failover/llm_failover"
+      puts LlmFailover::TimeoutError.ancestors.include?(LlmFailover::Error)
+      puts LlmFailover::Engine.uuid.size
+    RUBY
+    expect(status).to be_success, out
+    expect(out.split).to eq(%w[true 36])
+  end
 end

@@ -19,8 +19,9 @@ void lf_init_errors(VALUE mod)
     int k;
     char path[128];
 
-    /* The classes are Ruby's: loaded here, whatever was required first. */
-    rb_require("llm_failover/errors");
+    /* The classes are Ruby's: loaded here unless they already are (lib requires
+     * errors.rb first; a script that requires the extension alone gets them too). */
+    if (!rb_const_defined_at(mod, rb_intern("Error"))) rb_require("llm_failover/errors");
     for (k = 0; k < LF_KIND_COUNT; k++) {
         const char *name = lf_kind_name((lf_kind)k);
         lf_error_classes[k] = Qnil;

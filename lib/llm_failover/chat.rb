@@ -257,7 +257,7 @@ module LlmFailover
     end
 
     def set_primary(model, provider)
-      model = validate_model(model, "model")
+      model = ModelName.check(model, "model")
       raise ConfigurationError, "provider: is required (configured: #{configured_names})" if provider.nil?
 
       provider_config = @config.provider_config(provider)
@@ -270,7 +270,7 @@ module LlmFailover
 
     # Half a backup counts as none (DESIGN), but is almost always a mistake: say so.
     def set_backup(model, provider)
-      model = validate_model(model, "backup_model") unless model.nil?
+      model = ModelName.check(model, "backup_model") unless model.nil?
       provider_config = @config.provider_config(provider) unless provider.nil?
       provider = provider_config&.name
       if model.nil? ^ provider.nil?
@@ -285,13 +285,6 @@ module LlmFailover
     def configured_names
       names = @config.providers.keys
       names.empty? ? "none" : names.map(&:inspect).join(", ")
-    end
-
-    def validate_model(model, what)
-      raise ModelNotFoundError, "#{what} is empty" if model.nil? || (model.is_a?(String) && Chat.blank?(model))
-      raise ConfigurationError, "#{what} must be a String, got #{model.class}" unless model.is_a?(String)
-
-      model.frozen? ? model : model.dup.freeze
     end
 
     def validate_store(store)

@@ -2,6 +2,7 @@
 
 require "llm_failover/errors"
 require "llm_failover/quota"
+require "llm_failover/model_name"
 
 module LlmFailover
   # Chooses the target of a call before any network: the backup when a backup is
@@ -58,7 +59,7 @@ module LlmFailover
 
     # @return [Boolean] whether both a backup model and a backup provider are present and non-blank
     def backup?
-      present?(@backup_model) && present?(@backup_provider)
+      !ModelName.blank?(@backup_model) && !ModelName.blank?(@backup_provider)
     end
 
     # @return [Array(String, Symbol)] the target to call first: `[model, provider]`
@@ -104,13 +105,9 @@ module LlmFailover
       [@backup_model, @backup_provider]
     end
 
-    def present?(name)
-      !name.nil? && !name.to_s.strip.empty?
-    end
-
     def required_name(key, name)
       optional_name(key, name).tap do |n|
-        raise ConfigurationError, "#{key} must be given (a non-empty String or Symbol)" unless present?(n)
+        raise ConfigurationError, "#{key} must be given (a non-empty String or Symbol)" if ModelName.blank?(n)
       end
     end
 
