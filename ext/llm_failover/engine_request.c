@@ -9,19 +9,86 @@
 
 static VALUE lf_sym_openai, lf_sym_anthropic;
 
-static VALUE lf_fetch(VALUE hash, const char *key, int required)
+/* The request's keys, interned once at load (an rb_intern per lookup cost
+ * ~700 instructions: 20k per call). */
+enum lf_key {
+    LF_K_TARGETS,
+    LF_K_MESSAGES,
+    LF_K_SYSTEM,
+    LF_K_TEMPERATURE,
+    LF_K_MAX_TOKENS,
+    LF_K_STREAM,
+    LF_K_POLICY,
+    LF_K_QUOTA,
+    LF_K_CIRCUIT,
+    LF_K_API,
+    LF_K_BASE_URL,
+    LF_K_API_KEY,
+    LF_K_MODEL,
+    LF_K_HEADERS,
+    LF_K_MAX_RETRIES,
+    LF_K_RETRY_INTERVAL,
+    LF_K_RETRY_BACKOFF_FACTOR,
+    LF_K_RETRY_MAX_INTERVAL,
+    LF_K_RETRY_INTERVAL_RANDOMNESS,
+    LF_K_CONNECT_TIMEOUT,
+    LF_K_FIRST_TOKEN_TIMEOUT,
+    LF_K_IDLE_TIMEOUT,
+    LF_K_REQUEST_TIMEOUT,
+    LF_K_FAILOVER_ON_CONTEXT_LENGTH,
+    LF_K_MAX_RESPONSE_BYTES,
+    LF_K_LIMIT,
+    LF_K_USED,
+    LF_K_ENFORCE,
+    LF_K_COUNT
+};
+
+static const char *const lf_key_names[LF_K_COUNT] = {
+    [LF_K_TARGETS] = "targets",
+    [LF_K_MESSAGES] = "messages",
+    [LF_K_SYSTEM] = "system",
+    [LF_K_TEMPERATURE] = "temperature",
+    [LF_K_MAX_TOKENS] = "max_tokens",
+    [LF_K_STREAM] = "stream",
+    [LF_K_POLICY] = "policy",
+    [LF_K_QUOTA] = "quota",
+    [LF_K_CIRCUIT] = "circuit",
+    [LF_K_API] = "api",
+    [LF_K_BASE_URL] = "base_url",
+    [LF_K_API_KEY] = "api_key",
+    [LF_K_MODEL] = "model",
+    [LF_K_HEADERS] = "headers",
+    [LF_K_MAX_RETRIES] = "max_retries",
+    [LF_K_RETRY_INTERVAL] = "retry_interval",
+    [LF_K_RETRY_BACKOFF_FACTOR] = "retry_backoff_factor",
+    [LF_K_RETRY_MAX_INTERVAL] = "retry_max_interval",
+    [LF_K_RETRY_INTERVAL_RANDOMNESS] = "retry_interval_randomness",
+    [LF_K_CONNECT_TIMEOUT] = "connect_timeout",
+    [LF_K_FIRST_TOKEN_TIMEOUT] = "first_token_timeout",
+    [LF_K_IDLE_TIMEOUT] = "idle_timeout",
+    [LF_K_REQUEST_TIMEOUT] = "request_timeout",
+    [LF_K_FAILOVER_ON_CONTEXT_LENGTH] = "failover_on_context_length",
+    [LF_K_MAX_RESPONSE_BYTES] = "max_response_bytes",
+    [LF_K_LIMIT] = "limit",
+    [LF_K_USED] = "used",
+    [LF_K_ENFORCE] = "enforce",
+};
+
+static VALUE lf_keys[LF_K_COUNT];
+
+static VALUE lf_fetch(VALUE hash, enum lf_key key, int required)
 {
-    VALUE v = rb_hash_lookup2(hash, ID2SYM(rb_intern(key)), Qundef);
+    VALUE v = rb_hash_lookup2(hash, lf_keys[key], Qundef);
     if (v != Qundef) return v;
-    if (required) rb_raise(rb_eArgError, "llm_failover: request is missing :%s", key);
+    if (required) rb_raise(rb_eArgError, "llm_failover: request is missing :%s", lf_key_names[key]);
     return Qnil;
 }
 
-static double lf_fetch_num(VALUE hash, const char *key)
+static double lf_fetch_num(VALUE hash, enum lf_key key)
 {
     VALUE v = lf_fetch(hash, key, 1);
     if (!RB_FLOAT_TYPE_P(v) && !RB_INTEGER_TYPE_P(v))
-        rb_raise(rb_eArgError, "llm_failover: :%s must be a number", key);
+        rb_raise(rb_eArgError, "llm_failover: :%s must be a number", lf_key_names[key]);
     return NUM2DBL(v);
 }
 
@@ -100,14 +167,14 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
     VALUE api, headers;
 
     Check_Type(t, T_HASH);
-    api = lf_fetch(t, "api", 1);
+    api = lf_fetch(t, LF_K_API, 1);
     if (api != lf_sym_openai && api != lf_sym_anthropic)
         rb_raise(rb_eArgError, "llm_failover: unknown api (expected :openai or :anthropic)");
     target->api = api == lf_sym_anthropic ? LF_API_ANTHROPIC : LF_API_OPENAI;
-    target->base_url = lf_copy(lf_fetch(t, "base_url", 1), "base_url");
-    target->api_key = lf_copy(lf_fetch(t, "api_key", 1), "api_key");
-    target->model = lf_copy(lf_fetch(t, "model", 1), "model");
-    headers = lf_fetch(t, "headers", 0);
+    target->base_url = lf_copy(lf_fetch(t, LF_K_BASE_URL, 1), "base_url");
+    target->api_key = lf_copy(lf_fetch(t, LF_K_API_KEY, 1), "api_key");
+    target->model = lf_copy(lf_fetch(t, LF_K_MODEL, 1), "model");
+    headers = lf_fetch(t, LF_K_HEADERS, 0);
     if (!NIL_P(headers)) {
         lf_header_walk w;
         Check_Type(headers, T_HASH);
@@ -141,17 +208,17 @@ static void lf_fill_messages(lf_engine_request *r, VALUE messages)
 static void lf_fill_policy(lf_policy *p, VALUE policy)
 {
     Check_Type(policy, T_HASH);
-    p->max_retries = NUM2INT(lf_fetch(policy, "max_retries", 1));
-    p->backoff.interval = lf_fetch_num(policy, "retry_interval");
-    p->backoff.factor = lf_fetch_num(policy, "retry_backoff_factor");
-    p->backoff.max_interval = lf_fetch_num(policy, "retry_max_interval");
-    p->backoff.randomness = lf_fetch_num(policy, "retry_interval_randomness");
-    p->connect_timeout = lf_fetch_num(policy, "connect_timeout");
-    p->first_token_timeout = lf_fetch_num(policy, "first_token_timeout");
-    p->idle_timeout = lf_fetch_num(policy, "idle_timeout");
-    p->request_timeout = lf_fetch_num(policy, "request_timeout");
-    p->failover_on_context_length = RTEST(lf_fetch(policy, "failover_on_context_length", 1));
-    p->max_response_bytes = (size_t)lf_fetch_num(policy, "max_response_bytes");
+    p->max_retries = NUM2INT(lf_fetch(policy, LF_K_MAX_RETRIES, 1));
+    p->backoff.interval = lf_fetch_num(policy, LF_K_RETRY_INTERVAL);
+    p->backoff.factor = lf_fetch_num(policy, LF_K_RETRY_BACKOFF_FACTOR);
+    p->backoff.max_interval = lf_fetch_num(policy, LF_K_RETRY_MAX_INTERVAL);
+    p->backoff.randomness = lf_fetch_num(policy, LF_K_RETRY_INTERVAL_RANDOMNESS);
+    p->connect_timeout = lf_fetch_num(policy, LF_K_CONNECT_TIMEOUT);
+    p->first_token_timeout = lf_fetch_num(policy, LF_K_FIRST_TOKEN_TIMEOUT);
+    p->idle_timeout = lf_fetch_num(policy, LF_K_IDLE_TIMEOUT);
+    p->request_timeout = lf_fetch_num(policy, LF_K_REQUEST_TIMEOUT);
+    p->failover_on_context_length = RTEST(lf_fetch(policy, LF_K_FAILOVER_ON_CONTEXT_LENGTH, 1));
+    p->max_response_bytes = (size_t)lf_fetch_num(policy, LF_K_MAX_RESPONSE_BYTES);
 }
 
 /* :quota, when given: { limit:, used:, enforce: } of the primary. */
@@ -159,9 +226,9 @@ static void lf_fill_budget(lf_engine_request *r, VALUE quota)
 {
     if (NIL_P(quota)) return;
     Check_Type(quota, T_HASH);
-    r->budget.quota.limit = lf_fetch_num(quota, "limit");
-    r->budget.quota.used = lf_fetch_num(quota, "used");
-    r->budget.enforce = RTEST(lf_fetch(quota, "enforce", 0));
+    r->budget.quota.limit = lf_fetch_num(quota, LF_K_LIMIT);
+    r->budget.quota.used = lf_fetch_num(quota, LF_K_USED);
+    r->budget.enforce = RTEST(lf_fetch(quota, LF_K_ENFORCE, 0));
     r->has_budget = 1;
 }
 
@@ -171,31 +238,31 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     long i;
 
     Check_Type(request, T_HASH);
-    targets = lf_fetch(request, "targets", 1);
+    targets = lf_fetch(request, LF_K_TARGETS, 1);
     Check_Type(targets, T_ARRAY);
     if (RARRAY_LEN(targets) < 1 || RARRAY_LEN(targets) > LF_MAX_TARGETS)
         rb_raise(rb_eArgError, "llm_failover: 1 or %d targets, got %ld", LF_MAX_TARGETS, RARRAY_LEN(targets));
     for (i = 0; i < RARRAY_LEN(targets); i++) lf_fill_target(r, (size_t)i, RARRAY_AREF(targets, i));
     r->n_targets = (size_t)RARRAY_LEN(targets);
-    lf_fill_messages(r, lf_fetch(request, "messages", 1));
+    lf_fill_messages(r, lf_fetch(request, LF_K_MESSAGES, 1));
 
     r->params.messages = r->messages;
     r->params.n_messages = r->n_messages;
-    system = lf_fetch(request, "system", 0);
+    system = lf_fetch(request, LF_K_SYSTEM, 0);
     if (!NIL_P(system)) r->params.system = lf_copy_text(system, "system", &r->params.system_len);
-    temperature = lf_fetch(request, "temperature", 0);
+    temperature = lf_fetch(request, LF_K_TEMPERATURE, 0);
     if (!NIL_P(temperature)) {
         r->params.has_temperature = 1;
         r->params.temperature = NUM2DBL(temperature);
     }
-    max_tokens = lf_fetch(request, "max_tokens", 0);
+    max_tokens = lf_fetch(request, LF_K_MAX_TOKENS, 0);
     r->params.max_tokens = NIL_P(max_tokens) ? 0 : NUM2LONG(max_tokens);
-    r->params.stream = RTEST(lf_fetch(request, "stream", 0));
+    r->params.stream = RTEST(lf_fetch(request, LF_K_STREAM, 0));
 
-    policy = lf_fetch(request, "policy", 0);
+    policy = lf_fetch(request, LF_K_POLICY, 0);
     lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
-    lf_fill_budget(r, lf_fetch(request, "quota", 0));
-    r->circuit = RTEST(lf_fetch(request, "circuit", 0));
+    lf_fill_budget(r, lf_fetch(request, LF_K_QUOTA, 0));
+    r->circuit = RTEST(lf_fetch(request, LF_K_CIRCUIT, 0));
 }
 
 /* A memset the compiler cannot drop as a dead store before free. */
@@ -231,6 +298,8 @@ void lf_engine_request_free(lf_engine_request *r)
 
 void lf_init_engine_request(void)
 {
+    int k;
+    for (k = 0; k < LF_K_COUNT; k++) lf_keys[k] = ID2SYM(rb_intern(lf_key_names[k]));
     lf_sym_openai = ID2SYM(rb_intern("openai"));
     lf_sym_anthropic = ID2SYM(rb_intern("anthropic"));
 }

@@ -44,6 +44,7 @@ module LlmFailover
       @failures = [] # [attempt Hash, Target] of every failed attempt
       @chunk_index = 0
       @breaker = CircuitBreaker.new(config, targets) if config.circuit_threshold.positive?
+      @chunk_sources = []
     end
 
     # @return [Reply]
@@ -97,16 +98,7 @@ module LlmFailover
       success = attempt[:success]
       # No request: the target's circuit was open.
       attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
-      record = AttemptRecord.new(
-        request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
-        feature: @feature, success: success, error_class: attempt[:error_class],
-        error_message: success ? nil : attempt[:error_message], http_status: attempt[:http_status],
-        failover_eligible: attempt[:failover_eligible], retry_after: attempt[:retry_after],
-        latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
-        input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
-        started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id],
-        scrubbed: @scrubbing&.counts, skipped: attempt[:skipped]
-      )
+      record = AttemptRecord.from_engine(attempt, @request_id, target, @feature, @scrubbing&.counts)
       @records << record
       @failures << [attempt, target] unless success
       @usage_log.emit(record)
@@ -134,8 +126,7 @@ module LlmFailover
       @chunk_index += 1
       return unless @block
 
-      t = @targets[target]
-      @block.call(Chunk.new(content: text, model: t.model, provider: t.name, index: index, request_id: @request_id))
+      @block.call(Chunk.delta(text, index, @chunk_sources[target] || chunk_source(target)))
     end
 
     # The end of a streamed answer held back for a split placeholder goes out
@@ -159,6 +150,12 @@ module LlmFailover
       sent = @records.select { |r| r.provider == primary.name && r.model == primary.model && !r.skipped? && !r.cached? }
       tokens = sent.sum { |r| r.input_tokens.to_i + r.output_tokens.to_i }
       @quota_reservation.settle(primary_sent: !sent.empty?, tokens: tokens)
+    end
+
+    # What every Chunk from target index +target+ shares, made once per target.
+    def chunk_source(target)
+      t = @targets[target]
+      @chunk_sources[target] = Chunk::Source.new(t.model, t.name, @request_id, false).freeze
     end
 
     # The stored assistant message, started by the first thing that needs it: a call
@@ -190,14 +187,8 @@ module LlmFailover
       @response_cache&.write(target, content: sent, model: result[:model],
                                      finish_reason: result[:finish_reason],
                                      provider_request_id: result[:provider_request_id])
-      # A backup the quota picked first is not a failover: nothing failed.
-      failover = result[:target] != result[:first_target]
-      reply = Reply.new(content: content, model: result[:model], provider: name,
-                        input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
-                        request_id: @request_id, attempts: @records.freeze, failover: failover,
-                        finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
-                        streamed: !@block.nil?, chunk_count: @chunk_index)
-      if failover
+      reply = Reply.from_engine(result, content, name, @request_id, @records.freeze, !@block.nil?, @chunk_index)
+      if reply.failover?
         log(:info, "answered by #{target.label} after failing over from #{@targets[result[:first_target]].label}")
       end
       reply

@@ -36,6 +36,16 @@ module LlmFailover
       freeze
     end
 
+    # @api private: the Reply to the engine's result Hash (Engine#run), +content+ as
+    # the user gets it (placeholders restored). One per call:
+    # through #new's keywords a Reply cost ~16k instructions, which the speed guard
+    # (bench/README.md: chat.ask within 2x the libcurl floor) cannot spare.
+    def self.from_engine(result, content, provider, request_id, attempts, streamed, chunk_count)
+      reply = allocate
+      reply.__send__(:take_engine_result, result, content, provider, request_id, attempts, streamed, chunk_count)
+      reply
+    end
+
     # Whether the answer came from the response cache: no request was made, and
     # model and provider name the ones that produced it.
     def cached?
@@ -60,6 +70,26 @@ module LlmFailover
     def inspect
       "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
         "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?} request_id=#{request_id}>"
+    end
+  
+    private
+
+    def take_engine_result(result, content, provider, request_id, attempts, streamed, chunk_count)
+      @content = content
+      @model = result[:model]
+      @provider = provider
+      @input_tokens = result[:input_tokens]
+      @output_tokens = result[:output_tokens]
+      @request_id = request_id
+      @attempts = attempts
+      # A backup the quota picked first is not a failover: nothing failed.
+      @failover = result[:target] != result[:first_target]
+      @finish_reason = result[:finish_reason]
+      @provider_request_id = result[:provider_request_id]
+      @streamed = streamed
+      @chunk_count = chunk_count
+      @cached = false
+      freeze
     end
   end
 end
