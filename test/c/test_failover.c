@@ -297,6 +297,24 @@ static void fixture_serve(fixture *f, int i)
     snprintf(f->url[i], sizeof f->url[i], "http://127.0.0.1:%d%s", f->srv[i].port, i == 0 ? "/v1" : "");
 }
 
+/* Target i as an OpenAI-compatible server at /v1, answering `script` once. */
+static void fixture_serve_openai(fixture *f, int i, const char *script)
+{
+    f->targets[i].api = LF_API_OPENAI;
+    f->srv[i].script[0] = script;
+    f->srv[i].n_script = 1;
+    server_start(&f->srv[i]);
+    snprintf(f->url[i], sizeof f->url[i], "http://127.0.0.1:%d/v1", f->srv[i].port);
+}
+
+static void fixture_quota(fixture *f, double limit, double used, int enforce)
+{
+    f->has_budget = 1;
+    f->budget.quota.limit = limit;
+    f->budget.quota.used = used;
+    f->budget.enforce = enforce;
+}
+
 static int fixture_run(fixture *f, size_t n_targets)
 {
     return lf_run(f->pool, f->targets, n_targets, &f->params, &f->pol, f->has_budget ? &f->budget : NULL,
@@ -501,14 +519,10 @@ static void test_long_retry_after_fails_over_at_once(void)
 {
     fixture f;
     fixture_init(&f, 0);
-    f.targets[1].api = LF_API_OPENAI;
     f.srv[0].script[0] = RATE_LIMITED_LONG;
     f.srv[0].n_script = 1;
-    f.srv[1].script[0] = OK_JSON;
-    f.srv[1].n_script = 1;
     fixture_serve(&f, 0);
-    server_start(&f.srv[1]);
-    snprintf(f.url[1], sizeof f.url[1], "http://127.0.0.1:%d/v1", f.srv[1].port);
+    fixture_serve_openai(&f, 1, OK_JSON);
     LF_CHECK_INT(fixture_run(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 1);
@@ -522,14 +536,8 @@ static void test_exceeded_quota_starts_at_the_backup(void)
 {
     fixture f;
     fixture_init(&f, 0);
-    f.has_budget = 1;
-    f.budget.quota.limit = 100;
-    f.budget.quota.used = 100;
-    f.targets[1].api = LF_API_OPENAI;
-    f.srv[1].script[0] = OK_JSON;
-    f.srv[1].n_script = 1;
-    server_start(&f.srv[1]);
-    snprintf(f.url[1], sizeof f.url[1], "http://127.0.0.1:%d/v1", f.srv[1].port);
+    fixture_quota(&f, 100, 100, 0);
+    fixture_serve_openai(&f, 1, OK_JSON);
     /* The primary's URL stays empty: it would fail if it were prepared or asked. */
     LF_CHECK_INT(fixture_run(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
@@ -544,13 +552,9 @@ static void test_exceeded_quota_without_backup(void)
 {
     fixture f;
     fixture_init(&f, 0);
-    f.has_budget = 1;
-    f.budget.quota.limit = 10;
-    f.budget.quota.used = 11;
+    fixture_quota(&f, 10, 11, 0);
     /* A budget, not a switch: the primary is still called. */
-    f.srv[0].script[0] = OK_JSON;
-    f.srv[0].n_script = 1;
-    fixture_serve(&f, 0);
+    fixture_serve_openai(&f, 0, OK_JSON);
     LF_CHECK_INT(fixture_run(&f, 1), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.first_target, 0);
@@ -560,10 +564,7 @@ static void test_exceeded_quota_without_backup(void)
 
     /* enforce: refused before any request, no attempt. */
     fixture_init(&f, 0);
-    f.has_budget = 1;
-    f.budget.quota.limit = 10;
-    f.budget.quota.used = 10;
-    f.budget.enforce = 1;
+    fixture_quota(&f, 10, 10, 1);
     LF_CHECK_INT(fixture_run(&f, 1), 0);
     LF_CHECK_INT(f.o.ok, 0);
     LF_CHECK_INT(f.o.kind, LF_E_QUOTA_EXCEEDED);
@@ -574,13 +575,8 @@ static void test_exceeded_quota_without_backup(void)
 
     /* A limit of 0 is unlimited, however much was used. */
     fixture_init(&f, 0);
-    f.has_budget = 1;
-    f.budget.quota.limit = 0;
-    f.budget.quota.used = 1e9;
-    f.budget.enforce = 1;
-    f.srv[0].script[0] = OK_JSON;
-    f.srv[0].n_script = 1;
-    fixture_serve(&f, 0);
+    fixture_quota(&f, 0, 1e9, 1);
+    fixture_serve_openai(&f, 0, OK_JSON);
     LF_CHECK_INT(fixture_run(&f, 1), 0);
     LF_CHECK_INT(f.o.ok, 1);
     fixture_free(&f);
