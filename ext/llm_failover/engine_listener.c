@@ -122,7 +122,7 @@ typedef struct lf_attempt_args {
 
 static VALUE lf_attempt_to_hash(const lf_attempt_record *r)
 {
-    VALUE pairs[30];
+    VALUE pairs[2 * 20];
     long n = 0;
     LF_PAIR(lf_sym_attempt, INT2NUM(r->attempt));
     LF_PAIR(lf_sym_target, INT2NUM(r->target));
@@ -323,7 +323,7 @@ static VALUE lf_body_or_nil(const lf_buf *b)
 
 VALUE lf_outcome_to_hash(const lf_outcome *o)
 {
-    VALUE pairs[32];
+    VALUE pairs[2 * 20];
     long n = 0;
     LF_PAIR(lf_sym_ok, o->ok ? Qtrue : Qfalse);
     LF_PAIR(lf_sym_target, INT2NUM(o->target));
