@@ -30,6 +30,7 @@ require "llm_failover/memory_state_store"
 require "llm_failover/circuit_breaker"
 require "llm_failover/call"
 require "llm_failover/idempotency"
+require "llm_failover/cancellation"
 require "llm_failover/chat"
 
 # LLM chat calls with honest retries and one-level provider failover.
@@ -44,7 +45,7 @@ module LlmFailover
   # must be a Configuration option and overrides it for this chat only.
   CHAT_OPTIONS = %i[model provider backup_model backup_provider quota quota_used enforce_quota feature
                     store temperature max_tokens system instructions cache cache_namespace scrub
-                    quota_key quota_window quota_by].freeze
+                    quota_key quota_window quota_by cancel_check].freeze
 
   # Loaded on first use: only apps that share state through Redis need redis-client.
   autoload :RedisStateStore, "llm_failover/redis_state_store"

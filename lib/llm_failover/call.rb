@@ -12,6 +12,8 @@ module LlmFailover
     attr_accessor :response_cache
     # @return [Scrubber::Session, nil] the placeholders of the request, restored in the answer
     attr_reader :scrubbing
+    # @return [Cancellation, nil] what Chat#cancel! stops this call through
+    attr_accessor :cancellation
 
     def scrubbing=(session)
       @scrubbing = session
@@ -57,9 +59,12 @@ module LlmFailover
 
       settled = false
       begin
-        result = @engine.run(engine_request, self)
+        result = @cancellation ? @cancellation.run(@engine, engine_request, self) : @engine.run(engine_request, self)
         settled = true
-        result[:ok] ? succeed(result) : fail_with(result)
+        if result[:ok] then succeed(result)
+        elsif result[:cancelled] then cancelled(result)
+        else fail_with(result)
+        end
       ensure
         # The block raised, the thread was killed, a Timeout fired: the partial answer
         # must never be sent again as if it were complete.
@@ -228,6 +233,33 @@ module LlmFailover
                 request_id: @request_id, attempts: @records.freeze, failover: false,
                 finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
                 streamed: !@block.nil?, chunk_count: @chunk_index, cached: true)
+    end
+
+    # Chat#cancel! stopped the call: the partial text is kept (the stored message is
+    # "cancelled"), the attempt is recorded as cancelled, nothing fails over and no
+    # error is raised.
+    def cancelled(result)
+      flush_restorer
+      index = result[:target]
+      target = @targets.fetch(index) { @targets[0] }
+      partial = restored(result[:partial_content].to_s)
+      @failed = true # the stored message is settled here
+      message = assistant_message(index) # stopped before the first delta: an empty one
+      if @store.respond_to?(:cancel_assistant)
+        @store.cancel_assistant(message, content: partial, model: target.model, provider: target.name.name)
+      else
+        @store.fail_assistant(message, model: target.model, provider: target.name.name)
+      end
+      record = AttemptRecord.new(request_id: @request_id, attempt: @records.size + 1, provider: target.name,
+                                 model: target.model, feature: @feature, success: false,
+                                 error_message: "cancelled by Chat#cancel!", latency_ms: result[:latency_ms],
+                                 started_at: result[:started_at], cancelled: true, scrubbed: @scrubbing&.counts)
+      @records << record
+      @usage_log.emit(record)
+      log(:info, "cancelled on #{target.label} after #{partial.length} characters")
+      Reply.new(content: partial, model: target.model, provider: target.name, input_tokens: nil, output_tokens: nil,
+                request_id: @request_id, attempts: @records.freeze, failover: index.positive?,
+                finish_reason: "cancelled", streamed: !@block.nil?, chunk_count: @chunk_index, cancelled: true)
     end
 
     def fail_with(result)

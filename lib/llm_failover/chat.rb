@@ -36,7 +36,8 @@ module LlmFailover
     def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, quota: nil,
                    quota_used: 0, enforce_quota: false, feature: nil, store: nil, temperature: nil,
                    max_tokens: nil, engine: nil, cache: true, cache_namespace: nil, scrub: true, quota_key: nil,
-                   quota_window: :month, quota_by: :calls)
+                   quota_window: :month, quota_by: :calls,
+                   cancel_check: nil)
       @config = config
       @engine = engine
       @store = store.nil? ? MemoryStore.new : validate_store(store)
@@ -58,6 +59,13 @@ module LlmFailover
 
       @scrub = scrub
       set_shared_quota(quota_key, quota_window, quota_by, quota_used)
+      unless cancel_check.nil? || cancel_check.respond_to?(:call)
+        raise ConfigurationError, "cancel_check must respond to #call, got #{cancel_check.inspect}"
+      end
+
+      @cancel_check = cancel_check
+      @running = []
+      @running_lock = Mutex.new
     end
 
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
@@ -95,6 +103,17 @@ module LlmFailover
       answer(temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature),
              max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens), block,
              cache.equal?(KEEP) ? @cache : validate_cache(cache))
+    end
+
+    # Stops the calls of this chat running now, from any thread: the streaming #ask
+    # returns a Reply with cancelled? true and the partial text, the stored answer is
+    # "cancelled", the attempt is recorded as cancelled, and nothing fails over. A
+    # provider that sends nothing is interrupted too. A chat record's #cancel! does the
+    # same from another process.
+    # @return [self]
+    def cancel!
+      @running_lock.synchronize { @running.each(&:cancel!) }
+      self
     end
 
     # Switches the primary target; the messages stay. The backup is kept unless
@@ -171,7 +190,14 @@ module LlmFailover
       call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens)
       call.scrubbing = scrubbing
       call.quota_reservation = reservation
-      call.run
+      cancellation = Cancellation.new(check: @cancel_check, interval: @config.cancel_poll_interval)
+      call.cancellation = cancellation
+      @running_lock.synchronize { @running << cancellation }
+      begin
+        call.run
+      ensure
+        @running_lock.synchronize { @running.delete(cancellation) }
+      end
     end
 
     # @return [Scrubber::Session, nil] nil when no scrubber is configured or scrub: false

@@ -31,7 +31,8 @@ module LlmFailover
       circuit_threshold: 5,
       circuit_cooldown: 60,
       state_store: nil,
-      on_circuit_change: nil
+      on_circuit_change: nil,
+      cancel_poll_interval: 0.2
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -172,6 +173,12 @@ module LlmFailover
       end
 
       @scrubber = value
+    end
+
+    # Seconds between two looks at a chat record's cancel_requested_at while it answers
+    # (a Stop button in another process); one small query each time.
+    def cancel_poll_interval=(value)
+      @cancel_poll_interval = number(:cancel_poll_interval, value, positive: true)
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.

@@ -82,6 +82,11 @@ module LlmFailover
       end
     end
 
+    # Chat#cancel! stopped the answer: it keeps the partial text, out of the conversation.
+    def cancel_assistant(message, content:, model:, provider:)
+      @lock.synchronize { message.update(status: "cancelled", content: content, model: model, provider: provider) }
+    end
+
     # model/provider name the target whose error was final, when known.
     def fail_assistant(message, model: nil, provider: nil)
       attrs = { status: "failed" }

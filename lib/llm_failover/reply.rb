@@ -19,7 +19,7 @@ module LlmFailover
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
-                   cached: false)
+                   cached: false, cancelled: false)
       @content = content
       @model = model
       @provider = provider
@@ -33,6 +33,7 @@ module LlmFailover
       @streamed = streamed ? true : false
       @chunk_count = chunk_count
       @cached = cached ? true : false
+      @cancelled = cancelled ? true : false
       freeze
     end
 
@@ -52,6 +53,11 @@ module LlmFailover
       @cached
     end
 
+    # Whether Chat#cancel! stopped the answer: content is the partial text received.
+    def cancelled?
+      @cancelled
+    end
+
     # Whether a target other than the first one tried gave the answer.
     def failover?
       @failover
@@ -69,7 +75,7 @@ module LlmFailover
 
     def inspect
       "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
-        "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?} request_id=#{request_id}>"
+        "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?}#{' cancelled' if cancelled?} request_id=#{request_id}>"
     end
   
     private

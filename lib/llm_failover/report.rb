@@ -238,8 +238,16 @@ module LlmFailover
     end
 
     # Failed HTTP attempts: a skipped target (no request) is not one.
+    # A cancelled attempt (Chat#cancel!) is the user's decision, not a failure either.
     def failed
-      scope.where(success: false).where.not(error_class: SKIPPED)
+      rows = scope.where(success: false).where.not(error_class: SKIPPED)
+      cancelled_column? ? rows.where(cancelled: false) : rows
+    end
+
+    # Tables made before the cancelled column keep working.
+    def cancelled_column?
+      @cancelled_column = @model.column_names.include?("cancelled") if @cancelled_column.nil?
+      @cancelled_column
     end
 
     def skipped
@@ -258,8 +266,10 @@ module LlmFailover
     end
 
     # Calls with a failed attempt and no successful one.
+    # Calls without an answer, leaving out those the user cancelled.
     def lost_scope
-      failed.where.not(request_id: scope.where(success: true).select(:request_id))
+      lost = failed.where.not(request_id: scope.where(success: true).select(:request_id))
+      cancelled_column? ? lost.where.not(request_id: scope.where(cancelled: true).select(:request_id)) : lost
     end
 
     # Every attempt of the calls in the period that took more than one attempt.

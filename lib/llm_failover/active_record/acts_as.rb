@@ -11,7 +11,7 @@ module LlmFailover
     #     acts_as_llm_message                  # belongs_to :chat
     #   end
     module ActsAs
-      CHAT_COLUMNS = %i[model provider backup_model backup_provider quota feature].freeze
+      CHAT_COLUMNS = %i[model provider backup_model backup_provider quota feature cancel_requested_at].freeze
       QUOTA_BASES = QuotaCounter::BASES
       QUOTA_SCOPES = %i[model chat].freeze
 

@@ -59,17 +59,48 @@ module LlmFailover
         self
       end
 
+      # Stops this chat's streaming #ask, wherever it runs (a job in another process, a
+      # thread): a Stop button's action calls it on the record it loaded. The ask
+      # notices within cancel_poll_interval (0.2 s) and returns a cancelled Reply; the
+      # answer's row is "cancelled" with the text received so far.
+      # @return [self]
+      def cancel!
+        column = llm_cancel_column
+        raise ArgumentError, "the chat record must be saved before it can be cancelled" if new_record?
+
+        self.class.connection_pool.with_connection { update_columns(column => Time.current) }
+        @llm_chat&.cancel! # this very instance may be the one answering
+        self
+      end
+
       # An LlmFailover::Chat over this record's columns and messages.
       # @param overrides [Hash] Configuration options for this chat only
       # @return [LlmFailover::Chat]
       def to_llm(**overrides)
         save! if new_record?
         config = self.class.llm_chat_options.config.merge(llm_config).merge(overrides)
-        LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence,
-                         backup_model: llm_read(:backup_model).presence,
-                         backup_provider: llm_read(:backup_provider).presence,
-                         quota: llm_read(:quota), quota_used: -> { llm_quota_used },
-                         feature: llm_read(:feature).presence, store: llm_store, **config)
+        @llm_chat = LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence,
+                                     backup_model: llm_read(:backup_model).presence,
+                                     backup_provider: llm_read(:backup_provider).presence,
+                                     quota: llm_read(:quota), quota_used: -> { llm_quota_used },
+                                     feature: llm_read(:feature).presence, store: llm_store,
+                                     cancel_check: llm_cancel_check, **config)
+      end
+
+      # A check the running call polls: true once cancel_requested_at changed since
+      # the call began (nil when the table has no such column).
+      # @return [Proc, nil]
+      def llm_cancel_check
+        column = self.class.llm_chat_options.columns.fetch(:cancel_requested_at)
+        return nil unless self.class.column_names.include?(column)
+
+        klass = self.class
+        key = id
+        read = lambda do
+          klass.connection_pool.with_connection { klass.uncached { klass.where(klass.primary_key => key).pick(column) } }
+        end
+        began = read.call
+        -> { read.call != began }
       end
 
       # The message store over this record's messages association.
@@ -106,6 +137,14 @@ module LlmFailover
       end
 
       private
+
+      def llm_cancel_column
+        column = self.class.llm_chat_options.columns.fetch(:cancel_requested_at)
+        return column if self.class.column_names.include?(column)
+
+        raise ConfigurationError, "#{self.class.table_name} has no #{column} column for cancel! " \
+                                  "(add it: t.datetime :#{column})"
+      end
 
       def llm_read(name)
         self[self.class.llm_chat_options.columns.fetch(name)]

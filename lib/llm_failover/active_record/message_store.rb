@@ -117,6 +117,13 @@ module LlmFailover
                       input_tokens: input_tokens, output_tokens: output_tokens)
       end
 
+      # Chat#cancel! stopped the answer: the row keeps the partial text, status
+      # "cancelled", and leaves the conversation.
+      def cancel_assistant(message, content:, model:, provider:)
+        @lock.synchronize { @buffers.delete(message) }
+        save(message, status: "cancelled", content: content, model: model, provider: provider)
+      end
+
       # Keeps the partial text for audit; the row leaves the conversation. This runs
       # while an error is on its way up: a database failure here must not replace that
       # error (an unmarked row is still "streaming", and excluded all the same).

@@ -1,0 +1,187 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  # Stops one running call from another thread (Chat#cancel!) or another process
+  # (a chat record's cancel_requested_at column, polled by a watcher thread).
+  #
+  # How it stops the engine: Thread#raise of Signal into the calling thread, the path
+  # Thread#kill and Timeout already take. Waiting in the engine, the thread is woken
+  # by the engine's unblocking function (it interrupts even a provider that sends
+  # nothing), the transfer is aborted and the Signal comes back out of Engine#run once
+  # libcurl is done. The Signal is deferred (Thread.handle_interrupt) while Ruby code
+  # runs inside the call: the store, the sinks and the user's block are never cut in
+  # the middle; it is raised when that code returns to the engine.
+  #
+  # Under a Fiber scheduler the thread runs other fibers too, so nothing is raised
+  # into it: the call stops at the next delta it receives.
+  #
+  # @api private: Chat builds one per call
+  class Cancellation
+    # Raised into the calling thread, rescued in Engine#run's wrapper: never seen by
+    # the caller. An Exception, not a StandardError, so that a `rescue => e` in a
+    # store or a block cannot swallow it.
+    class Signal < Exception; end # rubocop:disable Lint/InheritException
+
+    DEFER = { Signal => :never }.freeze
+    DELIVER = { Signal => :immediate }.freeze
+    private_constant :DEFER, :DELIVER
+
+    # @param check [#call, nil] polled every +interval+ seconds while the call runs;
+    #   truthy cancels it (another process's cancel!)
+    def initialize(check: nil, interval: 0.2)
+      @check = check
+      @interval = interval
+      @lock = Mutex.new
+      @requested = false
+      @thread = nil
+      @raised = false
+    end
+
+    # Stops the call (at once when it is running, at its start otherwise).
+    # @return [self]
+    def cancel!
+      @lock.synchronize do
+        @requested = true
+        interrupt
+      end
+      self
+    end
+
+    def cancelled?
+      @requested
+    end
+
+    # Runs +engine+.run(request, listener) so that #cancel! stops it.
+    # @return [Hash] the engine's result, or { ok: false, cancelled: true, ... } with the
+    #   target that was answering, its partial text and when its attempt started
+    def run(engine, request, listener)
+      guard = Listener.new(listener, self)
+      watcher = start_watcher if @check
+      Thread.handle_interrupt(DEFER) do
+        attach
+        begin
+          Thread.handle_interrupt(DELIVER) { engine.run(request, guard) }
+        rescue Signal
+          guard.cancelled_result
+        ensure
+          drain if detach
+          stop_watcher(watcher)
+        end
+      end
+    end
+
+    # @api private: a listener callback found the call cancelled
+    def raise_if_requested
+      raise Signal if @requested
+    end
+
+    private
+
+    def attach
+      @lock.synchronize do
+        @thread = Fiber.respond_to?(:scheduler) && Fiber.scheduler ? nil : Thread.current
+        @raised = false
+        interrupt if @requested
+      end
+    end
+
+    # @return [Boolean] a Signal was raised into this thread and may still be pending
+    def detach
+      @lock.synchronize do
+        @thread = nil
+        @raised
+      end
+    end
+
+    # Under @lock.
+    def interrupt
+      return if @thread.nil? || @raised
+
+      @raised = true
+      @thread.raise(Signal)
+    end
+
+    # A Signal raised after the engine returned is still pending: take it here, where
+    # it is expected, instead of at the end of the deferring block.
+    def drain
+      Thread.handle_interrupt(DELIVER) { Thread.pass }
+    rescue Signal
+      nil
+    end
+
+    def start_watcher
+      Thread.new do
+        Thread.current.name = "llm_failover cancel watcher"
+        Thread.current.report_on_exception = false
+        until @requested
+          sleep @interval
+          cancel! if poll
+        end
+      end
+    end
+
+    def poll
+      @check.call
+    rescue StandardError => e
+      warn_once(e)
+      false
+    end
+
+    def warn_once(error)
+      return if @warned
+
+      @warned = true
+      Kernel.warn("llm_failover: the cancel check raised #{error.class}: #{error.message} (the call goes on)")
+    end
+
+    def stop_watcher(watcher)
+      return unless watcher
+
+      watcher.kill
+      watcher.join
+    end
+
+    # The engine's listener, wrapped: every callback runs with the Signal deferred,
+    # and remembers what a cancelled result needs (target, partial text, attempt start).
+    class Listener
+      def initialize(listener, cancellation)
+        @listener = listener
+        @cancellation = cancellation
+        @target = 0
+        @partial = +""
+        @attempts = 0
+        @attempt_started = Time.now
+        @attempt_clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+
+      def on_chunk(text, target)
+        @cancellation.raise_if_requested
+        @target = target
+        @partial << text
+        Thread.handle_interrupt(DEFER) { @listener.on_chunk(text, target) }
+      end
+
+      def on_reset
+        @cancellation.raise_if_requested
+        @partial = +""
+        @target = 1
+        Thread.handle_interrupt(DEFER) { @listener.on_reset }
+      end
+
+      def on_attempt(attempt)
+        @attempts += 1
+        @attempt_started = Time.now
+        @attempt_clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        Thread.handle_interrupt(DEFER) { @listener.on_attempt(attempt) }
+      end
+
+      # @return [Hash] the engine's result shape for a call stopped by cancel!
+      def cancelled_result
+        { ok: false, cancelled: true, target: @target, partial_content: @partial, attempts: @attempts + 1,
+          started_at: @attempt_started,
+          latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - @attempt_clock) * 1000.0 }
+      end
+    end
+    private_constant :Listener
+  end
+end
