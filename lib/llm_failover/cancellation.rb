@@ -35,6 +35,8 @@ module LlmFailover
       @requested = false
       @thread = nil
       @raised = false
+      @finished = false
+      @wake = ConditionVariable.new
     end
 
     # Stops the call (at once when it is running, at its start otherwise).
@@ -109,14 +111,23 @@ module LlmFailover
       nil
     end
 
+    # Polls the check until the call ends. It is stopped by a flag, never killed: a
+    # thread killed inside a query would hand a broken connection back to the pool.
     def start_watcher
       Thread.new do
         Thread.current.name = "llm_failover cancel watcher"
         Thread.current.report_on_exception = false
-        until @requested
-          sleep @interval
+        while watching?
           cancel! if poll
         end
+      end
+    end
+
+    # Waits one interval; false once the call ended or was cancelled.
+    def watching?
+      @lock.synchronize do
+        @wake.wait(@lock, @interval) unless @finished || @requested
+        !(@finished || @requested)
       end
     end
 
@@ -137,7 +148,10 @@ module LlmFailover
     def stop_watcher(watcher)
       return unless watcher
 
-      watcher.kill
+      @lock.synchronize do
+        @finished = true
+        @wake.signal
+      end
       watcher.join
     end
 
