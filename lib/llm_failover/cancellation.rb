@@ -189,6 +189,18 @@ module LlmFailover
         Thread.handle_interrupt(DEFER) { @listener.on_attempt(attempt) }
       end
 
+      # Any other callback of the engine's listener protocol (circuit_health,
+      # circuit_report, ...), deferred too.
+      def respond_to_missing?(name, include_private = false)
+        @listener.respond_to?(name, include_private) || super
+      end
+
+      def method_missing(name, *args, &block)
+        return super unless @listener.respond_to?(name)
+
+        Thread.handle_interrupt(DEFER) { @listener.public_send(name, *args, &block) }
+      end
+
       # @return [Hash] the engine's result shape for a call stopped by cancel!
       def cancelled_result
         { ok: false, cancelled: true, target: @target, partial_content: @partial, attempts: @attempts + 1,
