@@ -256,6 +256,7 @@ module LlmFailover
                                  started_at: result[:started_at], cancelled: true, scrubbed: @scrubbing&.counts)
       @records << record
       @usage_log.emit(record)
+      settle_quota # the request was sent: it counts like any other
       log(:info, "cancelled on #{target.label} after #{partial.length} characters")
       Reply.new(content: partial, model: target.model, provider: target.name, input_tokens: nil, output_tokens: nil,
                 request_id: @request_id, attempts: @records.freeze, failover: index.positive?,
