@@ -57,6 +57,14 @@ RSpec.describe "examples/" do
     expect(out).to include("stored answer: the backup's alone")
   end
 
+  it "async.rb: twenty calls on one thread under Async, one stopped mid-stream, one at with_timeout" do
+    lines = run_example("async.rb").lines.map(&:chomp)
+    expect(lines[0]).to eq('20 answers on one thread: ["One answer per fiber."]')
+    expect(lines[1]).to match(/\Ain \d+\.\d\d s \(one alone: \d+\.\d\d s\); the ticker ticked \d+ times meanwhile\z/)
+    expect(lines[2..]).to eq(['stopped after "One "', "stored: user (complete), assistant (failed)",
+                              "with_timeout ended the silent call; stored: assistant (failed)"])
+  end
+
   it "streaming_consumer.rb: erases the partial answer on a terminal" do
     output = +""
     code = nil
