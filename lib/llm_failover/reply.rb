@@ -95,6 +95,7 @@ module LlmFailover
       @streamed = streamed
       @chunk_count = chunk_count
       @cached = false
+      @cancelled = false
       freeze
     end
   end
