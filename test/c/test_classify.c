@@ -44,6 +44,7 @@ static const rule_row rule_rows[] = {
     /* transfer result first, whatever the status says */
     { "refused", .t = LF_T_REFUSED, .kind = LF_E_CONNECTION_REFUSED, NOPE },
     { "dns", .t = LF_T_DNS, .kind = LF_E_CONNECTION_REFUSED, NOPE },
+    { "tls verification", .t = LF_T_TLS_VERIFY, .kind = LF_E_CONNECTION_REFUSED, NOPE },
     { "refused ignores x-should-retry", .t = LF_T_REFUSED, .xsr = XSR_TRUE,
       .kind = LF_E_CONNECTION_REFUSED, NOPE },
     { "connect timeout", .t = LF_T_CONNECT_TIMEOUT, .kind = LF_E_TIMEOUT, TMO },

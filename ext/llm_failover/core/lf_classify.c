@@ -302,6 +302,7 @@ static lf_kind lf_classify_transfer_kind(lf_transfer t)
     switch (t) {
     case LF_T_REFUSED:
     case LF_T_DNS:
+    case LF_T_TLS_VERIFY: /* configuration drift: a proxy, a wrong host, an expired certificate */
         return LF_E_CONNECTION_REFUSED;
     case LF_T_CONNECT_TIMEOUT:
     case LF_T_FIRST_TOKEN_TIMEOUT:

@@ -25,7 +25,7 @@ typedef enum lf_kind {
     LF_E_UNAUTHORIZED,         /* UnauthorizedError 401 */
     LF_E_FORBIDDEN,            /* ForbiddenError 403 */
     LF_E_NOT_FOUND,            /* NotFoundError 404 */
-    LF_E_CONNECTION_REFUSED,   /* ConnectionRefusedError: refused, DNS failure */
+    LF_E_CONNECTION_REFUSED,   /* ConnectionRefusedError: refused, DNS or TLS verification failure */
     LF_E_OTHER,                /* LlmFailover::Error: any other status */
     /* not a provider failure: the loop refused the call before any request
      * (an exceeded quota, no backup, enforcement asked for) */
@@ -39,11 +39,12 @@ typedef enum lf_transfer {
     LF_T_OK = 0,
     LF_T_REFUSED,               /* connection refused */
     LF_T_DNS,                   /* host name did not resolve */
+    LF_T_TLS_VERIFY,            /* the peer's TLS certificate failed verification */
     LF_T_CONNECT_TIMEOUT,
     LF_T_FIRST_TOKEN_TIMEOUT,
     LF_T_IDLE_TIMEOUT,
     LF_T_TOTAL_TIMEOUT,
-    LF_T_CONNECTION,            /* reset, closed, recv/send failure, TLS failure */
+    LF_T_CONNECTION,            /* reset, closed, recv/send failure, TLS handshake failure */
     LF_T_TOO_LARGE,             /* body over the response-size cap */
     LF_T_ABORTED,               /* stopped by the host (interrupt, listener) */
     LF_T_OTHER

@@ -217,6 +217,12 @@ static lf_transfer lf_transfer_from_curl(const lf_attempt *a)
     case CURLE_COULDNT_CONNECT: return LF_T_REFUSED;
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY: return LF_T_DNS;
+    case CURLE_PEER_FAILED_VERIFICATION: /* CURLE_SSL_CACERT is the same code */
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS: return LF_T_TLS_VERIFY;
     case CURLE_OPERATION_TIMEDOUT: return a->resp.status ? LF_T_TOTAL_TIMEOUT : LF_T_CONNECT_TIMEOUT;
     case CURLE_WRITE_ERROR: return a->resp.too_large ? LF_T_TOO_LARGE : LF_T_CONNECTION;
     case CURLE_ABORTED_BY_CALLBACK: return a->resp.resend_refused ? LF_T_CONNECTION : LF_T_ABORTED;
@@ -498,6 +504,10 @@ static void lf_judge(lf_call *c, lf_attempt *a)
         switch (f.transfer) {
         case LF_T_REFUSED: lf_msg(&a->message, "connection refused: %s", a->errbuf); break;
         case LF_T_DNS: lf_msg(&a->message, "could not resolve host: %s", a->errbuf); break;
+        case LF_T_TLS_VERIFY:
+            lf_msg(&a->message, "TLS certificate verification failed: %s",
+                   a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->curl_rc));
+            break;
         case LF_T_CONNECT_TIMEOUT:
             lf_msg(&a->message, "connect timeout after %.3gs: %s", c->pol->connect_timeout, a->errbuf);
             break;
