@@ -305,6 +305,20 @@ RSpec.describe "Retries and failover" do
   end
 
   describe "requests a backup cannot fix" do
+    # A POST carries the API key: following a redirect would send it to whatever host the
+    # Location names. A moved base_url is configuration drift, as the README's table says.
+    [301, 302, 307, 308].each do |status|
+      it "raises a #{status} at once without following it or failing over" do
+        elsewhere = start_fake_provider
+        primary.enqueue({ status: status, headers: { "location" => "#{elsewhere.base_url(:openai)}/chat/completions" },
+                          body: "moved" })
+        expect { failover_chat(max_retries: 2).ask("Hi") }.to raise_error(LlmFailover::Error) { |e|
+          expect([e.class, e.status, e.retryable?]).to eq([LlmFailover::Error, status, false])
+        }
+        expect([primary.request_count, elsewhere.request_count, backup.request_count]).to eq([1, 0, 0])
+      end
+    end
+
     it "raises ContextLengthExceededError and leaves the backup untouched" do
       primary.enqueue({ error: :context_length })
       expect { failover_chat.ask("Hi") }.to raise_error(LlmFailover::ContextLengthExceededError)
