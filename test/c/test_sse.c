@@ -321,15 +321,20 @@ static void test_nothing_to_dispatch(void)
     rec_free(&r);
 }
 
-static void test_event_name_alone_is_dispatched(void)
+/* WHATWG: a blank line with no data field seen dispatches nothing, whatever
+ * "event:" said; the name does not carry over to the next event either. An
+ * empty "data:" is data. */
+static void test_event_name_alone_is_not_dispatched(void)
 {
     rec r;
 
-    LF_CHECK_INT(parse_str("event: ping\n\n", &r), 0);
-    LF_CHECK_INT(r.count, 1);
-    if (r.count == 1) {
-        LF_CHECK_STR(r.event[0], "ping");
-        LF_CHECK_STR(r.data[0], "");
+    LF_CHECK_INT(parse_str("event: ping\n\nevent: done\n\ndata: x\n\nevent: e\ndata:\n\nevent: tail", &r), 0);
+    LF_CHECK_INT(r.count, 2);
+    if (r.count == 2) {
+        LF_CHECK_STR(r.event[0], "");
+        LF_CHECK_STR(r.data[0], "x");
+        LF_CHECK_STR(r.event[1], "e");
+        LF_CHECK_STR(r.data[1], "");
     }
     rec_free(&r);
 }
@@ -622,7 +627,7 @@ int main(void)
     LF_RUN(test_data_without_colon);
     LF_RUN(test_colon_inside_value_kept);
     LF_RUN(test_nothing_to_dispatch);
-    LF_RUN(test_event_name_alone_is_dispatched);
+    LF_RUN(test_event_name_alone_is_not_dispatched);
     LF_RUN(test_finish_dispatches_last_event);
     LF_RUN(test_bom_skipped_once);
     LF_RUN(test_nul_bytes_in_data_kept);

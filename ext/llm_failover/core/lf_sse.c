@@ -59,10 +59,11 @@ static int lf_sse_dispatch(lf_sse_parser *p, lf_sse_cb cb, void *ud)
     lf_sse_event ev;
     int rc = 0;
 
-    /* Unlike WHATWG, an event name alone is dispatched (with empty data).
-     * "data:" with nothing after it is dispatched too, as WHATWG does: whether
-     * a data field was seen decides, not the length of the data. */
-    if (!p->has_data && p->event.len == 0) {
+    /* As WHATWG says: an event without a data field is not dispatched, even
+     * with a name ("event: ping" and a blank line), and its name is dropped.
+     * "data:" with nothing after it is dispatched: whether a data field was
+     * seen decides, not the length of the data. */
+    if (!p->has_data) {
         lf_sse_clear_event(p);
         return 0;
     }

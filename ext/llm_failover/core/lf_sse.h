@@ -4,8 +4,9 @@
  * one slice and an LF at the start of the next are one line ending). Multi-line
  * data fields are joined with "\n"; "event:" names the event; comment lines
  * (":" first) and unknown fields are ignored; one leading space after the colon
- * is stripped. A blank line dispatches the event (if it has data or an event
- * name). lf_sse_finish dispatches a final event left without a blank line.
+ * is stripped. A blank line dispatches the event if it has a data field (an
+ * "event:" alone dispatches nothing). lf_sse_finish dispatches a final event
+ * left without a blank line.
  * A UTF-8 byte order mark opening the stream is skipped. */
 #ifndef LF_SSE_H
 #define LF_SSE_H
