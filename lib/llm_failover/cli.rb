@@ -2,6 +2,7 @@
 
 require "optparse"
 require "llm_failover/version"
+require "llm_failover/model_name"
 require "llm_failover/cli/usage_error"
 require "llm_failover/cli/attempts_table"
 require "llm_failover/cli/stream_printer"
@@ -204,7 +205,7 @@ module LlmFailover
       flag = role == :backup ? "--backup-" : "--"
       model = opts[:"#{prefix}model"]
       name = opts[:"#{prefix}provider"]
-      raise UsageError, "missing #{flag}model" if model.nil? || model.strip.empty?
+      raise UsageError, "missing #{flag}model" if ModelName.blank?(model)
       raise UsageError, "missing #{flag}provider" if name.nil? || name.strip.empty?
 
       base_url = opts[:"#{prefix}base_url"]
