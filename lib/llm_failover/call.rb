@@ -75,12 +75,10 @@ module LlmFailover
     # Engine listener: a streamed content delta from target index +target+. It is
     # stored before the block sees it, so the store always holds what the user saw.
     def on_chunk(text, target)
-      if @restorer
-        @restorer_target = target
-        @restorer.feed([text]).each { |restored| deliver(restored, target) }
-      else
-        deliver(text, target)
-      end
+      return deliver(text, target) unless @restorer
+
+      @restorer_target = target
+      @restorer.feed([text]).each { |restored| deliver(restored, target) }
       nil
     end
 
@@ -125,13 +123,14 @@ module LlmFailover
     private
 
     # Stores a delta, then hands it to the block.
+    # Per streamed delta: the stored message and the chunk's Source are read from their
+    # ivars first, not through their methods (the guard's 10k per chunk, bench/README.md).
     def deliver(text, target)
-      @store.append_assistant(assistant_message(target), text)
+      @store.append_assistant(@message || assistant_message(target), text)
       index = @chunk_index
-      @chunk_index += 1
-      return unless @block
-
-      @block.call(Chunk.delta(text, index, @chunk_sources[target] || chunk_source(target)))
+      @chunk_index = index + 1
+      @block&.call(Chunk.delta(text, index, @chunk_sources[target] || chunk_source(target)))
+      nil
     end
 
     # The end of a streamed answer held back for a split placeholder goes out
