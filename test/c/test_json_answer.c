@@ -1,0 +1,132 @@
+/* lf_json_answer: one JSON object, a tolerated code fence, and the checked
+ * subset of JSON Schema. */
+#include "lf_json_answer.h"
+#include "lf_test.h"
+
+#include "lf_banned.h"
+
+static const char *SCHEMA =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"city\",\"days\",\"unit\",\"note\"],"
+    "\"properties\":{\"city\":{\"type\":\"string\"},"
+    "\"days\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},"
+    "\"unit\":{\"type\":\"string\",\"enum\":[\"C\",\"F\"]},"
+    "\"note\":{\"type\":[\"string\",\"null\"]},"
+    "\"stops\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/stop\"}}},"
+    "\"$defs\":{\"stop\":{\"type\":\"object\",\"required\":[\"name\"],\"additionalProperties\":false,"
+    "\"properties\":{\"name\":{\"type\":\"string\"},\"my key\":{\"type\":\"number\"}}}}}";
+
+/* rc of checking text against SCHEMA (or no schema); why and json kept. */
+static lf_buf why, json;
+
+static int check(const char *text, int with_schema)
+{
+    lf_buf err;
+    json_object *schema = NULL;
+    int rc;
+
+    lf_buf_init(&err);
+    if (with_schema) {
+        schema = lf_json_schema_parse(SCHEMA, strlen(SCHEMA), &err);
+        LF_CHECK(schema != NULL);
+    }
+    rc = lf_json_answer_check(text, strlen(text), schema, &json, &why);
+    json_object_put(schema);
+    lf_buf_free(&err);
+    return rc;
+}
+
+static void test_one_object(void)
+{
+    LF_CHECK_INT(check("{\"a\": 1}", 0), LF_JSON_ANSWER_OK);
+    LF_CHECK_STR(lf_buf_cstr(&json), "{\"a\":1}");
+    LF_CHECK_INT(check("  \n{\"z\": [1, {\"b\": null}], \"a\": \"x/y\"}\n ", 0), LF_JSON_ANSWER_OK);
+    LF_CHECK_STR(lf_buf_cstr(&json), "{\"z\":[1,{\"b\":null}],\"a\":\"x/y\"}");
+    LF_CHECK_INT(check("Sure! {\"a\": 1}", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer is not JSON");
+    LF_CHECK_INT(check("{\"a\": 1} {\"b\": 2}", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_INT(check("{\"a\": 1", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_INT(check("[1, 2]", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer is a JSON array, not an object");
+    LF_CHECK_INT(check("\"text\"", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer is a JSON string, not an object");
+    LF_CHECK_INT(check("42", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_INT(check("  ", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer is empty, not a JSON object");
+    LF_CHECK_INT(json.len, 0);
+    /* Whatever json-c's reader lets through, what comes out is strict JSON. */
+    if (check("{'a': 1}", 0) == LF_JSON_ANSWER_OK) LF_CHECK_STR(lf_buf_cstr(&json), "{\"a\":1}");
+}
+
+static void test_code_fence(void)
+{
+    LF_CHECK_INT(check("```json\n{\"a\": 1}\n```", 0), LF_JSON_ANSWER_OK);
+    LF_CHECK_STR(lf_buf_cstr(&json), "{\"a\":1}");
+    LF_CHECK_INT(check("\n```\n{\"a\": 2}```\n", 0), LF_JSON_ANSWER_OK);
+    LF_CHECK_STR(lf_buf_cstr(&json), "{\"a\":2}");
+    /* Prose around a fence, two fences, or a fence on one line are not one object. */
+    LF_CHECK_INT(check("Here:\n```json\n{\"a\": 1}\n```", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_INT(check("```json\n{\"a\": 1}\n```\n```json\n{\"b\": 1}\n```", 0), LF_JSON_ANSWER_BAD);
+    LF_CHECK_INT(check("```{\"a\": 1}```", 0), LF_JSON_ANSWER_BAD);
+}
+
+static void test_schema(void)
+{
+    LF_CHECK_INT(check("{\"city\":\"Paris\",\"days\":[1,2.0],\"unit\":\"C\",\"note\":null}", 1), LF_JSON_ANSWER_OK);
+    LF_CHECK_INT(check("{\"city\":\"Paris\",\"days\":[],\"unit\":\"F\",\"note\":\"n\","
+                       "\"stops\":[{\"name\":\"Lyon\",\"my key\":1.5}]}", 1), LF_JSON_ANSWER_OK);
+
+    LF_CHECK_INT(check("{\"days\":[1],\"unit\":\"C\",\"note\":null}", 1), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $: missing required key \"city\"");
+    LF_CHECK_INT(check("{\"city\":7,\"days\":[1],\"unit\":\"C\",\"note\":null}", 1), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $.city: expected string, got integer");
+    LF_CHECK_INT(check("{\"city\":\"P\",\"days\":[1,2.5],\"unit\":\"C\",\"note\":null}", 1), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $.days[1]: expected integer, got number");
+    LF_CHECK_INT(check("{\"city\":\"P\",\"days\":[],\"unit\":\"K\",\"note\":null}", 1), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $.unit: not one of the enum values");
+    LF_CHECK_INT(check("{\"city\":\"P\",\"days\":[],\"unit\":\"C\",\"note\":3}", 1), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $.note: integer is none of the allowed types");
+    LF_CHECK_INT(check("{\"city\":\"P\",\"days\":[],\"unit\":\"C\",\"note\":null,\"extra\":1}", 1), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $: unexpected key \"extra\"");
+    LF_CHECK_INT(check("{\"city\":\"P\",\"days\":[],\"unit\":\"C\",\"note\":null,"
+                       "\"stops\":[{\"name\":\"a\"},{\"name\":\"b\",\"my key\":\"x\"}]}", 1), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why),
+                 "the answer does not match the schema: $.stops[1][\"my key\"]: expected number, got string");
+}
+
+static void test_any_of_and_bad_schemas(void)
+{
+    const char *s = "{\"anyOf\":[{\"type\":\"object\",\"required\":[\"a\"]},{\"type\":\"object\",\"required\":[\"b\"]}]}";
+    const char *loop = "{\"$ref\":\"#\"}";
+    json_object *schema;
+    lf_buf err;
+
+    lf_buf_init(&err);
+    schema = lf_json_schema_parse(s, strlen(s), &err);
+    LF_CHECK_INT(lf_json_answer_check("{\"b\":1}", 7, schema, &json, &why), LF_JSON_ANSWER_OK);
+    LF_CHECK_INT(lf_json_answer_check("{\"c\":1}", 7, schema, &json, &why), LF_JSON_ANSWER_BAD);
+    LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $: matches none of anyOf");
+    json_object_put(schema);
+
+    /* A $ref loop ends at the depth limit instead of the stack's. */
+    schema = lf_json_schema_parse(loop, strlen(loop), &err);
+    LF_CHECK_INT(lf_json_answer_check("{}", 2, schema, &json, &why), LF_JSON_ANSWER_BAD);
+    json_object_put(schema);
+
+    LF_CHECK(lf_json_schema_parse("[1]", 3, &err) == NULL);
+    LF_CHECK_STR(lf_buf_cstr(&err), "the schema is not a JSON object");
+    LF_CHECK(lf_json_schema_parse("{", 1, &err) == NULL);
+    lf_buf_free(&err);
+}
+
+int main(void)
+{
+    lf_buf_init(&why);
+    lf_buf_init(&json);
+    LF_RUN(test_one_object);
+    LF_RUN(test_code_fence);
+    LF_RUN(test_schema);
+    LF_RUN(test_any_of_and_bad_schemas);
+    lf_buf_free(&why);
+    lf_buf_free(&json);
+    return lf_test_summary("json_answer");
+}
