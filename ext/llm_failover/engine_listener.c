@@ -22,7 +22,7 @@ static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_s
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
     lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_phase,
     lf_sym_attempt, lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
-    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped;
+    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped, lf_sym_json;
 
 /* ---- values ------------------------------------------------------------ */
 
@@ -337,6 +337,7 @@ VALUE lf_outcome_to_hash(const lf_outcome *o)
         LF_PAIR(lf_sym_finish_reason, lf_buf_to_interned_or_nil(&o->answer.finish_reason));
         LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
         LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
+        if (o->json.len) LF_PAIR(lf_sym_json, rb_utf8_str_new(o->json.ptr, (long)o->json.len));
     } else {
         LF_PAIR(lf_sym_error_class, lf_error_class_for(o->kind));
         LF_PAIR(lf_sym_message, rb_utf8_str_new(o->message.ptr ? o->message.ptr : "",
@@ -385,6 +386,7 @@ void lf_init_engine_listener(void)
     LF_SYM(lf_sym_first_token_ms, "first_token_ms");
     LF_SYM(lf_sym_started_at, "started_at");
     LF_SYM(lf_sym_skipped, "skipped");
+    LF_SYM(lf_sym_json, "json");
 #undef LF_SYM
     lf_phase_syms[LF_PHASE_NONE] = Qnil;
     for (int p = LF_PHASE_CONNECT; p <= LF_PHASE_TOTAL; p++)

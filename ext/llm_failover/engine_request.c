@@ -40,6 +40,9 @@ enum lf_key {
     LF_K_LIMIT,
     LF_K_USED,
     LF_K_ENFORCE,
+    LF_K_JSON,
+    LF_K_SCHEMA,
+    LF_K_SCHEMA_NAME,
     LF_K_COUNT
 };
 
@@ -72,6 +75,9 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_LIMIT] = "limit",
     [LF_K_USED] = "used",
     [LF_K_ENFORCE] = "enforce",
+    [LF_K_JSON] = "json",
+    [LF_K_SCHEMA] = "schema",
+    [LF_K_SCHEMA_NAME] = "schema_name",
 };
 
 static VALUE lf_keys[LF_K_COUNT];
@@ -234,7 +240,7 @@ static void lf_fill_budget(lf_engine_request *r, VALUE quota)
 
 void lf_engine_request_fill(lf_engine_request *r, VALUE request)
 {
-    VALUE targets, system, temperature, max_tokens, policy;
+    VALUE targets, system, schema, schema_name, temperature, max_tokens, policy;
     long i;
 
     Check_Type(request, T_HASH);
@@ -258,6 +264,11 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     max_tokens = lf_fetch(request, LF_K_MAX_TOKENS, 0);
     r->params.max_tokens = NIL_P(max_tokens) ? 0 : NUM2LONG(max_tokens);
     r->params.stream = RTEST(lf_fetch(request, LF_K_STREAM, 0));
+    r->params.json_mode = RTEST(lf_fetch(request, LF_K_JSON, 0));
+    schema = lf_fetch(request, LF_K_SCHEMA, 0);
+    if (!NIL_P(schema)) r->params.schema = lf_copy(schema, "schema");
+    schema_name = lf_fetch(request, LF_K_SCHEMA_NAME, 0);
+    if (!NIL_P(schema_name)) r->params.schema_name = lf_copy(schema_name, "schema_name");
 
     policy = lf_fetch(request, LF_K_POLICY, 0);
     lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
@@ -293,6 +304,8 @@ void lf_engine_request_free(lf_engine_request *r)
     }
     free(r->messages);
     free((void *)r->params.system);
+    free((void *)r->params.schema);
+    free((void *)r->params.schema_name);
     memset(r, 0, sizeof(*r));
 }
 

@@ -20,6 +20,8 @@ module LlmFailover
       # A streamed answer may split a placeholder across deltas.
       @restorer = session&.restoring? && @block ? session.stream : nil
     end
+    # @return [AnswerFormat, nil] JSON mode or a schema; nil for text
+    attr_accessor :answer_format
 
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
@@ -54,7 +56,8 @@ module LlmFailover
     # @raise [QuotaExceededError] the engine refused the call before any request
     def run
       if @response_cache && (cached = @response_cache.read)
-        return serve_cached(cached)
+        # An entry without the checked object cannot answer a JSON call.
+        return serve_cached(cached) unless @answer_format && cached.json_text.nil?
       end
 
       settled = false
@@ -162,6 +165,25 @@ module LlmFailover
       @chunk_sources[target] = Chunk::Source.new(t.model, t.name, @request_id, false).freeze
     end
 
+    # reply.json: the checked object, its strings restored one by one (restoring the
+    # JSON text would break it where an original holds a quote).
+    def parsed_json(json_text)
+      return nil unless json_text && @answer_format
+
+      restore_strings(@answer_format.parse(json_text))
+    end
+
+    def restore_strings(value)
+      return value unless @scrubbing
+
+      case value
+      when String then restored(value)
+      when Array then value.map { |v| restore_strings(v) }
+      when Hash then value.to_h { |k, v| [restored(k), restore_strings(v)] }
+      else value
+      end
+    end
+
     # The stored assistant message, started by the first thing that needs it: a call
     # the quota refuses stores none.
     def assistant_message(target_index)
@@ -172,9 +194,10 @@ module LlmFailover
     end
 
     def engine_request
-      { targets: @targets.map(&:engine), messages: @messages,
-        temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
-        quota: @quota, policy: @config.engine_policy, circuit: !@breaker.nil? }
+      request = { targets: @targets.map(&:engine), messages: @messages,
+                  temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
+                  quota: @quota, policy: @config.engine_policy, circuit: !@breaker.nil? }
+      @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end
 
     def succeed(result)
@@ -188,10 +211,12 @@ module LlmFailover
                                                                   provider: name.name,
                                                                   input_tokens: result[:input_tokens],
                                                                   output_tokens: result[:output_tokens])
+      json_text = result[:json]
       @response_cache&.write(target, content: sent, model: result[:model],
                                      finish_reason: result[:finish_reason],
-                                     provider_request_id: result[:provider_request_id])
-      reply = Reply.from_engine(result, content, name, @request_id, @records.freeze, !@block.nil?, @chunk_index)
+                                     provider_request_id: result[:provider_request_id], json_text: json_text)
+      reply = Reply.from_engine(result, content, name, @request_id, @records.freeze, !@block.nil?, @chunk_index,
+                                parsed_json(json_text))
       if reply.failover?
         log(:info, "answered by #{target.label} after failing over from #{@targets[result[:first_target]].label}")
       end
@@ -231,7 +256,8 @@ module LlmFailover
       Reply.new(content: content, model: cached.model, provider: provider, input_tokens: 0, output_tokens: 0,
                 request_id: @request_id, attempts: @records.freeze, failover: false,
                 finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
-                streamed: !@block.nil?, chunk_count: @chunk_index, cached: true)
+                streamed: !@block.nil?, chunk_count: @chunk_index, cached: true,
+                json: parsed_json(cached.json_text))
     end
 
     # Chat#cancel! stopped the call: the partial text is kept (the stored message is

@@ -18,6 +18,8 @@ module LlmFailover
     KEEP = Object.new.freeze # "argument not given" for with_model's backup options
     private_constant :KEEP
 
+    # @return [AnswerFormat, nil] JSON mode or a schema; nil for text
+    attr_reader :answer_format
     attr_reader :model, :provider, :backup_model, :backup_provider, :feature, :store, :config,
                 :quota, :temperature, :max_tokens, :cache_namespace
 
@@ -66,6 +68,7 @@ module LlmFailover
       @cancel_check = cancel_check
       @running = []
       @running_lock = Mutex.new
+      @answer_format = nil
     end
 
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
@@ -80,29 +83,54 @@ module LlmFailover
     # empty). See Idempotency.
     # @return [Reply]
     # @raise [Error] the provider call failed; the user message stays stored
-    def ask(text, temperature: KEEP, max_tokens: KEEP, cache: KEEP, idempotency_key: nil, &block)
+    # json: true asks for one JSON object (reply.json) for this call, json: false for
+    # text even when the chat has JSON mode or a schema.
+    def ask(text, temperature: KEEP, max_tokens: KEEP, cache: KEEP, idempotency_key: nil, json: KEEP, &block)
       text = Text.given(text, "the prompt") # UTF-8, converted if need be
 
       # Validated before anything is stored.
       temperature = temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature)
       max_tokens = max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens)
       cache = cache.equal?(KEEP) ? @cache : validate_cache(cache)
+      format = format_for(json)
       if idempotency_key.nil?
         @store.add_user(text)
       else
         stored = Idempotency.store_prompt(@store, text, idempotency_key)
         return stored if stored
       end
-      answer(temperature, max_tokens, block, cache)
+      answer(temperature, max_tokens, block, cache, format)
     end
 
     # Answers from the stored messages without storing a user message: after a
     # failed #ask this answers the same turn.
     # @return [Reply]
-    def complete(temperature: KEEP, max_tokens: KEEP, cache: KEEP, &block)
+    def complete(temperature: KEEP, max_tokens: KEEP, cache: KEEP, json: KEEP, &block)
       answer(temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature),
              max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens), block,
-             cache.equal?(KEEP) ? @cache : validate_cache(cache))
+             cache.equal?(KEEP) ? @cache : validate_cache(cache), format_for(json))
+    end
+
+    # Every answer is one JSON object (reply.json): OpenAI-compatible APIs get
+    # response_format json_object, and both protocols an instruction to answer so.
+    # An answer that is not one (a Markdown code fence around it is tolerated) is a
+    # failed attempt, retried and failed over like any invalid response.
+    # @return [self]
+    def with_json_mode(enabled = true)
+      @answer_format = enabled ? AnswerFormat.json_mode : nil
+      self
+    end
+
+    # Every answer satisfies +schema+ (reply.json is the object): OpenAI-compatible
+    # APIs get a strict json_schema response format, Anthropic a forced call of a tool
+    # named +name+ whose input is the answer. nil goes back to text.
+    # @param schema [Hash, nil] a JSON Schema with an object at its root, written for
+    #   OpenAI's strict mode (every property required, additionalProperties false)
+    # @return [self]
+    # @raise [ArgumentError] a schema strict mode would refuse, a bad name
+    def with_schema(schema, name: "answer")
+      @answer_format = schema.nil? ? nil : AnswerFormat.schema(schema, name: name)
+      self
     end
 
     # Stops the calls of this chat running now, from any thread: the streaming #ask
@@ -169,7 +197,17 @@ module LlmFailover
 
     private
 
-    def answer(temperature, max_tokens, block, cache)
+    # json: given to one call: true keeps the chat's schema or asks for JSON mode,
+    # false asks for text.
+    def format_for(json)
+      return @answer_format if json.equal?(KEEP)
+      raise ArgumentError, "json must be true or false, got #{json.inspect}" unless json == true || json == false
+      return nil unless json
+
+      @answer_format || AnswerFormat.json_mode
+    end
+
+    def answer(temperature, max_tokens, block, cache, format)
       # The conversation as stored, system messages where they are: where each protocol
       # wants them (in the array for OpenAI, lifted and joined for Anthropic) is the
       # wire layer's rule, and one call may go out in both protocols.
@@ -187,7 +225,8 @@ module LlmFailover
       call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: engine_targets,
                       messages: messages, temperature: temperature, max_tokens: max_tokens,
                       feature: @feature, quota: quota, block: block)
-      call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens)
+      call.answer_format = format
+      call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens, format)
       call.scrubbing = scrubbing
       call.quota_reservation = reservation
       cancellation = Cancellation.new(check: @cancel_check, interval: @config.cancel_poll_interval)
@@ -212,13 +251,13 @@ module LlmFailover
     # ModelPicker). An answer is written under the key of the target that produced it
     # (see Call), so a backup's answer never serves a later call to the primary, which
     # may be healthy again by then.
-    def response_cache(cache, quota, messages, temperature, max_tokens)
+    def response_cache(cache, quota, messages, temperature, max_tokens, format)
       store = cache == true ? @config.cache : cache
       return nil unless store
 
       lookup = backup_first?(quota) ? [@primary_target, @backup_target] : [@primary_target]
       ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger, namespace: @cache_namespace,
-                        request: [messages, temperature&.to_f, max_tokens], lookup: lookup,
+                        request: [messages, temperature&.to_f, max_tokens, format&.cache_key], lookup: lookup,
                         max_tokens: max_tokens)
     end
 

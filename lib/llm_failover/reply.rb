@@ -19,7 +19,7 @@ module LlmFailover
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
-                   cached: false, cancelled: false)
+                   cached: false, cancelled: false, json: nil)
       @content = content
       @model = model
       @provider = provider
@@ -34,6 +34,7 @@ module LlmFailover
       @chunk_count = chunk_count
       @cached = cached ? true : false
       @cancelled = cancelled ? true : false
+      @json = json
       freeze
     end
 
@@ -41,10 +42,17 @@ module LlmFailover
     # the user gets it (placeholders restored). One per call:
     # through #new's keywords a Reply cost ~16k instructions, which the speed guard
     # (bench/README.md: chat.ask within 2x the libcurl floor) cannot spare.
-    def self.from_engine(result, content, provider, request_id, attempts, streamed, chunk_count)
+    def self.from_engine(result, content, provider, request_id, attempts, streamed, chunk_count, json = nil)
       reply = allocate
-      reply.__send__(:take_engine_result, result, content, provider, request_id, attempts, streamed, chunk_count)
+      reply.__send__(:take_engine_result, result, content, provider, request_id, attempts, streamed, chunk_count,
+                     json)
       reply
+    end
+
+    # @return [Hash, nil] with JSON mode or a schema, the answer's object (checked by
+    #   the engine; content is its text as the provider sent it); nil for text
+    def json
+      @json
     end
 
     # Whether the answer came from the response cache: no request was made, and
@@ -80,7 +88,7 @@ module LlmFailover
   
     private
 
-    def take_engine_result(result, content, provider, request_id, attempts, streamed, chunk_count)
+    def take_engine_result(result, content, provider, request_id, attempts, streamed, chunk_count, json)
       @content = content
       @model = result[:model]
       @provider = provider
@@ -96,6 +104,7 @@ module LlmFailover
       @chunk_count = chunk_count
       @cached = false
       @cancelled = false
+      @json = json
       freeze
     end
   end

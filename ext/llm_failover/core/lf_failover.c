@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lf_json_answer.h"
 #include "lf_sse.h"
+#include "lf_utf8.h"
 
 #include "lf_banned.h"
 
@@ -31,6 +33,7 @@ void lf_outcome_init(lf_outcome *o)
     lf_buf_init(&o->provider_request_id);
     lf_buf_init(&o->error_type);
     lf_buf_init(&o->error_code);
+    lf_buf_init(&o->json);
     o->retry_after = -1;
 }
 
@@ -43,6 +46,7 @@ void lf_outcome_free(lf_outcome *o)
     lf_buf_free(&o->provider_request_id);
     lf_buf_free(&o->error_type);
     lf_buf_free(&o->error_code);
+    lf_buf_free(&o->json);
 }
 
 /* One logical call. */
@@ -61,6 +65,9 @@ typedef struct lf_call {
     int delivered;
     const lf_target *targets;   /* every target: their secrets are redacted */
     size_t n_targets;
+    /* JSON mode or a schema: every answer must pass lf_json_answer_check. */
+    int want_json;
+    json_object *schema;      /* parsed once per call; NULL without one */
 } lf_call;
 
 /* One HTTP attempt. */
@@ -85,6 +92,7 @@ typedef struct lf_attempt {
     CURLcode curl_rc;
     char errbuf[CURL_ERROR_SIZE];
     lf_buf message;
+    lf_buf json;              /* the checked answer's object (want_json) */
     /* verdict */
     lf_verdict verdict;
     int success;
@@ -114,6 +122,7 @@ static void lf_attempt_init(lf_attempt *a, const lf_target *t, int stream, size_
     lf_wire_error_init(&a->werr);
     lf_buf_init(&a->body);
     lf_buf_init(&a->message);
+    lf_buf_init(&a->json);
     a->retry_after = -1;
 }
 
@@ -126,6 +135,7 @@ static void lf_attempt_free(lf_attempt *a)
     lf_wire_error_free(&a->werr);
     lf_buf_free(&a->body);
     lf_buf_free(&a->message);
+    lf_buf_free(&a->json);
 }
 
 static void lf_msg(lf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -573,6 +583,36 @@ static int lf_sleep(lf_call *c, double seconds)
     return 0;
 }
 
+/* JSON mode and schemas: an answer that is not one JSON object, or breaks
+ * the schema, is a failed attempt (InvalidResponseError: retried, then
+ * failed over), its tokens kept in the record. */
+static void lf_check_json(lf_call *c, lf_attempt *a)
+{
+    const lf_answer *ans = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+    lf_facts f;
+    int rc;
+
+    rc = lf_json_answer_check(lf_buf_cstr(&ans->text), ans->text.len, c->schema, &a->json, &a->message);
+    if (rc == LF_JSON_ANSWER_OK) return;
+    if (rc < 0) {
+        lf_msg(&a->message, "out of memory checking the JSON answer");
+    } else if (ans->text.len) { /* the start of what came, to tell prose from broken JSON */
+        size_t n = ans->text.len < 60 ? ans->text.len : 60;
+
+        if (lf_buf_append_str(&a->message, " (the answer begins: ") == 0 &&
+            lf_utf8_append_sanitized(&a->message, ans->text.ptr, n) == 0)
+            (void)lf_buf_append_char(&a->message, ')');
+    }
+    a->success = 0;
+    memset(&f, 0, sizeof(f));
+    f.should_retry = a->resp.should_retry; /* x-should-retry, as for any answer */
+    f.status = a->resp.status;
+    f.transfer = LF_T_OK;
+    f.invalid_body = 1;
+    a->verdict = lf_classify(&f);
+    a->retry_after = -1;
+}
+
 static void lf_finish_failure(lf_call *c, lf_attempt *a, int target_index, lf_outcome *o)
 {
     o->ok = 0;
@@ -608,6 +648,7 @@ static void lf_finish_success(lf_attempt *a, int target_index, lf_outcome *o)
     o->answer.input_tokens = src->input_tokens;
     o->answer.output_tokens = src->output_tokens;
     lf_buf_move(&o->provider_request_id, &a->resp.request_id);
+    lf_buf_move(&o->json, &a->json);
 }
 
 /* Header lines besides the target's own: lf_transport_default_headers'
@@ -824,6 +865,12 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
 
     for (i = first; i < n_targets; i++)
         if (lf_prepare(&targets[i], params, &prep[i], &o->message) != 0) goto out;
+    call.want_json = params->json_mode || params->schema;
+    if (params->schema) {
+        /* lf_prepare has built a request from it: it parses. */
+        call.schema = lf_json_schema_parse(params->schema, strlen(params->schema), &o->message);
+        if (!call.schema) goto out;
+    }
 
     call.conn = lf_pool_checkout(pool);
     if (!call.conn) {
@@ -892,6 +939,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             call.attempt_no++;
             lf_exchange(&call, &a, prep[ti].url, &prep[ti].body, prep[ti].headers);
             lf_judge(&call, &a);
+            if (a.success && call.want_json) lf_check_json(&call, &a);
             o->attempts = call.attempt_no;
 
             if (!call.stopped) {
@@ -969,6 +1017,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     rc = 0;
 out:
     if (call.conn) lf_pool_checkin(pool, call.conn);
+    json_object_put(call.schema);
     for (i = 0; i < n_targets; i++) lf_prepared_free(&prep[i]);
     return rc;
 }

@@ -108,6 +108,8 @@ typedef struct lf_outcome {
     int first_target;             /* where the loop started: 1 when the quota picked the backup */
     int attempts;
     lf_answer answer;             /* on success */
+    lf_buf json;                  /* on success with json_mode or a schema: the answer's
+                                     object as strict JSON (lf_json_answer_check) */
     lf_kind kind;                 /* on failure */
     lf_phase phase;               /* LF_E_TIMEOUT: which deadline passed */
     int retryable;

@@ -6,18 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lf_wire.h" /* lf_utf8_append_sanitized */
+#include "lf_json_read.h"
+#include "lf_utf8.h"
 
 #include "lf_banned.h"
 
-/* Deeper documents are refused by json-c's tokener; deeper $ref chains are
- * taken for a loop. */
+/* Deeper schemas (or $ref chains, which is how a loop ends) are refused. */
 #define LF_JA_DEPTH 64
-
-static int lf_ja_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
 
 /* why = path + ": " + message, as valid UTF-8 (a key quoted back may hold
  * anything). */
@@ -43,32 +38,9 @@ static int lf_ja_fail(lf_buf *why, const lf_buf *path, const char *fmt, ...)
     return LF_JSON_ANSWER_BAD;
 }
 
-/* One JSON document with nothing but whitespace around it, or NULL. */
-static json_object *lf_ja_parse(const char *s, size_t n)
-{
-    struct json_tokener *tok;
-    json_object *obj;
-    size_t end;
-
-    if (n > (size_t)0x7fffffff) return NULL; /* json_tokener_parse_ex takes an int */
-    tok = json_tokener_new_ex(LF_JA_DEPTH);
-    if (!tok) return NULL;
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    obj = json_tokener_parse_ex(tok, s, (int)n);
-    end = obj ? json_tokener_get_parse_end(tok) : 0;
-    json_tokener_free(tok);
-    if (!obj) return NULL;
-    while (end < n && lf_ja_ws(s[end])) end++;
-    if (end != n) {
-        json_object_put(obj);
-        return NULL;
-    }
-    return obj;
-}
-
 json_object *lf_json_schema_parse(const char *text, size_t len, lf_buf *why)
 {
-    json_object *schema = text ? lf_ja_parse(text, len) : NULL;
+    json_object *schema = text ? lf_json_parse(text, len) : NULL;
 
     if (schema && json_object_is_type(schema, json_type_object)) return schema;
     json_object_put(schema);
@@ -82,15 +54,15 @@ static void lf_ja_unfence(const char *text, size_t len, size_t *start, size_t *n
 {
     size_t a = 0, b = len, nl;
 
-    while (a < b && lf_ja_ws(text[a])) a++;
-    while (b > a && lf_ja_ws(text[b - 1])) b--;
+    while (a < b && lf_wire_is_ws(text[a])) a++;
+    while (b > a && lf_wire_is_ws(text[b - 1])) b--;
     if (b - a >= 6 && memcmp(text + a, "```", 3) == 0 && memcmp(text + b - 3, "```", 3) == 0) {
         for (nl = a + 3; nl < b - 3 && text[nl] != '\n'; nl++) {}
         if (nl < b - 3) { /* the info string ("json") ends at the first newline */
             a = nl + 1;
             b -= 3;
-            while (a < b && lf_ja_ws(text[a])) a++;
-            while (b > a && lf_ja_ws(text[b - 1])) b--;
+            while (a < b && lf_wire_is_ws(text[a])) a++;
+            while (b > a && lf_wire_is_ws(text[b - 1])) b--;
         }
     }
     *start = a;
@@ -329,7 +301,7 @@ int lf_json_answer_check(const char *text, size_t len, json_object *schema,
     lf_buf_clear(why);
     if (!text) text = "";
     lf_ja_unfence(text, len, &start, &n);
-    v = n ? lf_ja_parse(text + start, n) : NULL;
+    v = n ? lf_json_parse(text + start, n) : NULL;
     if (!v) return lf_ja_fail(why, NULL, n ? "the answer is not JSON" : "the answer is empty, not a JSON object");
     if (!json_object_is_type(v, json_type_object)) {
         rc = lf_ja_fail(why, NULL, "the answer is a JSON %s, not an object", lf_ja_type_of(v));

@@ -37,7 +37,21 @@ typedef struct lf_request_params {
     double temperature;
     long max_tokens;         /* <= 0: not set */
     int stream;
+    /* JSON mode: OpenAI gets response_format json_object, and both protocols
+     * get LF_JSON_INSTRUCTION after the instructions (Anthropic has no JSON
+     * mode; OpenAI's wants the word JSON in the messages). */
+    int json_mode;
+    /* A JSON Schema for the answer, as the JSON text of an object, NULL for
+     * none (it wins over json_mode): OpenAI gets response_format json_schema
+     * with strict true; Anthropic a forced call of a tool of that name whose
+     * input_schema it is, and the tool's input is the answer. */
+    const char *schema;
+    const char *schema_name; /* [A-Za-z0-9_-]{1,64}; NULL: "answer" */
 } lf_request_params;
+
+#define LF_JSON_INSTRUCTION \
+    "Answer with one JSON object and nothing else: no text before or after it, no Markdown code fence."
+#define LF_SCHEMA_DEFAULT_NAME "answer"
 
 /* Path appended to the provider's base_url. */
 const char *lf_wire_path(lf_api api);

@@ -63,8 +63,10 @@ json_object *lf_wire_first_choice(json_object *choices)
 
 /* Appends content that is a string, or an array of parts of which the
  * {"type":"text","text":...} ones count (Anthropic's content blocks, and the
- * content arrays some OpenAI-compatible servers answer with). Other values
- * and other parts (tool_use, thinking, ...) carry no text. */
+ * content arrays some OpenAI-compatible servers answer with), and a
+ * tool_use block's input as its JSON (the forced tool call of a schema
+ * request: its input is the answer, and the request names no other tool).
+ * Other values and other parts (thinking, ...) carry no text. */
 static int lf_wire_append_content(lf_buf *text, json_object *content)
 {
     size_t i, n;
@@ -78,7 +80,14 @@ static int lf_wire_append_content(lf_buf *text, json_object *content)
     for (i = 0; i < n; i++) {
         json_object *part = json_object_array_get_idx(content, i);
         json_object *t = lf_json_get_typed(part, "text", json_type_string);
+        json_object *input = lf_json_get_typed(part, "input", json_type_object);
 
+        if (input && lf_json_string_is(part, "type", "tool_use")) {
+            if (lf_buf_append_str(text, json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN |
+                                                                                 JSON_C_TO_STRING_NOSLASHESCAPE)) != 0)
+                return -1;
+            continue;
+        }
         if (!t || !lf_json_string_is(part, "type", "text")) continue;
         if (lf_utf8_append_sanitized(text, json_object_get_string(t),
                                      (size_t)json_object_get_string_len(t)) != 0)
@@ -192,6 +201,7 @@ static int lf_wire_anthropic_fast(const char *body, size_t len, lf_answer *out)
                                        LF_JKEY("usage") };
     static const lf_jkey part_keys[2] = { LF_JKEY("type"), LF_JKEY("text") };
     static const lf_jkey error_type = LF_JKEY("error");
+    static const lf_jkey tool_use = LF_JKEY("tool_use");
     lf_jnode nodes[LF_WIRE_ANSWER_NODES];
     lf_jdoc d;
     uint32_t m[K_N], part;
@@ -205,12 +215,17 @@ static int lf_wire_anthropic_fast(const char *body, size_t len, lf_answer *out)
         return 0;
     if (lf_fast_usage_read(&d, m[K_USAGE], lf_anthropic_usage_keys, &u) != 0) return 0;
 
-    /* Text blocks count; tool_use, thinking and the rest carry no text. */
+    /* Text blocks count; thinking and the rest carry no text; a tool_use's
+     * input is json-c's to write. */
     for (part = lf_jdoc_first(&d, m[K_CONTENT]); part != LF_JNODE_NONE;
          part = lf_jdoc_next(&d, m[K_CONTENT], part)) {
         uint32_t p[2];
 
         lf_jdoc_members(&d, part, part_keys, 2, p);
+        if (lf_jdoc_string_is(&d, p[0], tool_use)) {
+            lf_answer_clear(out);
+            return 0;
+        }
         if (lf_jdoc_type(&d, p[1]) != LF_JS_STRING || !lf_jdoc_string_is(&d, p[0], lf_key_text)) continue;
         if (lf_jdoc_add_text(&d, p[1], &out->text) != 0) return -1;
     }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lf_json_answer.h"
 #include "lf_json_write.h"
 #include "lf_utf8.h"
 
@@ -50,6 +51,21 @@ static lf_role lf_wire_role(const char *role)
     if (strcmp(role, "assistant") == 0) return LF_ROLE_ASSISTANT;
     if (strcmp(role, "tool") == 0) return LF_ROLE_TOOL;
     return LF_ROLE_UNKNOWN;
+}
+
+/* What both providers accept as a schema's (OpenAI) or a tool's (Anthropic) name. */
+static int lf_wire_tool_name_ok(const char *name)
+{
+    size_t i, n = strlen(name);
+
+    if (n < 1 || n > 64) return 0;
+    for (i = 0; i < n; i++) {
+        char c = name[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
 }
 
 /* Checks what both protocols require; counts the messages that go into the
@@ -108,7 +124,18 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "the request has no messages");
         return -1;
     }
+    if (p->schema_name && !lf_wire_tool_name_ok(p->schema_name)) {
+        lf_wire_fail(errmsg, "schema name \"%.64s\" is not 1 to 64 of A-Z a-z 0-9 _ -", p->schema_name);
+        return -1;
+    }
     return 0;
+}
+
+/* JSON mode without a schema: LF_JSON_INSTRUCTION goes after every
+ * instruction of the caller's. */
+static int lf_wire_json_instruction(const lf_request_params *p)
+{
+    return p->json_mode && !p->schema;
 }
 
 static int lf_wire_put_message(lf_buf *out, const char *role, const char *content, size_t len, int first)
@@ -122,10 +149,10 @@ static int lf_wire_put_message(lf_buf *out, const char *role, const char *conten
     return lf_buf_append_char(out, '}');
 }
 
-static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out)
+static int lf_wire_build_openai(const lf_request_params *p, const char *schema, lf_buf *out)
 {
     size_t i;
-    int first = 1;
+    int first = 1, lead_done = 0;
 
     if (lf_buf_append_str(out, "{\"model\":") != 0 ||
         lf_json_put_cstring(out, p->model) != 0 ||
@@ -135,12 +162,28 @@ static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out)
         if (lf_wire_put_message(out, "system", p->system, p->system_len, first) != 0) return -1;
         first = 0;
     }
+    /* System messages stay where they are; the JSON instruction follows the
+     * leading ones (OpenAI's json_object mode also wants the word JSON in
+     * the messages). */
     for (i = 0; i < p->n_messages; i++) {
+        lf_role role = lf_wire_role(p->messages[i].role);
+
+        if (!lead_done && role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) {
+            lead_done = 1;
+            if (lf_wire_json_instruction(p)) {
+                if (lf_wire_put_message(out, "system", LF_JSON_INSTRUCTION, strlen(LF_JSON_INSTRUCTION), first) != 0)
+                    return -1;
+                first = 0;
+            }
+        }
         if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content,
                                 p->messages[i].content_len, first) != 0)
             return -1;
         first = 0;
     }
+    if (!lead_done && lf_wire_json_instruction(p) &&
+        lf_wire_put_message(out, "system", LF_JSON_INSTRUCTION, strlen(LF_JSON_INSTRUCTION), first) != 0)
+        return -1;
     if (lf_buf_append_char(out, ']') != 0) return -1;
     if (p->has_temperature &&
         (lf_buf_append_str(out, ",\"temperature\":") != 0 ||
@@ -152,13 +195,23 @@ static int lf_wire_build_openai(const lf_request_params *p, lf_buf *out)
         (lf_buf_append_str(out, ",\"max_tokens\":") != 0 ||
          lf_json_put_long(out, p->max_tokens) != 0))
         return -1;
+    if (schema) {
+        if (lf_buf_append_str(out, ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":") != 0 ||
+            lf_json_put_cstring(out, p->schema_name ? p->schema_name : LF_SCHEMA_DEFAULT_NAME) != 0 ||
+            lf_buf_append_str(out, ",\"schema\":") != 0 || lf_buf_append_str(out, schema) != 0 ||
+            lf_buf_append_str(out, ",\"strict\":true}}") != 0)
+            return -1;
+    } else if (p->json_mode &&
+               lf_buf_append_str(out, ",\"response_format\":{\"type\":\"json_object\"}") != 0) {
+        return -1;
+    }
     if (p->stream)
         return lf_buf_append_str(out,
                                  ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
     return lf_buf_append_str(out, ",\"stream\":false}");
 }
 
-static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out)
+static int lf_wire_build_anthropic(const lf_request_params *p, const char *schema, lf_buf *out)
 {
     lf_buf system;
     size_t i;
@@ -174,6 +227,10 @@ static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out)
         if (system.len && lf_buf_append(&system, "\n\n", 2) != 0) goto done;
         if (lf_buf_append(&system, m->content, m->content_len) != 0) goto done;
     }
+    /* Anthropic has no JSON mode: the instruction ends the system text. */
+    if (lf_wire_json_instruction(p) &&
+        ((system.len && lf_buf_append(&system, "\n\n", 2) != 0) || lf_buf_append_str(&system, LF_JSON_INSTRUCTION) != 0))
+        goto done;
 
     if (lf_buf_append_str(out, "{\"model\":") != 0 ||
         lf_json_put_cstring(out, p->model) != 0 ||
@@ -200,6 +257,17 @@ static int lf_wire_build_anthropic(const lf_request_params *p, lf_buf *out)
         (lf_buf_append_str(out, ",\"temperature\":") != 0 ||
          lf_json_put_double(out, p->temperature) != 0))
         goto done;
+    if (schema) {
+        const char *name = p->schema_name ? p->schema_name : LF_SCHEMA_DEFAULT_NAME;
+
+        /* The tool is never run: its input is the answer, so it is forced. */
+        if (lf_buf_append_str(out, ",\"tools\":[{\"name\":") != 0 || lf_json_put_cstring(out, name) != 0 ||
+            lf_buf_append_str(out, ",\"description\":\"Give your answer as this tool's input.\",\"input_schema\":") != 0 ||
+            lf_buf_append_str(out, schema) != 0 ||
+            lf_buf_append_str(out, "}],\"tool_choice\":{\"type\":\"tool\",\"name\":") != 0 ||
+            lf_json_put_cstring(out, name) != 0 || lf_buf_append_char(out, '}') != 0)
+            goto done;
+    }
     if (lf_buf_append_str(out, p->stream ? ",\"stream\":true}" : ",\"stream\":false}") != 0)
         goto done;
     rc = 0;
@@ -210,6 +278,8 @@ done:
 
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
 {
+    json_object *schema = NULL;
+    const char *schema_text = NULL;
     size_t n_chat, size, i;
     int rc;
 
@@ -220,13 +290,23 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
         return -1;
     }
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
+    if (p->schema) {
+        /* Written as json-c writes it back: one JSON object, whatever the
+         * caller's text held around it. */
+        schema = lf_json_schema_parse(p->schema, strlen(p->schema), errmsg);
+        if (!schema) return -1;
+        schema_text = json_object_to_json_string_ext(schema, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    }
     /* The body's size when nothing needs escaping, allocated at once. */
     size = 128 + strlen(p->model) + (p->system ? p->system_len : 0);
     for (i = 0; i < p->n_messages; i++)
         size += 32 + strlen(p->messages[i].role) + p->messages[i].content_len;
-    rc = lf_buf_reserve(out, size);
+    if (schema_text) size += 256 + strlen(schema_text);
+    rc = p->schema && !schema_text ? -1 : lf_buf_reserve(out, size);
     if (rc == 0)
-        rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, out) : lf_wire_build_openai(p, out);
+        rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, schema_text, out)
+                                        : lf_wire_build_openai(p, schema_text, out);
+    json_object_put(schema);
     if (rc != 0) {
         lf_buf_clear(out);
         lf_wire_fail(errmsg, "out of memory building the request");

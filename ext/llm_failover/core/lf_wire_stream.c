@@ -123,10 +123,15 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
         return LF_STREAM_CONTINUE;
     }
     if (lf_bytes_are(t, tn, "content_block_delta")) {
-        /* input_json_delta, thinking_delta, signature_delta: not text. */
+        /* A forced tool call's input (a schema request) arrives as pieces of
+         * JSON: they are the answer's text. thinking_delta, signature_delta:
+         * not text. */
         delta = lf_json_get(root, "delta");
         if (lf_json_string_is(delta, "type", "text_delta") &&
             lf_stream_add_text(s, lf_json_get(delta, "text")) != 0)
+            return LF_STREAM_INVALID;
+        if (lf_json_string_is(delta, "type", "input_json_delta") &&
+            lf_stream_add_text(s, lf_json_get(delta, "partial_json")) != 0)
             return LF_STREAM_INVALID;
         return LF_STREAM_CONTINUE;
     }

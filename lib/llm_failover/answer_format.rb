@@ -1,0 +1,95 @@
+# frozen_string_literal: true
+
+require "json"
+
+module LlmFailover
+  # What a call asks the answer to be, beyond text: one JSON object (JSON mode), or
+  # one that satisfies a JSON Schema. The C core builds each protocol's request from
+  # it and checks every answer against it (ext/llm_failover/core/lf_json_answer.h);
+  # this object only carries it there, with the schema checked once for what OpenAI's
+  # strict mode requires, so that the same schema works on either protocol.
+  class AnswerFormat
+    NAME = /\A[A-Za-z0-9_-]{1,64}\z/.freeze
+
+    # @return [String, nil] the schema as JSON text
+    attr_reader :schema_json
+    # @return [String, nil]
+    attr_reader :schema_name
+
+    # @return [AnswerFormat] one JSON object, any shape
+    def self.json_mode
+      JSON_MODE
+    end
+
+    # @param schema [Hash] a JSON Schema whose root is an object
+    # @param name [String, Symbol] the schema's name (OpenAI) and the forced tool's (Anthropic)
+    # @raise [ArgumentError] a schema OpenAI's strict mode would refuse
+    def self.schema(schema, name: "answer")
+      raise ArgumentError, "the schema must be a Hash, got #{schema.class}" unless schema.is_a?(Hash)
+
+      name = name.to_s if name.is_a?(Symbol)
+      unless name.is_a?(String) && NAME.match?(name)
+        raise ArgumentError, "the schema name must be 1 to 64 of A-Z a-z 0-9 _ -, got #{name.inspect}"
+      end
+
+      doc = JSON.parse(JSON.generate(schema)) # String keys, JSON values only
+      strict_check(doc, "$")
+      new(JSON.generate(doc).freeze, name.dup.freeze)
+    end
+
+    def initialize(schema_json, schema_name)
+      @schema_json = schema_json
+      @schema_name = schema_name
+      freeze
+    end
+
+    # @return [Hash] the engine request's fields for this format
+    def engine_fields
+      @schema_json ? { json: true, schema: @schema_json, schema_name: @schema_name } : { json: true }
+    end
+
+    # @return [Array] what the response cache key holds of it
+    def cache_key
+      [true, @schema_name, @schema_json]
+    end
+
+    # @param text [String] the checked object as strict JSON (the engine's :json)
+    # @return [Hash]
+    def parse(text)
+      JSON.parse(text)
+    end
+
+    def inspect
+      @schema_json ? "#<#{self.class.name} schema #{@schema_name}>" : "#<#{self.class.name} json>"
+    end
+
+    # OpenAI's strict mode refuses a schema whose objects leave a property optional or
+    # allow other keys (a 400, which is never failed over): say so before any call.
+    # An optional value is written as a type array with "null".
+    def self.strict_check(node, path)
+      case node
+      when Array then node.each_with_index { |v, i| strict_check(v, "#{path}[#{i}]") }
+      when Hash
+        strict_object(node, path) if node["properties"].is_a?(Hash) || node["type"] == "object"
+        node.each { |k, v| strict_check(v, "#{path}.#{k}") if v.is_a?(Hash) || v.is_a?(Array) }
+      end
+    end
+    private_class_method :strict_check
+
+    def self.strict_object(node, path)
+      unless node["additionalProperties"] == false
+        raise ArgumentError, "schema #{path}: strict mode needs \"additionalProperties\": false on every object"
+      end
+
+      props = node["properties"].is_a?(Hash) ? node["properties"].keys : []
+      missing = props - Array(node["required"])
+      return if missing.empty?
+
+      raise ArgumentError, "schema #{path}: strict mode needs every property in \"required\" " \
+                           "(missing #{missing.join(', ')}; make a value optional with \"type\": [..., \"null\"])"
+    end
+    private_class_method :strict_object
+
+    JSON_MODE = new(nil, nil)
+  end
+end
