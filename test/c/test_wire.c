@@ -1574,6 +1574,121 @@ static void test_build_nul(void)
     lf_buf_free(&out);
 }
 
+/* JSON mode and schemas: what each protocol is sent. */
+static void test_build_json(void)
+{
+    static const char *schema = "  {\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},"
+                                "\"required\":[\"a\"],\"additionalProperties\":false}\n";
+    const lf_message msgs[] = { MSG("user", "Hi") };
+    lf_request_params p;
+    lf_buf out;
+    json_object *o, *rf, *m;
+
+    lf_buf_init(&out);
+    memset(&p, 0, sizeof p);
+    p.model = "m";
+    p.messages = msgs;
+    p.n_messages = 1;
+    p.system = "Be brief.";
+    p.system_len = 9;
+    p.json_mode = 1;
+
+    /* OpenAI JSON mode: response_format, and the instruction after the caller's. */
+    p.api = LF_API_OPENAI;
+    o = build_ok(&p, &out);
+    rf = jget(o, "response_format");
+    LF_CHECK_STR(jstr(rf, "type"), "json_object");
+    LF_CHECK_INT(json_object_object_length(rf), 1);
+    check_msg(jget(o, "messages"), 0, "system", "Be brief.\n\n" LF_JSON_INSTRUCTION);
+    check_msg(jget(o, "messages"), 1, "user", "Hi");
+    json_object_put(o);
+
+    /* Anthropic JSON mode: the instruction in system, nothing else; no prefill. */
+    p.api = LF_API_ANTHROPIC;
+    p.system = NULL;
+    p.system_len = 0;
+    o = build_ok(&p, &out);
+    LF_CHECK_STR(jstr(o, "system"), LF_JSON_INSTRUCTION);
+    LF_CHECK(jget(o, "response_format") == NULL);
+    LF_CHECK(jget(o, "tools") == NULL);
+    LF_CHECK_INT(json_object_array_length(jget(o, "messages")), 1);
+    json_object_put(o);
+
+    /* A schema wins over JSON mode. OpenAI: strict json_schema, no instruction. */
+    p.schema = schema;
+    p.api = LF_API_OPENAI;
+    p.system = "Be brief.";
+    p.system_len = 9;
+    o = build_ok(&p, &out);
+    rf = jget(o, "response_format");
+    LF_CHECK_STR(jstr(rf, "type"), "json_schema");
+    m = jget(rf, "json_schema");
+    LF_CHECK_STR(jstr(m, "name"), LF_SCHEMA_DEFAULT_NAME);
+    LF_CHECK(json_object_get_boolean(jget(m, "strict")));
+    LF_CHECK_STR(jstr(jget(m, "schema"), "type"), "object");
+    LF_CHECK_STR(json_object_get_string(json_object_array_get_idx(jget(jget(m, "schema"), "required"), 0)), "a");
+    check_msg(jget(o, "messages"), 0, "system", "Be brief.");
+    json_object_put(o);
+
+    /* Anthropic: a forced call of the one tool, whose input_schema is the schema. */
+    p.api = LF_API_ANTHROPIC;
+    p.schema_name = "city_report";
+    p.stream = 1;
+    o = build_ok(&p, &out);
+    LF_CHECK_STR(jstr(o, "system"), "Be brief.");
+    m = json_object_array_get_idx(jget(o, "tools"), 0);
+    LF_CHECK_INT(json_object_array_length(jget(o, "tools")), 1);
+    LF_CHECK_STR(jstr(m, "name"), "city_report");
+    LF_CHECK_STR(jstr(jget(m, "input_schema"), "type"), "object");
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "type"), "tool");
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "name"), "city_report");
+    LF_CHECK(json_object_get_boolean(jget(o, "stream")));
+    json_object_put(o);
+    lf_buf_free(&out);
+}
+
+/* A schema request's answer: the Anthropic tool call's input is the text. */
+static void test_tool_answers(void)
+{
+    const char *b = "{\"id\":\"msg_1\",\"type\":\"message\",\"model\":\"claude\",\"content\":[{\"type\":\"tool_use\","
+                    "\"id\":\"toolu_1\",\"name\":\"answer\",\"input\":{\"city\":\"Paris\",\"days\":[1,2],\"url\":\"a/b\"}}],"
+                    "\"stop_reason\":\"tool_use\",\"usage\":{\"input_tokens\":5,\"output_tokens\":6}}";
+    lf_answer a;
+    lf_wire_error e;
+    lf_stream_state s;
+
+    lf_answer_init(&a);
+    lf_wire_error_init(&e);
+    LF_CHECK_INT(lf_wire_parse_tool_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    CHECK_BUF(a.text, "{\"city\":\"Paris\",\"days\":[1,2],\"url\":\"a/b\"}");
+    CHECK_BUF(a.finish_reason, "tool_use");
+    LF_CHECK_INT(a.output_tokens, 6);
+    /* A text request's answer never takes a tool's input as text. */
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    CHECK_BUF(a.text, "");
+    /* OpenAI answers a json_schema request with text: the same either way. */
+    b = "{\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"content\":\"{\\\"a\\\":1}\"},\"finish_reason\":\"stop\"}]}";
+    LF_CHECK_INT(lf_wire_parse_tool_response(LF_API_OPENAI, b, strlen(b), &a, &e), LF_WIRE_OK);
+    CHECK_BUF(a.text, "{\"a\":1}");
+    lf_answer_free(&a);
+    lf_wire_error_free(&e);
+
+    lf_stream_init(&s, LF_API_ANTHROPIC);
+    s.tool_input = 1;
+    LF_CHECK_INT(ev(&s, "content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+                                               "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"answer\",\"input\":{}}}"),
+                 LF_STREAM_CONTINUE);
+    CHECK_BUF(s.answer.text, "");
+    LF_CHECK_INT(ev(&s, "content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+                                               "{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"ci\"}}"),
+                 LF_STREAM_CONTINUE);
+    LF_CHECK_INT(ev(&s, "content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+                                               "{\"type\":\"input_json_delta\",\"partial_json\":\"ty\\\": \\\"Paris\\\"}\"}}"),
+                 LF_STREAM_CONTINUE);
+    CHECK_BUF(s.answer.text, "{\"city\": \"Paris\"}");
+    lf_stream_free(&s);
+}
+
 static void expect_rejected(const lf_request_params *p, const char *why)
 {
     lf_buf out, err;
@@ -1613,6 +1728,18 @@ static void test_build_rejects(void)
         expect_rejected(&p, "model");
         p.model = "";
         expect_rejected(&p, "model");
+        p.model = "m";
+        p.schema = "[1]";
+        expect_rejected(&p, "the schema is not a JSON object");
+        p.schema = "{\"type\":\"object\"} trailing";
+        expect_rejected(&p, "the schema is not a JSON object");
+        p.schema = "{}";
+        p.schema_name = "has space";
+        expect_rejected(&p, "schema name \"has space\"");
+        p.schema_name = "";
+        expect_rejected(&p, "schema name");
+        p.schema = NULL;
+        p.schema_name = NULL;
         p.model = "m";
         p.messages = bad_role;
         p.n_messages = 2;
@@ -1734,6 +1861,8 @@ int main(void)
     LF_RUN(test_build_escaping);
     LF_RUN(test_build_escaping_matches_reference);
     LF_RUN(test_build_nul);
+    LF_RUN(test_build_json);
+    LF_RUN(test_tool_answers);
     LF_RUN(test_build_rejects);
     LF_RUN(test_fuzz_regressions);
     return lf_test_summary("test_wire");

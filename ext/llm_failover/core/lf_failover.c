@@ -472,8 +472,8 @@ static void lf_judge(lf_call *c, lf_attempt *a)
                        r->body_bytes);
             }
         } else {
-            int rc = lf_wire_parse_response(a->target->api, a->body.ptr ? a->body.ptr : "", a->body.len,
-                                            &a->answer, &a->werr);
+            int rc = (c->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(
+                a->target->api, a->body.ptr ? a->body.ptr : "", a->body.len, &a->answer, &a->werr);
             lf_redact_attempt(c, a);   /* the error read from it, \u escapes undone */
             if (rc == LF_WIRE_OK) {
                 a->success = 1;
@@ -935,6 +935,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             int final = 0;
 
             lf_attempt_init(&a, t, params->stream, pol->max_response_bytes);
+            a.stream.tool_input = call.schema != NULL;
             a.target_index = (int)ti;
             call.attempt_no++;
             lf_exchange(&call, &a, prep[ti].url, &prep[ti].body, prep[ti].headers);

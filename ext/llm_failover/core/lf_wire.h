@@ -104,7 +104,12 @@ void lf_answer_free(lf_answer *a);
  * outside lf_jscan's subset) by json-c, with the same results. */
 int lf_wire_parse_response(lf_api api, const char *body, size_t len,
                            lf_answer *out, lf_wire_error *err);
-/* The same, by json-c alone (tests compare the two). */
+/* The same for an answer to a schema request: an Anthropic tool_use
+ * block's input counts as text too, written as JSON (the forced tool call's
+ * input is the answer). */
+int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
+                                lf_answer *out, lf_wire_error *err);
+/* The same as lf_wire_parse_response, by json-c alone (tests compare the two). */
 int lf_wire_parse_response_json_c(lf_api api, const char *body, size_t len,
                                   lf_answer *out, lf_wire_error *err);
 /* The lf_jscan fast path alone: LF_WIRE_OK when it read the body,
@@ -122,6 +127,7 @@ typedef struct lf_stream_state {
     int has_usage;
     size_t delta_at;      /* where the current event's text starts in answer.text */
     int json_c_only;      /* 1: skip the lf_jscan fast path (tests compare the two) */
+    int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces are text */
 } lf_stream_state;
 
 #define LF_STREAM_CONTINUE 0

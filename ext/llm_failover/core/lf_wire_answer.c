@@ -63,11 +63,11 @@ json_object *lf_wire_first_choice(json_object *choices)
 
 /* Appends content that is a string, or an array of parts of which the
  * {"type":"text","text":...} ones count (Anthropic's content blocks, and the
- * content arrays some OpenAI-compatible servers answer with), and a
- * tool_use block's input as its JSON (the forced tool call of a schema
- * request: its input is the answer, and the request names no other tool).
- * Other values and other parts (thinking, ...) carry no text. */
-static int lf_wire_append_content(lf_buf *text, json_object *content)
+ * content arrays some OpenAI-compatible servers answer with); with tool, a
+ * tool_use block's input too, as its JSON (the forced tool call of a schema
+ * request: its input is the answer). Other values and other parts
+ * (thinking, ...) carry no text. */
+static int lf_wire_append_content(lf_buf *text, json_object *content, int tool)
 {
     size_t i, n;
 
@@ -82,7 +82,7 @@ static int lf_wire_append_content(lf_buf *text, json_object *content)
         json_object *t = lf_json_get_typed(part, "text", json_type_string);
         json_object *input = lf_json_get_typed(part, "input", json_type_object);
 
-        if (input && lf_json_string_is(part, "type", "tool_use")) {
+        if (tool && input && lf_json_string_is(part, "type", "tool_use")) {
             if (lf_buf_append_str(text, json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN |
                                                                                  JSON_C_TO_STRING_NOSLASHESCAPE)) != 0)
                 return -1;
@@ -129,7 +129,7 @@ static int lf_wire_openai_answer(json_object *root, lf_answer *out, lf_wire_erro
     message = lf_json_get_typed(choice, "message", json_type_object);
     if (!message) return LF_WIRE_INVALID;
     /* content is null for a refusal or a tool call: that is an empty text. */
-    if (lf_wire_append_content(&out->text, lf_json_get(message, "content")) != 0 ||
+    if (lf_wire_append_content(&out->text, lf_json_get(message, "content"), 0) != 0 ||
         lf_json_take_string(choice, "finish_reason", &out->finish_reason) != 0 ||
         lf_json_take_string(root, "model", &out->model) != 0 ||
         lf_json_take_string(root, "id", &out->id) != 0)
@@ -138,7 +138,7 @@ static int lf_wire_openai_answer(json_object *root, lf_answer *out, lf_wire_erro
     return LF_WIRE_OK;
 }
 
-static int lf_wire_anthropic_answer(json_object *root, lf_answer *out, lf_wire_error *err)
+static int lf_wire_anthropic_answer(json_object *root, lf_answer *out, lf_wire_error *err, int tool)
 {
     json_object *content;
 
@@ -148,7 +148,7 @@ static int lf_wire_anthropic_answer(json_object *root, lf_answer *out, lf_wire_e
     content = lf_json_get_typed(root, "content", json_type_array);
     if (!content)
         return lf_wire_error_from_json(root, err) ? LF_WIRE_ERROR_BODY : LF_WIRE_INVALID;
-    if (lf_wire_append_content(&out->text, content) != 0 ||
+    if (lf_wire_append_content(&out->text, content, tool) != 0 ||
         lf_json_take_string(root, "stop_reason", &out->finish_reason) != 0 ||
         lf_json_take_string(root, "model", &out->model) != 0 ||
         lf_json_take_string(root, "id", &out->id) != 0)
@@ -201,7 +201,6 @@ static int lf_wire_anthropic_fast(const char *body, size_t len, lf_answer *out)
                                        LF_JKEY("usage") };
     static const lf_jkey part_keys[2] = { LF_JKEY("type"), LF_JKEY("text") };
     static const lf_jkey error_type = LF_JKEY("error");
-    static const lf_jkey tool_use = LF_JKEY("tool_use");
     lf_jnode nodes[LF_WIRE_ANSWER_NODES];
     lf_jdoc d;
     uint32_t m[K_N], part;
@@ -215,17 +214,12 @@ static int lf_wire_anthropic_fast(const char *body, size_t len, lf_answer *out)
         return 0;
     if (lf_fast_usage_read(&d, m[K_USAGE], lf_anthropic_usage_keys, &u) != 0) return 0;
 
-    /* Text blocks count; thinking and the rest carry no text; a tool_use's
-     * input is json-c's to write. */
+    /* Text blocks count; tool_use, thinking and the rest carry no text. */
     for (part = lf_jdoc_first(&d, m[K_CONTENT]); part != LF_JNODE_NONE;
          part = lf_jdoc_next(&d, m[K_CONTENT], part)) {
         uint32_t p[2];
 
         lf_jdoc_members(&d, part, part_keys, 2, p);
-        if (lf_jdoc_string_is(&d, p[0], tool_use)) {
-            lf_answer_clear(out);
-            return 0;
-        }
         if (lf_jdoc_type(&d, p[1]) != LF_JS_STRING || !lf_jdoc_string_is(&d, p[0], lf_key_text)) continue;
         if (lf_jdoc_add_text(&d, p[1], &out->text) != 0) return -1;
     }
@@ -250,7 +244,7 @@ int lf_wire_parse_response_jscan(lf_api api, const char *body, size_t len, lf_an
 }
 
 static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
-                                       lf_answer *out, lf_wire_error *err, int fast)
+                                       lf_answer *out, lf_wire_error *err, int fast, int tool)
 {
     lf_wire_error scratch;
     json_object *root;
@@ -268,7 +262,7 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
     if (!root) {
         rc = LF_WIRE_INVALID;
     } else {
-        rc = api == LF_API_ANTHROPIC ? lf_wire_anthropic_answer(root, out, err)
+        rc = api == LF_API_ANTHROPIC ? lf_wire_anthropic_answer(root, out, err, tool)
                                      : lf_wire_openai_answer(root, out, err);
         json_object_put(root);
     }
@@ -281,11 +275,18 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
 int lf_wire_parse_response(lf_api api, const char *body, size_t len,
                            lf_answer *out, lf_wire_error *err)
 {
-    return lf_wire_parse_response_with(api, body, len, out, err, 1);
+    return lf_wire_parse_response_with(api, body, len, out, err, 1, 0);
+}
+
+int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
+                                lf_answer *out, lf_wire_error *err)
+{
+    /* Schema answers are rare next to text: json-c alone reads them. */
+    return lf_wire_parse_response_with(api, body, len, out, err, 0, 1);
 }
 
 int lf_wire_parse_response_json_c(lf_api api, const char *body, size_t len,
                                   lf_answer *out, lf_wire_error *err)
 {
-    return lf_wire_parse_response_with(api, body, len, out, err, 0);
+    return lf_wire_parse_response_with(api, body, len, out, err, 0, 0);
 }

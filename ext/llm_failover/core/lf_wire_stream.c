@@ -24,6 +24,7 @@ void lf_stream_init(lf_stream_state *s, lf_api api)
     s->has_usage = 0;
     s->delta_at = 0;
     s->json_c_only = 0;
+    s->tool_input = 0;
 }
 
 void lf_stream_free(lf_stream_state *s)
@@ -124,13 +125,13 @@ static int lf_stream_anthropic(lf_stream_state *s, json_object *root, const lf_s
     }
     if (lf_bytes_are(t, tn, "content_block_delta")) {
         /* A forced tool call's input (a schema request) arrives as pieces of
-         * JSON: they are the answer's text. thinking_delta, signature_delta:
-         * not text. */
+         * JSON: they are the answer's text. Otherwise input_json_delta,
+         * thinking_delta, signature_delta: not text. */
         delta = lf_json_get(root, "delta");
         if (lf_json_string_is(delta, "type", "text_delta") &&
             lf_stream_add_text(s, lf_json_get(delta, "text")) != 0)
             return LF_STREAM_INVALID;
-        if (lf_json_string_is(delta, "type", "input_json_delta") &&
+        if (s->tool_input && lf_json_string_is(delta, "type", "input_json_delta") &&
             lf_stream_add_text(s, lf_json_get(delta, "partial_json")) != 0)
             return LF_STREAM_INVALID;
         return LF_STREAM_CONTINUE;
