@@ -34,6 +34,7 @@ RSpec.describe "the response cache" do
       chunks, sink = collect_chunks
       reply = chat.ask("Capital of France?", &sink)
       expect(primary.request_count).to eq(1)
+      expect(solo_chat.ask("Capital of France?").chunk_count).to eq(0) # unstreamed: no chunks
       expect(reply.cached?).to be(true)
       expect(reply.content).to eq("Paris is the capital")
       expect(reply.model).to eq("gpt-4o-2024-08-06")

@@ -235,12 +235,17 @@ module LlmFailover
       @message = @store.start_assistant(model: cached.model, provider: provider.name)
       settled = false
       begin
-        ResponseCache.chunks(content).each do |text|
-          @store.append_assistant(@message, text)
-          index = @chunk_index
-          @chunk_index += 1
-          @block&.call(Chunk.new(content: text, model: cached.model, provider: provider, index: index,
-                                 request_id: @request_id))
+        # Without a block the text goes to the store in one piece, as an unstreamed answer.
+        if @block
+          ResponseCache.chunks(content).each do |text|
+            @store.append_assistant(@message, text)
+            index = @chunk_index
+            @chunk_index += 1
+            @block.call(Chunk.new(content: text, model: cached.model, provider: provider, index: index,
+                                  request_id: @request_id))
+          end
+        else
+          @store.append_assistant(@message, content)
         end
         @store.finish_assistant(@message, content: content, model: cached.model, provider: provider.name,
                                           input_tokens: 0, output_tokens: 0)

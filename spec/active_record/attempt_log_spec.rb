@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "ar_spec_helper"
+require "llm_failover/report"
 
 ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do
   include_context "with fake providers"
