@@ -61,7 +61,7 @@ RSpec.describe "the response cache" do
       expect([record.provider, record.model, record.feature]).to eq([:openai, "gpt-4o", "geo"])
       expect([record.input_tokens, record.output_tokens]).to eq([0, 0])
       expect(record.to_h[:cached]).to be(true)
-      expect(records.map(&:cached)).to eq([false, true])
+      expect(records.map(&:cached)).to eq([false, true, true])
       expect(records.first.input_tokens).to eq(12)
     end
 
