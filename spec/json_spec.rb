@@ -173,6 +173,18 @@ RSpec.describe "JSON answers and schemas" do
     end
   end
 
+  describe "with a scrubber" do
+    it "restores placeholders inside reply.json's strings, whatever the original holds" do
+      LlmFailover.configuration.scrubber = LlmFailover::Scrubber.default
+      card = "4111 1111 1111 1111"
+      # The provider sees the placeholder and repeats it inside a JSON string.
+      primary.enqueue({ text: '{"card": "[CARD_1]", "note": "pay with [CARD_1] \\"now\\""}' })
+      reply = openai_chat.with_json_mode.ask("Which card? #{card}")
+      expect(sent_messages(primary.requests.last).last[1]).to include("[CARD_1]").and(satisfy { |t| !t.include?(card) })
+      expect(reply.json).to eq("card" => card, "note" => "pay with #{card} \"now\"")
+    end
+  end
+
   describe "with the response cache" do
     before { LlmFailover.configuration.cache = LlmFailover::MemoryCache.new }
 
