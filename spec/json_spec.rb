@@ -76,6 +76,17 @@ RSpec.describe "JSON answers and schemas" do
       expect(chat.messages.last.status).to eq("failed")
     end
 
+    it "never quotes a key in the reason, even cut at its start" do
+      LlmFailover.configuration.max_retries = 0
+      key = FakeProviderHelpers::PRIMARY_KEY
+      primary.enqueue({ text: "#{'x' * 50}#{key} is your key" })
+      expect { openai_chat.with_json_mode.ask("x") }.to raise_error(LlmFailover::InvalidResponseError) { |e|
+        expect(e.message).to include("the answer begins: #{'x' * 50}[REDA")
+        expect(e.message).not_to include("sk-t")
+        expect(e.attempts.first.error_message).not_to include("sk-t")
+      }
+    end
+
     it "is per call with json: true / json: false" do
       primary.enqueue({ text: "plain words" }, { text: '{"k": "v"}' })
       chat = openai_chat.with_json_mode

@@ -596,13 +596,23 @@ static void lf_check_json(lf_call *c, lf_attempt *a)
     if (rc == LF_JSON_ANSWER_OK) return;
     if (rc < 0) {
         lf_msg(&a->message, "out of memory checking the JSON answer");
-    } else if (ans->text.len) { /* the start of what came, to tell prose from broken JSON */
-        size_t n = ans->text.len < 60 ? ans->text.len : 60;
+    } else if (ans->text.len) {
+        /* The start of what came, to tell prose from broken JSON: redacted
+         * whole before it is cut (an answer may quote a key). */
+        lf_buf start;
+        size_t n;
 
-        if (lf_buf_append_str(&a->message, " (the answer begins: ") == 0 &&
-            lf_utf8_append_sanitized(&a->message, ans->text.ptr, n) == 0)
-            (void)lf_buf_append_char(&a->message, ')');
+        lf_buf_init(&start);
+        if (lf_buf_copy(&start, &ans->text) == 0) {
+            lf_redact(c, &start, 0);
+            n = start.len < 60 ? start.len : 60;
+            if (lf_buf_append_str(&a->message, " (the answer begins: ") == 0 &&
+                lf_utf8_append_sanitized(&a->message, start.ptr, n) == 0)
+                (void)lf_buf_append_char(&a->message, ')');
+        }
+        lf_buf_free(&start);
     }
+    lf_redact(c, &a->message, 1); /* a key quoted by the schema check's reason */
     a->success = 0;
     memset(&f, 0, sizeof(f));
     f.should_retry = a->resp.should_retry; /* x-should-retry, as for any answer */
