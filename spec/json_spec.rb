@@ -28,8 +28,9 @@ RSpec.describe "JSON answers and schemas" do
       expect(reply.content).to eq('{"answer": 42}')
       body = primary.requests.last.json
       expect(body["response_format"]).to eq("type" => "json_object")
-      expect(body["messages"].first["role"]).to eq("system")
-      expect(body["messages"].first["content"]).to start_with("Be exact.\n\n").and include("one JSON object")
+      expect(body["messages"].map { |m| m["role"] }).to eq(%w[system system user])
+      expect(body["messages"][0]["content"]).to eq("Be exact.")
+      expect(body["messages"][1]["content"]).to include("one JSON object")
     end
 
     it "tells Anthropic in the system prompt, with no prefill" do

@@ -1579,7 +1579,7 @@ static void test_build_json(void)
 {
     static const char *schema = "  {\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},"
                                 "\"required\":[\"a\"],\"additionalProperties\":false}\n";
-    const lf_message msgs[] = { MSG("user", "Hi") };
+    const lf_message msgs[] = { MSG("system", "Be brief."), MSG("user", "Hi"), MSG("system", "Late rule") };
     lf_request_params p;
     lf_buf out;
     json_object *o, *rf, *m;
@@ -1588,27 +1588,34 @@ static void test_build_json(void)
     memset(&p, 0, sizeof p);
     p.model = "m";
     p.messages = msgs;
-    p.n_messages = 1;
-    p.system = "Be brief.";
-    p.system_len = 9;
+    p.n_messages = 3;
     p.json_mode = 1;
 
-    /* OpenAI JSON mode: response_format, and the instruction after the caller's. */
+    /* OpenAI JSON mode: response_format, and the instruction after the leading
+     * system messages; the others stay where they are. */
     p.api = LF_API_OPENAI;
     o = build_ok(&p, &out);
     rf = jget(o, "response_format");
     LF_CHECK_STR(jstr(rf, "type"), "json_object");
     LF_CHECK_INT(json_object_object_length(rf), 1);
-    check_msg(jget(o, "messages"), 0, "system", "Be brief.\n\n" LF_JSON_INSTRUCTION);
-    check_msg(jget(o, "messages"), 1, "user", "Hi");
+    LF_CHECK_INT(json_object_array_length(jget(o, "messages")), 4);
+    check_msg(jget(o, "messages"), 0, "system", "Be brief.");
+    check_msg(jget(o, "messages"), 1, "system", LF_JSON_INSTRUCTION);
+    check_msg(jget(o, "messages"), 2, "user", "Hi");
+    check_msg(jget(o, "messages"), 3, "system", "Late rule");
     json_object_put(o);
-
-    /* Anthropic JSON mode: the instruction in system, nothing else; no prefill. */
-    p.api = LF_API_ANTHROPIC;
-    p.system = NULL;
-    p.system_len = 0;
+    /* With no message after the system ones, it still goes. */
+    p.n_messages = 1;
+    p.api = LF_API_OPENAI;
     o = build_ok(&p, &out);
-    LF_CHECK_STR(jstr(o, "system"), LF_JSON_INSTRUCTION);
+    check_msg(jget(o, "messages"), 1, "system", LF_JSON_INSTRUCTION);
+    json_object_put(o);
+    p.n_messages = 3;
+
+    /* Anthropic JSON mode: the instruction ends the system text; no prefill. */
+    p.api = LF_API_ANTHROPIC;
+    o = build_ok(&p, &out);
+    LF_CHECK_STR(jstr(o, "system"), "Be brief.\n\nLate rule\n\n" LF_JSON_INSTRUCTION);
     LF_CHECK(jget(o, "response_format") == NULL);
     LF_CHECK(jget(o, "tools") == NULL);
     LF_CHECK_INT(json_object_array_length(jget(o, "messages")), 1);
@@ -1617,8 +1624,6 @@ static void test_build_json(void)
     /* A schema wins over JSON mode. OpenAI: strict json_schema, no instruction. */
     p.schema = schema;
     p.api = LF_API_OPENAI;
-    p.system = "Be brief.";
-    p.system_len = 9;
     o = build_ok(&p, &out);
     rf = jget(o, "response_format");
     LF_CHECK_STR(jstr(rf, "type"), "json_schema");
@@ -1627,6 +1632,7 @@ static void test_build_json(void)
     LF_CHECK(json_object_get_boolean(jget(m, "strict")));
     LF_CHECK_STR(jstr(jget(m, "schema"), "type"), "object");
     LF_CHECK_STR(json_object_get_string(json_object_array_get_idx(jget(jget(m, "schema"), "required"), 0)), "a");
+    LF_CHECK_INT(json_object_array_length(jget(o, "messages")), 3);
     check_msg(jget(o, "messages"), 0, "system", "Be brief.");
     json_object_put(o);
 
@@ -1635,7 +1641,7 @@ static void test_build_json(void)
     p.schema_name = "city_report";
     p.stream = 1;
     o = build_ok(&p, &out);
-    LF_CHECK_STR(jstr(o, "system"), "Be brief.");
+    LF_CHECK_STR(jstr(o, "system"), "Be brief.\n\nLate rule");
     m = json_object_array_get_idx(jget(o, "tools"), 0);
     LF_CHECK_INT(json_object_array_length(jget(o, "tools")), 1);
     LF_CHECK_STR(jstr(m, "name"), "city_report");

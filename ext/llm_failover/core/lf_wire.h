@@ -37,9 +37,10 @@ typedef struct lf_request_params {
     double temperature;
     long max_tokens;         /* <= 0: not set */
     int stream;
-    /* JSON mode: OpenAI gets response_format json_object, and both protocols
-     * get LF_JSON_INSTRUCTION after the instructions (Anthropic has no JSON
-     * mode; OpenAI's wants the word JSON in the messages). */
+    /* JSON mode: OpenAI gets response_format json_object and
+     * LF_JSON_INSTRUCTION as a system message after the leading ones (its JSON
+     * mode wants the word JSON in the messages); Anthropic, which has no JSON
+     * mode, gets the instruction at the end of its system text. */
     int json_mode;
     /* A JSON Schema for the answer, as the JSON text of an object, NULL for
      * none (it wins over json_mode): OpenAI gets response_format json_schema
