@@ -216,6 +216,17 @@ RSpec.describe "the response cache" do
       expect(cache.size).to eq(0)
     end
 
+    it "a cancelled answer" do
+      primary.enqueue({ chunks: ["Once ", "upon ", "a ", "time"], stall_after: 2 })
+      chat = solo_chat
+      shown = +""
+      asker = Thread.new { chat.ask("Tell me a story") { |c| shown << c.content } }
+      Thread.pass until shown == "Once upon " || !asker.alive?
+      chat.cancel!
+      expect(asker.value).to be_cancelled
+      expect(cache.size).to eq(0)
+    end
+
     it "a content-policy refusal on either protocol" do
       primary.enqueue({ text: "I can't help with that", finish_reason: "content_filter" })
       solo_chat.ask("Hello")
