@@ -261,7 +261,7 @@ ArSpec.describe "acts_as_llm_chat" do
     it "commits the turn with the app's transaction" do
       chat = create_chat
       Chat.transaction { chat.ask("Inside") { |_c| } }
-      expect(raw_rows("SELECT role, status FROM messages WHERE chat_id = ?", chat.id).map(&:values))
+      expect(raw_rows("SELECT role, status FROM messages WHERE chat_id = ? ORDER BY id", chat.id).map(&:values))
         .to eq([%w[user complete], %w[assistant complete]])
     end
 
