@@ -15,8 +15,7 @@ require "llm_failover"
 require "llm_failover/testing"
 require "active_support"
 require "active_support/cache"
-require "socket"
-require "tmpdir"
+require_relative "../spec/support/redis_server"
 
 N = Integer(ENV.fetch("N", 2000))
 ROUNDS = Integer(ENV.fetch("ROUNDS", 3))
@@ -38,37 +37,17 @@ class RedisStore
   end
 end
 
-def free_port
-  server = TCPServer.new("127.0.0.1", 0)
-  server.addr[1]
-ensure
-  server&.close
-end
-
-# Starts redis-server (no persistence) on a free loopback port; yields a RedisStore or nil.
+# Starts redis-server (no persistence) on a free loopback port, as the specs do;
+# yields a RedisStore, or nil when Redis cannot be had.
 def with_redis
-  binary = ENV.fetch("REDIS_SERVER", "redis-server")
   require "redis-client"
-  port = free_port
-  dir = Dir.mktmpdir("llm_failover_bench_redis")
-  pid = Process.spawn(binary, "--port", port.to_s, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                      "--dir", dir, out: File::NULL, err: File::NULL)
-  client = RedisClient.new(host: "127.0.0.1", port: port)
-  50.times do
-    break if (client.call("PING") rescue nil) == "PONG"
-
-    sleep 0.05
-  end
-  yield RedisStore.new(client)
-rescue LoadError, SystemCallError => e
+  server = RedisServer.new.start
+  yield RedisStore.new(RedisClient.new(url: server.url))
+rescue LoadError, RuntimeError, SystemCallError => e
   warn "redis row skipped: #{e.message}"
   yield nil
 ensure
-  if pid
-    Process.kill("TERM", pid)
-    Process.wait(pid)
-  end
-  FileUtils.remove_entry(dir) if dir
+  server&.destroy
 end
 
 # Best round's mean microseconds per ask.
