@@ -33,3 +33,32 @@ RSpec.describe "ask(text, idempotency_key:) in memory" do
     expect { chat.ask("Hi", idempotency_key: " ") }.to raise_error(ArgumentError, /idempotency_key/)
   end
 end
+
+RSpec.describe "ask(text, idempotency_key:) in JSON mode" do
+  include_context "with fake providers"
+
+  it "replays a stored answer with reply.json, as it was when answered" do
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai).with_json_mode
+    primary.enqueue({ text: "```json\n{\"a\": [1, 2]}\n```\n" })
+    first = chat.ask("Numbers?", idempotency_key: "job-1")
+    again = chat.ask("Numbers?", idempotency_key: "job-1")
+
+    expect(primary.request_count).to eq(1)
+    expect(again.attempts).to be_empty
+    expect(again.json).to eq({ "a" => [1, 2] })
+    expect(again.json).to eq(first.json)
+    expect(chat.ask("Numbers?", idempotency_key: "job-1", json: false).json).to be_nil
+  end
+
+  it "checks a replayed answer against the schema asked now" do
+    schema = { "type" => "object", "properties" => { "a" => { "type" => "integer" } },
+               "required" => ["a"], "additionalProperties" => false }
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+    primary.enqueue({ text: '{"b": "text"}' })
+    chat.ask("Text?", idempotency_key: "job-2")
+
+    expect(chat.with_json_mode.ask("Text?", idempotency_key: "job-2").json).to eq({ "b" => "text" })
+    expect(chat.with_schema(schema).ask("Text?", idempotency_key: "job-2").json).to be_nil
+    expect(primary.request_count).to eq(1)
+  end
+end

@@ -8,6 +8,7 @@
 #   end
 #   class Message < ApplicationRecord
 #     acts_as_llm_message    # columns: role content model provider status input_tokens output_tokens
+#                            #          idempotency_key
 #   end
 #
 #   chat = Chat.create!(model: "gpt-4o", provider: "openai", feature: "summaries",
@@ -35,16 +36,13 @@ class SummarizeJob < ActiveJob::Base
   # @return [String] the summary
   def perform(chat_id, document)
     chat = Chat.find(chat_id)
-    prompt = format(PROMPT, document: document)
-    # A retried job must not ask twice: when the last turn is this question with no
-    # complete answer (the earlier try's answer row is marked failed), answer that turn.
+    # A retried job keeps its job_id, so the prompt is stored once: the retry answers
+    # the same turn, and a job run twice after it succeeded returns the stored answer
+    # without asking again (idempotency_key needs the messages' idempotency_key column,
+    # which `rails g llm_failover:install` adds).
     # The block streams the answer, so the row fills in while it arrives (a page can
     # poll it); after a failover the row is emptied first and holds the backup's words.
-    reply = if chat.answer_pending? && chat.messages.where(role: "user").last&.content == prompt
-              chat.complete { |_chunk| }
-            else
-              chat.ask(prompt) { |_chunk| }
-            end
+    reply = chat.ask(format(PROMPT, document: document), idempotency_key: job_id) { |_chunk| }
     logger.info("summarized chat #{chat.id} with #{reply.provider}/#{reply.model}" \
                 "#{' after failing over' if reply.failover?} (request #{reply.request_id})")
     reply.content

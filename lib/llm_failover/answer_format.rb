@@ -59,6 +59,14 @@ module LlmFailover
       JSON.parse(text)
     end
 
+    # The core's check of an answer's text, for an answer that comes back without a
+    # call (an idempotent repeat returns the stored answer).
+    # @return [String, nil] the object as strict JSON (parse it with #parse), nil when
+    #   +text+ is not one JSON object or breaks the schema
+    def check(text)
+      AnswerFormat.__send__(:__check, text, @schema_json)
+    end
+
     def inspect
       @schema_json ? "#<#{self.class.name} schema #{@schema_name}>" : "#<#{self.class.name} json>"
     end

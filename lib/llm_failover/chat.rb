@@ -96,7 +96,7 @@ module LlmFailover
       if idempotency_key.nil?
         @store.add_user(text)
       else
-        stored = Idempotency.store_prompt(@store, text, idempotency_key)
+        stored = Idempotency.store_prompt(@store, text, idempotency_key, format)
         return stored if stored
       end
       answer(temperature, max_tokens, block, cache, format)

@@ -17,12 +17,14 @@ module LlmFailover
 
     module_function
 
-    # Stores +text+ under +key+ unless it is stored already.
+    # Stores +text+ under +key+ unless it is stored already. +format+ (an
+    # AnswerFormat, nil for text) is what this call asks: a stored answer that
+    # satisfies it comes back with reply.json set, as it did when it was answered.
     # @return [Reply, nil] the stored answer, or nil when the turn is to be answered
     # @raise [ArgumentError] the key was used for another prompt, or its turn can no
     #   longer be answered (later messages follow it)
     # @raise [ConfigurationError] the store does not support keys
-    def store_prompt(store, text, key)
+    def store_prompt(store, text, key, format = nil)
       key = normalize(key)
       unless store.respond_to?(:find_turn) && store.respond_to?(:add_user_once)
         raise ConfigurationError, "store #{store.class} does not support idempotency_key " \
@@ -36,7 +38,7 @@ module LlmFailover
         turn = store.find_turn(key) # another writer stored it first
       end
       check(turn, text, key)
-      turn.answer ? replay(turn.answer) : nil
+      turn.answer ? replay(turn.answer, format) : nil
     end
 
     # The Turn of +key+ in +messages+ (in order); +key_of+ reads a message's key.
@@ -76,11 +78,15 @@ module LlmFailover
                            "it cannot be answered again"
     end
 
-    # The stored answer as a Reply: no request, no attempts.
-    def replay(message)
-      Reply.new(content: message.content.to_s, model: message.model, provider: message.provider&.to_sym,
+    # The stored answer as a Reply: no request, no attempts. Its json is nil when the
+    # call asks for text, or when the answer was stored under another format and does
+    # not satisfy this one.
+    def replay(message, format = nil)
+      content = message.content.to_s
+      json_text = format&.check(content)
+      Reply.new(content: content, model: message.model, provider: message.provider&.to_sym,
                 input_tokens: message.input_tokens, output_tokens: message.output_tokens, request_id: nil,
-                attempts: [], failover: false)
+                attempts: [], failover: false, json: json_text && format.parse(json_text))
     end
   end
 end
