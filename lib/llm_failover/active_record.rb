@@ -31,7 +31,9 @@
 require "active_record"
 require "llm_failover"
 require "llm_failover/active_record/schema"
+require "llm_failover/active_record/surviving_write"
 require "llm_failover/active_record/attempt_log"
+require "llm_failover/active_record/circuit_log"
 require "llm_failover/active_record/message_store"
 require "llm_failover/active_record/quota_counter"
 require "llm_failover/active_record/message_record"
@@ -46,14 +48,16 @@ module LlmFailover
     # this file never loads ActiveRecord::Base (a Rails app's later initializers could
     # no longer set its framework defaults).
     autoload :Attempt, "llm_failover/active_record/attempt"
+    autoload :CircuitTransition, "llm_failover/active_record/circuit_transition"
 
     class << self
-      # Creates the chats, messages and llm_failover_attempts tables (for scripts and
-      # tests; Rails apps run the `llm_failover:install` migration instead). Tables that
-      # exist are left alone unless force: true.
+      # Creates the chats, messages, llm_failover_attempts and llm_failover_circuit_events
+      # tables (for scripts and tests; Rails apps run the `llm_failover:install`
+      # migration instead). Tables that exist are left alone unless force: true.
       # @param connection [ActiveRecord::ConnectionAdapters::AbstractAdapter, nil] the
       #   calling thread's connection of ActiveRecord::Base when nil
-      # @param tables [Hash] chats:, messages:, attempts:, foreign_key:, force:, if_not_exists:
+      # @param tables [Hash] chats:, messages:, attempts:, circuit_events:, foreign_key:,
+      #   force:, if_not_exists:
       # @return [nil]
       def create_tables!(connection: nil, **tables)
         if connection

@@ -58,10 +58,19 @@ module LlmFailover
       @config.logger&.public_send(to == :open ? :warn : :info,
                                   "llm_failover: circuit #{target.label} #{from} -> #{to} (#{reason})")
       notify(event)
+      persist(event)
       callback = @config.on_circuit_change
       callback&.call(event)
     rescue StandardError => e
       warn("on_circuit_change raised #{e.class}: #{e.message}")
+    end
+
+    # The circuit log (CircuitLog: a table the report reads). Written by the process that
+    # made the change, so once for a fleet sharing Redis.
+    def persist(event)
+      @config.circuit_log&.call(event)
+    rescue StandardError => e
+      warn("circuit_log failed (#{e.class}: #{e.message}); the change is not persisted")
     end
 
     def notify(event)

@@ -32,6 +32,7 @@ module LlmFailover
       circuit_cooldown: 60,
       state_store: nil,
       on_circuit_change: nil,
+      circuit_log: nil,
       cancel_poll_interval: 0.2
     }.freeze
 
@@ -216,6 +217,16 @@ module LlmFailover
       end
 
       @on_circuit_change = value
+    end
+
+    # Where circuit changes are persisted (LlmFailover::ActiveRecord::CircuitLog, or any
+    # #call(CircuitEvent)); a failing log is logged, never raised.
+    def circuit_log=(value)
+      unless value.nil? || value.respond_to?(:call)
+        raise ConfigurationError, "circuit_log must respond to #call, got #{value.class}"
+      end
+
+      @circuit_log = value
     end
 
     # Where the gem's own warnings go (a failing sink, a failing alert callback).

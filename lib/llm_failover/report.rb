@@ -2,6 +2,7 @@
 
 require "active_record"
 require "llm_failover/active_record/attempt"
+require "llm_failover/active_record/circuit_transition"
 require "llm_failover/report/table"
 
 module LlmFailover
@@ -62,6 +63,18 @@ module LlmFailover
     # that long.
     OpenCircuit = Struct.new(:provider, :model, :calls, :first_skip, :last_skip, keyword_init: true)
 
+    # One incident of one target's circuit, from the persisted transitions (CircuitLog):
+    # opened_at the closed -> open change, closed_at the change back to closed (nil: still
+    # open at the end of the period), reopens the failed probes in between, routed_around
+    # the calls that skipped the target meanwhile.
+    CircuitWindow = Struct.new(:provider, :model, :opened_at, :closed_at, :reason, :error_class, :reopens,
+                               :routed_around, keyword_init: true) do
+      # @return [Float, nil] seconds open; nil while still open
+      def duration
+        closed_at && closed_at - opened_at
+      end
+    end
+
     # The error_class of a skipped record (AttemptRecord#skipped).
     SKIPPED = "LlmFailover::CircuitOpenError"
 
@@ -70,10 +83,13 @@ module LlmFailover
     # @param from [Time, nil] first started_at included (nil: from the beginning)
     # @param to [Time, nil] started_at before this (nil: up to now)
     # @param attempts [Class] the Attempt model (or a subclass on another table/database)
-    def initialize(from: nil, to: nil, attempts: LlmFailover::ActiveRecord::Attempt)
+    # @param circuit_events [Class] the CircuitTransition model (or a subclass)
+    def initialize(from: nil, to: nil, attempts: LlmFailover::ActiveRecord::Attempt,
+                   circuit_events: LlmFailover::ActiveRecord::CircuitTransition)
       @from = from
       @to = to
       @model = attempts
+      @circuit_model = circuit_events
     end
 
     # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
@@ -116,6 +132,22 @@ module LlmFailover
         calls.map do |key, n|
           OpenCircuit.new(provider: key[0], model: key[1], calls: n, first_skip: first[key], last_skip: last[key])
         end.sort_by { |c| [-c.calls, c.provider.to_s, c.model.to_s] }
+      end
+    end
+
+    # Open -> closed spans of every target's circuit that overlap the period, in the order
+    # they opened (an incident already open when the period began included); empty when
+    # the circuit events table does not exist (an app that migrated before it).
+    # @return [Array<CircuitWindow>]
+    def circuit_windows
+      @circuit_windows ||= @circuit_model.connection_pool.with_connection do
+        next [] unless @circuit_model.table_exists?
+
+        windows = spans(circuit_rows).reject { |w| @from && w.closed_at && w.closed_at < @from }
+        windows.each do |w|
+          span = w.opened_at...(w.closed_at || @to || Time.now)
+          w.routed_around = query { skipped.where(provider: w.provider, model: w.model, started_at: span).count }
+        end
       end
     end
 
@@ -220,7 +252,8 @@ module LlmFailover
        section("Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)", windows_table),
        section("Tokens (failed attempts included)", tokens_table),
        section("Response cache hits (saved tokens estimated from uncached answers)", cache_table),
-       section("Calls routed around an open circuit", open_circuits_table)]
+       section("Calls routed around an open circuit", open_circuits_table),
+       section("Circuit incidents (open -> closed, from the circuit log)", circuit_windows_table)]
         .join("\n\n") + "\n"
     end
 
@@ -263,6 +296,48 @@ module LlmFailover
     def cached_column?
       @cached_column = @model.column_names.include?("cached") if @cached_column.nil?
       @cached_column
+    end
+
+    # The transitions that make the period's windows, in time order: from the opening of
+    # the earliest incident still open when the period began.
+    def circuit_rows
+      rows = @circuit_model.all
+      t = @circuit_model.arel_table[:occurred_at]
+      start = carried_in_opening
+      rows = rows.where(t.gteq(start)) if start
+      rows = rows.where(t.lt(@to)) if @to
+      rows.order(:occurred_at, :id).pluck(:provider, :model, :from_state, :to_state, :reason, :error_class, :occurred_at)
+    end
+
+    # When the earliest incident open at @from began (or @from itself, when none was).
+    def carried_in_opening
+      return nil unless @from
+
+      before = @circuit_model.where(@circuit_model.arel_table[:occurred_at].lt(@from)).group(:provider, :model)
+      opened = before.where(from_state: "closed").maximum(:occurred_at)
+      closed = before.where(to_state: "closed").maximum(:occurred_at)
+      ([@from] + opened.filter_map { |key, at| at if closed[key].nil? || closed[key] < at }).min
+    end
+
+    # Transitions into windows: a target's window opens on closed -> open and ends on
+    # the change back to closed. While a fleet's Redis was unreachable each process kept
+    # its own circuit: an opening inside an open window is part of that window.
+    def spans(rows)
+      open = {}
+      rows.each_with_object([]) do |(provider, model, from_state, to_state, reason, error_class, at), windows|
+        key = [provider, model]
+        window = open[key]
+        if window.nil? && to_state != "closed"
+          window = open[key] = CircuitWindow.new(provider: provider, model: model, opened_at: at, reason: reason,
+                                                 error_class: error_class, reopens: 0)
+          windows << window
+        elsif window && to_state == "closed"
+          window.closed_at = at
+          open.delete(key)
+        elsif window && reason == "probe_failed"
+          window.reopens += 1
+        end
+      end
     end
 
     # Calls with a failed attempt and no successful one.
@@ -335,9 +410,24 @@ module LlmFailover
     def open_circuits_table
       Table.new(%w[provider model calls first_skip last_skip],
                 open_circuits.map { |c|
-                  [c.provider, c.model, c.calls, c.first_skip&.utc&.strftime("%Y-%m-%d %H:%M:%S"),
-                   c.last_skip&.utc&.strftime("%Y-%m-%d %H:%M:%S")]
+                  [c.provider, c.model, c.calls, clock(c.first_skip), clock(c.last_skip)]
                 }).to_s
+    end
+
+    def circuit_windows_table
+      unless @circuit_model.connection_pool.with_connection { @circuit_model.table_exists? }
+        return "(no #{@circuit_model.table_name} table: run `rails g llm_failover:install` again and migrate)"
+      end
+
+      Table.new(%w[provider model opened_at closed_at open_s reason reopens routed_around],
+                circuit_windows.map { |w|
+                  [w.provider, w.model, clock(w.opened_at), w.closed_at ? clock(w.closed_at) : "(open)",
+                   w.duration&.round(1), w.reason, w.reopens, w.routed_around]
+                }).to_s
+    end
+
+    def clock(t)
+      t&.utc&.strftime("%Y-%m-%d %H:%M:%S")
     end
 
     def cache_table

@@ -82,6 +82,7 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
         expect(migrated).to eq(schema_from_create_tables(db))
         expect(migrated).to include('create_table "llm_failover_attempts"', 'create_table "chats"',
                                     'add_foreign_key "messages", "chats"', '"idempotency_key"', '"cancel_requested_at"',
+                                    'create_table "llm_failover_circuit_events"',
                                     't.index ["chat_id", "idempotency_key"], name: "index_messages_on_idempotency_key", ' \
                                     "unique: true")
         LlmFailover::ActiveRecord::Attempt::COLUMNS.each { |c| expect(migrated).to include("\"#{c}\"") }
@@ -89,16 +90,18 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
 
       it "keeps every index name within 63 characters, with long table names too" do
         names = { chats_table: "customer_support_conversations", messages_table: "customer_support_utterances",
-                  attempts_table: "customer_support_llm_failover_attempts_log" }
+                  attempts_table: "customer_support_llm_failover_attempts_log",
+                  circuit_events_table: "customer_support_llm_failover_circuit_events_log" }
         generate(*names.map { |k, v| "--#{k.to_s.tr('_', '-')}=#{v}" })
         migrated = schema_from_migration(db, migration_source)
         created = schema_from_create_tables(db, chats: names[:chats_table], messages: names[:messages_table],
-                                                attempts: names[:attempts_table])
+                                                attempts: names[:attempts_table],
+                                                circuit_events: names[:circuit_events_table])
         expect(migrated).to eq(created)
         index_names = migrated.scan(/name: "([^"]+)"/).flatten
-        expect(index_names.size).to eq(6)
+        expect(index_names.size).to eq(8)
         expect(index_names.map(&:length).max).to be <= 63
-        expect(index_names.uniq.size).to eq(6)
+        expect(index_names.uniq.size).to eq(8)
         expect(migrated).to match(/t\.(integer|bigint) "customer_support_conversation_id", null: false/)
       end
     end
@@ -112,7 +115,8 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
     expect(read("app/models/message.rb")).to include("class Message < ApplicationRecord\n  acts_as_llm_message\nend")
     initializer = read("config/initializers/llm_failover.rb")
     expect(initializer).to include("credentials.dig(:openai, :api_key) || ENV[\"OPENAI_API_KEY\"]",
-                                   "c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new", "# c.max_retries = 3")
+                                   "c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new",
+                                   "c.circuit_log = LlmFailover::ActiveRecord::CircuitLog.new", "# c.max_retries = 3")
     File.write(File.join(dir, "app/models/chat.rb"), "# the app's own\n")
 
     files = Dir[File.join(dir, "**/*")].sort.to_h { |f| [f, File.file?(f) ? File.read(f) : nil] }

@@ -12,6 +12,8 @@ module LlmFailover
     # is written again after the rollback (ActiveRecord >= 7.2; older versions lose it
     # with the rollback).
     class AttemptLog
+      include SurvivingWrite
+
       # Provider error bodies can be long; the report needs the gist.
       MAX_ERROR_MESSAGE = 4000
 
@@ -69,22 +71,6 @@ module LlmFailover
         when String then Time.iso8601(value)
         else Time.now
         end
-      end
-
-      def write(attributes)
-        model.connection_pool.with_connection do
-          model.create!(attributes)
-          rewrite_after_rollback(attributes) if @survive_rollback
-        end
-      end
-
-      # Registered on the innermost open transaction: a savepoint's rollback writes the
-      # row again inside the outer transaction, which registers again, and so on out.
-      def rewrite_after_rollback(attributes)
-        return unless model.respond_to?(:current_transaction)
-
-        transaction = model.current_transaction
-        transaction.after_rollback { write(attributes) } if transaction.open?
       end
     end
   end

@@ -6,7 +6,8 @@ module LlmFailover
     # connection; the `llm_failover:install` generator writes the same schema as a
     # migration (spec/active_record/generator_spec.rb keeps the two equal).
     module Schema
-      DEFAULT_TABLES = { chats: "chats", messages: "messages", attempts: "llm_failover_attempts" }.freeze
+      DEFAULT_TABLES = { chats: "chats", messages: "messages", attempts: "llm_failover_attempts",
+                         circuit_events: "llm_failover_circuit_events" }.freeze
       # PostgreSQL's limit on identifiers (MySQL's is 64): longer index names fail the migration.
       MAX_NAME = 63
 
@@ -23,17 +24,18 @@ module LlmFailover
         "#{name[0, MAX_NAME - 11]}_#{Digest::SHA256.hexdigest(name)[0, 10]}"
       end
 
-      # Creates the three tables on +connection+ (anything with create_table/add_index:
+      # Creates the four tables on +connection+ (anything with create_table/add_index:
       # a connection or a migration).
       # @param foreign_key [String, nil] messages' reference to chats (chat_id for "chats")
       # @param force [Boolean] drop and recreate the tables
       # @param if_not_exists [Boolean] leave existing tables alone (scripts rerun)
       def define(connection, chats: DEFAULT_TABLES[:chats], messages: DEFAULT_TABLES[:messages],
-                 attempts: DEFAULT_TABLES[:attempts], foreign_key: nil, force: false, if_not_exists: true)
+                 attempts: DEFAULT_TABLES[:attempts], circuit_events: DEFAULT_TABLES[:circuit_events],
+                 foreign_key: nil, force: false, if_not_exists: true)
         foreign_key ||= "#{chats.to_s.singularize}_id"
         # Messages reference chats: drop them first, create them after.
         if force
-          [messages, chats, attempts].each { |table| connection.drop_table(table, if_exists: true) }
+          [messages, chats, attempts, circuit_events].each { |table| connection.drop_table(table, if_exists: true) }
         end
         table_options = { if_not_exists: if_not_exists && !force }
 
@@ -95,7 +97,25 @@ module LlmFailover
         connection.add_index(attempts, :started_at, name: index_name(attempts, "started_at"), if_not_exists: true)
         connection.add_index(attempts, %i[provider model started_at],
                              name: index_name(attempts, "provider_model_started_at"), if_not_exists: true)
+        define_circuit_events(connection, circuit_events, **table_options)
         nil
+      end
+
+      # The circuit transitions CircuitLog writes (one row per change, written once for a
+      # fleet) and Report#circuit_windows reads.
+      def define_circuit_events(connection, table, **table_options)
+        connection.create_table(table, **table_options) do |t|
+          t.string :provider, null: false
+          t.string :model, null: false
+          t.string :from_state, null: false
+          t.string :to_state, null: false
+          t.string :reason, null: false
+          t.string :error_class
+          t.datetime :occurred_at, null: false
+        end
+        connection.add_index(table, %i[provider model occurred_at],
+                             name: index_name(table, "provider_model_occurred_at"), if_not_exists: true)
+        connection.add_index(table, :occurred_at, name: index_name(table, "occurred_at"), if_not_exists: true)
       end
     end
   end

@@ -27,6 +27,11 @@ module LlmFailover
         self.table_name = LlmFailover::ActiveRecord::Attempt.table_name
       end
 
+      # The circuit events table behind that connection.
+      class CircuitTransition < Database
+        self.table_name = LlmFailover::ActiveRecord::CircuitTransition.table_name
+      end
+
       class << self
         # @param argv [Array<String>] the arguments after "report"
         # @return [Integer] exit status: 0, 1 (database trouble), 2 (usage)
@@ -48,7 +53,8 @@ module LlmFailover
                      "(run the llm_failover:install migration, or LlmFailover::ActiveRecord.create_tables!)")
             return 1
           end
-          out.print(Report.new(from: Time.now - options[:since], attempts: Attempt).to_s)
+          out.print(Report.new(from: Time.now - options[:since], attempts: Attempt,
+                               circuit_events: CircuitTransition).to_s)
           0
         rescue OptionParser::ParseError, ArgumentError => e
           err.puts("llm_failover report: #{e.message}", USAGE)

@@ -7,12 +7,13 @@ require "llm_failover/active_record/schema"
 module LlmFailover
   module Generators
     # `bin/rails generate llm_failover:install` sets an app up:
-    # - db/migrate/..._create_llm_failover_tables.rb: the chats, messages and
-    #   llm_failover_attempts tables (the schema LlmFailover::ActiveRecord.create_tables!
-    #   creates; every index name within PostgreSQL's 63 characters);
+    # - db/migrate/..._create_llm_failover_tables.rb: the chats, messages,
+    #   llm_failover_attempts and llm_failover_circuit_events tables (the schema
+    #   LlmFailover::ActiveRecord.create_tables! creates; every index name within
+    #   PostgreSQL's 63 characters);
     # - app/models/chat.rb and message.rb (acts_as_llm_chat / acts_as_llm_message);
     # - config/initializers/llm_failover.rb: providers from credentials or ENV, the
-    #   attempt log, the options commented.
+    #   attempt log and the circuit log, the options commented.
     # A file that exists is left alone, so running it again changes nothing.
     #
     # Loaded only by Rails' generator lookup; nothing in lib/llm_failover requires it.
@@ -30,6 +31,8 @@ module LlmFailover
       class_option :messages_table, type: :string, desc: "Table of the message model (default: from its name)"
       class_option :attempts_table, type: :string, default: "llm_failover_attempts",
                                     desc: "Table AttemptLog writes and the report reads"
+      class_option :circuit_events_table, type: :string, default: "llm_failover_circuit_events",
+                                          desc: "Table CircuitLog writes and the report reads"
 
       def create_migration_file
         if self.class.migration_exists?(File.expand_path(db_migrate_path, destination_root), MIGRATION)
@@ -80,6 +83,10 @@ module LlmFailover
 
       def attempts_table
         options[:attempts_table]
+      end
+
+      def circuit_events_table
+        options[:circuit_events_table]
       end
 
       # The messages' reference to their chat: chat_id for the chats table.
