@@ -88,6 +88,7 @@ static VALUE lf_engine_perform(VALUE arg)
 static VALUE lf_engine_cleanup(VALUE arg)
 {
     lf_engine_call *c = (lf_engine_call *)arg;
+    lf_ruby_listener_unwind(&c->rl);
     lf_engine_request_free(&c->args);
     lf_outcome_free(&c->outcome);
     return Qnil;
@@ -111,7 +112,10 @@ static VALUE lf_engine_cleanup(VALUE arg)
  *     :error_message, :phase, :http_status, :failover_eligible, :retry_after,
  *     :latency_ms, :first_token_ms, :input_tokens, :output_tokens, :started_at,
  *     :provider_request_id, :skipped) per HTTP attempt, and per target left out
- *     by its open circuit (skipped: true, no request)
+ *     by its open circuit (skipped: true, no request); the attempt an exception
+ *     from the listener or an interrupt cut comes once that exception is on its
+ *     way out of #run, with :stopped_by (its class, nil for Thread#kill or a
+ *     throw)
  *   @return [Hash] :ok, :target, :first_target, :attempts, :provider_request_id
  *     and the answer (:content, :model, ...) or the error (:error_class,
  *     :message, :phase, :status, :body, ...) */

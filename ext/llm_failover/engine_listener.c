@@ -22,7 +22,8 @@ static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_s
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
     lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_phase,
     lf_sym_attempt, lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
-    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped, lf_sym_json;
+    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped, lf_sym_json,
+    lf_sym_stopped_by;
 
 /* ---- values ------------------------------------------------------------ */
 
@@ -149,12 +150,57 @@ static VALUE lf_call_on_attempt(VALUE arg)
     return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, lf_attempt_to_hash(a->rec));
 }
 
+static VALUE lf_attempt_hash_protected(VALUE arg)
+{
+    return lf_attempt_to_hash((const lf_attempt_record *)arg);
+}
+
 static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
 {
     lf_ruby_listener *rl = ud;
     lf_attempt_args a = { rl, rec };
+    int state = 0;
+
+    if (rl->state) {
+        /* The attempt the stashed exception cut: Ruby code may not run
+         * before that exception has unwound (its errinfo would be lost), so
+         * the record waits for lf_ruby_listener_unwind. */
+        VALUE h = rb_protect(lf_attempt_hash_protected, (VALUE)rec, &state);
+        if (!state) rl->stopped_attempt = h;
+        return 1;
+    }
     rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
     return rl->state != 0;
+}
+
+typedef struct lf_stopped_args {
+    lf_ruby_listener *rl;
+    VALUE cause;
+} lf_stopped_args;
+
+static VALUE lf_call_on_stopped_attempt(VALUE arg)
+{
+    lf_stopped_args *a = (lf_stopped_args *)arg;
+    VALUE h = a->rl->stopped_attempt;
+    rb_hash_aset(h, lf_sym_stopped_by, a->cause);
+    return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, h);
+}
+
+void lf_ruby_listener_unwind(lf_ruby_listener *rl)
+{
+    lf_stopped_args a = { rl, Qnil };
+    VALUE err;
+    int state = 0;
+
+    if (!RTEST(rl->stopped_attempt)) return; /* Qnil, or Qfalse: init never ran */
+    err = rb_errinfo();
+    /* What stopped the call: the exception on its way up, or nil (a
+     * Thread#kill, a throw or break out of the block). */
+    if (rb_obj_is_kind_of(err, rb_eException)) a.cause = rb_obj_class(err);
+    rb_protect(lf_call_on_stopped_attempt, (VALUE)&a, &state);
+    /* A listener that raises here cannot replace the exception that stopped
+     * the call: it is dropped (rb_ensure puts that one back). */
+    rl->stopped_attempt = Qnil;
 }
 
 /* ---- the circuit breaker ------------------------------------------------ */
@@ -294,6 +340,7 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
     rl->listener = listener;
     rl->state = 0;
     rl->woken = 0;
+    rl->stopped_attempt = Qnil;
     l->ud = rl;
     l->on_chunk = lf_rl_on_chunk;
     l->on_reset = lf_rl_on_reset;
@@ -387,6 +434,7 @@ void lf_init_engine_listener(void)
     LF_SYM(lf_sym_started_at, "started_at");
     LF_SYM(lf_sym_skipped, "skipped");
     LF_SYM(lf_sym_json, "json");
+    LF_SYM(lf_sym_stopped_by, "stopped_by");
 #undef LF_SYM
     lf_phase_syms[LF_PHASE_NONE] = Qnil;
     for (int p = LF_PHASE_CONNECT; p <= LF_PHASE_TOTAL; p++)

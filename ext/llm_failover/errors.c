@@ -26,7 +26,7 @@ void lf_init_errors(VALUE mod)
         const char *name = lf_kind_name((lf_kind)k);
         lf_error_classes[k] = Qnil;
         rb_global_variable(&lf_error_classes[k]);
-        if (!name || k == LF_E_ABORTED) continue;
+        if (!name) continue;
         snprintf(path, sizeof path, "LlmFailover::%s", name);
         lf_error_classes[k] = rb_path2class(path);
     }

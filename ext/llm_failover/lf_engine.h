@@ -35,10 +35,15 @@ typedef struct lf_ruby_listener {
     int state;           /* rb_protect state of an exception to re-raise, or 0 */
     volatile int woken;  /* set by the unblocking function */
     lf_fiber_wait fiber; /* the calling fiber's scheduler, when it has one */
+    VALUE stopped_attempt; /* the record of the attempt a stashed exception cut, or Qnil */
 } lf_ruby_listener;
 
 /* Checks the listener's methods and fills the core's listener (l->ud = rl). */
 void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l);
+/* Run by Engine#run's cleanup while the exception that stopped the call
+ * unwinds: hands the listener the record of the attempt it cut, with
+ * :stopped_by (the exception's class, nil for Thread#kill or a throw). */
+void lf_ruby_listener_unwind(lf_ruby_listener *rl);
 /* Adds the breaker's callbacks: circuit_health(n), circuit_report(target,
  * success, error_class, hold) on the Ruby listener. */
 void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l);

@@ -102,11 +102,16 @@ module LlmFailover
       @last_target = attempt[:target]
       target = @targets[@last_target]
       success = attempt[:success]
-      # No request: the target's circuit was open.
-      attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
+      unless success
+        # Cut by the caller: the exception that did it is on its way up.
+        return record_stopped(attempt, target) if attempt.key?(:stopped_by)
+
+        # No request: the target's circuit was open.
+        attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
+        @failures << [attempt, target]
+      end
       record = AttemptRecord.from_engine(attempt, @request_id, target, @feature, @scrubbing&.counts)
       @records << record
-      @failures << [attempt, target] unless success
       @usage_log.emit(record)
       nil
     end
@@ -265,6 +270,36 @@ module LlmFailover
                 json: parsed_json(cached.json_text))
     end
 
+    # The attempt the call's caller cut (Engine#run's :stopped_by: the exception's
+    # class, nil for Thread#kill or a throw): failed with AbortedError, nobody's fault.
+    # Chat#cancel!'s is the cancelled one #cancelled returns.
+    def record_stopped(attempt, target)
+      cause = attempt[:stopped_by]
+      fields = { request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
+                 feature: @feature, success: false, http_status: attempt[:http_status],
+                 latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
+                 input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
+                 started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id],
+                 scrubbed: @scrubbing&.counts }
+      record = if cause == Cancellation::Signal
+                 @cancelled_record = AttemptRecord.new(**fields, error_message: "cancelled by Chat#cancel!",
+                                                                 cancelled: true)
+               else
+                 AttemptRecord.new(**fields, error_class: AbortedError, error_message: "stopped by its caller: " \
+                                                                                       "#{stop_cause(cause)}")
+               end
+      @records << record
+      @usage_log.emit(record) unless @cancelled_record # #cancelled emits it, after the store's write
+      nil
+    end
+
+    def stop_cause(cause)
+      return cause.name || cause.inspect if cause
+      return "the thread was killed" if Thread.current.status == "aborting"
+
+      "a throw or break out of the call"
+    end
+
     # Chat#cancel! stopped the call: the partial text is kept (the stored message is
     # "cancelled"), the attempt is recorded as cancelled, nothing fails over and no
     # error is raised.
@@ -280,11 +315,14 @@ module LlmFailover
       else
         @store.fail_assistant(message, model: target.model, provider: target.name.name)
       end
-      record = AttemptRecord.new(request_id: @request_id, attempt: @records.size + 1, provider: target.name,
+      # The engine's record of the attempt it cut; without one (cancelled between
+      # attempts), one from what the cancellation saw.
+      record = @cancelled_record ||
+               AttemptRecord.new(request_id: @request_id, attempt: @records.size + 1, provider: target.name,
                                  model: target.model, feature: @feature, success: false,
                                  error_message: "cancelled by Chat#cancel!", latency_ms: result[:latency_ms],
                                  started_at: result[:started_at], cancelled: true, scrubbed: @scrubbing&.counts)
-      @records << record
+      @records << record unless @cancelled_record
       @usage_log.emit(record)
       settle_quota # the request was sent: it counts like any other
       log(:info, "cancelled on #{target.label} after #{partial.length} characters")

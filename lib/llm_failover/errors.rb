@@ -96,4 +96,10 @@ module LlmFailover
   # request sent) because its circuit was open. An open circuit never fails a call
   # by itself.
   class CircuitOpenError < Error; end
+
+  # Never raised: the error_class of the AttemptRecord of an attempt its caller cut
+  # (task.stop, with_timeout, Async::Stop, Thread#kill, Timeout.timeout, an exception
+  # from the block). The exception that stopped the call goes on up unchanged; the
+  # attempt is not the provider's failure and never counts against a circuit.
+  class AbortedError < Error; end
 end

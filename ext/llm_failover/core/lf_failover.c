@@ -953,9 +953,15 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             if (a.success && call.want_json) lf_check_json(&call, &a);
             o->attempts = call.attempt_no;
 
-            if (!call.stopped) {
-                lf_fill_record(&call, &a, (int)ti, &rec);
-                if (l->on_attempt(l->ud, &rec) != 0) call.stopped = 1;
+            lf_fill_record(&call, &a, (int)ti, &rec);
+            if (call.stopped) {
+                /* The host stopped the call in this attempt (an interrupt,
+                 * its fiber's scheduler, a raising block): the attempt is
+                 * still recorded, and the host, unwinding, may only keep it
+                 * for later (see on_attempt). */
+                (void)l->on_attempt(l->ud, &rec);
+            } else if (l->on_attempt(l->ud, &rec) != 0) {
+                call.stopped = 1;
             }
             if (!call.stopped && breaker) {
                 int counted = !a.success && lf_circuit_counts(a.verdict.kind);

@@ -80,6 +80,9 @@ typedef struct lf_listener {
     void *ud;
     int (*on_chunk)(void *ud, int target, const char *text, size_t len);
     int (*on_reset)(void *ud);
+    /* Every attempt, also the one a callback stopped (kind LF_E_ABORTED):
+     * that one comes after the stopping callback, while the host is on its
+     * way out, and its return value is ignored. */
     int (*on_attempt)(void *ud, const lf_attempt_record *rec);
     /* Blocks until the multi handle has activity, timeout_ms passes, or the
      * host wakes it (curl_multi_wakeup). Must not call into libcurl other
