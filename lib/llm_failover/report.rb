@@ -14,6 +14,9 @@ module LlmFailover
   #
   # Counting is done by the database (GROUP BY); only the rows of calls that took more
   # than one attempt, and the failed attempts' times, are read into Ruby.
+  #
+  # This class is the query layer: its methods return plain structs. Report::Text
+  # (#to_s) and Report::Html (#to_html) render the same numbers.
   class Report
     BUCKET_SECONDS = 300
 
@@ -74,6 +77,31 @@ module LlmFailover
         closed_at && closed_at - opened_at
       end
     end
+
+    # Failed attempts of one error class (short name, without "LlmFailover::").
+    ErrorCount = Struct.new(:error_class, :attempts, :failover_eligible, keyword_init: true)
+
+    # The period cut into equal buckets, and each target's attempts and failures in the
+    # buckets where it had any (Timeline#points, in time order).
+    Timeline = Struct.new(:starts_at, :ends_at, :step, :points, keyword_init: true) do
+      # @return [Array<String>] "provider/model" of every target with a point, by name
+      def targets
+        points.map(&:target).uniq.sort
+      end
+    end
+    TimelinePoint = Struct.new(:starts_at, :provider, :model, :attempts, :failures, keyword_init: true) do
+      def rate
+        attempts.zero? ? 0.0 : failures.to_f / attempts
+      end
+
+      def target
+        "#{provider}/#{model}"
+      end
+    end
+
+    # Bucket lengths a timeline may use (seconds): the shortest that keeps the period
+    # within the wanted number of buckets.
+    TIMELINE_STEPS = [60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86_400, 7 * 86_400].freeze
 
     # The error_class of a skipped record (AttemptRecord#skipped).
     SKIPPED = "LlmFailover::CircuitOpenError"
@@ -141,7 +169,7 @@ module LlmFailover
     # @return [Array<CircuitWindow>]
     def circuit_windows
       @circuit_windows ||= @circuit_model.connection_pool.with_connection do
-        next [] unless @circuit_model.table_exists?
+        next [] unless circuit_log?
 
         windows = spans(circuit_rows).reject { |w| @from && w.closed_at && w.closed_at < @from }
         windows.each do |w|
@@ -151,12 +179,24 @@ module LlmFailover
       end
     end
 
+    # @return [Boolean] whether the circuit events table exists (apps that migrated
+    #   before it have none)
+    def circuit_log?
+      @circuit_log = @circuit_model.connection_pool.with_connection { @circuit_model.table_exists? } if @circuit_log.nil?
+      @circuit_log
+    end
+
+    # @return [String] the circuit events table's name
+    def circuit_table_name
+      @circuit_model.table_name
+    end
+
     # @return [Array<FailureRate>] per provider and model, most failures first
     def failure_rates
       @failure_rates ||= query do
         # A cache hit sent no request: it is not an attempt a provider could fail.
         # A skipped target sent no request either.
-        attempts = not_skipped(cached_column? ? scope.where(cached: false) : scope).group(:provider, :model).count
+        attempts = provider_attempts.group(:provider, :model).count
         failures = failed.group(:provider, :model).count
         eligible = failed.where(failover_eligible: true).group(:provider, :model).count
         errors = failed.group(:provider, :model, :error_class).count
@@ -243,18 +283,66 @@ module LlmFailover
       end
     end
 
+    # @return [Array<ErrorCount>] failed attempts per error class, commonest first
+    def error_classes
+      @error_classes ||= query do
+        counts = failed.group(:error_class).count
+        eligible = failed.where(failover_eligible: true).group(:error_class).count
+        counts.map do |name, n|
+          ErrorCount.new(error_class: short_error(name) || "(none)", attempts: n,
+                         failover_eligible: eligible.fetch(name, 0))
+        end.sort_by { |e| [-e.attempts, e.error_class] }
+      end
+    end
+
+    # Attempts a provider could fail (the rows #failure_rates counts) and failures per
+    # target in equal time buckets over the period: from +from+ (or the first attempt)
+    # to +to+ (or now), buckets aligned on the epoch.
+    # @param buckets [Integer] at most about this many buckets
+    # @return [Timeline, nil] nil when the period has no attempt
+    def timeline(buckets: 60)
+      @timeline ||= query do
+        first = @from || scope.minimum(:started_at)
+        next nil if first.nil? || summary[:attempts].zero?
+
+        last = @to || Time.now
+        span = [last - first, 1].max
+        step = TIMELINE_STEPS.find { |s| span / s <= buckets } || (span / buckets / 86_400.0).ceil * 86_400
+        start = Time.at(first.to_i - (first.to_i % step)).utc
+        count = ((last - start) / step).ceil.clamp(1, nil)
+        bucket = bucket_of_started_at(start, step, count)
+        attempts = provider_attempts.group(bucket, :provider, :model).count
+        failures = failed.group(bucket, :provider, :model).count
+        points = attempts.map do |(index, provider, model), n|
+          TimelinePoint.new(starts_at: start + (index.to_i * step), provider: provider, model: model, attempts: n,
+                            failures: failures.fetch([index, provider, model], 0))
+        end
+        Timeline.new(starts_at: start, ends_at: start + (count * step), step: step,
+                     points: points.sort_by { |p| [p.starts_at, p.provider.to_s, p.model.to_s] })
+      end
+    end
+
     # The whole report as text tables.
     # @return [String]
     def to_s
-      [header, summary_table, section("Failure rate per provider and model", failure_table),
-       section("Failover saves (succeeded after a failed attempt)", saves_table),
-       section("Features", features_table),
-       section("Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)", windows_table),
-       section("Tokens (failed attempts included)", tokens_table),
-       section("Response cache hits (saved tokens estimated from uncached answers)", cache_table),
-       section("Calls routed around an open circuit", open_circuits_table),
-       section("Circuit incidents (open -> closed, from the circuit log)", circuit_windows_table)]
-        .join("\n\n") + "\n"
+      Text.new(self).to_s
+    end
+
+    # The whole report as one self-contained HTML page (inline SVG and CSS, no script).
+    # @return [String]
+    def to_html
+      Html.new(self).to_s
+    end
+
+    # "llm_failover report: <table>, <period>"
+    # @return [String]
+    def title
+      period = if @from && @to then "#{time(@from)} .. #{time(@to)}"
+               elsif @from then "since #{time(@from)}"
+               elsif @to then "before #{time(@to)}"
+               else "all time"
+               end
+      "llm_failover report: #{@model.table_name}, #{period}"
     end
 
     def inspect
@@ -285,6 +373,23 @@ module LlmFailover
 
     def skipped
       scope.where(error_class: SKIPPED)
+    end
+
+    # Attempts that sent a request: neither a cache hit nor a skipped target.
+    def provider_attempts
+      not_skipped(cached_column? ? scope.where(cached: false) : scope)
+    end
+
+    # SQL for the index of a row's bucket: CASE WHEN started_at < edge1 THEN 0 ... END.
+    # Comparisons rather than epoch arithmetic: every database has them, and the times
+    # are quoted as ActiveRecord stores them.
+    def bucket_of_started_at(start, step, count)
+      return Arel.sql("0") if count == 1
+
+      column = @model.arel_table[:started_at]
+      node = Arel::Nodes::Case.new
+      (1...count).each { |i| node.when(column.lt(start + (i * step))).then(i - 1) }
+      node.else(count - 1)
     end
 
     # NULL error classes (successes) included: SQL's NOT leaves them out.
@@ -378,94 +483,12 @@ module LlmFailover
       name.to_s.delete_prefix("LlmFailover::").then { |s| s.empty? ? nil : s }
     end
 
-    def percent(fraction)
-      format("%.1f%%", fraction * 100)
-    end
-
-    def section(title, table)
-      "#{title}\n#{table}"
-    end
-
-    def header
-      period = if @from && @to then "#{time(@from)} .. #{time(@to)}"
-               elsif @from then "since #{time(@from)}"
-               elsif @to then "before #{time(@to)}"
-               else "all time"
-               end
-      "llm_failover report: #{@model.table_name}, #{period}"
-    end
-
     def time(t)
       t.getutc.strftime("%Y-%m-%d %H:%M UTC")
     end
-
-    def summary_table
-      s = summary
-      Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost cache_hits
-                   routed_around],
-                [[s[:attempts], s[:requests], s[:failures], s[:saves], s[:failover_saves],
-                  s[:cross_provider_saves], s[:lost], s[:cache_hits], s[:routed_around]]]).to_s
-    end
-
-    def open_circuits_table
-      Table.new(%w[provider model calls first_skip last_skip],
-                open_circuits.map { |c|
-                  [c.provider, c.model, c.calls, clock(c.first_skip), clock(c.last_skip)]
-                }).to_s
-    end
-
-    def circuit_windows_table
-      unless @circuit_model.connection_pool.with_connection { @circuit_model.table_exists? }
-        return "(no #{@circuit_model.table_name} table: run `rails g llm_failover:install` again and migrate)"
-      end
-
-      Table.new(%w[provider model opened_at closed_at open_s reason reopens routed_around],
-                circuit_windows.map { |w|
-                  [w.provider, w.model, clock(w.opened_at), w.closed_at ? clock(w.closed_at) : "(open)",
-                   w.duration&.round(1), w.reason, w.reopens, w.routed_around]
-                }).to_s
-    end
-
-    def clock(t)
-      t&.utc&.strftime("%Y-%m-%d %H:%M:%S")
-    end
-
-    def cache_table
-      Table.new(%w[provider model hits saved_input saved_output],
-                cache_hits.map { |h| [h.provider, h.model, h.hits, h.saved_input, h.saved_output] }).to_s
-    end
-
-    def failure_table
-      Table.new(%w[provider model attempts failures rate failover_eligible top_error],
-                failure_rates.map { |r|
-                  [r.provider, r.model, r.attempts, r.failures, percent(r.rate), r.failover_eligible, r.top_error]
-                }).to_s
-    end
-
-    def saves_table
-      Table.new(%w[from to saves], save_paths).to_s
-    end
-
-    def features_table
-      Table.new(%w[feature requests attempts failed_attempts failed_over saved lost],
-                features.map { |f|
-                  [f.feature || "(none)", f.requests, f.attempts, f.failed_attempts, f.failed_over, f.saved, f.lost]
-                }).to_s
-    end
-
-    def windows_table
-      Table.new(%w[window failures attempts providers errors],
-                incident_windows.map { |w|
-                  ["#{w.starts_at.strftime('%Y-%m-%d %H:%M')}-#{w.ends_at.strftime('%H:%M')}", w.failures, w.attempts,
-                   w.providers, w.errors]
-                }).to_s
-    end
-
-    def tokens_table
-      Table.new(%w[provider model input output total failed_input failed_output],
-                tokens.map { |t|
-                  [t.provider, t.model, t.input, t.output, t.total, t.failed_input, t.failed_output]
-                }).to_s
-    end
   end
 end
+
+# The renderers read the constants above.
+require "llm_failover/report/tables"
+require "llm_failover/report/text"

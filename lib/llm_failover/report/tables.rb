@@ -1,0 +1,139 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  class Report
+    # The report's numbers as tables of formatted cells. The text report prints them;
+    # the HTML report puts them beside its charts, so both show the same figures.
+    class Tables
+      # A line that stands where a table cannot be made.
+      Note = Struct.new(:text) do
+        alias_method :to_s, :text
+      end
+
+      TITLES = {
+        failure_rates: "Failure rate per provider and model",
+        saves: "Failover saves (succeeded after a failed attempt)",
+        features: "Features",
+        incident_windows: "Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)",
+        tokens: "Tokens (failed attempts included)",
+        cache_hits: "Response cache hits (saved tokens estimated from uncached answers)",
+        open_circuits: "Calls routed around an open circuit",
+        circuit_windows: "Circuit incidents (open -> closed, from the circuit log)",
+        error_classes: "Failed attempts by error class",
+        timeline: "Attempts and failures per time bucket (UTC)"
+      }.freeze
+
+      # @param report [Report]
+      def initialize(report)
+        @report = report
+      end
+
+      # @return [Table]
+      def summary
+        s = @report.summary
+        Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost cache_hits
+                     routed_around],
+                  [[s[:attempts], s[:requests], s[:failures], s[:saves], s[:failover_saves],
+                    s[:cross_provider_saves], s[:lost], s[:cache_hits], s[:routed_around]]])
+      end
+
+      # @return [Table]
+      def failure_rates
+        Table.new(%w[provider model attempts failures rate failover_eligible top_error],
+                  @report.failure_rates.map { |r|
+                    [r.provider, r.model, r.attempts, r.failures, percent(r.rate), r.failover_eligible, r.top_error]
+                  })
+      end
+
+      # @return [Table]
+      def saves
+        Table.new(%w[from to saves], @report.save_paths)
+      end
+
+      # @return [Table]
+      def features
+        Table.new(%w[feature requests attempts failed_attempts failed_over saved lost],
+                  @report.features.map { |f|
+                    [f.feature || "(none)", f.requests, f.attempts, f.failed_attempts, f.failed_over, f.saved, f.lost]
+                  })
+      end
+
+      # @return [Table]
+      def incident_windows
+        Table.new(%w[window failures attempts providers errors],
+                  @report.incident_windows.map { |w|
+                    [window(w.starts_at, w.ends_at), w.failures, w.attempts, w.providers, w.errors]
+                  })
+      end
+
+      # @return [Table]
+      def tokens
+        Table.new(%w[provider model input output total failed_input failed_output],
+                  @report.tokens.map { |t|
+                    [t.provider, t.model, t.input, t.output, t.total, t.failed_input, t.failed_output]
+                  })
+      end
+
+      # @return [Table]
+      def cache_hits
+        Table.new(%w[provider model hits saved_input saved_output],
+                  @report.cache_hits.map { |h| [h.provider, h.model, h.hits, h.saved_input, h.saved_output] })
+      end
+
+      # @return [Table]
+      def open_circuits
+        Table.new(%w[provider model calls first_skip last_skip],
+                  @report.open_circuits.map { |c| [c.provider, c.model, c.calls, second(c.first_skip), second(c.last_skip)] })
+      end
+
+      # @return [Table, Note] a note instead when there is no circuit events table
+      def circuit_windows
+        unless @report.circuit_log?
+          return Note.new("(no #{@report.circuit_table_name} table: run `rails g llm_failover:install` again and migrate)")
+        end
+
+        Table.new(%w[provider model opened_at closed_at open_s reason reopens routed_around],
+                  @report.circuit_windows.map { |w|
+                    [w.provider, w.model, second(w.opened_at), w.closed_at ? second(w.closed_at) : "(open)",
+                     w.duration&.round(1), w.reason, w.reopens, w.routed_around]
+                  })
+      end
+
+      # @return [Table]
+      def error_classes
+        Table.new(%w[error_class attempts failover_eligible],
+                  @report.error_classes.map { |e| [e.error_class, e.attempts, e.failover_eligible] })
+      end
+
+      # @return [Table] one row per target and bucket with attempts
+      def timeline
+        points = @report.timeline&.points || []
+        Table.new(%w[bucket provider model attempts failures rate],
+                  points.map { |p|
+                    [window(p.starts_at, p.starts_at + @report.timeline.step), p.provider, p.model, p.attempts,
+                     p.failures, percent(p.rate)]
+                  })
+      end
+
+      # @return [String] "66.7%"
+      def percent(fraction)
+        format("%.1f%%", fraction * 100)
+      end
+
+      # @return [String] "2025-03-10 12:05-12:10"; the end's date too when the window
+      #   lasts a day or more
+      def window(starts_at, ends_at)
+        starts_at = starts_at.getutc
+        ends_at = ends_at.getutc
+        last = ends_at - starts_at < 86_400 ? ends_at.strftime("%H:%M") : ends_at.strftime("%Y-%m-%d %H:%M")
+        "#{starts_at.strftime('%Y-%m-%d %H:%M')}-#{last}"
+      end
+
+      private
+
+      def second(time)
+        time&.utc&.strftime("%Y-%m-%d %H:%M:%S")
+      end
+    end
+  end
+end
