@@ -492,3 +492,4 @@ end
 # The renderers read the constants above.
 require "llm_failover/report/tables"
 require "llm_failover/report/text"
+require "llm_failover/report/html"

@@ -5,7 +5,7 @@ require "llm_failover/report"
 
 module LlmFailover
   class Report
-    # `llm_failover report --database URL [--since 7d] [--table NAME]`
+    # `llm_failover report --database URL [--since 7d] [--table NAME] [--html PATH]`
     #
     # Without --database nor DATABASE_URL, inside a Rails app's directory it reads
     # config/database.yml (RAILS_ENV, default development; the primary database).
@@ -13,7 +13,8 @@ module LlmFailover
     # Connects through its own abstract model, so running it inside an app process
     # leaves ActiveRecord::Base's connection alone.
     module CLI
-      USAGE = "usage: llm_failover report --database URL [--since 7d|24h|30m] [--table llm_failover_attempts]"
+      USAGE = "usage: llm_failover report --database URL [--since 7d|24h|30m] [--table llm_failover_attempts] " \
+              "[--html report.html]"
       UNITS = { "d" => 86_400, "h" => 3600, "m" => 60 }.freeze
       EX_USAGE = 2 # the same usage status as every other llm_failover command
 
@@ -53,8 +54,13 @@ module LlmFailover
                      "(run the llm_failover:install migration, or LlmFailover::ActiveRecord.create_tables!)")
             return 1
           end
-          out.print(Report.new(from: Time.now - options[:since], attempts: Attempt,
-                               circuit_events: CircuitTransition).to_s)
+          report = Report.new(from: Time.now - options[:since], attempts: Attempt, circuit_events: CircuitTransition)
+          if options[:html]
+            File.write(options[:html], report.to_html)
+            out.puts("llm_failover report: wrote #{options[:html]}")
+          else
+            out.print(report.to_s)
+          end
           0
         rescue OptionParser::ParseError, ArgumentError => e
           err.puts("llm_failover report: #{e.message}", USAGE)
@@ -86,6 +92,7 @@ module LlmFailover
               options[:since] = duration(v)
             end
             o.on("--table NAME", "attempts table (default llm_failover_attempts)") { |v| options[:table] = v }
+            o.on("--html PATH", "write the report as one HTML page with charts to PATH") { |v| options[:html] = v }
             o.on("-h", "--help", "this text") { options[:help] = o.help }
           end
           rest = parser.parse(argv)

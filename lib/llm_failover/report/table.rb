@@ -14,6 +14,17 @@ module LlmFailover
         end
       end
 
+      # @return [Array<String>]
+      attr_reader :headers
+
+      # @return [Array<Array<String>>] the cells as printed
+      attr_reader :rows
+
+      # @return [Boolean] whether column +index+ holds numbers (printed to the right)
+      def numeric?(index)
+        @numeric[index]
+      end
+
       # @return [String] header, rule, rows; "(none)" under the rule when empty
       def to_s
         lines.join("\n")

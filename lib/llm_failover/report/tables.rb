@@ -11,6 +11,7 @@ module LlmFailover
       end
 
       TITLES = {
+        summary: "Summary",
         failure_rates: "Failure rate per provider and model",
         saves: "Failover saves (succeeded after a failed attempt)",
         features: "Features",

@@ -1,0 +1,274 @@
+# frozen_string_literal: true
+
+require "time"
+require "llm_failover/report/markup"
+require "llm_failover/report/bar_chart"
+require "llm_failover/report/timeline_chart"
+
+module LlmFailover
+  class Report
+    # The report as one self-contained HTML page: inline SVG charts and inline CSS, no
+    # script and no URL, so it opens from disk and can be mailed. Beside each chart is a
+    # table of its numbers (the text report's tables, from Report::Tables). Light and
+    # dark follow prefers-color-scheme.
+    class Html
+      STYLESHEET = File.read(File.join(__dir__, "page.css")).freeze
+
+      # Summary figures shown as tiles, in order.
+      TILES = { attempts: "attempts", requests: "requests", failures: "failed attempts", saves: "saves",
+                failover_saves: "failover saves", lost: "lost calls", cache_hits: "cache hits",
+                routed_around: "routed around an open circuit" }.freeze
+
+      # @param report [Report]
+      def initialize(report)
+        @report = report
+        @tables = Tables.new(report)
+      end
+
+      # @return [String]
+      def to_s
+        m = Markup.new
+        m.raw("<!DOCTYPE html>\n")
+        m.tag(:html, lang: "en") do
+          m.tag(:head) do
+            m.tag(:meta, charset: "utf-8")
+            m.tag(:meta, name: "viewport", content: "width=device-width, initial-scale=1")
+            m.tag(:meta, name: "color-scheme", content: "light dark")
+            m.tag(:title, @report.title)
+            m.tag(:style) { m.raw(STYLESHEET) }
+          end
+          m.tag(:body) { body(m) }
+        end
+        m.to_s << "\n"
+      end
+
+      private
+
+      def body(m)
+        m.tag(:header) do
+          m.tag(:h1, @report.title)
+          m.tag(:p, "Generated #{Time.now.utc.strftime('%Y-%m-%d %H:%M UTC')}. Times are UTC.")
+        end
+        m.tag(:main) do
+          if @report.summary[:attempts].zero?
+            m.tag(:p, "No attempts in this period: nothing to chart.", class: "empty")
+          else
+            summary(m)
+            timeline(m)
+            saves(m)
+            error_classes(m)
+            tokens(m)
+            cache_hits(m)
+            features(m)
+          end
+        end
+      end
+
+      # A section: a heading, a sentence, then its content.
+      def section(m, id, heading, note)
+        m.tag(:section, id: id, aria_labelledby: "#{id}-heading") do
+          m.tag(:h2, heading, id: "#{id}-heading")
+          m.tag(:p, note, class: "note") if note
+          yield
+        end
+      end
+
+      # A chart (or a sentence when there is nothing to draw) beside its tables.
+      def pair(m, chart, *tables, empty:, legend: nil)
+        m.tag(:div, class: "pair") do
+          m.tag(:figure) do
+            if chart
+              chart.render(m)
+              legend&.call
+            else
+              m.tag(:p, empty, class: "note")
+            end
+          end
+          m.tag(:div, class: "numbers") { tables.each { |name| table(m, name) } }
+        end
+      end
+
+      def table(m, name)
+        data = @tables.public_send(name)
+        m.tag(:table, data_table: name) do
+          m.tag(:caption, Tables::TITLES.fetch(name))
+          m.tag(:thead) do
+            m.tag(:tr) { data.headers.each_with_index { |h, i| m.tag(:th, h, scope: "col", class: cell_class(data, i)) } }
+          end
+          m.tag(:tbody) do
+            m.tag(:tr) { m.tag(:td, "(none)", colspan: data.headers.size) } if data.rows.empty?
+            data.rows.each do |row|
+              m.tag(:tr) { row.each_with_index { |cell, i| m.tag(:td, cell, class: cell_class(data, i)) } }
+            end
+          end
+        end
+      end
+
+      def cell_class(data, index)
+        data.numeric?(index) ? "num" : nil
+      end
+
+      def legend(m, entries)
+        m.tag(:ul, class: "legend") { entries.each { |label, css| m.tag(:li, label, class: css) } }
+      end
+
+      def summary(m)
+        s = @report.summary
+        section(m, "summary", "Summary", nil) do
+          m.tag(:dl, class: "summary") do
+            TILES.each do |key, label|
+              m.tag(:div) do
+                m.tag(:dt, label)
+                m.tag(:dd, s.fetch(key), data_key: key)
+              end
+            end
+          end
+          m.tag(:div, class: "numbers") { table(m, :summary) }
+        end
+      end
+
+      def timeline(m)
+        timeline = @report.timeline
+        if timeline&.points&.any?
+          chart = TimelineChart.new(id: "timeline", title: "Failure rate over time per provider and model",
+                                    description: timeline_description(timeline), timeline: timeline, bands: bands)
+        end
+        section(m, "timeline", "Failure rate over time",
+                "Failed attempts out of the attempts that sent a request, per provider and model and per " \
+                "#{duration(timeline&.step)}. Shaded: incident windows (5-minute buckets with failures) and " \
+                "circuit openings.") do
+          m.tag(:figure, class: "wide") do
+            if chart
+              chart.render(m)
+              legend(m, chart.targets.each_with_index.map { |t, i| [t, "c#{i}"] } +
+                        [["incident window", "incident"], ["circuit open", "circuit"]])
+            else
+              m.tag(:p, "No attempt sent a request in this period.", class: "note")
+            end
+          end
+          m.tag(:div, class: "tables") { %i[failure_rates incident_windows open_circuits].each { |t| table(m, t) } }
+          m.tag(:details) do
+            m.tag(:summary, "Numbers per time bucket")
+            table(m, :timeline)
+          end
+        end
+      end
+
+      def timeline_description(timeline)
+        "Failure rate from #{timeline.starts_at.utc.strftime('%Y-%m-%d %H:%M')} to " \
+          "#{timeline.ends_at.utc.strftime('%Y-%m-%d %H:%M')} UTC for #{timeline.targets.join(', ')}, " \
+          "per #{duration(timeline.step)}; #{@report.incident_windows.size} incident windows and " \
+          "#{circuit_bands.size} circuit openings shaded."
+      end
+
+      def bands
+        incidents = @report.incident_windows.map do |w|
+          TimelineChart::Band.new(kind: "incident", starts_at: w.starts_at, ends_at: w.ends_at,
+                                  label: "Incident window #{@tables.window(w.starts_at, w.ends_at)}: " \
+                                         "#{w.failures} of #{w.attempts} attempts failed (#{w.errors})")
+        end
+        incidents + circuit_bands
+      end
+
+      # Until circuit events are stored, a circuit was open at least from the first to the
+      # last call routed around it.
+      def circuit_bands
+        @report.open_circuits.map do |c|
+          TimelineChart::Band.new(kind: "circuit", starts_at: c.first_skip, ends_at: c.last_skip,
+                                  label: "Circuit open on #{c.provider}/#{c.model}: #{c.calls} calls routed around it")
+        end
+      end
+
+      def saves(m)
+        s = @report.summary
+        section(m, "saves", "Failovers that saved a call",
+                "#{s[:saves]} calls answered after a failed attempt (#{s[:failover_saves]} by another target); " \
+                "#{s[:lost]} calls lost.") do
+          pair(m, saves_chart, :saves, empty: "No call needed a second attempt to succeed.")
+        end
+      end
+
+      def saves_chart
+        paths = @report.save_paths
+        return nil if paths.empty?
+
+        BarChart.new(id: "saves", title: "Failovers that saved a call",
+                     description: "Calls that succeeded after a failed attempt, by the target that failed first " \
+                                  "and the one that answered.",
+                     bars: paths.map { |from, to, n| bar("#{from} → #{to}", n) })
+      end
+
+      def error_classes(m)
+        section(m, "errors", "Attempts by error class", nil) do
+          pair(m, error_classes_chart, :error_classes, empty: "No failed attempt in this period.")
+        end
+      end
+
+      def error_classes_chart
+        counts = @report.error_classes
+        return nil if counts.empty?
+
+        BarChart.new(id: "errors", title: "Failed attempts by error class",
+                     description: "Failed attempts (skipped and cancelled ones left out) per error class.",
+                     bars: counts.map { |e| bar(e.error_class, e.attempts, color: "failed") })
+      end
+
+      def tokens(m)
+        failed = @report.tokens.sum(&:failed_total)
+        section(m, "tokens", "Tokens spent on failed attempts",
+                "#{failed} of #{@report.tokens.sum(&:total)} tokens were billed on attempts that failed.") do
+          pair(m, tokens_chart, :tokens, empty: "No tokens recorded in this period.",
+                                         legend: -> { legend(m, [%w[succeeded ok], %w[failed failed]]) })
+        end
+      end
+
+      def tokens_chart
+        tokens = @report.tokens.reject { |t| t.total.zero? }
+        return nil if tokens.empty?
+
+        BarChart.new(id: "tokens", title: "Tokens per provider and model, failed attempts apart",
+                     description: "Input and output tokens per target: those of successful attempts and those " \
+                                  "billed on failed attempts.",
+                     bars: tokens.map { |t|
+                       BarChart::Bar.new(label: "#{t.provider}/#{t.model}", segments: [
+                         BarChart::Segment.new(name: "succeeded", value: t.total - t.failed_total, color: "ok"),
+                         BarChart::Segment.new(name: "failed", value: t.failed_total, color: "failed")
+                       ])
+                     })
+      end
+
+      def cache_hits(m)
+        section(m, "cache", "Cache hits", nil) do
+          pair(m, cache_chart, :cache_hits, empty: "No call was answered from the response cache.")
+        end
+      end
+
+      def cache_chart
+        hits = @report.cache_hits
+        return nil if hits.empty?
+
+        BarChart.new(id: "cache", title: "Response cache hits per provider and model",
+                     description: "Calls the response cache answered without a request.",
+                     bars: hits.map { |h| bar("#{h.provider}/#{h.model}", h.hits, color: "ok") })
+      end
+
+      def features(m)
+        section(m, "features", "Features", "Calls per feature: how many failed over, were saved or lost.") do
+          m.tag(:div, class: "numbers") { table(m, :features) }
+        end
+      end
+
+      def bar(label, value, color: "c0")
+        BarChart::Bar.new(label: label, segments: [BarChart::Segment.new(name: label, value: value, color: color)])
+      end
+
+      def duration(seconds)
+        return "bucket" if seconds.nil?
+        return "#{seconds / 86_400}-day bucket".sub(/\A1-day/, "day") if (seconds % 86_400).zero?
+        return "#{seconds / 3600}-hour bucket".sub(/\A1-hour/, "hour") if (seconds % 3600).zero?
+
+        "#{seconds / 60}-minute bucket"
+      end
+    end
+  end
+end

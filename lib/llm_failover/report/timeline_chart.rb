@@ -1,0 +1,135 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  class Report
+    # The failure rate of each target over the period as inline SVG: one line per
+    # provider and model through its buckets (a point per bucket with attempts, broken
+    # where a bucket had none), with bands behind them for incident windows and circuit
+    # openings.
+    class TimelineChart
+      # @!attribute kind [String] "incident" or "circuit" (its CSS class)
+      Band = Struct.new(:kind, :starts_at, :ends_at, :label, keyword_init: true)
+
+      WIDTH = 1200
+      HEIGHT = 300
+      LEFT = 48
+      RIGHT = 16
+      TOP = 12
+      BOTTOM = 36
+      TICKS = 6
+      MIN_BAND = 2 # px: a 5-minute window on a week's axis is still seen
+
+      # @param id [String] unique in the page
+      # @param timeline [Timeline]
+      # @param bands [Array<Band>]
+      def initialize(id:, title:, description:, timeline:, bands:)
+        @id = id
+        @title = title
+        @description = description
+        @timeline = timeline
+        @bands = bands
+        @plot_width = WIDTH - LEFT - RIGHT
+        @plot_height = HEIGHT - TOP - BOTTOM
+      end
+
+      # @return [Array<String>] the targets in their colour order (CSS class c0, c1, ...)
+      def targets
+        @timeline.targets
+      end
+
+      # @param m [Markup]
+      def render(m)
+        m.tag(:svg, class: "chart timeline", viewBox: "0 0 #{WIDTH} #{HEIGHT}", width: WIDTH, height: HEIGHT,
+                    role: "img", aria_labelledby: "#{@id}-title #{@id}-desc") do
+          m.tag(:title, @title, id: "#{@id}-title")
+          m.tag(:desc, @description, id: "#{@id}-desc")
+          @bands.each { |band| draw_band(m, band) }
+          draw_axes(m)
+          targets.each_with_index { |target, i| draw_series(m, target, i) }
+        end
+      end
+
+      private
+
+      def x_of(time)
+        span = @timeline.ends_at - @timeline.starts_at
+        (LEFT + ((time - @timeline.starts_at) / span * @plot_width)).clamp(LEFT, LEFT + @plot_width)
+      end
+
+      def y_of(rate)
+        TOP + ((1 - rate) * @plot_height)
+      end
+
+      def draw_band(m, band)
+        x = x_of(band.starts_at)
+        width = [x_of(band.ends_at) - x, MIN_BAND].max
+        m.tag(:rect, x: x.round(1), y: TOP, width: width.round(1), height: @plot_height, class: "band #{band.kind}",
+                     data_from: band.starts_at.utc.iso8601, data_to: band.ends_at.utc.iso8601) do
+          m.tag(:title, band.label)
+        end
+      end
+
+      def draw_axes(m)
+        m.tag(:g, class: "axis", aria_hidden: "true") do
+          [0, 0.25, 0.5, 0.75, 1].each do |rate|
+            y = y_of(rate).round(1)
+            m.tag(:line, x1: LEFT, x2: LEFT + @plot_width, y1: y, y2: y, class: rate.zero? ? "base" : "grid")
+            m.tag(:text, "#{(rate * 100).round}%", x: LEFT - 6, y: y, class: "y")
+          end
+          ticks.each do |time|
+            x = x_of(time).round(1)
+            m.tag(:line, x1: x, x2: x, y1: TOP + @plot_height, y2: TOP + @plot_height + 4, class: "base")
+            m.tag(:text, tick_label(time), x: x, y: HEIGHT - 14, class: "x")
+          end
+        end
+      end
+
+      # Bucket edges, about TICKS of them, the first and the last included.
+      def ticks
+        count = ((@timeline.ends_at - @timeline.starts_at) / @timeline.step).round
+        every = (count / TICKS.to_f).ceil.clamp(1, nil)
+        (0..count).step(every).map { |i| @timeline.starts_at + (i * @timeline.step) }
+      end
+
+      def tick_label(time)
+        time = time.utc
+        return time.strftime("%m-%d") if @timeline.step >= 86_400
+        return time.strftime("%H:%M") if @timeline.ends_at - @timeline.starts_at <= 86_400
+
+        time.strftime("%m-%d %H:%M")
+      end
+
+      def draw_series(m, target, index)
+        points = @timeline.points.select { |p| p.target == target }
+        m.tag(:g, class: "series c#{index}", data_target: target) do
+          m.tag(:title, target)
+          runs(points).each do |run|
+            next if run.size < 2
+
+            m.tag(:polyline, points: run.map { |p| "#{center(p).round(1)},#{y_of(p.rate).round(1)}" }.join(" "))
+          end
+          points.each { |point| draw_point(m, point) }
+        end
+      end
+
+      def draw_point(m, point)
+        m.tag(:circle, cx: center(point).round(1), cy: y_of(point.rate).round(1), r: 3,
+                       data_at: point.starts_at.utc.iso8601, data_attempts: point.attempts,
+                       data_failures: point.failures) do
+          m.tag(:title, "#{point.target}, #{point.starts_at.utc.strftime('%Y-%m-%d %H:%M')} UTC: " \
+                        "#{point.failures} of #{point.attempts} attempts failed " \
+                        "(#{format('%.1f%%', point.rate * 100)})")
+        end
+      end
+
+      def center(point)
+        x_of(point.starts_at + (@timeline.step / 2.0))
+      end
+
+      # Points in consecutive buckets: a line never crosses a bucket without attempts.
+      def runs(points)
+        points.slice_when { |a, b| b.starts_at - a.starts_at > @timeline.step }.to_a
+      end
+    end
+  end
+end
