@@ -92,6 +92,12 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     # The same report, but for its first line ("since" the minute each one started).
     expect(cli.lines.drop(1)).to eq(report.lines.drop(1))
     expect(cli.lines.first).to start_with("llm_failover report: llm_failover_attempts, since ")
+
+    page = File.join(@app, "tmp/llm_failover_report.html")
+    expect(rails("llm_failover:report", "SINCE=1d", "FORMAT=html")).to eq("llm_failover:report: wrote #{page}\n")
+    html = File.read(page)
+    expect(html).to include("<svg", "openai/gpt-4o", "anthropic/claude-sonnet-4-6")
+    expect(html).not_to include("<script")
   end
 
   it "migrates and runs the same jobs on PostgreSQL", skip: PostgresServer.missing_reason do
