@@ -40,7 +40,8 @@ ArSpec.describe "LlmFailover::Report#to_html" do
   # The rows under a title in the text report, cells split where columns are apart.
   def text_table(text, title)
     lines = text.split("\n\n").find { |block| block.start_with?("#{title}\n") }.lines.map(&:chomp)
-    lines.drop(3).map { |line| line.strip.split(/\s{2,}/) }
+    rows = lines.drop(3)
+    rows == ["(none)"] ? [] : rows.map { |line| line.strip.split(/\s{2,}/) }
   end
 
   it "parses as HTML5 without an error, with a title and light and dark styles" do
@@ -116,11 +117,34 @@ ArSpec.describe "LlmFailover::Report#to_html" do
     expect(circuits.map { |r| [Time.iso8601(r["data-from"]), Time.iso8601(r["data-to"])] })
       .to eq([[t0 + 900, t0 + 960]])
     expect(circuits.first.at_css("title").text).to include("openai/gpt-4o", "2 calls")
+    # An app that migrated before the circuit log: the same bands, and a word instead of its table.
+    missing = Class.new(LlmFailover::ActiveRecord::CircuitTransition) { self.table_name = "no_circuit_events" }
+    older = Nokogiri::HTML5(LlmFailover::Report.new(from: t0, to: t0 + 3600, circuit_events: missing).to_html)
+    expect(older.css("rect.band.circuit").map { |r| r["data-from"] }).to eq(circuits.map { |r| r["data-from"] })
+    expect(older.css("p.note").map(&:text)).to include(/no no_circuit_events table/)
     # Five minutes of an hour's axis.
     width = ->(r) { r["width"].to_f }
     plot = LlmFailover::Report::TimelineChart::WIDTH - LlmFailover::Report::TimelineChart::LEFT -
            LlmFailover::Report::TimelineChart::RIGHT
     expect(svg.css("rect.band.incident").map(&width)).to all(be_within(0.2).of(plot / 12.0))
+  end
+
+  it "shades the circuit log's open -> closed windows when it has any" do
+    [[850, "closed", "open", "threshold"], [910, "open", "half_open", "cooldown_elapsed"],
+     [911, "half_open", "open", "probe_failed"], [1000, "half_open", "closed", "success"],
+     [3000, "closed", "open", "retry_after"]].each do |offset, from, to, reason|
+      LlmFailover::ActiveRecord::CircuitTransition.create!(provider: "openai", model: "gpt-4o", from_state: from,
+                                                           to_state: to, reason: reason, occurred_at: t0 + offset)
+    end
+    svg = chart("Failure rate over time per provider and model")
+    bands = svg.css("rect.band.circuit").map do |r|
+      [Time.iso8601(r["data-from"]), Time.iso8601(r["data-to"]), r.at_css("title").text]
+    end
+    expect(bands.map { |b| b.first(2) }).to eq([[t0 + 850, t0 + 1000], [t0 + 3000, report.timeline.ends_at]])
+    expect(bands.map(&:last)).to match([include("closed", "1 failed probes, 2 calls routed around"),
+                                        include("still open", "0 calls routed around")])
+    expect(table(:circuit_windows)).to eq(text_table(report.to_s, LlmFailover::Report::Tables::TITLES[:circuit_windows]))
+    expect(table(:circuit_windows).size).to eq(2)
   end
 
   it "draws the failovers that saved a call, the error classes and the cache hits as bars of their counts" do

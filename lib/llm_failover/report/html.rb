@@ -90,6 +90,8 @@ module LlmFailover
 
       def table(m, name)
         data = @tables.public_send(name)
+        return m.tag(:p, "#{Tables::TITLES.fetch(name)}: #{data}", class: "note") if data.is_a?(Tables::Note)
+
         m.tag(:table, data_table: name) do
           m.tag(:caption, Tables::TITLES.fetch(name))
           m.tag(:thead) do
@@ -146,7 +148,9 @@ module LlmFailover
               m.tag(:p, "No attempt sent a request in this period.", class: "note")
             end
           end
-          m.tag(:div, class: "tables") { %i[failure_rates incident_windows open_circuits].each { |t| table(m, t) } }
+          m.tag(:div, class: "tables") do
+            %i[failure_rates incident_windows circuit_windows open_circuits].each { |name| table(m, name) }
+          end
           m.tag(:details) do
             m.tag(:summary, "Numbers per time bucket")
             table(m, :timeline)
@@ -170,13 +174,33 @@ module LlmFailover
         incidents + circuit_bands
       end
 
-      # Until circuit events are stored, a circuit was open at least from the first to the
-      # last call routed around it.
+      # The circuit log's open -> closed windows; without any (no log configured, or an
+      # app that migrated before its table), the span from the first to the last call
+      # routed around each open circuit: it was open at least that long.
       def circuit_bands
-        @report.open_circuits.map do |c|
-          TimelineChart::Band.new(kind: "circuit", starts_at: c.first_skip, ends_at: c.last_skip,
-                                  label: "Circuit open on #{c.provider}/#{c.model}: #{c.calls} calls routed around it")
-        end
+        @circuit_bands ||= if @report.circuit_windows.any?
+                             @report.circuit_windows.map { |w| circuit_window_band(w) }
+                           else
+                             @report.open_circuits.map { |c| skipped_calls_band(c) }
+                           end
+      end
+
+      def circuit_window_band(window)
+        opened = @tables.clock(window.opened_at)
+        state = window.closed_at ? "closed #{@tables.clock(window.closed_at)}" : "still open"
+        TimelineChart::Band.new(kind: "circuit", starts_at: window.opened_at,
+                                ends_at: window.closed_at || @report.timeline.ends_at,
+                                label: "Circuit of #{window.provider}/#{window.model} open #{opened}, #{state} " \
+                                       "(#{window.reason}; #{window.reopens} failed probes, " \
+                                       "#{window.routed_around} calls routed around)")
+      end
+
+      def skipped_calls_band(circuit)
+        first = @tables.clock(circuit.first_skip)
+        last = @tables.clock(circuit.last_skip)
+        TimelineChart::Band.new(kind: "circuit", starts_at: circuit.first_skip, ends_at: circuit.last_skip,
+                                label: "Circuit of #{circuit.provider}/#{circuit.model} open: #{circuit.calls} " \
+                                       "calls routed around it, #{first} to #{last}")
       end
 
       def saves(m)

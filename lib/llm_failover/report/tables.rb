@@ -84,7 +84,7 @@ module LlmFailover
       # @return [Table]
       def open_circuits
         Table.new(%w[provider model calls first_skip last_skip],
-                  @report.open_circuits.map { |c| [c.provider, c.model, c.calls, second(c.first_skip), second(c.last_skip)] })
+                  @report.open_circuits.map { |c| [c.provider, c.model, c.calls, clock(c.first_skip), clock(c.last_skip)] })
       end
 
       # @return [Table, Note] a note instead when there is no circuit events table
@@ -95,7 +95,7 @@ module LlmFailover
 
         Table.new(%w[provider model opened_at closed_at open_s reason reopens routed_around],
                   @report.circuit_windows.map { |w|
-                    [w.provider, w.model, second(w.opened_at), w.closed_at ? second(w.closed_at) : "(open)",
+                    [w.provider, w.model, clock(w.opened_at), w.closed_at ? clock(w.closed_at) : "(open)",
                      w.duration&.round(1), w.reason, w.reopens, w.routed_around]
                   })
       end
@@ -130,9 +130,8 @@ module LlmFailover
         "#{starts_at.strftime('%Y-%m-%d %H:%M')}-#{last}"
       end
 
-      private
-
-      def second(time)
+      # @return [String, nil] "2025-03-10 12:05:00"
+      def clock(time)
         time&.utc&.strftime("%Y-%m-%d %H:%M:%S")
       end
     end
