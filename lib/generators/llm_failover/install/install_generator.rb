@@ -3,6 +3,7 @@
 require "rails/generators"
 require "rails/generators/active_record"
 require "llm_failover/active_record/schema"
+require_relative "../create_once"
 
 module LlmFailover
   module Generators
@@ -19,6 +20,7 @@ module LlmFailover
     # Loaded only by Rails' generator lookup; nothing in lib/llm_failover requires it.
     class InstallGenerator < ::Rails::Generators::Base
       include ::ActiveRecord::Generators::Migration
+      include CreateOnce
 
       MIGRATION = "create_llm_failover_tables"
 
@@ -52,14 +54,6 @@ module LlmFailover
       end
 
       private
-
-      def create_once(source, path)
-        if File.exist?(File.join(destination_root, path))
-          say_status :skip, "#{path} (exists; see the README for what it needs)", :yellow
-        else
-          template "#{source}.tt", path
-        end
-      end
 
       def model_path(class_name)
         File.join("app/models", "#{class_name.underscore}.rb")

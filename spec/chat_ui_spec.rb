@@ -1,0 +1,140 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require_relative "support/chat_ui_app"
+require "capybara"
+require "capybara/rspec/matchers"
+
+# `rails g llm_failover:chat_ui` in the minimal Rails 7.2 app (spec/fixtures/rails_app,
+# copied to a temp dir), then the generated chat in headless Chromium: the app under
+# Puma (`bin/rails server`), ActionCable's async adapter, ChatAnswerJob on ActiveJob's
+# :async adapter, the providers two FakeProviders of this process. Each bin/rails
+# command boots the app in its own process, so these are tagged :rails_app (rake
+# sanitize leaves them out); the browser examples are also tagged :browser.
+RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
+  include Capybara::RSpecMatchers
+
+  screenshots = File.expand_path("../tmp/screenshots", __dir__)
+
+  # One app for the examples: each command boots Rails (seconds on a busy machine).
+  before(:context) do
+    @primary = LlmFailover::Testing::FakeProvider.start
+    @backup = LlmFailover::Testing::FakeProvider.start
+    @app = ChatUiApp.new
+    @app.rails!("generate", "llm_failover:install")
+    @app.rails!("db:migrate")
+    @refusal = @app.run("bin/rails", "generate", "llm_failover:chat_ui")
+    @before_refusal = @app.files
+    @app.add_action_cable_and_turbo
+    @generated = @app.rails!("generate", "llm_failover:chat_ui")
+    @files = @app.files
+    @again = @app.rails!("generate", "llm_failover:chat_ui")
+    @files_again = @app.files
+    @app.use_fake_providers(primary_url: @primary.base_url(:openai), backup_url: @backup.base_url(:anthropic))
+    @app.start_server
+  end
+
+  after(:context) do
+    @app&.stop
+    [@primary, @backup].compact.each(&:stop)
+  end
+
+  it "refuses an app without ActionCable and turbo-rails, then writes the chat once; Puma serves it" do
+    output, status = @refusal
+    expect(status).not_to be_success
+    expect(output).to include("nothing was written", 'require "action_cable/engine"', 'gem "turbo-rails"')
+    expect(@files.keys - @before_refusal.keys).to include(
+      "app/controllers/chats_controller.rb", "app/jobs/chat_answer_job.rb", "app/models/chat_turn.rb",
+      "app/views/chats/show.html.erb", "app/views/chats/_turn.html.erb", "app/views/layouts/chats.html.erb",
+      "config/cable.yml"
+    )
+    expect(@generated).to include("route")
+    expect(@again).to include("skip").and include("has the chat UI's routes")
+    expect(@files_again).to eq(@files)
+
+    turbo = @app.get("/chat_ui/turbo/turbo.min.js")
+    expect(turbo.code).to eq("200")
+    expect(turbo["content-type"]).to include("javascript")
+    expect(turbo.body).to include("turbo-cable-stream-source")
+    expect(@app.get("/chats").body).to include("New chat", "/chat_ui/turbo/turbo.min.js")
+  end
+
+  describe "in headless Chromium", :browser, skip: ChatUiBrowser.missing_reason do
+    before(:context) do
+      @session = ChatUiBrowser.session(@app.url)
+      FileUtils.mkdir_p(screenshots)
+    end
+
+    after(:context) { @session&.driver&.quit }
+
+    let(:page) { @session }
+    let(:wait) { 60 } # seconds a matcher waits for the page: Chromium shares 2 cores with others
+
+    # A new chat's page, with a recorder of every text the turns' answers showed (a
+    # MutationObserver sees each update Turbo applies, however briefly it stayed).
+    def open_new_chat
+      page.visit("/chats")
+      page.click_button("New chat")
+      expect(page).to have_css("turbo-cable-stream-source[connected]", visible: :all, wait: wait)
+      page.execute_script(<<~JS)
+        window.answers = []
+        new MutationObserver(() => {
+          const turn = document.querySelector("#turns .turn:last-child")
+          if (turn) window.answers.push([turn.className, turn.querySelector(".answer").textContent])
+        }).observe(document.getElementById("turns"), { childList: true, subtree: true, characterData: true })
+      JS
+    end
+
+    def ask(prompt)
+      page.fill_in("prompt", with: prompt)
+      page.click_button("Send")
+    end
+
+    def shown_answers
+      page.evaluate_script("window.answers").map(&:last)
+    end
+
+    it "shows the primary's words, clears them at the reset, then shows only the backup's answer" do
+      @primary.enqueue({ chunks: ["The ", "primary ", "was ", "saying"], chunk_delay: 0.3, cut_after: 3 })
+      @backup.enqueue({ chunks: ["Backup ", "answers ", "in full."], delay_first_token: 0.5, chunk_delay: 0.2 })
+      open_new_chat
+      ask("Where is the primary?")
+
+      turn = page.find("#turns .turn.complete", wait: wait)
+      expect(turn).to have_css(".answer", exact_text: "Backup answers in full.")
+      expect(turn).to have_css(".label", text: "Answered by anthropic/claude-sonnet-4-6 after 1 failed attempt")
+      expect(turn.all(".attempts li").map { |li| li.text.sub(/\s*\d+ ms\z/, "") })
+        .to eq(["openai/gpt-4o: StreamInterruptedError", "anthropic/claude-sonnet-4-6: answered"])
+      page.save_screenshot(File.join(screenshots, "chat_ui_failover.png"))
+
+      answers = shown_answers
+      primary_words = answers.rindex { |a| a.start_with?("The primary") }
+      backup_words = answers.index { |a| a.start_with?("Backup") }
+      expect(primary_words).not_to be_nil, "the primary's words never showed: #{answers.inspect}"
+      expect(backup_words).to be > primary_words
+      # Between them the reset emptied the answer; no state ever held both answers.
+      expect(answers[primary_words..backup_words]).to include("")
+      expect(answers).to all(satisfy { |a| !(a.include?("primary") && a.include?("Backup")) })
+    end
+
+    it "stops a slow answer with Stop and marks the partial answer stopped" do
+      words = %w[A slow answer that would take a long while to arrive in full]
+      @primary.enqueue({ chunks: words.map { |w| "#{w} " }, chunk_delay: 0.5 })
+      backup_requests = @backup.requests.size
+      open_new_chat
+      ask("Tell me slowly")
+
+      expect(page).to have_css("#turns .turn.streaming .answer", text: "A slow answer", wait: wait)
+      page.click_button("Stop")
+
+      turn = page.find("#turns .turn.cancelled", wait: wait)
+      expect(turn).to have_css(".label", text: "Stopped (openai/gpt-4o)")
+      expect(turn.find(".answer").text).to start_with("A slow answer")
+      expect(turn.find(".answer").text).not_to include("in full")
+      expect(turn).to have_css(".attempts li", text: "openai/gpt-4o: stopped")
+      expect(turn).to have_no_button("Stop")
+      page.save_screenshot(File.join(screenshots, "chat_ui_stop.png"))
+      expect(@backup.requests.size).to eq(backup_requests)
+    end
+  end
+end
