@@ -43,6 +43,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     output, status = @refusal
     expect(status).not_to be_success
     expect(output).to include("nothing was written", 'require "action_cable/engine"', 'gem "turbo-rails"')
+    expect(@before_refusal.keys).not_to include("app/controllers/chats_controller.rb", "config/cable.yml")
     expect(@files.keys - @before_refusal.keys).to include(
       "app/controllers/chats_controller.rb", "app/jobs/chat_answer_job.rb", "app/models/chat_turn.rb",
       "app/views/chats/show.html.erb", "app/views/chats/_turn.html.erb", "app/views/layouts/chats.html.erb",
