@@ -107,6 +107,95 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
     end
   end
 
+  # Each table's columns and indexes, whatever their order and index names (an upgrade
+  # appends columns; the first version named one index differently).
+  def shape(klass)
+    klass.connection_pool.with_connection do |c|
+      (c.tables - %w[schema_migrations ar_internal_metadata]).sort.to_h do |table|
+        columns = c.columns(table).map { |col| [col.name, col.sql_type, col.null, col.default] }.sort
+        indexes = c.indexes(table).map { |i| [Array(i.columns), i.unique] }.sort
+        [table, { columns: columns, indexes: indexes, foreign_keys: c.foreign_keys(table).map(&:to_table) }]
+      end
+    end
+  end
+
+  def upgrade_sources
+    Dir[File.join(dir, "db/migrate/*_upgrade_llm_failover_tables*.rb")].sort.map { |f| File.read(f) }
+  end
+
+  ArSpec::DATABASES.each do |db|
+    context "on #{db}, run again on an app that migrated the first version's tables",
+            skip: (db == :postgresql ? PostgresServer.missing_reason : nil) do
+      let(:first_version) { File.expand_path("../fixtures/migrations/20251101000000_create_llm_failover_tables.rb", __dir__) }
+
+      before do
+        FileUtils.mkdir_p(File.join(dir, "db/migrate"))
+        FileUtils.cp(first_version, File.join(dir, "db/migrate"))
+        GeneratorSpecMigrated.establish_connection(fresh_database(db, "upgraded"))
+      end
+
+      def migrate(source, class_name)
+        migration = Module.new.module_eval("#{source}\n#{class_name}", "migration.rb")
+        GeneratorSpecMigrated.connection_pool.with_connection { |c| migration.new.exec_migration(c, :up) }
+        GeneratorSpecMigrated.descendants.each(&:reset_column_information)
+      end
+
+      def chat_model
+        stub_const("UpgradeMessage", Class.new(GeneratorSpecMigrated) { self.table_name = "messages" })
+        stub_const("UpgradeChat", Class.new(GeneratorSpecMigrated) { self.table_name = "chats" })
+        UpgradeChat.acts_as_llm_chat(messages: :upgrade_messages, message_class: "UpgradeMessage", foreign_key: "chat_id")
+        UpgradeMessage.acts_as_llm_message(chat: :upgrade_chat, chat_class: "UpgradeChat", foreign_key: "chat_id")
+        UpgradeChat
+      end
+
+      it "writes an upgrade migration that adds what the app lacks, and nothing more when run once more" do
+        migrate(File.read(first_version), "CreateLlmFailoverTables")
+        chats = chat_model
+        chat = chats.create!(model: "gpt-4o", provider: "openai")
+        expect { chat.cancel! }.to raise_error(LlmFailover::ConfigurationError, /no cancel_requested_at column.*llm_failover:install/)
+
+        output = generate
+        expect(output).to match(/exist .*create_llm_failover_tables/)
+        expect(output).to match(%r{create  db/migrate/\d+_upgrade_llm_failover_tables\.rb})
+        upgrade = upgrade_sources.sole
+        expect(upgrade).to include("class UpgradeLlmFailoverTables < ActiveRecord::Migration[7.2]", "cancel_requested_at",
+                                   "idempotency_key", ":cached", ":cancelled", "create_table :llm_failover_circuit_events")
+        migrate(upgrade, "UpgradeLlmFailoverTables")
+        expect(shape(GeneratorSpecMigrated)).to eq(shape_of_created(db))
+        chat = chats.find(chat.id) # the app restarted after db:migrate
+        chat.cancel!
+        expect(chat.reload.cancel_requested_at).not_to be_nil
+
+        # Up to date now: a third run writes no migration.
+        expect(generate).not_to include("upgrade_llm_failover_tables")
+        expect(upgrade_sources.size).to eq(1)
+        # and the upgrade's steps are skipped where the database has them already
+        migrate(upgrade, "UpgradeLlmFailoverTables")
+        expect(shape(GeneratorSpecMigrated)).to eq(shape_of_created(db))
+      end
+
+      it "adds only what a later first migration lacked" do
+        # An app that installed when the attempts table had cached but nothing else new.
+        source = File.read(first_version)
+                     .sub("      t.string :provider_request_id\n",
+                          "      t.string :provider_request_id\n      t.boolean :cached, null: false, default: false\n")
+        File.write(Dir[File.join(dir, "db/migrate/*.rb")].sole, source)
+        migrate(source, "CreateLlmFailoverTables")
+        generate
+        upgrade = upgrade_sources.sole
+        expect(upgrade).not_to include(":cached")
+        expect(upgrade).to include(":cancelled", "cancel_requested_at")
+        migrate(upgrade, "UpgradeLlmFailoverTables")
+        expect(shape(GeneratorSpecMigrated)).to eq(shape_of_created(db))
+      end
+
+      def shape_of_created(db)
+        schema_from_create_tables(db)
+        shape(GeneratorSpecCreated)
+      end
+    end
+  end
+
   it "writes the models and the initializer, then leaves every file alone when run again" do
     output = generate
     expect(output).to include("create  app/models/chat.rb", "create  app/models/message.rb",

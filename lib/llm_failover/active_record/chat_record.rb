@@ -143,7 +143,8 @@ module LlmFailover
         return column if self.class.column_names.include?(column)
 
         raise ConfigurationError, "#{self.class.table_name} has no #{column} column for cancel! " \
-                                  "(add it: t.datetime :#{column})"
+                                  "(run `rails g llm_failover:install` again and migrate: it adds what an older " \
+                                  "migration lacks; or add it: t.datetime :#{column})"
       end
 
       def llm_read(name)

@@ -155,7 +155,8 @@ module LlmFailover
         return column if @klass.column_names.include?(column)
 
         raise ConfigurationError, "#{@klass.table_name} has no #{column} column for idempotency_key " \
-                                  "(add it: t.string :#{column}, and a unique index on the chat id and it)"
+                                  "(run `rails g llm_failover:install` again and migrate: it adds what an older " \
+                                  "migration lacks; or add it: t.string :#{column}, and a unique index on the chat id and it)"
       end
 
       def create(**attrs)

@@ -15,7 +15,11 @@ module LlmFailover
     # - app/models/chat.rb and message.rb (acts_as_llm_chat / acts_as_llm_message);
     # - config/initializers/llm_failover.rb: providers from credentials or ENV, the
     #   attempt log and the circuit log, the options commented.
-    # A file that exists is left alone, so running it again changes nothing.
+    # A file that exists is left alone. Run again on an app that migrated an older
+    # version's tables, it writes db/migrate/..._upgrade_llm_failover_tables.rb with
+    # what those migrations lack (columns, indexes, tables added since), each step
+    # guarded so that it does nothing where the database has it already; on an app
+    # that is up to date it changes nothing.
     #
     # Loaded only by Rails' generator lookup; nothing in lib/llm_failover requires it.
     class InstallGenerator < ::Rails::Generators::Base
@@ -23,6 +27,7 @@ module LlmFailover
       include CreateOnce
 
       MIGRATION = "create_llm_failover_tables"
+      UPGRADE = "upgrade_llm_failover_tables"
 
       source_root File.expand_path("templates", __dir__)
       desc "Creates the llm_failover migration, the chat and message models, and config/initializers/llm_failover.rb."
@@ -37,11 +42,19 @@ module LlmFailover
                                           desc: "Table CircuitLog writes and the report reads"
 
       def create_migration_file
-        if self.class.migration_exists?(File.expand_path(db_migrate_path, destination_root), MIGRATION)
-          say_status :exist, File.join(db_migrate_path, "..._#{MIGRATION}.rb"), :blue
+        dir = File.expand_path(db_migrate_path, destination_root)
+        unless self.class.migration_exists?(dir, MIGRATION)
+          migration_template "#{MIGRATION}.rb", File.join(db_migrate_path, "#{MIGRATION}.rb")
           return
         end
-        migration_template "#{MIGRATION}.rb", File.join(db_migrate_path, "#{MIGRATION}.rb")
+        say_status :exist, File.join(db_migrate_path, "..._#{MIGRATION}.rb"), :blue
+        @missing = missing_from(dir)
+        return if @missing.empty?
+
+        # A second upgrade (a later version's) needs a name of its own.
+        upgrades = self.class.migration_lookup_at(dir).grep(/\d+_#{UPGRADE}(_\d+)?\.rb$/).size
+        name = upgrades.zero? ? UPGRADE : "#{UPGRADE}_#{upgrades + 1}"
+        migration_template "#{UPGRADE}.rb", File.join(db_migrate_path, "#{name}.rb")
       end
 
       def create_models
@@ -54,6 +67,25 @@ module LlmFailover
       end
 
       private
+
+      # What the app's llm_failover migrations (the first and any upgrades) lack.
+      def missing_from(dir)
+        sources = self.class.migration_lookup_at(dir).grep(/\d+_(#{MIGRATION}|#{UPGRADE}(_\d+)?)\.rb$/)
+                      .map { |f| File.read(f) }.join("\n")
+        later_additions.reject { |_, mark| sources.match?(mark) }.keys
+      end
+
+      # What later versions added to the first migration: name => its mark in a
+      # migration's source. The upgrade template has a step for each.
+      def later_additions
+        { cancel_requested_at: /\bcancel_requested_at\b/, idempotency_key: /\bidempotency_key\b/,
+          cached: /:cached\b/, cancelled: /:cancelled\b/,
+          circuit_events: /create_table :#{Regexp.escape(circuit_events_table)}\b/ }
+      end
+
+      def missing?(name)
+        @missing.include?(name)
+      end
 
       def model_path(class_name)
         File.join("app/models", "#{class_name.underscore}.rb")
