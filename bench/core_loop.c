@@ -62,7 +62,8 @@ int core_loop_run(int argc, char **argv)
     lf_message msg = { "user", "Hello", 5 };
     lf_request_params params;
     lf_policy pol;
-    lf_listener l = { NULL, core_on_chunk, core_on_reset, core_on_attempt, core_wait };
+    lf_listener l = { .on_chunk = core_on_chunk, .on_reset = core_on_reset,
+                      .on_attempt = core_on_attempt, .wait = core_wait };
     lf_pool *pool;
     long n, i, warm;
     double t0 = 0, c0 = 0;

@@ -19,7 +19,7 @@ module LlmFailover
 
     # Engine listener (through Call): [route, failures] of each target, flat.
     def health(count)
-      entries = @config.state_store.admit(@targets.map { |t| self.class.key(t) }, @config.circuit_cooldown)
+      entries = @config.state_store.admit(@targets.map(&:circuit_key), @config.circuit_cooldown)
       flat = []
       entries.each_with_index do |(route, failures, change), i|
         flat << route << failures
@@ -35,18 +35,13 @@ module LlmFailover
     # @return [Boolean] whether the target's circuit is open now
     def report(target_index, success, error_class, hold)
       target = @targets[target_index]
-      open, change = @config.state_store.record(self.class.key(target), @config.circuit_threshold,
+      open, change = @config.state_store.record(target.circuit_key, @config.circuit_threshold,
                                                 @config.circuit_cooldown, success, hold, error_class&.name)
       announce(target, change, error_class) if change
       open
     rescue StandardError => e
       warn("state store failed (#{e.class}: #{e.message}); the attempt is not counted")
       false
-    end
-
-    # The store's name for a target.
-    def self.key(target)
-      "#{target.name}:#{target.model}"
     end
 
     private

@@ -100,7 +100,7 @@ module LlmFailover
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
       engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }.freeze
-      @per_model[model] = Target.new(model, self, engine).freeze
+      @per_model[model] = Target.build(model, self, engine)
     end
 
     def fail!(message)

@@ -5,7 +5,13 @@ module LlmFailover
   # the engine's description of it (ProviderConfig#engine_target). Built and frozen
   # once per provider and model (ProviderConfig#target).
   # @api private
-  Target = Struct.new(:model, :provider, :engine) do
+  Target = Struct.new(:model, :provider, :engine, :circuit_key) do
+    # @return [Target] frozen, with its state-store key made once (CircuitBreaker.key
+    #   built a String per target on every call)
+    def self.build(model, provider, engine)
+      new(model, provider, engine, "#{provider.name}:#{model}".freeze).freeze
+    end
+
     # @return [Symbol] the configured provider name
     def name
       provider.name
