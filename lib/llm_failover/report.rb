@@ -255,7 +255,8 @@ module LlmFailover
     # had any, in time order; the +limit+ worst when there are more.
     # @return [Array<Window>]
     def incident_windows(limit: 20)
-      query do
+      @incident_windows ||= {}
+      @incident_windows[limit] ||= query do
         buckets = failed.pluck(:started_at, :provider, :error_class).group_by do |started_at, _, _|
           t = started_at.to_i
           Time.at(t - (t % BUCKET_SECONDS)).utc
@@ -299,26 +300,22 @@ module LlmFailover
     # target in equal time buckets over the period: from +from+ (or the first attempt)
     # to +to+ (or now), buckets aligned on the epoch.
     # @param buckets [Integer] at most about this many buckets
-    # @return [Timeline, nil] nil when the period has no attempt
+    # @return [Timeline, nil] nil without +from+ when there is no attempt at all
     def timeline(buckets: 60)
-      @timeline ||= query do
+      @timeline ||= {}
+      return @timeline[buckets] if @timeline.key?(buckets)
+
+      @timeline[buckets] = query do
         first = @from || scope.minimum(:started_at)
-        next nil if first.nil? || summary[:attempts].zero?
+        next nil if first.nil?
 
         last = @to || Time.now
         span = [last - first, 1].max
         step = TIMELINE_STEPS.find { |s| span / s <= buckets } || (span / buckets / 86_400.0).ceil * 86_400
         start = Time.at(first.to_i - (first.to_i % step)).utc
         count = ((last - start) / step).ceil.clamp(1, nil)
-        bucket = bucket_of_started_at(start, step, count)
-        attempts = provider_attempts.group(bucket, :provider, :model).count
-        failures = failed.group(bucket, :provider, :model).count
-        points = attempts.map do |(index, provider, model), n|
-          TimelinePoint.new(starts_at: start + (index.to_i * step), provider: provider, model: model, attempts: n,
-                            failures: failures.fetch([index, provider, model], 0))
-        end
         Timeline.new(starts_at: start, ends_at: start + (count * step), step: step,
-                     points: points.sort_by { |p| [p.starts_at, p.provider.to_s, p.model.to_s] })
+                     points: timeline_points(start, step, count))
       end
     end
 
@@ -380,16 +377,34 @@ module LlmFailover
       not_skipped(cached_column? ? scope.where(cached: false) : scope)
     end
 
-    # SQL for the index of a row's bucket: CASE WHEN started_at < edge1 THEN 0 ... END.
-    # Comparisons rather than epoch arithmetic: every database has them, and the times
-    # are quoted as ActiveRecord stores them.
-    def bucket_of_started_at(start, step, count)
-      return Arel.sql("0") if count == 1
+    # @return [Array<TimelinePoint>] in time order, then by target
+    def timeline_points(start, step, count)
+      # One bucket needs no bucket column (and a constant would be read as GROUP BY's
+      # column number).
+      columns = count == 1 ? %i[provider model] : [bucket_of_started_at(start, step, 0, count - 1), :provider, :model]
+      attempts = provider_attempts.group(*columns).count
+      failures = failed.group(*columns).count
+      attempts.map do |key, n|
+        index, provider, model = count == 1 ? [0, *key] : key
+        TimelinePoint.new(starts_at: start + (index.to_i * step), provider: provider, model: model, attempts: n,
+                          failures: failures.fetch(key, 0))
+      end.sort_by { |p| [p.starts_at, p.provider.to_s, p.model.to_s] }
+    end
 
-      column = @model.arel_table[:started_at]
-      node = Arel::Nodes::Case.new
-      (1...count).each { |i| node.when(column.lt(start + (i * step))).then(i - 1) }
-      node.else(count - 1)
+    # SQL for the index of a row's bucket among buckets +first+..+last+: CASE WHEN
+    # started_at < (the middle bucket's start) THEN (the lower half) ELSE (the upper
+    # half) END, nested. Comparisons rather than epoch arithmetic: every database has
+    # them, and the times are quoted as ActiveRecord stores them. Halving rather than
+    # one WHEN per bucket: a row takes ~6 comparisons instead of up to 60 (on 200k rows
+    # in SQLite the GROUP BY took 0.42 s against 1.0 s, and 0.37 s without a bucket).
+    def bucket_of_started_at(start, step, first, last)
+      return Arel::Nodes.build_quoted(first) if first == last
+
+      middle = (first + last + 1) / 2
+      Arel::Nodes::Case.new
+                       .when(@model.arel_table[:started_at].lt(start + (middle * step)))
+                       .then(bucket_of_started_at(start, step, first, middle - 1))
+                       .else(bucket_of_started_at(start, step, middle, last))
     end
 
     # NULL error classes (successes) included: SQL's NOT leaves them out.

@@ -108,6 +108,16 @@ ArSpec.describe "LlmFailover::Report#to_html" do
     expect(page.css("ul.legend li").map(&:text)).to include("openai/gpt-4o", "incident window", "circuit open")
   end
 
+  it "sizes the buckets to the period, down to a single one" do
+    day = LlmFailover::Report.new(from: t0 - 86_400, to: t0 + 3600).timeline
+    expect([day.step, day.starts_at, day.ends_at]).to eq([1800, t0 - 86_400, t0 + 3600])
+    expect(day.points.map { |p| [p.target, p.starts_at, p.attempts, p.failures] })
+      .to eq([["anthropic/claude-sonnet-4-6", t0, 4, 1], ["openai/gpt-4o", t0, 6, 4], ["openai/gpt-4o-mini", t0, 1, 0]])
+    minute = LlmFailover::Report.new(from: t0 + 60, to: t0 + 120).timeline
+    expect([minute.step, minute.starts_at, minute.ends_at]).to eq([60, t0 + 60, t0 + 120])
+    expect(minute.points.map { |p| [p.target, p.attempts, p.failures] }).to eq([["openai/gpt-4o", 2, 1]])
+  end
+
   it "shades the incident windows and the circuit opening on the time axis" do
     svg = chart("Failure rate over time per provider and model")
     incidents = svg.css("rect.band.incident").map { |r| [Time.iso8601(r["data-from"]), Time.iso8601(r["data-to"])] }
