@@ -18,7 +18,7 @@ module LlmFailover
       BAR = 22
       GAP = 10
       CHAR = 7.2 # px per character of a label at the chart's font size (an estimate)
-      MAX_LABEL = 36 # characters shown; the whole label is in the bar's <title>
+      MAX_LABEL = 48 # characters shown; the whole label is in the bar's <title>
 
       # @param id [String] unique in the page (the <title> and <desc> ids)
       # @param title [String] the chart's accessible name

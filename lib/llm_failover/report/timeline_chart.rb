@@ -18,6 +18,9 @@ module LlmFailover
       BOTTOM = 36
       TICKS = 6
       MIN_BAND = 2 # px: a 5-minute window on a week's axis is still seen
+      # The top of the rate axis: the first that holds the highest rate, so that a day
+      # of 2% failures is not a flat line at the bottom.
+      SCALES = [0.1, 0.2, 0.5, 1.0].freeze
 
       # @param id [String] unique in the page
       # @param timeline [Timeline]
@@ -30,7 +33,12 @@ module LlmFailover
         @bands = bands
         @plot_width = WIDTH - LEFT - RIGHT
         @plot_height = HEIGHT - TOP - BOTTOM
+        highest = timeline.points.map(&:rate).max || 0
+        @scale = SCALES.find { |top| highest <= top }
       end
+
+      # @return [Float] the rate at the top of the axis
+      attr_reader :scale
 
       # @return [Array<String>] the targets in their colour order (CSS class c0, c1, ...)
       def targets
@@ -42,7 +50,7 @@ module LlmFailover
         m.tag(:svg, class: "chart timeline", viewBox: "0 0 #{WIDTH} #{HEIGHT}", width: WIDTH, height: HEIGHT,
                     role: "img", aria_labelledby: "#{@id}-title #{@id}-desc") do
           m.tag(:title, @title, id: "#{@id}-title")
-          m.tag(:desc, @description, id: "#{@id}-desc")
+          m.tag(:desc, "#{@description} The rate axis ends at #{format('%g%%', @scale * 100)}.", id: "#{@id}-desc")
           @bands.each { |band| draw_band(m, band) }
           draw_axes(m)
           targets.each_with_index { |target, i| draw_series(m, target, i) }
@@ -57,7 +65,7 @@ module LlmFailover
       end
 
       def y_of(rate)
-        TOP + ((1 - rate) * @plot_height)
+        TOP + ((1 - (rate / @scale)) * @plot_height)
       end
 
       def draw_band(m, band)
@@ -71,10 +79,10 @@ module LlmFailover
 
       def draw_axes(m)
         m.tag(:g, class: "axis", aria_hidden: "true") do
-          [0, 0.25, 0.5, 0.75, 1].each do |rate|
-            y = y_of(rate).round(1)
-            m.tag(:line, x1: LEFT, x2: LEFT + @plot_width, y1: y, y2: y, class: rate.zero? ? "base" : "grid")
-            m.tag(:text, "#{(rate * 100).round}%", x: LEFT - 6, y: y, class: "y")
+          [0, 0.25, 0.5, 0.75, 1].each do |fraction|
+            y = y_of(fraction * @scale).round(1)
+            m.tag(:line, x1: LEFT, x2: LEFT + @plot_width, y1: y, y2: y, class: fraction.zero? ? "base" : "grid")
+            m.tag(:text, format("%g%%", fraction * @scale * 100), x: LEFT - 6, y: y, class: "y")
           end
           ticks.each do |time|
             x = x_of(time).round(1)
