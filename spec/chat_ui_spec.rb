@@ -57,7 +57,10 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     expect(turbo.code).to eq("200")
     expect(turbo["content-type"]).to include("javascript")
     expect(turbo.body).to include("turbo-cable-stream-source")
-    expect(@app.get("/chats").body).to include("New chat", "/chat_ui/turbo/turbo.min.js")
+    page = @app.get("/chats").body
+    expect(page).to include("New chat", "/chat_ui/turbo/turbo.min.js")
+    # Offline: every script and stylesheet comes from the app itself.
+    expect(page.scan(/(?:src|href)="([^"]*)"/).flatten).to all(start_with("/"))
   end
 
   describe "in headless Chromium", :browser, skip: ChatUiBrowser.missing_reason do
@@ -116,6 +119,23 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       # Between them the reset emptied the answer; no state ever held both answers.
       expect(answers[primary_words..backup_words]).to include("")
       expect(answers).to all(satisfy { |a| !(a.include?("primary") && a.include?("Backup")) })
+    end
+
+    it "drops an update of a turn that arrives after a newer one (ActionCable swapped them)" do
+      open_new_chat
+      stream = lambda do |seq, text|
+        page.execute_script(<<~JS)
+          document.body.insertAdjacentHTML("beforeend", `<turbo-stream action="append" target="turns"><template>
+            <article id="turn_swapped" class="turn streaming" data-seq="#{seq}"><div class="answer">#{text}</div></article>
+          </template></turbo-stream>`)
+        JS
+      end
+      stream.call(2, "newer")
+      expect(page).to have_css("#turn_swapped .answer", exact_text: "newer", wait: wait)
+      stream.call(1, "older")
+      stream.call(3, "newest")
+      expect(page).to have_css("#turn_swapped .answer", exact_text: "newest", wait: wait)
+      expect(shown_answers).to eq(%w[newer newest])
     end
 
     it "stops a slow answer with Stop and marks the partial answer stopped" do
