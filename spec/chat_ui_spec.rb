@@ -22,7 +22,6 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     @backup = LlmFailover::Testing::FakeProvider.start
     @app = ChatUiApp.new
     @app.rails!("generate", "llm_failover:install")
-    @app.rails!("db:migrate")
     @refusal = @app.run("bin/rails", "generate", "llm_failover:chat_ui")
     @before_refusal = @app.files
     @app.add_action_cable_and_turbo
@@ -30,6 +29,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     @files = @app.files
     @again = @app.rails!("generate", "llm_failover:chat_ui")
     @files_again = @app.files
+    @app.rails!("db:migrate")
     @app.use_fake_providers(primary_url: @primary.base_url(:openai), backup_url: @backup.base_url(:anthropic))
     @app.start_server
   end
@@ -49,8 +49,9 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       "app/views/chats/show.html.erb", "app/views/chats/_turn.html.erb", "app/views/layouts/chats.html.erb",
       "config/cable.yml"
     )
+    expect(@files.keys - @before_refusal.keys).to include(a_string_matching(%r{\Adb/migrate/\d+_add_request_id_to_messages\.rb\z}))
     expect(@generated).to include("route")
-    expect(@again).to include("skip").and include("has the chat UI's routes")
+    expect(@again).to include("skip", "has the chat UI's routes").and match(/exist.*add_request_id_to_messages/)
     expect(@files_again).to eq(@files)
 
     turbo = @app.get("/chat_ui/turbo/turbo.min.js")
@@ -98,17 +99,20 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       page.evaluate_script("window.answers").map(&:last)
     end
 
+    def expect_failover_turn(turn)
+      expect(turn).to have_css(".answer", exact_text: "Backup answers in full.")
+      expect(turn).to have_css(".label", text: "Answered by anthropic/claude-sonnet-4-6 after 1 failed attempt")
+      expect(turn.all(".attempts li").map { |li| li.text.sub(/\s*\d+ ms\z/, "") })
+        .to eq(["openai/gpt-4o: StreamInterruptedError", "anthropic/claude-sonnet-4-6: answered"])
+    end
+
     it "shows the primary's words, clears them at the reset, then shows only the backup's answer" do
       @primary.enqueue({ chunks: ["The ", "primary ", "was ", "saying"], chunk_delay: 0.3, cut_after: 3 })
       @backup.enqueue({ chunks: ["Backup ", "answers ", "in full."], delay_first_token: 0.5, chunk_delay: 0.2 })
       open_new_chat
       ask("Where is the primary?")
 
-      turn = page.find("#turns .turn.complete", wait: wait)
-      expect(turn).to have_css(".answer", exact_text: "Backup answers in full.")
-      expect(turn).to have_css(".label", text: "Answered by anthropic/claude-sonnet-4-6 after 1 failed attempt")
-      expect(turn.all(".attempts li").map { |li| li.text.sub(/\s*\d+ ms\z/, "") })
-        .to eq(["openai/gpt-4o: StreamInterruptedError", "anthropic/claude-sonnet-4-6: answered"])
+      expect_failover_turn(page.find("#turns .turn.complete", wait: wait))
       page.save_screenshot(File.join(screenshots, "chat_ui_failover.png"))
 
       answers = shown_answers
@@ -119,6 +123,10 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       # Between them the reset emptied the answer; no state ever held both answers.
       expect(answers[primary_words..backup_words]).to include("")
       expect(answers).to all(satisfy { |a| !(a.include?("primary") && a.include?("Backup")) })
+
+      # A reload shows the same turn, its attempts from the attempt log.
+      page.refresh
+      expect_failover_turn(page.find("#turns .turn.complete", wait: wait))
     end
 
     it "drops an update of a turn that arrives after a newer one (ActionCable swapped them)" do

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "rails/generators"
+require "rails/generators/active_record"
 require_relative "../create_once"
 
 module LlmFailover
@@ -9,7 +10,8 @@ module LlmFailover
     # llm_failover:install: a page per chat, a form, and ChatAnswerJob, which calls
     # chat.ask and re-renders the answer over Turbo Streams at every chunk. A reset
     # chunk empties the answer on the page before the backup's first words; Stop calls
-    # chat.cancel!; the attempts of the last turn show under its answer.
+    # chat.cancel!; the attempts of the last turn show under its answer (a migration
+    # adds messages.request_id, which finds them in the attempt log after a reload).
     #
     # Turbo's JavaScript is the file turbo-rails ships, served from the gem by a
     # Rack::Files mount: no asset pipeline, Node or CDN. A file that exists is left
@@ -17,11 +19,13 @@ module LlmFailover
     #
     # Loaded only by Rails' generator lookup; nothing in lib/llm_failover requires it.
     class ChatUiGenerator < ::Rails::Generators::Base
+      include ::ActiveRecord::Generators::Migration
       include CreateOnce
 
       # Where the layout loads Turbo from (the route this generator adds).
       TURBO_PATH = "/chat_ui/turbo"
       ROUTES_MARK = "# llm_failover chat UI"
+      MIGRATION = "add_request_id_to_messages"
 
       source_root File.expand_path("templates", __dir__)
       desc "Adds a chat page (Turbo Streams, reset on failover, Stop) over the Chat model of llm_failover:install."
@@ -42,6 +46,10 @@ module LlmFailover
 
         raise Thor::Error, "llm_failover:chat_ui needs what this app does not load yet; nothing was written.\n" \
                            "#{missing.map { |m| "  - #{m}" }.join("\n")}\nThen run the generator again."
+      end
+
+      def create_migration_file
+        create_migration_once(MIGRATION)
       end
 
       def create_app_files

@@ -133,10 +133,6 @@ module LlmFailover
       def index_name(table, what)
         LlmFailover::ActiveRecord::Schema.index_name(table, what)
       end
-
-      def migration_version
-        "[#{::ActiveRecord::VERSION::MAJOR}.#{::ActiveRecord::VERSION::MINOR}]"
-      end
     end
   end
 end
