@@ -108,7 +108,8 @@ static VALUE lf_engine_cleanup(VALUE arg)
  *     circuit)
  *   @param listener [#on_chunk, #on_reset, #on_attempt] on_chunk(text, target)
  *     per streamed delta; on_reset before a backup answers after text was
- *     delivered; on_attempt(Hash of :attempt, :target, :success, :error_class,
+ *     delivered; on_interrupt (optional) after a wait an interrupt cut short
+ *     (Thread#wakeup, a signal, a timer tick), where raising stops the call; on_attempt(Hash of :attempt, :target, :success, :error_class,
  *     :error_message, :phase, :http_status, :failover_eligible, :retry_after,
  *     :latency_ms, :first_token_ms, :input_tokens, :output_tokens, :started_at,
  *     :provider_request_id, :skipped) per HTTP attempt, and per target left out

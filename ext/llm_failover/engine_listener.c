@@ -16,7 +16,8 @@
 
 #include "lf_banned.h"
 
-static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_circuit_health, lf_id_circuit_report;
+static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_on_interrupt, lf_id_circuit_health,
+    lf_id_circuit_report;
 static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_sym_model,
     lf_sym_finish_reason, lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id,
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
@@ -303,10 +304,16 @@ static VALUE lf_check_ints(VALUE unused)
     return Qnil;
 }
 
+static VALUE lf_call_on_interrupt(VALUE listener)
+{
+    return rb_funcall(listener, lf_id_on_interrupt, 0);
+}
+
 static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
 {
     lf_ruby_listener *rl = ud;
     lf_wait_args w = { rl, multi, timeout_ms };
+    int interrupted;
 
     rl->woken = 0;
     /* INTR_FAIL (what rb_thread_call_without_gvl2 passes) never raises: it
@@ -316,10 +323,17 @@ static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
      * without the flag Ruby 3.1 starts and joins a helper thread on every
      * wait made from the main thread (measured: 22 us each, bench/README.md). */
     rb_nogvl(lf_wait_nogvl, &w, lf_wait_ubf, &w, RB_NOGVL_INTR_FAIL | RB_NOGVL_UBF_ASYNC_SAFE);
+    /* Woken by the unblocking function, or an interrupt came while the GVL
+     * was being taken back or before the wait began (then it never blocked):
+     * read before the interrupts are run, which clears the flag. */
+    interrupted = rl->woken || rb_thread_interrupted(rb_thread_current());
     /* Run pending interrupts now, under protection: a Thread#kill or an
      * exception from a signal handler stops the call, a signal handler
      * that returns normally lets it go on. */
     rb_protect(lf_check_ints, Qnil, &rl->state);
+    /* Then the listener may stop the call by raising (Chat#cancel! wakes
+     * the thread with Thread#wakeup; timer ticks make false alarms). */
+    if (!rl->state && interrupted && rl->on_interrupt) rb_protect(lf_call_on_interrupt, rl->listener, &rl->state);
     return rl->state != 0;
 }
 
@@ -340,6 +354,7 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
     rl->listener = listener;
     rl->state = 0;
     rl->woken = 0;
+    rl->on_interrupt = rb_respond_to(listener, lf_id_on_interrupt);
     rl->stopped_attempt = Qnil;
     l->ud = rl;
     l->on_chunk = lf_rl_on_chunk;
@@ -442,6 +457,7 @@ void lf_init_engine_listener(void)
     lf_id_on_chunk = rb_intern("on_chunk");
     lf_id_on_reset = rb_intern("on_reset");
     lf_id_on_attempt = rb_intern("on_attempt");
+    lf_id_on_interrupt = rb_intern("on_interrupt");
     lf_id_circuit_health = rb_intern("circuit_health");
     lf_id_circuit_report = rb_intern("circuit_report");
 }

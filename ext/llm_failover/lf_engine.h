@@ -34,6 +34,7 @@ typedef struct lf_ruby_listener {
     VALUE listener;
     int state;           /* rb_protect state of an exception to re-raise, or 0 */
     volatile int woken;  /* set by the unblocking function */
+    int on_interrupt;    /* the listener has on_interrupt */
     lf_fiber_wait fiber; /* the calling fiber's scheduler, when it has one */
     VALUE stopped_attempt; /* the record of the attempt a stashed exception cut, or Qnil */
 } lf_ruby_listener;

@@ -4,27 +4,26 @@ module LlmFailover
   # Stops one running call from another thread (Chat#cancel!) or another process
   # (a chat record's cancel_requested_at column, polled by a watcher thread).
   #
-  # How it stops the engine: Thread#raise of Signal into the calling thread, the path
-  # Thread#kill and Timeout already take. Waiting in the engine, the thread is woken
-  # by the engine's unblocking function (it interrupts even a provider that sends
-  # nothing), the transfer is aborted and the Signal comes back out of Engine#run once
-  # libcurl is done. The Signal is deferred (Thread.handle_interrupt) while Ruby code
-  # runs inside the call: the store, the sinks and the user's block are never cut in
-  # the middle; it is raised when that code returns to the engine.
+  # How it stops the engine: #cancel! sets a flag and wakes the calling thread
+  # (Thread#wakeup). Waiting in the engine, the thread is woken through the engine's
+  # unblocking function (it interrupts even a provider that sends nothing); the
+  # engine then asks its listener (on_interrupt), which raises Signal, the transfer
+  # is aborted and the Signal comes back out of Engine#run once libcurl is done.
+  # Running Ruby code inside the call (the store, the sinks, the user's block), the
+  # thread is never cut: the flag is read when that code returns to the engine.
+  # Nothing is raised into the thread from outside, so no interrupt mask is needed
+  # (Thread.handle_interrupt, ~4k instructions each, cost ~16k per call and ~4k per
+  # streamed chunk: bench/README.md).
   #
-  # Under a Fiber scheduler the thread runs other fibers too, so nothing is raised
-  # into it: the call stops at the next delta it receives.
+  # Under a Fiber scheduler the thread runs other fibers too, so it is not woken:
+  # the call stops at the next delta it receives.
   #
   # @api private: Chat builds one per call
   class Cancellation
-    # Raised into the calling thread, rescued in Engine#run's wrapper: never seen by
-    # the caller. An Exception, not a StandardError, so that a `rescue => e` in a
+    # Raised inside the call (from the engine's listener), rescued in #run: never seen
+    # by the caller. An Exception, not a StandardError, so that a `rescue => e` in a
     # store or a block cannot swallow it.
     class Signal < Exception; end # rubocop:disable Lint/InheritException
-
-    DEFER = { Signal => :never }.freeze
-    DELIVER = { Signal => :immediate }.freeze
-    private_constant :DEFER, :DELIVER
 
     # @param check [#call, nil] polled every +interval+ seconds while the call runs;
     #   truthy cancels it (another process's cancel!)
@@ -34,7 +33,6 @@ module LlmFailover
       @lock = Mutex.new
       @requested = false
       @thread = nil
-      @raised = false
       @finished = false
       @wake = nil # made by start_watcher: only a cancel check needs one
     end
@@ -44,7 +42,8 @@ module LlmFailover
     def cancel!
       @lock.synchronize do
         @requested = true
-        interrupt
+        # Under the GVL an attached thread is alive (killed, it detaches in #run's ensure).
+        @thread.wakeup if @thread&.alive?
       end
       self
     end
@@ -59,16 +58,15 @@ module LlmFailover
     def run(engine, request, listener)
       guard = Listener.new(listener, self)
       watcher = start_watcher if @check
-      Thread.handle_interrupt(DEFER) do
-        attach
-        begin
-          Thread.handle_interrupt(DELIVER) { engine.run(request, guard) }
-        rescue Signal
-          guard.cancelled_result
-        ensure
-          drain if detach
-          stop_watcher(watcher)
-        end
+      attach
+      begin
+        raise_if_requested
+        engine.run(request, guard)
+      rescue Signal
+        guard.cancelled_result
+      ensure
+        detach
+        stop_watcher(watcher)
       end
     end
 
@@ -82,33 +80,11 @@ module LlmFailover
     def attach
       @lock.synchronize do
         @thread = Fiber.respond_to?(:scheduler) && Fiber.scheduler ? nil : Thread.current
-        @raised = false
-        interrupt if @requested
       end
     end
 
-    # @return [Boolean] a Signal was raised into this thread and may still be pending
     def detach
-      @lock.synchronize do
-        @thread = nil
-        @raised
-      end
-    end
-
-    # Under @lock.
-    def interrupt
-      return if @thread.nil? || @raised
-
-      @raised = true
-      @thread.raise(Signal)
-    end
-
-    # A Signal raised after the engine returned is still pending: take it here, where
-    # it is expected, instead of at the end of the deferring block.
-    def drain
-      Thread.handle_interrupt(DELIVER) { Thread.pass }
-    rescue Signal
-      nil
+      @lock.synchronize { @thread = nil }
     end
 
     # Polls the check until the call ends. It is stopped by a flag, never killed: a
@@ -156,8 +132,10 @@ module LlmFailover
       watcher.join
     end
 
-    # The engine's listener, wrapped: every callback runs with the Signal deferred,
-    # and remembers what a cancelled result needs (target, partial text, attempt start).
+    # The engine's listener, wrapped: after every callback it reads the flag (a
+    # cancel! that came while Ruby code ran stops the call as soon as that code is
+    # done), and it remembers what a cancelled result needs (target, partial text,
+    # attempt start).
     class Listener
       def initialize(listener, cancellation)
         @listener = listener
@@ -172,29 +150,42 @@ module LlmFailover
         @cancellation.raise_if_requested
         @target = target
         @partial << text
-        Thread.handle_interrupt(DEFER) { @listener.on_chunk(text, target) }
+        @listener.on_chunk(text, target)
+        @cancellation.raise_if_requested
       end
 
       def on_reset
         @cancellation.raise_if_requested
         @partial = +""
         @target = 1
-        Thread.handle_interrupt(DEFER) { @listener.on_reset }
+        @listener.on_reset
+        @cancellation.raise_if_requested
       end
 
       def on_attempt(attempt)
         @attempts += 1
         attempt_started
-        Thread.handle_interrupt(DEFER) { @listener.on_attempt(attempt) }
+        @listener.on_attempt(attempt)
+        # The attempt a Signal (or anything else) cut comes while that exception unwinds.
+        @cancellation.raise_if_requested unless attempt.key?(:stopped_by)
       end
 
-      # The circuit breaker's callbacks (Engine#run with :circuit), deferred too.
+      # The engine's wait was cut short: #cancel! wakes the thread.
+      def on_interrupt
+        @cancellation.raise_if_requested
+      end
+
+      # The circuit breaker's callbacks (Engine#run with :circuit).
       def circuit_health(count)
-        Thread.handle_interrupt(DEFER) { @listener.circuit_health(count) }
+        health = @listener.circuit_health(count)
+        @cancellation.raise_if_requested
+        health
       end
 
       def circuit_report(target_index, success, error_class, hold)
-        Thread.handle_interrupt(DEFER) { @listener.circuit_report(target_index, success, error_class, hold) }
+        open = @listener.circuit_report(target_index, success, error_class, hold)
+        @cancellation.raise_if_requested
+        open
       end
 
       # @return [Hash] the engine's result shape for a call stopped by cancel!
