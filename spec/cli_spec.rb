@@ -250,7 +250,7 @@ RSpec.describe "exe/llm_failover" do
       if File.exist?(File.join(root, "lib/llm_failover/report/cli.rb"))
         expect(err).not_to include("needs the ActiveRecord integration")
         expect(code).to eq(0), err
-        expect(out).not_to be_empty
+        expect(out).to include("--since DURATION", "--html PATH")
       else
         expect([out, code]).to eq(["", 2])
         expect(err).to start_with("llm_failover report: report needs the ActiveRecord integration")

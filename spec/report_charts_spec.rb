@@ -8,9 +8,9 @@ require "llm_failover/report"
 RSpec.describe LlmFailover::Report::TimelineChart do
   let(:t0) { Time.utc(2025, 3, 10, 12, 0, 0) }
 
-  def svg_of(rates)
+  def svg_of(rates, model: ->(_) { "gpt-4o" })
     points = rates.each_with_index.map do |(failures, attempts), i|
-      LlmFailover::Report::TimelinePoint.new(starts_at: t0 + (i * 60), provider: "openai", model: "gpt-4o",
+      LlmFailover::Report::TimelinePoint.new(starts_at: t0 + (i * 60), provider: "openai", model: model.call(i),
                                              attempts: attempts, failures: failures)
     end
     timeline = LlmFailover::Report::Timeline.new(starts_at: t0, ends_at: t0 + (rates.size * 60), step: 60,
@@ -32,5 +32,12 @@ RSpec.describe LlmFailover::Report::TimelineChart do
     expect(svg_of([[1, 4]]).css("text.y").map(&:text).last).to eq("50%")
     expect(svg_of([[1, 1]]).css("text.y").map(&:text).last).to eq("100%")
     expect(svg_of([[0, 5]]).css("text.y").map(&:text).last).to eq("10%")
+  end
+
+  it "gives each target a colour the stylesheet has, reusing them past eight" do
+    svg = svg_of(Array.new(10) { [1, 2] }, model: ->(i) { "m#{i}" })
+    colors = svg.css("g.series").map { |g| g["class"].split.last }
+    expect(colors).to eq(%w[c0 c1 c2 c3 c4 c5 c6 c7 c0 c1])
+    expect(colors.uniq).to all(satisfy { |c| LlmFailover::Report::Html::STYLESHEET.include?(".#{c} { --c: var(--#{c}); }") })
   end
 end

@@ -142,7 +142,7 @@ module LlmFailover
           m.tag(:figure, class: "wide") do
             if chart
               chart.render(m)
-              legend(m, chart.targets.each_with_index.map { |t, i| [t, "c#{i}"] } +
+              legend(m, chart.targets.map { |t| [t, chart.color(t)] } +
                         [["incident window", "incident"], ["circuit open", "circuit"]])
             else
               m.tag(:p, "No attempt sent a request in this period.", class: "note")

@@ -21,6 +21,7 @@ module LlmFailover
       # The top of the rate axis: the first that holds the highest rate, so that a day
       # of 2% failures is not a flat line at the bottom.
       SCALES = [0.1, 0.2, 0.5, 1.0].freeze
+      COLORS = 8
 
       # @param id [String] unique in the page
       # @param timeline [Timeline]
@@ -40,9 +41,15 @@ module LlmFailover
       # @return [Float] the rate at the top of the axis
       attr_reader :scale
 
-      # @return [Array<String>] the targets in their colour order (CSS class c0, c1, ...)
+      # @return [Array<String>] the targets, in their colours' order
       def targets
         @timeline.targets
+      end
+
+      # @return [String] the target's colour: a CSS class, c0 .. c7 (page.css), reused
+      #   past eight targets
+      def color(target)
+        "c#{targets.index(target) % COLORS}"
       end
 
       # @param m [Markup]
@@ -53,7 +60,7 @@ module LlmFailover
           m.tag(:desc, "#{@description} The rate axis ends at #{format('%g%%', @scale * 100)}.", id: "#{@id}-desc")
           @bands.each { |band| draw_band(m, band) }
           draw_axes(m)
-          targets.each_with_index { |target, i| draw_series(m, target, i) }
+          targets.each { |target| draw_series(m, target) }
         end
       end
 
@@ -107,9 +114,9 @@ module LlmFailover
         time.strftime("%m-%d %H:%M")
       end
 
-      def draw_series(m, target, index)
+      def draw_series(m, target)
         points = @timeline.points.select { |p| p.target == target }
-        m.tag(:g, class: "series c#{index}", data_target: target) do
+        m.tag(:g, class: "series #{color(target)}", data_target: target) do
           m.tag(:title, target)
           runs(points).each do |run|
             next if run.size < 2
