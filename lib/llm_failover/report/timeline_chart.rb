@@ -17,6 +17,10 @@ module LlmFailover
       TOP = 12
       BOTTOM = 36
       TICKS = 6
+      # Times between two labels on the time axis (seconds): the first that gives at
+      # most about TICKS labels, each on a round time (UTC midnight for days).
+      TICK_INTERVALS = [60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86_400, 2 * 86_400, 7 * 86_400,
+                        14 * 86_400, 28 * 86_400].freeze
       MIN_BAND = 2 # px: a 5-minute window on a week's axis is still seen
       # The top of the rate axis: the first that holds the highest rate, so that a day
       # of 2% failures is not a flat line at the bottom.
@@ -99,16 +103,16 @@ module LlmFailover
         end
       end
 
-      # Bucket edges, about TICKS of them, the first and the last included.
+      # Round times on the axis, about TICKS of them.
       def ticks
-        count = ((@timeline.ends_at - @timeline.starts_at) / @timeline.step).round
-        every = (count / TICKS.to_f).ceil.clamp(1, nil)
-        (0..count).step(every).map { |i| @timeline.starts_at + (i * @timeline.step) }
+        span = @timeline.ends_at - @timeline.starts_at
+        @interval = TICK_INTERVALS.find { |i| span / i <= TICKS } || (span / TICKS / 86_400.0).ceil * 86_400
+        first = (@timeline.starts_at.to_i / @interval.to_f).ceil * @interval
+        (first..@timeline.ends_at.to_i).step(@interval).map { |t| Time.at(t).utc }
       end
 
       def tick_label(time)
-        time = time.utc
-        return time.strftime("%m-%d") if @timeline.step >= 86_400
+        return time.strftime("%m-%d") if @interval >= 86_400
         return time.strftime("%H:%M") if @timeline.ends_at - @timeline.starts_at <= 86_400
 
         time.strftime("%m-%d %H:%M")
