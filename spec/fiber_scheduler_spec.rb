@@ -182,6 +182,69 @@ RSpec.describe "calls under a Fiber scheduler (Async)" do
     expect(next_reply.content).to eq("Hello from FakeProvider")
   end
 
+  describe "Chat#cancel!" do
+    before do
+      LlmFailover.configure do |c|
+        c.first_token_timeout = 3 # without a wake, the silent provider ends the call here
+        c.request_timeout = 10
+      end
+    end
+
+    it "ends the wait on a silent provider at once, from another fiber" do
+      primary.enqueue({ chunks: ["late"], delay_first_token: 30 })
+      chat = openai_chat
+      reply = nil
+      Async do |task|
+        call = task.async { reply = chat.ask("Hi") { |_| nil } }
+        fiber_wait_for(task) { primary.request_count == 1 }
+        task.sleep 0.05
+        chat.cancel!
+        call.wait
+      end.wait
+      expect([reply.cancelled?, reply.content]).to eq([true, ""])
+      expect(reply.attempts.map { |a| [a.cancelled?, a.success?, a.error_message] })
+        .to eq([[true, false, "cancelled by Chat#cancel!"]])
+      expect(reply.attempts[0].latency_ms).to be > 0
+      expect(chat.messages.map { |m| [m.role, m.status] }).to eq([%w[user complete], %w[assistant cancelled]])
+    end
+
+    it "ends the wait on a silent provider from another thread, and the next call works" do
+      primary.enqueue({ chunks: ["late"], delay_first_token: 30 })
+      chat = openai_chat
+      replies = []
+      canceller = Thread.new do
+        sleep 0.01 until primary.request_count == 1
+        sleep 0.05
+        chat.cancel!
+      end
+      Async do
+        replies << chat.ask("Hi") { |_| nil }
+        replies << chat.ask("again") { |_| nil }
+      end.wait
+      canceller.join
+      expect(replies.map(&:cancelled?)).to eq([true, false])
+      expect(replies.last.content).to eq("Hello from FakeProvider")
+    end
+
+    it "ends a sleep before a retry" do
+      primary.enqueue({ error: :rate_limit, retry_after: 5 }, { text: "after the wait" })
+      LlmFailover.configure { |c| c.max_retries = 1 }
+      chat = openai_chat
+      reply = nil
+      Async do |task|
+        call = task.async { reply = chat.ask("Hi") { |_| nil } }
+        fiber_wait_for(task) { primary.request_count == 1 }
+        task.sleep 0.1
+        chat.cancel!
+        call.wait
+      end.wait
+      expect(reply).to be_cancelled
+      expect(reply.attempts.map { |a| [a.error_class, a.cancelled?] })
+        .to eq([["LlmFailover::RateLimitError", false], [nil, true]])
+      expect(primary.request_count).to eq(1) # the retry was never sent
+    end
+  end
+
   it "lets the streaming block wait through the scheduler itself" do
     primary.enqueue({ chunks: %w[a b c d], chunk_delay: 0.01 })
     handoff = Thread::Queue.new

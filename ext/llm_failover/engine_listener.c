@@ -17,7 +17,7 @@
 #include "lf_banned.h"
 
 static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_on_interrupt, lf_id_circuit_health,
-    lf_id_circuit_report;
+    lf_id_circuit_report, lf_id_wake_io, lf_id_on_wake;
 static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_sym_model,
     lf_sym_finish_reason, lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id,
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
@@ -346,6 +346,34 @@ static int lf_rl_wait_fd(void *ud, int fd, int timeout_ms)
     return rl->state != 0;
 }
 
+static VALUE lf_call_on_wake(VALUE listener)
+{
+    return rb_funcall(listener, lf_id_on_wake, 0);
+}
+
+/* The listener's wake_io became readable (Chat#cancel! under a scheduler):
+ * its on_wake raises what stops the call, or drains the IO. */
+static int lf_rl_on_wake(void *ud)
+{
+    lf_ruby_listener *rl = ud;
+    rb_protect(lf_call_on_wake, rl->listener, &rl->state);
+    return rl->state != 0;
+}
+
+/* Under a scheduler nothing is raised into the thread to end a wait (it
+ * would hit whichever fiber runs): a listener with wake_io (an IO) and
+ * on_wake has the core watch that IO instead. */
+static void lf_ruby_listener_wake(lf_ruby_listener *rl, lf_listener *l)
+{
+    VALUE io;
+
+    if (!rb_respond_to(rl->listener, lf_id_wake_io) || !rb_respond_to(rl->listener, lf_id_on_wake)) return;
+    io = rb_funcall(rl->listener, lf_id_wake_io, 0);
+    if (NIL_P(io)) return;
+    l->wake_fd = lf_fiber_wait_wake(&rl->fiber, io);
+    l->on_wake = lf_rl_on_wake;
+}
+
 void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
 {
     if (!rb_respond_to(listener, lf_id_on_chunk) || !rb_respond_to(listener, lf_id_on_reset) ||
@@ -362,6 +390,9 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
     l->on_attempt = lf_rl_on_attempt;
     l->wait = lf_rl_wait;
     l->wait_fd = lf_fiber_wait_init(&rl->fiber) ? lf_rl_wait_fd : NULL;
+    l->wake_fd = -1;
+    l->on_wake = NULL;
+    if (l->wait_fd) lf_ruby_listener_wake(rl, l);
 }
 
 /* ---- the result -------------------------------------------------------- */
@@ -460,4 +491,6 @@ void lf_init_engine_listener(void)
     lf_id_on_interrupt = rb_intern("on_interrupt");
     lf_id_circuit_health = rb_intern("circuit_health");
     lf_id_circuit_report = rb_intern("circuit_report");
+    lf_id_wake_io = rb_intern("wake_io");
+    lf_id_on_wake = rb_intern("on_wake");
 }

@@ -24,7 +24,16 @@ int lf_fiber_wait_init(lf_fiber_wait *w)
     w->scheduler = rb_fiber_scheduler_current(); /* nil in a blocking fiber */
     w->io = Qnil;
     w->fd = -1;
+    w->wake_io = Qnil;
+    w->wake_fd = -1;
     return !NIL_P(w->scheduler);
+}
+
+int lf_fiber_wait_wake(lf_fiber_wait *w, VALUE io)
+{
+    w->wake_fd = rb_io_descriptor(io);
+    w->wake_io = io;
+    return w->wake_fd;
 }
 
 typedef struct lf_fiber_wait_args {
@@ -40,6 +49,8 @@ static VALUE lf_fiber_wait_body(VALUE arg)
     VALUE timeout = DBL2NUM(a->timeout_ms / 1000.0);
 
     if (a->fd < 0) return rb_fiber_scheduler_kernel_sleep(w->scheduler, timeout);
+    if (a->fd == w->wake_fd) /* a sleep that Chat#cancel! can end */
+        return rb_fiber_scheduler_io_wait(w->scheduler, w->wake_io, INT2NUM(RUBY_IO_READABLE), timeout);
     if (w->fd != a->fd) {
         /* An IO over the core's descriptor that never closes it: the
          * descriptor belongs to the pooled connection. One per call. */

@@ -19,6 +19,8 @@ typedef struct lf_fiber_wait {
     VALUE scheduler;   /* the calling fiber's scheduler, or Qnil */
     VALUE io;          /* an IO over fd that does not own it, or Qnil */
     int fd;            /* the descriptor io wraps, -1 before the first wait */
+    VALUE wake_io;     /* the listener's wake_io (the core watches it too), or Qnil */
+    int wake_fd;       /* its descriptor, or -1 */
 } lf_fiber_wait;
 
 void lf_init_fiber_wait(void);
@@ -29,6 +31,10 @@ int lf_fiber_wait_init(lf_fiber_wait *w);
  * or a sleep of timeout_ms when fd is -1. An exception (the scheduler's
  * cancellation included) is stashed: *state is rb_protect's. */
 void lf_fiber_wait_for(lf_fiber_wait *w, int fd, int timeout_ms, int *state);
+/* Takes the listener's wake IO (a pipe's read end): the core watches its
+ * descriptor beside the transfer's, and waits on it to sleep. Returns the
+ * descriptor. */
+int lf_fiber_wait_wake(lf_fiber_wait *w, VALUE io);
 
 /* The Ruby error class for a core error kind (LlmFailover::Error for kinds
  * without a class of their own). Looked up once at load. */

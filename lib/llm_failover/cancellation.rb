@@ -15,8 +15,11 @@ module LlmFailover
   # (Thread.handle_interrupt, ~4k instructions each, cost ~16k per call and ~4k per
   # streamed chunk: bench/README.md).
   #
-  # Under a Fiber scheduler the thread runs other fibers too, so it is not woken:
-  # the call stops at the next delta it receives.
+  # Under a Fiber scheduler the thread runs other fibers too, so it is not woken.
+  # The call's wake_io (a pipe's read end) is watched by the engine beside the
+  # transfer instead: #cancel! writes a byte, the wait ends (a silent provider's, or
+  # a sleep before a retry), and the engine's on_wake raises the Signal in the
+  # calling fiber.
   #
   # @api private: Chat builds one per call
   class Cancellation
@@ -35,6 +38,7 @@ module LlmFailover
       @thread = nil
       @finished = false
       @wake = nil # made by start_watcher: only a cancel check needs one
+      @pipe = nil # [reader, writer] while a call under a scheduler runs
     end
 
     # Stops the call (at once when it is running, at its start otherwise).
@@ -43,7 +47,11 @@ module LlmFailover
       @lock.synchronize do
         @requested = true
         # Under the GVL an attached thread is alive (killed, it detaches in #run's ensure).
-        @thread.wakeup if @thread&.alive?
+        if @thread
+          @thread.wakeup if @thread.alive?
+        elsif @pipe
+          @pipe.last.write_nonblock(".", exception: false) # ends the engine's wait (wake_io)
+        end
       end
       self
     end
@@ -75,16 +83,39 @@ module LlmFailover
       raise Signal if @requested
     end
 
+    # @api private: what the engine watches under a scheduler (nil in a thread)
+    # @return [IO, nil]
+    def wake_io
+      @pipe&.first
+    end
+
+    # @api private: wake_io became readable
+    def woken
+      raise_if_requested
+      @lock.synchronize { @pipe&.first&.read_nonblock(64, exception: false) } # not from cancel!: drained
+      nil
+    end
+
     private
 
     def attach
       @lock.synchronize do
-        @thread = Fiber.respond_to?(:scheduler) && Fiber.scheduler ? nil : Thread.current
+        # The engine waits through the scheduler only in a non-blocking fiber (a blocking
+        # fiber under a scheduler waits like a thread).
+        if Fiber.respond_to?(:scheduler) && Fiber.scheduler && !Fiber.current.blocking?
+          @pipe = IO.pipe
+        else
+          @thread = Thread.current
+        end
       end
     end
 
     def detach
-      @lock.synchronize { @thread = nil }
+      @lock.synchronize do
+        @thread = nil
+        @pipe&.each(&:close)
+        @pipe = nil
+      end
     end
 
     # Polls the check until the call ends. It is stopped by a flag, never killed: a
@@ -173,6 +204,15 @@ module LlmFailover
       # The engine's wait was cut short: #cancel! wakes the thread.
       def on_interrupt
         @cancellation.raise_if_requested
+      end
+
+      # Under a scheduler: the engine watches this IO, which #cancel! writes to.
+      def wake_io
+        @cancellation.wake_io
+      end
+
+      def on_wake
+        @cancellation.woken
       end
 
       # The circuit breaker's callbacks (Engine#run with :circuit).

@@ -134,6 +134,7 @@ typedef struct seen {
     lf_kind kinds[8];
     int stop_on_wait;
     int fd_waits, poll_waits;
+    struct waker *waker;   /* the host's wake fd, when a test sets one */
 } seen;
 
 static void log_add(seen *s, const char *what, const char *text, size_t len)
@@ -630,6 +631,97 @@ static void test_host_stops_the_call(void)
     fixture_free(&f);
 }
 
+/* The host's wake fd (evented runs): a pipe another thread writes to. */
+typedef struct waker {
+    int pipe[2];
+    int wakes;
+    pthread_t thread;
+} waker;
+
+static int on_wake(void *ud)
+{
+    waker *w = ((seen *)ud)->waker;
+    w->wakes++;
+    return 1; /* stop the call */
+}
+
+static void *wake_later(void *arg)
+{
+    waker *w = arg;
+    usleep(100 * 1000);
+    if (write(w->pipe[1], "!", 1) != 1) { /* the test then ends on its timeout */ }
+    return NULL;
+}
+
+static void test_host_wakes_a_silent_wait(void)
+{
+    waker w;
+    fixture f;
+    int silent;
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+
+    if (!evented_run) return;
+    fixture_init(&f, 1);
+    memset(&w, 0, sizeof w);
+    f.seen.waker = &w;
+    LF_CHECK_INT(pipe(w.pipe), 0);
+    f.l.wake_fd = w.pipe[0];
+    f.l.on_wake = on_wake;
+    f.pol.request_timeout = 3; /* without the wake the call would end here, on a timeout */
+    /* A server that accepts (the kernel's backlog) and never answers. */
+    silent = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(silent, (struct sockaddr *)&a, sizeof a);
+    listen(silent, 8);
+    getsockname(silent, (struct sockaddr *)&a, &len);
+    snprintf(f.url[0], sizeof f.url[0], "http://127.0.0.1:%d/v1", ntohs(a.sin_port));
+    pthread_create(&w.thread, NULL, wake_later, &w);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    pthread_join(w.thread, NULL);
+    LF_CHECK_INT(w.wakes, 1);
+    LF_CHECK_INT(f.o.aborted, 1);
+    LF_CHECK_INT(f.seen.attempts, 1);
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_ABORTED);
+    close(silent);
+    close(w.pipe[0]);
+    close(w.pipe[1]);
+    fixture_free(&f);
+}
+
+static void test_host_wakes_a_retry_sleep(void)
+{
+    waker w;
+    fixture f;
+
+    if (!evented_run) return;
+    fixture_init(&f, 0);
+    memset(&w, 0, sizeof w);
+    f.seen.waker = &w;
+    LF_CHECK_INT(pipe(w.pipe), 0);
+    f.l.wake_fd = w.pipe[0];
+    f.l.on_wake = on_wake;
+    f.pol.backoff.interval = 3; /* the sleep before the retry */
+    f.pol.backoff.max_interval = 5;
+    f.srv[0].script[0] = UNAVAILABLE;
+    f.srv[0].script[1] = OK_JSON;
+    f.srv[0].n_script = 2;
+    fixture_serve(&f, 0);
+    pthread_create(&w.thread, NULL, wake_later, &w);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    pthread_join(w.thread, NULL);
+    LF_CHECK_INT(w.wakes, 1);
+    LF_CHECK_INT(f.o.aborted, 1);
+    LF_CHECK_INT(f.seen.attempts, 1); /* the 503; the retry was never sent */
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_SERVICE_UNAVAILABLE);
+    close(w.pipe[0]);
+    close(w.pipe[1]);
+    /* The server waits in accept() for the retry: server_stop ends that. */
+    fixture_free(&f);
+}
+
 static void test_bad_request_params_fail_before_network(void)
 {
     fixture f;
@@ -927,6 +1019,8 @@ int main(void)
         LF_RUN(test_exceeded_quota_starts_at_the_backup);
         LF_RUN(test_exceeded_quota_without_backup);
         LF_RUN(test_host_stops_the_call);
+        LF_RUN(test_host_wakes_a_silent_wait);
+        LF_RUN(test_host_wakes_a_retry_sleep);
         LF_RUN(test_bad_request_params_fail_before_network);
         LF_RUN(test_request_headers);
         LF_RUN(test_anthropic_request_headers);

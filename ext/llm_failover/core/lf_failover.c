@@ -2,6 +2,7 @@
 #include "lf_failover.h"
 
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +58,7 @@ typedef struct lf_call {
     uint64_t rng;
     int attempt_no;
     int evented;      /* waits go through l->wait_fd (lf_conn_evented's fd) */
+    int wake_fd;      /* l->wake_fd when it is watched (evented, on_wake set), else -1 */
     int stopped;      /* a listener callback asked to stop */
     /* The consumer has seen content since the last reset. It can only be
      * the current attempt's: an attempt that delivered is never retried,
@@ -272,6 +274,13 @@ static void lf_exchange(lf_call *c, lf_attempt *a, const char *url, const lf_buf
         }
         if (lf_consume(c, a) != 0) break;
         if (a->curl_done) break;
+        if (c->conn->woken) {
+            c->conn->woken = 0;
+            if (c->l->on_wake(c->l->ud) != 0) {
+                c->stopped = 1;
+                break;
+            }
+        }
 
         now = lf_now_monotonic();
         deadline = pol->request_timeout > 0 ? a->started_mono + pol->request_timeout : INFINITY;
@@ -568,14 +577,25 @@ static void lf_judge(lf_call *c, lf_attempt *a)
                                             time(NULL));
 }
 
-/* Waits `seconds` without holding up the host's interrupts. */
+static int lf_fd_readable(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+/* Waits `seconds` without holding up the host's interrupts; with a wake fd,
+ * until the host makes it readable. */
 static int lf_sleep(lf_call *c, double seconds)
 {
     double until = lf_now_monotonic() + seconds, left;
     while ((left = until - lf_now_monotonic()) > 0) {
         int ms = (int)ceil(left * 1000.0);
         if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
-        if (c->evented ? c->l->wait_fd(c->l->ud, -1, ms) != 0 : c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+        if (c->evented ? c->l->wait_fd(c->l->ud, c->wake_fd, ms) != 0 : c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+            c->stopped = 1;
+            return -1;
+        }
+        if (c->wake_fd >= 0 && lf_fd_readable(c->wake_fd) && c->l->on_wake(c->l->ud) != 0) {
             c->stopped = 1;
             return -1;
         }
@@ -866,6 +886,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
         lf_buf_init(&prep[i].body);
     }
     memset(&call, 0, sizeof(call));
+    call.wake_fd = -1;
     call.pol = pol;
     call.l = l;
     call.targets = targets;
@@ -890,6 +911,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     /* Without a readiness fd the call still works: its waits then hold the
      * host's thread (l->wait). */
     call.evented = l->wait_fd && lf_conn_evented(call.conn) >= 0;
+    call.wake_fd = call.evented && l->on_wake && lf_conn_watch_wake(call.conn, l->wake_fd) == 0 ? l->wake_fd : -1;
 
     for (i = 0; i < n_targets; i++) {
         health[i].route = LF_ROUTE_SEND;
@@ -1033,6 +1055,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     }
     rc = 0;
 out:
+    if (call.conn && call.wake_fd >= 0) lf_conn_unwatch_wake(call.conn);
     if (call.conn) lf_pool_checkin(pool, call.conn);
     json_object_put(call.schema);
     for (i = 0; i < n_targets; i++) lf_prepared_free(&prep[i]);

@@ -102,6 +102,14 @@ typedef struct lf_listener {
      * plain sleep of timeout_ms when fd is -1. The host may run other work
      * meanwhile, other calls included (a Fiber scheduler). */
     int (*wait_fd)(void *ud, int fd, int timeout_ms);
+    /* Optional, with wait_fd (on_wake NULL: none): a descriptor of the
+     * host's that the loop watches beside the transfer, so that the host can
+     * end a wait from anywhere (another thread, another fiber) by making it
+     * readable. A sleep between retries waits on it (wait_fd with wake_fd).
+     * When it is readable, on_wake is called: nonzero stops the call; zero
+     * goes on, and the host has drained it. */
+    int wake_fd;
+    int (*on_wake)(void *ud);
 } lf_listener;
 
 typedef struct lf_outcome {

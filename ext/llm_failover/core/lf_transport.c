@@ -144,6 +144,7 @@ static lf_conn *lf_conn_new(void)
     c->connect_timeout_ms = -1;
     c->evfd = -1;
     c->timer_at = -1;
+    c->wake_fd = -1;
     c->multi = curl_multi_init();
     c->easy = curl_easy_init();
     if (!c->multi || !c->easy) {
@@ -545,6 +546,35 @@ int lf_conn_evented(lf_conn *c)
 #endif
 }
 
+int lf_conn_watch_wake(lf_conn *c, int fd)
+{
+#ifdef __linux__
+    struct epoll_event ev;
+
+    if (c->evfd < 0 || fd < 0) return -1;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(c->evfd, EPOLL_CTL_ADD, fd, &ev) != 0) return -1;
+    c->wake_fd = fd;
+    c->woken = 0;
+    return 0;
+#else
+    (void)c;
+    (void)fd;
+    return -1;
+#endif
+}
+
+void lf_conn_unwatch_wake(lf_conn *c)
+{
+#ifdef __linux__
+    if (c->wake_fd >= 0) epoll_ctl(c->evfd, EPOLL_CTL_DEL, c->wake_fd, NULL);
+#endif
+    c->wake_fd = -1;
+    c->woken = 0;
+}
+
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
 {
     CURL *e = c->easy;
@@ -600,6 +630,10 @@ static int lf_transfer_drive(lf_conn *c, int *running)
     n = epoll_wait(c->evfd, ev, 8, 0);
     for (i = 0; i < n; i++) {
         int mask = 0;
+        if (ev[i].data.fd == c->wake_fd) {
+            c->woken = 1; /* the host's: not libcurl's business */
+            continue;
+        }
         if (ev[i].events & (EPOLLIN | EPOLLHUP)) mask |= CURL_CSELECT_IN;
         if (ev[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
         if (ev[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;

@@ -26,6 +26,8 @@ typedef struct lf_conn {
     int evfd;              /* -1 until the first readiness-driven transfer */
     int evented;           /* the transfer under way is readiness-driven */
     double timer_at;       /* monotonic seconds when libcurl wants to run, -1 for none */
+    int wake_fd;           /* the host's descriptor in the epoll set (lf_conn_watch_wake), -1 */
+    int woken;             /* wake_fd was ready in the last lf_transfer_step */
 } lf_conn;
 
 typedef struct lf_pool lf_pool;
@@ -100,6 +102,12 @@ typedef struct lf_http_request {
  * descriptors). A host that waits on it can wait for many transfers in one
  * thread (a Fiber scheduler). */
 int lf_conn_evented(lf_conn *c);
+/* Adds a descriptor of the host's to lf_conn_evented's set for the call
+ * under way: when it is readable the fd wakes the host's wait too, and
+ * lf_transfer_step sets c->woken instead of handing it to libcurl. 0 on
+ * success. lf_conn_unwatch_wake takes it out again (before check-in). */
+int lf_conn_watch_wake(lf_conn *c, int fd);
+void lf_conn_unwatch_wake(lf_conn *c);
 
 /* Prepares c->easy for the request and adds it to c->multi. 0 on success. */
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp);
