@@ -17,15 +17,6 @@ module LlmFailover
   #   LlmFailover::Scrubber.default.scrub("card 4111 1111 1111 1111")
   #   # => ["card [CARD_1]", { "[CARD_1]" => "4111 1111 1111 1111" }]
   class Scrubber
-    # A window around a digit trigger starts this long and doubles while the next
-    # trigger falls inside it (a table of numbers), so that dense text is searched in
-    # few long windows and sparse text in short ones.
-    WINDOW = 256
-    MAX_WINDOW = 16_384
-    # How far before a literal trigger a match may start ("Bearer" before "earer").
-    SLACK = 40
-    private_constant :WINDOW, :MAX_WINDOW, :SLACK
-
     # The default rules (API keys and tokens, payment cards, US SSNs, IBANs), with
     # e-mail addresses and phone numbers when asked for, then +rules+.
     # @return [Scrubber]
@@ -39,9 +30,10 @@ module LlmFailover
       raise ConfigurationError, "rules must be an Array, got #{rules.class}" unless rules.is_a?(Array)
 
       all = rules.map { |r| Rule.from(r) }
-      @literal = all.select { |r| r.triggers.is_a?(Array) }
-      @windowed = all.select { |r| r.triggers.is_a?(Regexp) }.group_by { |r| [r.triggers, r.reach] }
-      @custom = all.reject { |r| r.triggers }
+      @prescanned = all.select(&:prescan).group_by(&:prescan)
+      @kinds = @prescanned.keys.sum { |kind| 1 << kind }
+      @literal = all.select(&:starts)
+      @custom = all.reject { |r| r.prescan || r.starts }
       @rules = all.freeze
       freeze
     end
@@ -53,8 +45,12 @@ module LlmFailover
     # @return [Array(String, Hash{String => String})] the text with placeholders, and
     #   each placeholder's original value
     def scrub(text)
+      bin = text.b
+      found = []
+      prescanned_spans(bin, found) unless @kinds.zero?
+      @literal.each { |rule| literal_spans(bin, rule, found) }
       table = Table.new
-      out = replace_spans(text, spans(text.b), table)
+      out = replace_spans(text, found, table)
       @custom.each { |rule| out = rule.replace(out, table) }
       [out, table.mapping]
     end
@@ -65,69 +61,56 @@ module LlmFailover
 
     private
 
-    # [start, end, rule] byte ranges of every value the built-in rules find in +bin+,
-    # possibly overlapping.
-    def spans(bin)
-      found = []
-      firsts = {} # each literal searched for once, whichever rules share it
-      @literal.each { |rule| literal_spans(bin, rule, found, firsts) }
-      @windowed.each { |(trigger, reach), rules| window_spans(bin, trigger, reach, rules, found) }
-      found
-    end
+    # Each rule finds what a pass of its pattern over the whole text would (each
+    # match searched for from the end of the one before, whether its check passed or
+    # not), trying its anchored pattern only where the pre-scan says a match may
+    # start: everywhere else none can. An e-mail's place is a range where every start
+    # ends the same, so one try at its first start not yet passed settles it.
+    def prescanned_spans(bin, found)
+      places = Prescan.candidates(bin, @kinds)
+      resume = {} # rule => where its next match may start
+      i = 0
+      while i < places.size
+        kind = places[i]
+        from = places[i + 1]
+        to = places[i + 2]
+        i += 3
+        @prescanned[kind].each do |rule|
+          at = resume.fetch(rule, 0)
+          at = from if from > at
+          next if at >= to
+          next unless (match = rule.anchored.match(bin, at))
 
-    def literal_spans(bin, rule, found, firsts)
-      first = rule.triggers.filter_map { |t| firsts.fetch(t) { firsts[t] = bin.index(t) } }.min
-      return unless first
-
-      pos = first > SLACK ? first - SLACK : 0
-      while (m = rule.pattern.match(bin, pos))
-        add(found, m, rule)
-        pos = m.end(0)
+          resume[rule] = match.end(0)
+          add(found, match, rule)
+        end
       end
     end
 
-    # One search for +trigger+; its rules run only on windows around the hits.
-    # +reach+ is [how far before a hit a value may start, the longest value with the
-    # context its pattern looks at]. A window's matches count when they start in
-    # [covered, its end - longest): the earlier ones were the last window's, the later
-    # ones may be cut off and are the next window's, so windows overlap by longest and
-    # no value is seen twice or half.
-    def window_spans(bin, trigger, reach, rules, found)
-      before, longest = reach
-      size = bin.bytesize
-      covered = 0
-      base = [WINDOW, 4 * longest].max
-      width = base
-      pos = 0
-      while (hit = trigger.match(bin, pos))
-        at = hit.begin(0)
-        width = covered.positive? && at < covered + longest ? [width * 2, MAX_WINDOW].min : base
-        from = [at - before, covered - 2, 0].max
-        to = [from + width, size].min
-        window = bin.byteslice(from, to - from)
-        upto = to == size ? size : to - longest
-        rules.each do |rule|
-          off = 0
-          while (m = rule.pattern.match(window, off))
-            start = from + m.begin(0)
-            break if start >= upto
+    # As #prescanned_spans, at the places where one of the rule's literals starts.
+    def literal_spans(bin, rule, found)
+      places = rule.starts.flat_map do |literal|
+        at = -1
+        [].tap { |list| list << at while (at = bin.index(literal, at + 1)) }
+      end
+      places.sort! if rule.starts.size > 1
+      resume = 0
+      places.each do |at|
+        next if at < resume
+        next unless (match = rule.anchored.match(bin, at))
 
-            off = m.end(0)
-            add(found, m, rule, from) if start >= covered
-          end
-        end
-        covered = upto
-        pos = upto
+        resume = match.end(0)
+        add(found, match, rule)
       end
     end
 
     # @return [Boolean] whether the match passed the rule's check and was added
-    def add(found, match, rule, offset = 0)
+    def add(found, match, rule)
       value = match[rule.group]
       return false if value.nil? || value.empty?
       return false if rule.check && !rule.check.call(value)
 
-      found << [offset + match.begin(rule.group), offset + match.end(rule.group), rule]
+      found << [match.begin(rule.group), match.end(rule.group), rule]
       true
     end
 

@@ -20,22 +20,25 @@ module LlmFailover
       attr_reader :name
       # @return [Regexp, #call]
       attr_reader :pattern
-      # @api private: literal strings one of which every match starts with (built-in
-      #   rules: a literal search is what keeps a 1 MB prompt cheap), or a Regexp that
-      #   finds part of every value (see #reach)
-      attr_reader :triggers
+      # @api private: the kind of the C pre-scan (Scrubber::Prescan) that finds every
+      #   place where a match may start (built-in rules: a 1 MB prompt is too long for
+      #   one regexp pass per rule)
+      attr_reader :prescan
+      # @api private: literal strings one of which every match starts with (the text
+      #   is searched for them, and the pattern tried only where they are)
+      attr_reader :starts
       # @api private: a callable given a match's text, false to let it pass (Luhn, mod 97)
       attr_reader :check
-      # @api private: with a trigger Regexp, [how far before a trigger's hit a value may
-      #   start, the longest value with the context its pattern looks at]
-      attr_reader :reach
+      # @api private: the pattern matched only at the position it is given (\G), for
+      #   a rule with +prescan+ or +starts+
+      attr_reader :anchored
       # @api private: 0 or "value", the part of a match that is replaced
       attr_reader :group
 
       # @param name [String, Symbol] letters, digits and _; the placeholder is its upper case
       # @param pattern [Regexp, #call]
       # @raise [ConfigurationError]
-      def initialize(name, pattern, check: nil, triggers: nil, reach: nil)
+      def initialize(name, pattern, check: nil, prescan: nil, starts: nil)
         name = name.to_s
         raise ConfigurationError, "a scrubber rule's name must match #{NAME.source}, got #{name.inspect}" unless NAME.match?(name)
         unless pattern.is_a?(Regexp) || pattern.respond_to?(:call)
@@ -46,8 +49,9 @@ module LlmFailover
         @pattern = pattern
         @group = pattern.is_a?(Regexp) && pattern.names.include?("value") ? "value" : 0
         @check = check
-        @triggers = triggers
-        @reach = reach
+        @prescan = prescan
+        @starts = starts
+        @anchored = Regexp.new("\\G(?:#{pattern.source})", pattern.options) if (prescan || starts) && pattern.is_a?(Regexp)
         freeze
       end
 
@@ -65,7 +69,7 @@ module LlmFailover
       end
 
       # @api private: +text+ with every value this rule finds replaced through +table+
-      # (the path of rules without triggers, custom ones).
+      # (the path of rules without +prescan+ or +starts+, custom ones).
       def replace(text, table)
         if @pattern.is_a?(Regexp)
           text.gsub(@pattern) do |whole|

@@ -1,0 +1,223 @@
+/* The scrubber's pre-scan (lf_scrub.c): the places of each kind in known texts,
+ * at the edges of its 64-byte chunks and of the text, and the same places as the
+ * byte-by-byte reference (scrub_ref.h) finds in many generated texts. Each text
+ * sits in an allocation of its exact length, so ASan sees any read past it. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "lf_scrub.h"
+#include "lf_test.h"
+#include "scrub_ref.h"
+
+#include "lf_banned.h"
+
+#define ALL_KINDS ((1u << LF_SCRUB_KINDS) - 1)
+
+typedef struct hit { int kind; size_t from, to; } hit;
+
+typedef struct hits {
+    hit h[4096];
+    size_t n;
+    int overflow;
+    size_t stop_after; /* 0: never */
+} hits;
+
+static int record(void *ud, int kind, size_t from, size_t to)
+{
+    hits *r = ud;
+
+    if (r->n == sizeof r->h / sizeof r->h[0]) {
+        r->overflow = 1;
+        return 1;
+    }
+    r->h[r->n++] = (hit){ kind, from, to };
+    return r->stop_after && r->n == r->stop_after ? 7 : 0;
+}
+
+static int by_kind_then_from(const void *a, const void *b)
+{
+    const hit *x = a, *y = b;
+
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* Scans a copy of text[0..n) in an allocation of exactly n bytes. */
+static int scan(const char *text, size_t n, unsigned kinds, hits *r, int use_ref)
+{
+    char *copy = malloc(n ? n : 1);
+    int rc;
+
+    memcpy(copy, text, n);
+    r->n = 0;
+    r->overflow = 0;
+    rc = use_ref ? ref_scrub_scan(copy, n, kinds, record, r) : lf_scrub_scan(copy, n, kinds, record, r);
+    free(copy);
+    return rc;
+}
+
+/* The places of kind in text, as "from,from,..." ("" when none). */
+static const char *places(const char *text, int kind)
+{
+    static char out[256];
+    static hits r;
+    size_t len = 0;
+
+    scan(text, strlen(text), 1u << kind, &r, 0);
+    out[0] = '\0';
+    for (size_t i = 0; i < r.n; i++) {
+        LF_CHECK_INT(r.h[i].kind, kind);
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s%zu", i ? "," : "", r.h[i].from);
+    }
+    return out;
+}
+
+static void test_each_kind(void)
+{
+    LF_CHECK_STR(places("key sk-proj-abc and task-x, sk_live", LF_SCRUB_SK), "4,22");
+    LF_CHECK_STR(places("gsk_abc ghp_abc gsk-abc", LF_SCRUB_GSK), "0");
+    LF_CHECK_STR(places("gsk_abc ghp_abc ghp-abc", LF_SCRUB_GHP), "8");
+    LF_CHECK_STR(places("AKIAIOSF ASIAX AKIB ASI", LF_SCRUB_AWS), "0,9");
+    LF_CHECK_STR(places("xoxb-1 xoxa-2 xoxz-3 xox", LF_SCRUB_XOX), "0,7");
+    LF_CHECK_STR(places("Bearer x bearer y Xearer z earer", LF_SCRUB_BEARER), "0,9");
+    LF_CHECK_STR(places("123-45-6789 a123-45-6789 123-45-67890 -123-45-6789 (123-45-6789)", LF_SCRUB_SSN), "0,52");
+    LF_CHECK_STR(places("4111 1111 1111 1111, 4111111111111, 7111111111111, 4111-1111-1111-1111", LF_SCRUB_CARD),
+                 "0,21,51");
+    LF_CHECK_STR(places("3782 822463 10005 and 2026-03-14,123456", LF_SCRUB_CARD), "0");
+    LF_CHECK_STR(places("DE89 3704 xGB82 (NL91 CO2 AB1", LF_SCRUB_IBAN), "0,17");
+    LF_CHECK_STR(places("+1 555-123-4567 (555) 123 4567 5551234567 x5551234567 555-1234", LF_SCRUB_PHONE),
+                 "0,16,17,22");
+    LF_CHECK_STR(places("jane.doe+x@example.com a@b @x b@ c@.d", LF_SCRUB_EMAIL), "0,23");
+}
+
+static void test_email_range(void)
+{
+    static hits r;
+    const char *text = "x<jane.doe@example.com";
+
+    scan(text, strlen(text), 1u << LF_SCRUB_EMAIL, &r, 0);
+    LF_CHECK_INT(r.n, 1);
+    LF_CHECK_INT(r.h[0].from, 2);
+    LF_CHECK_INT(r.h[0].to, 10);
+}
+
+/* Every kind placed across each chunk edge and at the end of the text. */
+static void test_chunk_edges(void)
+{
+    static const char *values[] = { "sk-abc", "gsk_abc", "ghp_abc", "AKIAQQ", "xoxb-", "Bearer ",
+                                    "123-45-6789", "4111 1111 1111 1111", "DE89", "(555) 123-4567",
+                                    "a@b.c" };
+    static const int kinds[] = { LF_SCRUB_SK, LF_SCRUB_GSK, LF_SCRUB_GHP, LF_SCRUB_AWS, LF_SCRUB_XOX,
+                                 LF_SCRUB_BEARER, LF_SCRUB_SSN, LF_SCRUB_CARD, LF_SCRUB_IBAN, LF_SCRUB_PHONE,
+                                 LF_SCRUB_EMAIL };
+    static hits r;
+    char text[200];
+
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+        size_t k = strlen(values[v]);
+
+        for (size_t at = 40; at < 140; at++) {
+            memset(text, ' ', at);
+            memcpy(text + at, values[v], k);
+            /* once ending the text, once followed by more */
+            for (int more = 0; more < 2; more++) {
+                size_t n = at + k + (more ? 30 : 0);
+                int found = 0;
+
+                if (more) memset(text + at + k, ' ', 30);
+                scan(text, n, 1u << kinds[v], &r, 0);
+                for (size_t i = 0; i < r.n; i++) found += r.h[i].kind == kinds[v] && r.h[i].from == at;
+                if (found != 1) fprintf(stderr, "value %s at %zu, more %d\n", values[v], at, more);
+                LF_CHECK_INT(found, 1);
+            }
+        }
+    }
+}
+
+static void test_stops(void)
+{
+    static hits r;
+    const char *text = "sk-a sk-b sk-c";
+
+    r.stop_after = 2;
+    LF_CHECK_INT(scan(text, strlen(text), ALL_KINDS, &r, 0), 7);
+    LF_CHECK_INT(r.n, 2);
+    r.stop_after = 0;
+    LF_CHECK_INT(scan("", 0, ALL_KINDS, &r, 0), 0);
+    LF_CHECK_INT(r.n, 0);
+    LF_CHECK_INT(scan(text, strlen(text), 0, &r, 0), 0);
+    LF_CHECK_INT(r.n, 0);
+}
+
+/* A text from pieces that make and nearly make every kind. */
+static size_t generate(char *out, size_t cap, uint64_t *seed)
+{
+    static const char *pieces[] = { "sk-", "gsk_", "ghp_", "AKIA", "ASIA", "xoxb-", "xoxz-", "Bearer ", "bearer",
+                                    "earer", "123-45-6789", "4111", "1111", "3782", "822463", "DE89", "GB82",
+                                    "WEST", "(555)", "+1", "555-1234", "@", "a@b.co", "jane.doe", ".", "-", " ",
+                                    "_", "0", "7", "2", "A", "x", "\xc3\xa9", "\n", "e", "r", "s", "g", "" };
+    size_t n = 0;
+    size_t want;
+
+    *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    want = (size_t)(*seed >> 33) % cap;
+    while (n < want) {
+        const char *p;
+        size_t k;
+
+        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        p = pieces[(*seed >> 33) % (sizeof pieces / sizeof pieces[0])];
+        k = *p ? strlen(p) : 1; /* "": a NUL byte */
+        if (n + k > want) break;
+        memcpy(out + n, p, k);
+        n += k;
+    }
+    return n;
+}
+
+static void test_same_as_reference(void)
+{
+    static hits got, want;
+    static char text[400];
+    uint64_t seed = 17;
+
+    for (int round = 0; round < 20000; round++) {
+        size_t n = generate(text, sizeof text, &seed);
+        unsigned kinds = round % 3 ? ALL_KINDS : (unsigned)(seed >> 40) & ALL_KINDS;
+
+        scan(text, n, kinds, &got, 0);
+        scan(text, n, kinds, &want, 1);
+        for (size_t i = 0; i < got.n; i++) {
+            /* in order of place within a kind */
+            for (size_t j = 0; j < i; j++) {
+                if (got.h[j].kind == got.h[i].kind && got.h[j].from >= got.h[i].from) LF_CHECK(!"out of order");
+            }
+        }
+        qsort(got.h, got.n, sizeof(hit), by_kind_then_from);
+        LF_CHECK(!got.overflow && !want.overflow);
+        LF_CHECK_INT(got.n, want.n);
+        if (got.n != want.n) {
+            fprintf(stderr, "text: %.*s\n", (int)n, text);
+            return;
+        }
+        for (size_t i = 0; i < got.n; i++) {
+            if (got.h[i].kind != want.h[i].kind || got.h[i].from != want.h[i].from || got.h[i].to != want.h[i].to) {
+                fprintf(stderr, "hit %zu: kind %d at %zu..%zu, reference kind %d at %zu..%zu in: %.*s\n", i,
+                        got.h[i].kind, got.h[i].from, got.h[i].to, want.h[i].kind, want.h[i].from, want.h[i].to,
+                        (int)n, text);
+                LF_CHECK(!"same as the reference");
+                return;
+            }
+        }
+    }
+}
+
+int main(void)
+{
+    LF_RUN(test_each_kind);
+    LF_RUN(test_email_range);
+    LF_RUN(test_chunk_edges);
+    LF_RUN(test_stops);
+    LF_RUN(test_same_as_reference);
+    return lf_test_summary("scrub");
+}
