@@ -119,15 +119,16 @@ module LlmFailover
     def replace_spans(text, found, table)
       return text if found.empty?
 
-      out = String.new(capacity: text.bytesize, encoding: text.encoding)
+      pieces = []
       last = 0
-      found.sort_by { |s, e, _| [s, -e] }.each do |from, to, rule|
+      found.sort_by! { |from, to, _| (from << 32) - to }.each do |from, to, rule|
         next if from < last
 
-        out << text.byteslice(last, from - last) << table.placeholder(rule.name, text.byteslice(from, to - from))
+        pieces << text.byteslice(last, from - last) << table.placeholder(rule.name, text.byteslice(from, to - from))
         last = to
       end
-      out << text.byteslice(last, text.bytesize - last)
+      pieces << text.byteslice(last, text.bytesize - last)
+      pieces.join
     end
   end
 end

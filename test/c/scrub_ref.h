@@ -15,6 +15,21 @@ static int ref_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 static int ref_alnum(unsigned char c) { return ref_digit(c) || ref_upper(c) || (c >= 'a' && c <= 'z'); }
 static int ref_local(unsigned char c) { return ref_alnum(c) || (c && strchr("._%+-", c)); }
 
+static int ref_upnum(unsigned char c) { return ref_digit(c) || ref_upper(c); }
+static int ref_key(unsigned char c) { return ref_alnum(c) || c == '_' || c == '-'; }
+static int ref_slack(unsigned char c) { return ref_alnum(c) || c == '-'; }
+static int ref_token(unsigned char c) { return ref_alnum(c) || (c && strchr("._~+/-", c)); }
+
+/* Whether text[p..p+k) are there and each passes is. */
+static int ref_span(const unsigned char *t, size_t n, size_t p, size_t k, int (*is)(unsigned char))
+{
+    if (p > n || n - p < k) return 0;
+    for (size_t i = 0; i < k; i++) {
+        if (!is(t[p + i])) return 0;
+    }
+    return 1;
+}
+
 static int ref_is(const unsigned char *t, size_t n, size_t p, const char *lit)
 {
     size_t k = strlen(lit);
@@ -51,12 +66,23 @@ static int ref_place(int kind, const unsigned char *t, size_t n, size_t p, size_
     *from = p;
     *to = p + 1;
     switch (kind) {
-    case LF_SCRUB_SK: return ref_is(t, n, p, "sk-");
-    case LF_SCRUB_GSK: return ref_is(t, n, p, "gsk_");
-    case LF_SCRUB_AWS: return ref_is(t, n, p, "AKIA") || ref_is(t, n, p, "ASIA");
-    case LF_SCRUB_GHP: return ref_is(t, n, p, "ghp_");
-    case LF_SCRUB_XOX: return ref_is(t, n, p, "xox") && n - p >= 5 && t[p + 3] && strchr("abposr", t[p + 3]) && t[p + 4] == '-';
-    case LF_SCRUB_BEARER: return ref_is(t, n, p, "Bearer") || ref_is(t, n, p, "bearer");
+    case LF_SCRUB_SK: return ref_is(t, n, p, "sk-") && ref_span(t, n, p + 3, 20, ref_key);
+    case LF_SCRUB_GSK: return ref_is(t, n, p, "gsk_") && ref_span(t, n, p + 4, 20, ref_alnum);
+    case LF_SCRUB_AWS:
+        return (ref_is(t, n, p, "AKIA") || ref_is(t, n, p, "ASIA")) && ref_span(t, n, p + 4, 16, ref_upnum) &&
+               !ref_span(t, n, p + 20, 1, ref_upnum);
+    case LF_SCRUB_GHP: return ref_is(t, n, p, "ghp_") && ref_span(t, n, p + 4, 36, ref_alnum);
+    case LF_SCRUB_XOX:
+        return ref_is(t, n, p, "xox") && n - p >= 5 && t[p + 3] && strchr("abposr", t[p + 3]) && t[p + 4] == '-' &&
+               ref_span(t, n, p + 5, 10, ref_slack);
+    case LF_SCRUB_BEARER: {
+        size_t q = p + 6;
+
+        if (!ref_is(t, n, p, "Bearer") && !ref_is(t, n, p, "bearer")) return 0;
+        if (q >= n || (t[q] != ' ' && t[q] != '\t')) return 0;
+        while (q < n && (t[q] == ' ' || t[q] == '\t')) q++;
+        return ref_span(t, n, q, 16, ref_token);
+    }
     case LF_SCRUB_SSN:
         return ref_digits(t, n, p, 3) && ref_is(t, n, p + 3, "-") && ref_digits(t, n, p + 4, 2) && ref_is(t, n, p + 6, "-") &&
                ref_digits(t, n, p + 7, 4) && (p == 0 || ref_edge(t, n, p - 1)) && ref_edge(t, n, p + 11);

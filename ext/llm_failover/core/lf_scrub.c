@@ -9,19 +9,17 @@
 #include "lf_banned.h"
 
 /* The text is read 64 bytes at a time into one bitmap per byte class (bit i:
- * byte i of the chunk is in the class); a kind's places are a few ANDs of
- * shifted bitmaps, and only those bits get a look at the bytes. Prose sets
- * almost none, so a megabyte costs about what copying it through SSE2 does
+ * byte i of the chunk is in the class). A kind's triggers are a few ANDs of
+ * shifted bitmaps, chosen rare in prose ("-" for sk- and xox?-, "_" for gsk_
+ * and ghp_, four capitals for AKIA, digits in a row); only those bits get a
+ * look at the bytes around them. Few classes keep the pass cheap: each costs
+ * about as much as the rest of the work on a megabyte of prose
  * (bench/scrubber.rb). */
 enum {
     LF_SC_DIGIT,
     LF_SC_UPPER,
     LF_SC_DASH,
     LF_SC_UNDER,
-    LF_SC_s,
-    LF_SC_g,
-    LF_SC_A,
-    LF_SC_x,
     LF_SC_e,
     LF_SC_r,
     LF_SC_AT,    /* e-mail only */
@@ -34,18 +32,40 @@ enum {
 
 static const uint16_t lf_sc_class[256] = {
     ['0' ... '9'] = LF_SC(DIGIT),
-    ['A'] = LF_SC(UPPER) | LF_SC(A),
-    ['B' ... 'Z'] = LF_SC(UPPER),
+    ['A' ... 'Z'] = LF_SC(UPPER),
     ['-'] = LF_SC(DASH),
     ['_'] = LF_SC(UNDER),
-    ['s'] = LF_SC(s),
-    ['g'] = LF_SC(g),
-    ['x'] = LF_SC(x),
     ['e'] = LF_SC(e),
     ['r'] = LF_SC(r),
     ['@'] = LF_SC(AT),
     ['+'] = LF_SC(PLUS),
     ['('] = LF_SC(PAREN),
+};
+
+/* The character classes of the key patterns, for the runs that follow a
+ * prefix. */
+enum {
+    LF_SC_KEY = 1,    /* [A-Za-z0-9_-] */
+    LF_SC_ALNUM = 2,  /* [A-Za-z0-9] */
+    LF_SC_UPNUM = 4,  /* [A-Z0-9] */
+    LF_SC_SLACK = 8,  /* [A-Za-z0-9-] */
+    LF_SC_TOKEN = 16, /* [A-Za-z0-9._~+/-] */
+    LF_SC_LOCAL = 32  /* [A-Za-z0-9._%+-], an e-mail address's local part */
+};
+
+#define LF_SC_ALL_ALNUM (LF_SC_KEY | LF_SC_ALNUM | LF_SC_SLACK | LF_SC_TOKEN | LF_SC_LOCAL)
+
+static const unsigned char lf_sc_chars[256] = {
+    ['0' ... '9'] = LF_SC_ALL_ALNUM | LF_SC_UPNUM,
+    ['A' ... 'Z'] = LF_SC_ALL_ALNUM | LF_SC_UPNUM,
+    ['a' ... 'z'] = LF_SC_ALL_ALNUM,
+    ['_'] = LF_SC_KEY | LF_SC_TOKEN | LF_SC_LOCAL,
+    ['-'] = LF_SC_KEY | LF_SC_SLACK | LF_SC_TOKEN | LF_SC_LOCAL,
+    ['.'] = LF_SC_TOKEN | LF_SC_LOCAL,
+    ['~'] = LF_SC_TOKEN,
+    ['+'] = LF_SC_TOKEN | LF_SC_LOCAL,
+    ['/'] = LF_SC_TOKEN,
+    ['%'] = LF_SC_LOCAL,
 };
 
 /* The bitmaps of the n <= 64 bytes at p (bits past n clear). */
@@ -68,9 +88,15 @@ static inline __m128i lf_sc_eq(__m128i x, char c)
     return _mm_cmpeq_epi8(x, _mm_set1_epi8(c));
 }
 
+/* 0xFF where x has a byte in [lo, lo + n): one subtraction moves the range to
+ * the bottom of the signed bytes, one signed compare tests it. */
+static inline __m128i lf_sc_range(__m128i x, unsigned char lo, unsigned char n)
+{
+    return _mm_cmplt_epi8(_mm_sub_epi8(x, _mm_set1_epi8((char)(lo + 128))), _mm_set1_epi8((char)(-128 + n)));
+}
+
 /* The bitmaps of the 64 bytes at p, sixteen at a time (SSE2 is on every
- * x86-64). A range test is one subtraction that moves the range to the bottom
- * of the signed bytes and one signed compare. */
+ * x86-64). */
 static void lf_sc_classify64(const unsigned char *p, uint64_t m[LF_SC_COUNT], int at, int phone)
 {
     memset(m, 0, sizeof(uint64_t) * LF_SC_COUNT);
@@ -78,25 +104,53 @@ static void lf_sc_classify64(const unsigned char *p, uint64_t m[LF_SC_COUNT], in
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
         unsigned sh = 16 * i;
 
-        m[LF_SC_DIGIT] |= lf_sc_bits(_mm_cmplt_epi8(_mm_sub_epi8(x, _mm_set1_epi8((char)('0' + 128))),
-                                                     _mm_set1_epi8((char)(-128 + 10))), sh);
-        m[LF_SC_UPPER] |= lf_sc_bits(_mm_cmplt_epi8(_mm_sub_epi8(x, _mm_set1_epi8((char)('A' + 128))),
-                                                     _mm_set1_epi8((char)(-128 + 26))), sh);
+        m[LF_SC_DIGIT] |= lf_sc_bits(lf_sc_range(x, '0', 10), sh);
+        m[LF_SC_UPPER] |= lf_sc_bits(lf_sc_range(x, 'A', 26), sh);
         m[LF_SC_DASH] |= lf_sc_bits(lf_sc_eq(x, '-'), sh);
         m[LF_SC_UNDER] |= lf_sc_bits(lf_sc_eq(x, '_'), sh);
-        m[LF_SC_s] |= lf_sc_bits(lf_sc_eq(x, 's'), sh);
-        m[LF_SC_g] |= lf_sc_bits(lf_sc_eq(x, 'g'), sh);
-        m[LF_SC_A] |= lf_sc_bits(lf_sc_eq(x, 'A'), sh);
-        m[LF_SC_x] |= lf_sc_bits(lf_sc_eq(x, 'x'), sh);
         m[LF_SC_e] |= lf_sc_bits(lf_sc_eq(x, 'e'), sh);
         m[LF_SC_r] |= lf_sc_bits(lf_sc_eq(x, 'r'), sh);
         if (at) m[LF_SC_AT] |= lf_sc_bits(lf_sc_eq(x, '@'), sh);
-        if (phone) {
-            m[LF_SC_PLUS] |= lf_sc_bits(lf_sc_eq(x, '+'), sh);
-            m[LF_SC_PAREN] |= lf_sc_bits(lf_sc_eq(x, '('), sh);
-        }
+        if (phone) m[LF_SC_PLUS] |= lf_sc_bits(_mm_or_si128(lf_sc_eq(x, '+'), lf_sc_eq(x, '(')), sh);
     }
 }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LF_SCRUB_NO_AVX2)
+#include <immintrin.h>
+#define LF_SC_AVX2 1
+
+static inline __attribute__((target("avx2"))) uint64_t lf_sc_bits32(__m256i hit, unsigned shift)
+{
+    return (uint64_t)(uint32_t)_mm256_movemask_epi8(hit) << shift;
+}
+
+static inline __attribute__((target("avx2"))) __m256i lf_sc_range32(__m256i x, unsigned char lo, unsigned char n)
+{
+    return _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(-128 + n)), _mm256_sub_epi8(x, _mm256_set1_epi8((char)(lo + 128))));
+}
+
+/* lf_sc_classify64 thirty-two bytes at a time, where the CPU has AVX2. */
+static __attribute__((target("avx2"))) void lf_sc_classify64_avx2(const unsigned char *p, uint64_t m[LF_SC_COUNT],
+                                                                  int at, int phone)
+{
+    memset(m, 0, sizeof(uint64_t) * LF_SC_COUNT);
+    for (unsigned i = 0; i < 2; i++) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * i));
+        unsigned sh = 32 * i;
+
+        m[LF_SC_DIGIT] |= lf_sc_bits32(lf_sc_range32(x, '0', 10), sh);
+        m[LF_SC_UPPER] |= lf_sc_bits32(lf_sc_range32(x, 'A', 26), sh);
+        m[LF_SC_DASH] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('-')), sh);
+        m[LF_SC_UNDER] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('_')), sh);
+        m[LF_SC_e] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('e')), sh);
+        m[LF_SC_r] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('r')), sh);
+        if (at) m[LF_SC_AT] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('@')), sh);
+        if (phone)
+            m[LF_SC_PLUS] |= lf_sc_bits32(_mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('+')),
+                                                          _mm256_cmpeq_epi8(x, _mm256_set1_epi8('('))), sh);
+    }
+}
+#endif
 #endif
 
 /* The bitmaps of the chunk at text[at..), zero past len. */
@@ -107,13 +161,18 @@ static void lf_sc_classify(const unsigned char *t, size_t len, size_t at, unsign
 
 #if defined(__SSE2__) && defined(__GNUC__)
     if (n == 64) {
+#ifdef LF_SC_AVX2
+        if (__builtin_cpu_supports("avx2")) {
+            lf_sc_classify64_avx2(t + at, m, (kinds >> LF_SCRUB_EMAIL) & 1, (kinds >> LF_SCRUB_PHONE) & 1);
+            return;
+        }
+#endif
         lf_sc_classify64(t + at, m, (kinds >> LF_SCRUB_EMAIL) & 1, (kinds >> LF_SCRUB_PHONE) & 1);
         return;
     }
-#else
-    (void)kinds;
 #endif
     lf_sc_classify_bytes(t + at, n, m);
+    m[LF_SC_PLUS] |= m[LF_SC_PAREN]; /* as lf_sc_classify64 has them */
 }
 
 static inline int lf_sc_digit(unsigned char c)
@@ -123,13 +182,26 @@ static inline int lf_sc_digit(unsigned char c)
 
 static inline int lf_sc_alnum(unsigned char c)
 {
-    return lf_sc_digit(c) || (unsigned)((c | 0x20) - 'a') < 26u;
+    return (lf_sc_chars[c] & LF_SC_ALNUM) != 0;
 }
 
-/* [A-Za-z0-9._%+-], the bytes of an e-mail address's local part. */
-static inline int lf_sc_local(unsigned char c)
+/* Whether the n bytes at text[p..) are there and all of class cls (lf_sc_chars). */
+static int lf_sc_run(const unsigned char *t, size_t len, size_t p, size_t n, unsigned cls)
 {
-    return lf_sc_alnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-';
+    if (p > len || len - p < n) return 0;
+    for (size_t i = p; i < p + n; i++) {
+        if (!(lf_sc_chars[t[i]] & cls)) return 0;
+    }
+    return 1;
+}
+
+static int lf_sc_all_digits(const unsigned char *t, size_t len, size_t p, size_t n)
+{
+    if (p > len || len - p < n) return 0;
+    for (size_t i = p; i < p + n; i++) {
+        if (!lf_sc_digit(t[i])) return 0;
+    }
+    return 1;
 }
 
 static int lf_sc_digits_from(const unsigned char *t, size_t len, size_t p, size_t n, size_t count)
@@ -139,15 +211,6 @@ static int lf_sc_digits_from(const unsigned char *t, size_t len, size_t p, size_
 
     for (size_t i = p; i < e; i++) found += (size_t)lf_sc_digit(t[i]);
     return found >= count;
-}
-
-static int lf_sc_all_digits(const unsigned char *t, size_t len, size_t p, size_t n)
-{
-    if (len - p < n) return 0;
-    for (size_t i = p; i < p + n; i++) {
-        if (!lf_sc_digit(t[i])) return 0;
-    }
-    return 1;
 }
 
 /* p starts four digits with no digit before. The card pattern: [2-6] first, not
@@ -185,6 +248,17 @@ static int lf_sc_phone_start(const unsigned char *t, size_t p)
     return t[p - 1] != '+' && !(p >= 2 && (t[p - 1] == ' ' || t[p - 1] == '.' || t[p - 1] == '-') && lf_sc_digit(t[p - 2]));
 }
 
+/* "earer" at p + 1: [Bb]earer[ \t]+ and 16 token bytes. */
+static int lf_sc_bearer(const unsigned char *t, size_t len, size_t p)
+{
+    size_t q = p + 5;
+
+    if (p == 0 || (t[p - 1] | 0x20) != 'b' || t[p + 1] != 'a' || t[p + 3] != 'e') return 0;
+    if (q >= len || (t[q] != ' ' && t[q] != '\t')) return 0;
+    while (q < len && (t[q] == ' ' || t[q] == '\t')) q++;
+    return lf_sc_run(t, len, q, 16, LF_SC_TOKEN);
+}
+
 #define LF_SC_EMIT(kind, from, to)                          \
     do {                                                    \
         int lf_sc_rc = fn(ud, (kind), (from), (to));        \
@@ -192,42 +266,52 @@ static int lf_sc_phone_start(const unsigned char *t, size_t p)
     } while (0)
 
 #define LF_SC_WANT(kind) (kinds & (1u << (kind)))
-#define LF_SC_KEYS                                                                                    \
-    ((1u << LF_SCRUB_SK) | (1u << LF_SCRUB_GSK) | (1u << LF_SCRUB_AWS) | (1u << LF_SCRUB_GHP) | \
-     (1u << LF_SCRUB_XOX) | (1u << LF_SCRUB_BEARER))
 
 /* Every candidate of the chunk at base: cur holds its bitmaps, next those of
- * the chunk after it (for the bytes a place looks ahead at), prev_digit
- * whether the byte before base is a digit. */
+ * the chunk after it (for the bytes a trigger looks ahead at). A trigger is
+ * the rarest part of a value, its place where the value starts. */
 static int lf_sc_chunk(const unsigned char *t, size_t len, size_t base, const uint64_t *cur,
-                       const uint64_t *next, uint64_t prev_digit, unsigned kinds, lf_scrub_fn fn, void *ud)
+                       const uint64_t *next, unsigned kinds, lf_scrub_fn fn, void *ud)
 {
 #define LF_SC_AHEAD(c, k) ((cur[LF_SC_##c] >> (k)) | (next[LF_SC_##c] << (64 - (k))))
-#define LF_SC_EACH(mask) for (uint64_t b_ = (mask), p = 0; b_ && (p = base + (uint64_t)__builtin_ctzll(b_), 1); b_ &= b_ - 1)
-    uint64_t digit = cur[LF_SC_DIGIT];
-    uint64_t run_start = digit & ~((digit << 1) | prev_digit);
+#define LF_SC_EACH(mask) \
+    for (uint64_t b_ = (mask), p = 0; b_ && (p = base + (uint64_t)__builtin_ctzll(b_), 1); b_ &= b_ - 1)
+    uint64_t digit = cur[LF_SC_DIGIT], upper = cur[LF_SC_UPPER];
+    uint64_t run_start = digit & ~((digit << 1) | (base > 0 && lf_sc_digit(t[base - 1])));
 
-    if (kinds & LF_SC_KEYS) {
-        LF_SC_EACH(cur[LF_SC_s] & LF_SC_AHEAD(DASH, 2)) {
-            if (LF_SC_WANT(LF_SCRUB_SK) && t[p + 1] == 'k') LF_SC_EMIT(LF_SCRUB_SK, p, p + 1);
+    if (LF_SC_WANT(LF_SCRUB_SK) || LF_SC_WANT(LF_SCRUB_XOX)) {
+        /* the "-" of sk- and of xox?- */
+        LF_SC_EACH(cur[LF_SC_DASH]) {
+            if (LF_SC_WANT(LF_SCRUB_SK) && p >= 2 && t[p - 2] == 's' && t[p - 1] == 'k' &&
+                lf_sc_run(t, len, p + 1, 20, LF_SC_KEY))
+                LF_SC_EMIT(LF_SCRUB_SK, p - 2, p - 1);
+            if (LF_SC_WANT(LF_SCRUB_XOX) && p >= 4 && t[p - 4] == 'x' && t[p - 3] == 'o' && t[p - 2] == 'x' &&
+                memchr("abposr", t[p - 1], 6) && lf_sc_run(t, len, p + 1, 10, LF_SC_SLACK))
+                LF_SC_EMIT(LF_SCRUB_XOX, p - 4, p - 3);
         }
-        LF_SC_EACH(cur[LF_SC_g] & LF_SC_AHEAD(UNDER, 3)) {
-            if (LF_SC_WANT(LF_SCRUB_GSK) && t[p + 1] == 's' && t[p + 2] == 'k') LF_SC_EMIT(LF_SCRUB_GSK, p, p + 1);
-            if (LF_SC_WANT(LF_SCRUB_GHP) && t[p + 1] == 'h' && t[p + 2] == 'p') LF_SC_EMIT(LF_SCRUB_GHP, p, p + 1);
+    }
+    if (LF_SC_WANT(LF_SCRUB_GSK) || LF_SC_WANT(LF_SCRUB_GHP)) {
+        /* the "_" of gsk_ and ghp_ */
+        LF_SC_EACH(cur[LF_SC_UNDER]) {
+            if (p < 3 || t[p - 3] != 'g') continue;
+            if (LF_SC_WANT(LF_SCRUB_GSK) && t[p - 2] == 's' && t[p - 1] == 'k' && lf_sc_run(t, len, p + 1, 20, LF_SC_ALNUM))
+                LF_SC_EMIT(LF_SCRUB_GSK, p - 3, p - 2);
+            if (LF_SC_WANT(LF_SCRUB_GHP) && t[p - 2] == 'h' && t[p - 1] == 'p' && lf_sc_run(t, len, p + 1, 36, LF_SC_ALNUM))
+                LF_SC_EMIT(LF_SCRUB_GHP, p - 3, p - 2);
         }
-        LF_SC_EACH(cur[LF_SC_A] & LF_SC_AHEAD(A, 3)) {
-            if (LF_SC_WANT(LF_SCRUB_AWS) && (t[p + 1] == 'K' || t[p + 1] == 'S') && t[p + 2] == 'I')
+    }
+    if (LF_SC_WANT(LF_SCRUB_AWS)) {
+        /* four capitals: AKIA, ASIA, then 16 of [A-Z0-9] and no more */
+        LF_SC_EACH(upper & LF_SC_AHEAD(UPPER, 1) & LF_SC_AHEAD(UPPER, 2) & LF_SC_AHEAD(UPPER, 3)) {
+            if (t[p] == 'A' && (t[p + 1] == 'K' || t[p + 1] == 'S') && t[p + 2] == 'I' && t[p + 3] == 'A' &&
+                lf_sc_run(t, len, p + 4, 16, LF_SC_UPNUM) && !lf_sc_run(t, len, p + 20, 1, LF_SC_UPNUM))
                 LF_SC_EMIT(LF_SCRUB_AWS, p, p + 1);
         }
-        LF_SC_EACH(cur[LF_SC_x] & LF_SC_AHEAD(x, 2)) {
-            if (LF_SC_WANT(LF_SCRUB_XOX) && t[p + 1] == 'o' && len - p > 4 &&
-                memchr("abposr", t[p + 3], 6) && t[p + 4] == '-')
-                LF_SC_EMIT(LF_SCRUB_XOX, p, p + 1);
-        }
-        /* "earer": the place is the B before it. */
+    }
+    if (LF_SC_WANT(LF_SCRUB_BEARER)) {
+        /* "e?r?r" of earer; the place is the B before it */
         LF_SC_EACH(cur[LF_SC_e] & LF_SC_AHEAD(r, 2) & LF_SC_AHEAD(r, 4)) {
-            if (LF_SC_WANT(LF_SCRUB_BEARER) && p > 0 && (t[p - 1] | 0x20) == 'b' && t[p + 1] == 'a' && t[p + 3] == 'e')
-                LF_SC_EMIT(LF_SCRUB_BEARER, p - 1, p);
+            if (lf_sc_bearer(t, len, p)) LF_SC_EMIT(LF_SCRUB_BEARER, p - 1, p);
         }
     }
     if (LF_SC_WANT(LF_SCRUB_SSN)) {
@@ -241,12 +325,12 @@ static int lf_sc_chunk(const unsigned char *t, size_t len, size_t base, const ui
         }
     }
     if (LF_SC_WANT(LF_SCRUB_IBAN)) {
-        LF_SC_EACH(cur[LF_SC_UPPER] & LF_SC_AHEAD(UPPER, 1) & LF_SC_AHEAD(DIGIT, 2) & LF_SC_AHEAD(DIGIT, 3)) {
+        LF_SC_EACH(upper & LF_SC_AHEAD(UPPER, 1) & LF_SC_AHEAD(DIGIT, 2) & LF_SC_AHEAD(DIGIT, 3)) {
             if (p == 0 || !lf_sc_alnum(t[p - 1])) LF_SC_EMIT(LF_SCRUB_IBAN, p, p + 1);
         }
     }
     if (LF_SC_WANT(LF_SCRUB_PHONE)) {
-        LF_SC_EACH(run_start | cur[LF_SC_PLUS] | cur[LF_SC_PAREN]) {
+        LF_SC_EACH(run_start | cur[LF_SC_PLUS]) {
             if (lf_sc_phone_start(t, p) && lf_sc_digits_from(t, len, p, 21, 8)) LF_SC_EMIT(LF_SCRUB_PHONE, p, p + 1);
         }
     }
@@ -254,8 +338,8 @@ static int lf_sc_chunk(const unsigned char *t, size_t len, size_t base, const ui
         LF_SC_EACH(cur[LF_SC_AT]) {
             size_t from = p;
 
-            if (p == 0 || !lf_sc_local(t[p - 1]) || len - p < 2 || !(lf_sc_alnum(t[p + 1]) || t[p + 1] == '-')) continue;
-            while (from > 0 && lf_sc_local(t[from - 1])) from--;
+            if (p == 0 || !(lf_sc_chars[t[p - 1]] & LF_SC_LOCAL) || !lf_sc_run(t, len, p + 1, 1, LF_SC_SLACK)) continue;
+            while (from > 0 && (lf_sc_chars[t[from - 1]] & LF_SC_LOCAL)) from--;
             LF_SC_EMIT(LF_SCRUB_EMAIL, from, p);
         }
     }
@@ -268,10 +352,9 @@ int lf_scrub_scan(const char *text, size_t len, unsigned kinds, lf_scrub_fn fn, 
 {
     const unsigned char *t = (const unsigned char *)text;
     uint64_t cur[LF_SC_COUNT], next[LF_SC_COUNT];
-    uint64_t prev_digit = 0;
 
-    if (len == 0 || !(kinds & ((1u << LF_SCRUB_KINDS) - 1))) return 0;
-    lf_sc_classify(t, len, 0, kinds, cur);
+    if (!(kinds & ((1u << LF_SCRUB_KINDS) - 1))) return 0;
+    if (len) lf_sc_classify(t, len, 0, kinds, cur);
     for (size_t base = 0; base < len; base += 64) {
         int rc;
 
@@ -279,9 +362,8 @@ int lf_scrub_scan(const char *text, size_t len, unsigned kinds, lf_scrub_fn fn, 
             lf_sc_classify(t, len, base + 64, kinds, next);
         else
             memset(next, 0, sizeof next);
-        rc = lf_sc_chunk(t, len, base, cur, next, prev_digit, kinds, fn, ud);
+        rc = lf_sc_chunk(t, len, base, cur, next, kinds, fn, ud);
         if (rc) return rc;
-        prev_digit = cur[LF_SC_DIGIT] >> 63;
         memcpy(cur, next, sizeof cur);
     }
     return 0;

@@ -9,29 +9,34 @@ module LlmFailover
 
       # Luhn (ISO/IEC 7812) over the digits of +text+, separators ignored.
       def luhn?(text)
+        digits = text.delete("^0-9")
         sum = 0
+        i = digits.bytesize - 1
         double = false
-        text.delete("^0-9").each_byte.reverse_each do |b|
-          d = b - 48
+        while i >= 0
+          d = digits.getbyte(i) - 48
           if double
             d *= 2
             d -= 9 if d > 9
           end
           sum += d
           double = !double
+          i -= 1
         end
         (sum % 10).zero?
       end
 
       # ISO 13616: the country code and check digits moved to the end, letters as
-      # 10..35, the number mod 97 is 1.
+      # 10..35, the number mod 97 is 1 (computed a digit or a letter at a time).
       def iban?(text)
         compact = text.delete(" ")
         return false unless compact.length.between?(15, 34)
 
-        rearranged = compact[4..] + compact[0, 4]
-        digits = rearranged.each_char.map { |c| c.ord >= 65 ? (c.ord - 55).to_s : c }.join
-        digits.to_i % 97 == 1
+        rest = 0
+        (compact[4..] + compact[0, 4]).each_byte do |b|
+          rest = b >= 65 ? (rest * 100 + b - 55) % 97 : (rest * 10 + b - 48) % 97
+        end
+        rest == 1
       end
 
       # Area 000, 666 and 900-999, group 00 and serial 0000 are never issued.
