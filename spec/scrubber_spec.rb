@@ -81,14 +81,14 @@ RSpec.describe LlmFailover::Scrubber do
       expect(mapping.values).to eq([VISA])
     end
 
-    it "finds values in every part of a long text (the windows around digits overlap)" do
+    it "finds values in every part of a long text" do
       filler = "lorem ipsum 2024 dolor 12.50 sit amet\n" * 2000
       text, mapping = scrub("#{filler}#{VISA} #{filler}#{IBAN_DE} #{SSN} #{filler}#{OPENAI_KEY}")
       expect(mapping.values).to contain_exactly(OPENAI_KEY, VISA, IBAN_DE, SSN)
       expect(text).not_to include(VISA, IBAN_DE, SSN, OPENAI_KEY)
     end
 
-    it "finds a run of digit values in a table (dense windows)" do
+    it "finds a run of digit values in a table" do
       rows = Array.new(300) { |i| "#{i},2026-01-#{format('%02d', i % 28 + 1)},#{100_000 + i},#{i % 7 == 0 ? VISA : '4111 1111 1111 1112'}" }
       text, mapping = scrub(rows.join("\n"))
       expect(mapping).to eq("[CARD_1]" => VISA)

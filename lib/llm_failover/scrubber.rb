@@ -34,6 +34,8 @@ module LlmFailover
       @kinds = @prescanned.keys.sum { |kind| 1 << kind }
       @literal = all.select(&:starts)
       @custom = all.reject { |r| r.prescan || r.starts }
+      @order = {}.compare_by_identity # two rules finding the same span: the first listed names it
+      all.each_with_index { |rule, i| @order[rule] ||= i }
       @rules = all.freeze
       freeze
     end
@@ -110,21 +112,21 @@ module LlmFailover
       return false if value.nil? || value.empty?
       return false if rule.check && !rule.check.call(value)
 
-      found << [match.begin(rule.group), match.end(rule.group), rule]
+      found << [match.begin(rule.group), match.end(rule.group), @order[rule]]
       true
     end
 
-    # +text+ with the spans replaced, the earliest (then the longest) first where two
-    # overlap.
+    # +text+ with the spans replaced, the earliest (then the longest, then the first
+    # rule's) first where two overlap.
     def replace_spans(text, found, table)
       return text if found.empty?
 
       pieces = []
       last = 0
-      found.sort_by! { |from, to, _| (from << 32) - to }.each do |from, to, rule|
+      found.sort_by! { |from, to, order| [from, -to, order] }.each do |from, to, order|
         next if from < last
 
-        pieces << text.byteslice(last, from - last) << table.placeholder(rule.name, text.byteslice(from, to - from))
+        pieces << text.byteslice(last, from - last) << table.placeholder(@rules[order].name, text.byteslice(from, to - from))
         last = to
       end
       pieces << text.byteslice(last, text.bytesize - last)
