@@ -1,8 +1,11 @@
 /* LlmFailover::Scrubber::Prescan: the core's pre-scan (core/lf_scrub.c) for
  * lib/llm_failover/scrubber.rb, which runs the built-in rules' exact patterns
- * only where it says one may match. Its kinds are constants here, so that the
- * rules name the core's numbers. */
+ * only where it says one may match, and its splice, which writes the scrubbed
+ * text. The kinds are constants here, so that the rules name the core's
+ * numbers. */
 #include "lf_ruby.h"
+
+#include <ruby/encoding.h>
 
 #include "lf_scrub.h"
 
@@ -32,12 +35,53 @@ static VALUE lf_prescan_candidates(VALUE self, VALUE text, VALUE kinds)
     return out;
 }
 
+/* Prescan.splice(text, cuts) -> a new String in text's encoding: text with
+ * each [from, to, with] of cuts (a flat Array, byte offsets in order, not
+ * overlapping, with a String) replaced. */
+static VALUE lf_prescan_splice(VALUE self, VALUE text, VALUE cuts)
+{
+    VALUE tmp = 0, out;
+    lf_scrub_cut *c;
+    long n;
+    size_t total;
+
+    StringValue(text);
+    Check_Type(cuts, T_ARRAY);
+    if (RARRAY_LEN(cuts) % 3) rb_raise(rb_eArgError, "cuts are [from, to, with, ...]");
+    n = RARRAY_LEN(cuts) / 3;
+    c = ALLOCV_N(lf_scrub_cut, tmp, n);
+    for (long i = 0; i < n; i++) {
+        VALUE with = RARRAY_AREF(cuts, 3 * i + 2);
+
+        Check_Type(with, T_STRING);
+        c[i].from = NUM2SIZET(RARRAY_AREF(cuts, 3 * i));
+        c[i].to = NUM2SIZET(RARRAY_AREF(cuts, 3 * i + 1));
+        c[i].with = NULL;
+        c[i].with_len = (size_t)RSTRING_LEN(with);
+    }
+    total = lf_scrub_spliced_len((size_t)RSTRING_LEN(text), c, (size_t)n);
+    if (total == SIZE_MAX || total > LONG_MAX) {
+        ALLOCV_END(tmp);
+        rb_raise(rb_eArgError, "cuts out of order or past the text");
+    }
+    out = rb_str_new(NULL, (long)total);
+    /* No allocation from here on: an embedded String may move in a GC. */
+    for (long i = 0; i < n; i++) c[i].with = RSTRING_PTR(RARRAY_AREF(cuts, 3 * i + 2));
+    lf_scrub_splice(RSTRING_PTR(text), (size_t)RSTRING_LEN(text), c, (size_t)n, RSTRING_PTR(out));
+    ALLOCV_END(tmp);
+    rb_enc_copy(out, text);
+    RB_GC_GUARD(text);
+    RB_GC_GUARD(cuts);
+    return out;
+}
+
 void lf_init_scrubber(VALUE mod)
 {
     VALUE scrubber = rb_define_class_under(mod, "Scrubber", rb_cObject);
     VALUE prescan = rb_define_module_under(scrubber, "Prescan");
 
     rb_define_module_function(prescan, "candidates", lf_prescan_candidates, 2);
+    rb_define_module_function(prescan, "splice", lf_prescan_splice, 2);
     rb_define_const(prescan, "SK", INT2FIX(LF_SCRUB_SK));
     rb_define_const(prescan, "GSK", INT2FIX(LF_SCRUB_GSK));
     rb_define_const(prescan, "AWS", INT2FIX(LF_SCRUB_AWS));

@@ -29,14 +29,14 @@ module LlmFailover
     def initialize(rules:)
       raise ConfigurationError, "rules must be an Array, got #{rules.class}" unless rules.is_a?(Array)
 
-      all = rules.map { |r| Rule.from(r) }
-      @prescanned = all.select(&:prescan).group_by(&:prescan)
+      @rules = rules.map { |r| Rule.from(r) }.freeze
+      # Rules by their place in @rules (two finding the same span: the first names
+      # it), each once.
+      once = @rules.each_index.select { |i| @rules.index(@rules[i]) == i }
+      @prescanned = once.select { |i| @rules[i].prescan }.group_by { |i| @rules[i].prescan }
       @kinds = @prescanned.keys.sum { |kind| 1 << kind }
-      @literal = all.select(&:starts)
-      @custom = all.reject { |r| r.prescan || r.starts }
-      @order = {}.compare_by_identity # two rules finding the same span: the first listed names it
-      all.each_with_index { |rule, i| @order[rule] ||= i }
-      @rules = all.freeze
+      @literal = once.select { |i| @rules[i].starts }
+      @custom = @rules.reject { |r| r.prescan || r.starts }
       freeze
     end
 
@@ -50,7 +50,7 @@ module LlmFailover
       bin = text.b
       found = []
       prescanned_spans(bin, found) unless @kinds.zero?
-      @literal.each { |rule| literal_spans(bin, rule, found) }
+      @literal.each { |order| literal_spans(bin, order, found) }
       table = Table.new
       out = replace_spans(text, found, table)
       @custom.each { |rule| out = rule.replace(out, table) }
@@ -70,27 +70,29 @@ module LlmFailover
     # ends the same, so one try at its first start not yet passed settles it.
     def prescanned_spans(bin, found)
       places = Prescan.candidates(bin, @kinds)
-      resume = {} # rule => where its next match may start
+      resume = Array.new(@rules.size, 0) # where each rule's next match may start
       i = 0
       while i < places.size
-        kind = places[i]
         from = places[i + 1]
         to = places[i + 2]
-        i += 3
-        @prescanned[kind].each do |rule|
-          at = resume.fetch(rule, 0)
+        @prescanned[places[i]].each do |order|
+          at = resume[order]
           at = from if from > at
           next if at >= to
+
+          rule = @rules[order]
           next unless (match = rule.anchored.match(bin, at))
 
-          resume[rule] = match.end(0)
-          add(found, match, rule)
+          resume[order] = match.end(0)
+          add(found, match, rule, order)
         end
+        i += 3
       end
     end
 
     # As #prescanned_spans, at the places where one of the rule's literals starts.
-    def literal_spans(bin, rule, found)
+    def literal_spans(bin, order, found)
+      rule = @rules[order]
       places = rule.starts.flat_map do |literal|
         at = -1
         [].tap { |list| list << at while (at = bin.index(literal, at + 1)) }
@@ -102,18 +104,18 @@ module LlmFailover
         next unless (match = rule.anchored.match(bin, at))
 
         resume = match.end(0)
-        add(found, match, rule)
+        add(found, match, rule, order)
       end
     end
 
-    # @return [Boolean] whether the match passed the rule's check and was added
-    def add(found, match, rule)
-      value = match[rule.group]
-      return false if value.nil? || value.empty?
-      return false if rule.check && !rule.check.call(value)
+    # Adds [from, -to, order] of the match's value when it passes the rule's check.
+    def add(found, match, rule, order)
+      group = rule.group
+      value = match[group]
+      return if value.nil? || value.empty?
+      return if rule.check && !rule.check.call(value)
 
-      found << [match.begin(rule.group), match.end(rule.group), @order[rule]]
-      true
+      found << [match.begin(group), -match.end(group), order]
     end
 
     # +text+ with the spans replaced, the earliest (then the longest, then the first
@@ -121,16 +123,16 @@ module LlmFailover
     def replace_spans(text, found, table)
       return text if found.empty?
 
-      pieces = []
+      cuts = []
       last = 0
-      found.sort_by! { |from, to, order| [from, -to, order] }.each do |from, to, order|
+      found.sort!.each do |from, to, order|
+        to = -to
         next if from < last
 
-        pieces << text.byteslice(last, from - last) << table.placeholder(@rules[order].name, text.byteslice(from, to - from))
+        cuts << from << to << table.placeholder(@rules[order].name, text.byteslice(from, to - from))
         last = to
       end
-      pieces << text.byteslice(last, text.bytesize - last)
-      pieces.join
+      Prescan.splice(text, cuts)
     end
   end
 end

@@ -12,8 +12,12 @@
 /* The scan again without its AVX2 path, as a CPU without AVX2 runs it. */
 #define LF_SCRUB_NO_AVX2 1
 #define lf_scrub_scan lf_scrub_scan_sse2
+#define lf_scrub_spliced_len lf_scrub_spliced_len_sse2
+#define lf_scrub_splice lf_scrub_splice_sse2
 #include "lf_scrub.c"
 #undef lf_scrub_scan
+#undef lf_scrub_spliced_len
+#undef lf_scrub_splice
 
 #include "lf_banned.h"
 
@@ -233,6 +237,33 @@ static void test_same_as_reference(void)
     }
 }
 
+static void test_splice(void)
+{
+    const char *text = "card 4111 1111 1111 1111, key sk-x.";
+    lf_scrub_cut cuts[] = { { 5, 24, "[CARD_1]", 8 }, { 30, 34, "[API_KEY_1]", 11 }, { 35, 35, "", 0 } };
+    char out[64];
+    size_t n = lf_scrub_spliced_len(strlen(text), cuts, 3);
+
+    LF_CHECK_INT(n, strlen(text) - 19 + 8 - 4 + 11);
+    memset(out, 0, sizeof out);
+    lf_scrub_splice(text, strlen(text), cuts, 3, out);
+    LF_CHECK_STR(out, "card [CARD_1], key [API_KEY_1].");
+    LF_CHECK_INT(lf_scrub_spliced_len(strlen(text), cuts, 0), strlen(text));
+    memset(out, 0, sizeof out);
+    lf_scrub_splice(text, strlen(text), cuts, 0, out);
+    LF_CHECK_STR(out, text);
+
+    /* out of order, overlapping, reversed or past the end */
+    {
+        lf_scrub_cut bad[][2] = { { { 30, 34, "a", 1 }, { 5, 24, "b", 1 } },
+                                  { { 5, 24, "a", 1 }, { 20, 26, "b", 1 } },
+                                  { { 5, 4, "a", 1 }, { 6, 7, "b", 1 } },
+                                  { { 5, 6, "a", 1 }, { 30, 36, "b", 1 } } };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) LF_CHECK(lf_scrub_spliced_len(strlen(text), bad[i], 2) == SIZE_MAX);
+    }
+}
+
 int main(void)
 {
     LF_RUN(test_each_kind);
@@ -240,5 +271,6 @@ int main(void)
     LF_RUN(test_chunk_edges);
     LF_RUN(test_stops);
     LF_RUN(test_same_as_reference);
+    LF_RUN(test_splice);
     return lf_test_summary("scrub");
 }

@@ -133,28 +133,42 @@ static inline __attribute__((target("avx2"))) __m256i lf_sc_range32(__m256i x, u
 static __attribute__((target("avx2"))) void lf_sc_classify64_avx2(const unsigned char *p, uint64_t m[LF_SC_COUNT],
                                                                   int at, int phone)
 {
-    memset(m, 0, sizeof(uint64_t) * LF_SC_COUNT);
-    for (unsigned i = 0; i < 2; i++) {
-        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * i));
-        unsigned sh = 32 * i;
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    __m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
 
-        m[LF_SC_DIGIT] |= lf_sc_bits32(lf_sc_range32(x, '0', 10), sh);
-        m[LF_SC_UPPER] |= lf_sc_bits32(lf_sc_range32(x, 'A', 26), sh);
-        m[LF_SC_DASH] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('-')), sh);
-        m[LF_SC_UNDER] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('_')), sh);
-        m[LF_SC_e] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('e')), sh);
-        m[LF_SC_r] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('r')), sh);
-        if (at) m[LF_SC_AT] |= lf_sc_bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('@')), sh);
-        if (phone)
-            m[LF_SC_PLUS] |= lf_sc_bits32(_mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('+')),
-                                                          _mm256_cmpeq_epi8(x, _mm256_set1_epi8('('))), sh);
-    }
+#define LF_SC_BOTH(test) (lf_sc_bits32(test(x), 0) | lf_sc_bits32(test(y), 32))
+#define LF_SC_DIGITS32(v) lf_sc_range32(v, '0', 10)
+#define LF_SC_UPPERS32(v) lf_sc_range32(v, 'A', 26)
+    m[LF_SC_DIGIT] = LF_SC_BOTH(LF_SC_DIGITS32);
+    m[LF_SC_UPPER] = LF_SC_BOTH(LF_SC_UPPERS32);
+#define LF_SC_IS_DASH(v) _mm256_cmpeq_epi8(v, _mm256_set1_epi8('-'))
+#define LF_SC_IS_UNDER(v) _mm256_cmpeq_epi8(v, _mm256_set1_epi8('_'))
+#define LF_SC_IS_E(v) _mm256_cmpeq_epi8(v, _mm256_set1_epi8('e'))
+#define LF_SC_IS_R(v) _mm256_cmpeq_epi8(v, _mm256_set1_epi8('r'))
+#define LF_SC_IS_AT(v) _mm256_cmpeq_epi8(v, _mm256_set1_epi8('@'))
+#define LF_SC_IS_PLUS(v) _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('+')), _mm256_cmpeq_epi8(v, _mm256_set1_epi8('(')))
+    m[LF_SC_DASH] = LF_SC_BOTH(LF_SC_IS_DASH);
+    m[LF_SC_UNDER] = LF_SC_BOTH(LF_SC_IS_UNDER);
+    m[LF_SC_e] = LF_SC_BOTH(LF_SC_IS_E);
+    m[LF_SC_r] = LF_SC_BOTH(LF_SC_IS_R);
+    m[LF_SC_AT] = at ? LF_SC_BOTH(LF_SC_IS_AT) : 0;
+    m[LF_SC_PLUS] = phone ? LF_SC_BOTH(LF_SC_IS_PLUS) : 0;
+    m[LF_SC_PAREN] = 0;
+#undef LF_SC_BOTH
+#undef LF_SC_DIGITS32
+#undef LF_SC_UPPERS32
+#undef LF_SC_IS_DASH
+#undef LF_SC_IS_UNDER
+#undef LF_SC_IS_E
+#undef LF_SC_IS_R
+#undef LF_SC_IS_AT
+#undef LF_SC_IS_PLUS
 }
 #endif
 #endif
 
 /* The bitmaps of the chunk at text[at..), zero past len. */
-static void lf_sc_classify(const unsigned char *t, size_t len, size_t at, unsigned kinds,
+static void lf_sc_classify(const unsigned char *t, size_t len, size_t at, unsigned kinds, int avx2,
                            uint64_t m[LF_SC_COUNT])
 {
     size_t n = len - at < 64 ? len - at : 64;
@@ -162,7 +176,7 @@ static void lf_sc_classify(const unsigned char *t, size_t len, size_t at, unsign
 #if defined(__SSE2__) && defined(__GNUC__)
     if (n == 64) {
 #ifdef LF_SC_AVX2
-        if (__builtin_cpu_supports("avx2")) {
+        if (avx2) {
             lf_sc_classify64_avx2(t + at, m, (kinds >> LF_SCRUB_EMAIL) & 1, (kinds >> LF_SCRUB_PHONE) & 1);
             return;
         }
@@ -276,8 +290,7 @@ static int lf_sc_chunk(const unsigned char *t, size_t len, size_t base, const ui
 #define LF_SC_AHEAD(c, k) ((cur[LF_SC_##c] >> (k)) | (next[LF_SC_##c] << (64 - (k))))
 #define LF_SC_EACH(mask) \
     for (uint64_t b_ = (mask), p = 0; b_ && (p = base + (uint64_t)__builtin_ctzll(b_), 1); b_ &= b_ - 1)
-    uint64_t digit = cur[LF_SC_DIGIT], upper = cur[LF_SC_UPPER];
-    uint64_t run_start = digit & ~((digit << 1) | (base > 0 && lf_sc_digit(t[base - 1])));
+    uint64_t digit = cur[LF_SC_DIGIT], upper = cur[LF_SC_UPPER], phone_start = 0;
 
     if (LF_SC_WANT(LF_SCRUB_SK) || LF_SC_WANT(LF_SCRUB_XOX)) {
         /* the "-" of sk- and of xox?- */
@@ -300,12 +313,21 @@ static int lf_sc_chunk(const unsigned char *t, size_t len, size_t base, const ui
                 LF_SC_EMIT(LF_SCRUB_GHP, p - 3, p - 2);
         }
     }
-    if (LF_SC_WANT(LF_SCRUB_AWS)) {
+    if (upper & LF_SC_AHEAD(UPPER, 1) & (LF_SC_AHEAD(UPPER, 2) | LF_SC_AHEAD(DIGIT, 2))) {
+        uint64_t two = upper & LF_SC_AHEAD(UPPER, 1);
+
         /* four capitals: AKIA, ASIA, then 16 of [A-Z0-9] and no more */
-        LF_SC_EACH(upper & LF_SC_AHEAD(UPPER, 1) & LF_SC_AHEAD(UPPER, 2) & LF_SC_AHEAD(UPPER, 3)) {
-            if (t[p] == 'A' && (t[p + 1] == 'K' || t[p + 1] == 'S') && t[p + 2] == 'I' && t[p + 3] == 'A' &&
-                lf_sc_run(t, len, p + 4, 16, LF_SC_UPNUM) && !lf_sc_run(t, len, p + 20, 1, LF_SC_UPNUM))
-                LF_SC_EMIT(LF_SCRUB_AWS, p, p + 1);
+        if (LF_SC_WANT(LF_SCRUB_AWS)) {
+            LF_SC_EACH(two & LF_SC_AHEAD(UPPER, 2) & LF_SC_AHEAD(UPPER, 3)) {
+                if (t[p] == 'A' && (t[p + 1] == 'K' || t[p + 1] == 'S') && t[p + 2] == 'I' && t[p + 3] == 'A' &&
+                    lf_sc_run(t, len, p + 4, 16, LF_SC_UPNUM) && !lf_sc_run(t, len, p + 20, 1, LF_SC_UPNUM))
+                    LF_SC_EMIT(LF_SCRUB_AWS, p, p + 1);
+            }
+        }
+        if (LF_SC_WANT(LF_SCRUB_IBAN)) {
+            LF_SC_EACH(two & LF_SC_AHEAD(DIGIT, 2) & LF_SC_AHEAD(DIGIT, 3)) {
+                if (p == 0 || !lf_sc_alnum(t[p - 1])) LF_SC_EMIT(LF_SCRUB_IBAN, p, p + 1);
+            }
         }
     }
     if (LF_SC_WANT(LF_SCRUB_BEARER)) {
@@ -314,23 +336,24 @@ static int lf_sc_chunk(const unsigned char *t, size_t len, size_t base, const ui
             if (lf_sc_bearer(t, len, p)) LF_SC_EMIT(LF_SCRUB_BEARER, p - 1, p);
         }
     }
-    if (LF_SC_WANT(LF_SCRUB_SSN)) {
-        LF_SC_EACH(run_start & LF_SC_AHEAD(DIGIT, 1) & LF_SC_AHEAD(DIGIT, 2) & LF_SC_AHEAD(DASH, 3)) {
-            if (lf_sc_ssn(t, len, p)) LF_SC_EMIT(LF_SCRUB_SSN, p, p + 1);
+    if (digit) {
+        uint64_t run_start = digit & ~((digit << 1) | (base > 0 && lf_sc_digit(t[base - 1])));
+        uint64_t three = run_start & LF_SC_AHEAD(DIGIT, 1) & LF_SC_AHEAD(DIGIT, 2);
+
+        if (three && LF_SC_WANT(LF_SCRUB_SSN)) {
+            LF_SC_EACH(three & LF_SC_AHEAD(DASH, 3)) {
+                if (lf_sc_ssn(t, len, p)) LF_SC_EMIT(LF_SCRUB_SSN, p, p + 1);
+            }
         }
-    }
-    if (LF_SC_WANT(LF_SCRUB_CARD)) {
-        LF_SC_EACH(run_start & LF_SC_AHEAD(DIGIT, 1) & LF_SC_AHEAD(DIGIT, 2) & LF_SC_AHEAD(DIGIT, 3)) {
-            if (lf_sc_card(t, len, p)) LF_SC_EMIT(LF_SCRUB_CARD, p, p + 1);
+        if (three && LF_SC_WANT(LF_SCRUB_CARD)) {
+            LF_SC_EACH(three & LF_SC_AHEAD(DIGIT, 3)) {
+                if (lf_sc_card(t, len, p)) LF_SC_EMIT(LF_SCRUB_CARD, p, p + 1);
+            }
         }
-    }
-    if (LF_SC_WANT(LF_SCRUB_IBAN)) {
-        LF_SC_EACH(upper & LF_SC_AHEAD(UPPER, 1) & LF_SC_AHEAD(DIGIT, 2) & LF_SC_AHEAD(DIGIT, 3)) {
-            if (p == 0 || !lf_sc_alnum(t[p - 1])) LF_SC_EMIT(LF_SCRUB_IBAN, p, p + 1);
-        }
+        phone_start = run_start;
     }
     if (LF_SC_WANT(LF_SCRUB_PHONE)) {
-        LF_SC_EACH(run_start | cur[LF_SC_PLUS]) {
+        LF_SC_EACH(phone_start | cur[LF_SC_PLUS]) {
             if (lf_sc_phone_start(t, p) && lf_sc_digits_from(t, len, p, 21, 8)) LF_SC_EMIT(LF_SCRUB_PHONE, p, p + 1);
         }
     }
@@ -353,13 +376,19 @@ int lf_scrub_scan(const char *text, size_t len, unsigned kinds, lf_scrub_fn fn, 
     const unsigned char *t = (const unsigned char *)text;
     uint64_t cur[LF_SC_COUNT], next[LF_SC_COUNT];
 
+#ifdef LF_SC_AVX2
+    int avx2 = __builtin_cpu_supports("avx2");
+#else
+    int avx2 = 0;
+#endif
+
     if (!(kinds & ((1u << LF_SCRUB_KINDS) - 1))) return 0;
-    if (len) lf_sc_classify(t, len, 0, kinds, cur);
+    if (len) lf_sc_classify(t, len, 0, kinds, avx2, cur);
     for (size_t base = 0; base < len; base += 64) {
         int rc;
 
         if (len - base > 64)
-            lf_sc_classify(t, len, base + 64, kinds, next);
+            lf_sc_classify(t, len, base + 64, kinds, avx2, next);
         else
             memset(next, 0, sizeof next);
         rc = lf_sc_chunk(t, len, base, cur, next, kinds, fn, ud);
@@ -367,4 +396,31 @@ int lf_scrub_scan(const char *text, size_t len, unsigned kinds, lf_scrub_fn fn, 
         memcpy(cur, next, sizeof cur);
     }
     return 0;
+}
+
+size_t lf_scrub_spliced_len(size_t len, const lf_scrub_cut *cuts, size_t n)
+{
+    size_t total = len, last = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (cuts[i].from < last || cuts[i].to < cuts[i].from || cuts[i].to > len) return SIZE_MAX;
+        if (cuts[i].with_len > SIZE_MAX - total) return SIZE_MAX;
+        total = total - (cuts[i].to - cuts[i].from) + cuts[i].with_len;
+        last = cuts[i].to;
+    }
+    return total;
+}
+
+void lf_scrub_splice(const char *text, size_t len, const lf_scrub_cut *cuts, size_t n, char *out)
+{
+    size_t last = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        memcpy(out, text + last, cuts[i].from - last);
+        out += cuts[i].from - last;
+        if (cuts[i].with_len) memcpy(out, cuts[i].with, cuts[i].with_len);
+        out += cuts[i].with_len;
+        last = cuts[i].to;
+    }
+    memcpy(out, text + last, len - last);
 }

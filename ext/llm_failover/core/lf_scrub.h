@@ -37,4 +37,21 @@ typedef int (*lf_scrub_fn)(void *ud, int kind, size_t from, size_t to);
  * 0, or fn's nonzero return. Reads text[0..len) only; allocates nothing. */
 int lf_scrub_scan(const char *text, size_t len, unsigned kinds, lf_scrub_fn fn, void *ud);
 
+/* One replacement: text[from..to) becomes with[0..with_len). */
+typedef struct lf_scrub_cut {
+    size_t from, to;
+    const char *with;
+    size_t with_len;
+} lf_scrub_cut;
+
+/* The length of text[0..len) after the n cuts, which come in order and do not
+ * overlap (each from at or after the last to, each to at most len); SIZE_MAX
+ * when they do not. */
+size_t lf_scrub_spliced_len(size_t len, const lf_scrub_cut *cuts, size_t n);
+
+/* Writes text[0..len) after the n cuts to out, lf_scrub_spliced_len bytes
+ * (the cuts checked by it). The scrubbed text is copied once, where joining
+ * the pieces in Ruby copies each piece twice. */
+void lf_scrub_splice(const char *text, size_t len, const lf_scrub_cut *cuts, size_t n, char *out);
+
 #endif

@@ -16,8 +16,7 @@ module LlmFailover
 
       # @return [String] the placeholder of +value+ of kind +name+
       def placeholder(name, value)
-        key = [name, value]
-        @by_value[key] ||= begin
+        (@by_value[name] ||= {})[value] ||= begin
           n = (@counts[name] += 1)
           placeholder = "[#{name.upcase}_#{n}]"
           @mapping[placeholder] = value
