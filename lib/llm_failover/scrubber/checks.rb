@@ -7,21 +7,20 @@ module LlmFailover
     module Checks
       module_function
 
-      # Luhn (ISO/IEC 7812) over the digits of +text+, separators ignored.
+      # A doubled digit's contribution to the Luhn sum.
+      LUHN_DOUBLED = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9].freeze
+      private_constant :LUHN_DOUBLED
+
+      # Luhn (ISO/IEC 7812) over the digits of +text+, separators ignored: from the
+      # right, every second digit doubled.
       def luhn?(text)
         digits = text.delete("^0-9")
         sum = 0
         i = digits.bytesize - 1
-        double = false
         while i >= 0
-          d = digits.getbyte(i) - 48
-          if double
-            d *= 2
-            d -= 9 if d > 9
-          end
-          sum += d
-          double = !double
-          i -= 1
+          sum += digits.getbyte(i) - 48
+          sum += LUHN_DOUBLED[digits.getbyte(i - 1) - 48] if i.positive?
+          i -= 2
         end
         (sum % 10).zero?
       end
@@ -32,9 +31,13 @@ module LlmFailover
         compact = text.delete(" ")
         return false unless compact.length.between?(15, 34)
 
+        n = compact.bytesize
         rest = 0
-        (compact[4..] + compact[0, 4]).each_byte do |b|
+        i = 4
+        while i < n + 4
+          b = compact.getbyte(i < n ? i : i - n)
           rest = b >= 65 ? (rest * 100 + b - 55) % 97 : (rest * 10 + b - 48) % 97
+          i += 1
         end
         rest == 1
       end
