@@ -8,11 +8,13 @@
 #               lf_json_put_string, also goes word by word)
 #   scrub ms    CPU time of Scrubber.default.scrub of the prompt, and its cost per KB
 #   ratio       scrub / json (the fastest of ROUNDS runs each); the target is 2
+#   found, hits distinct values replaced, and placeholders in the scrubbed text
 #
 # Prompts: prose (the gem's README and bench/README, with a card, an IBAN, an SSN, two
 # keys, an e-mail address and a phone number every 100 KB), the same with the e-mail
-# and phone rules on, a table of numbers (a CSV of orders: digits in every field, the
-# worst case for the digit rules), and the prose in one line. Nothing is asserted.
+# and phone rules on, hit-dense prose (those values after every KB of it: 7 hits a KB),
+# a table of numbers (a CSV of orders: digits in every field, the worst case for the
+# digit rules), and the prose in one line. Nothing is asserted.
 
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "json"
@@ -33,14 +35,30 @@ def fastest
   end.min
 end
 
-def prose
+SECRETS = "\nPay with 4111 1111 1111 1111 to DE89 3704 0044 0532 0130 00; SSN 123-45-6789; " \
+          "key sk-proj-4fJx9TqLm2VbN8cZ1rWs7YhK3pDe6GaU, AKIAIOSFODNN7EXAMPLE; mail jane@example.com, " \
+          "call +1 555-123-4567.\n"
+
+def readmes
   root = File.expand_path("..", __dir__)
-  text = File.read(File.join(root, "README.md")) + File.read(File.join(root, "bench/README.md"))
-  secrets = "\nPay with 4111 1111 1111 1111 to DE89 3704 0044 0532 0130 00; SSN 123-45-6789; " \
-            "key sk-proj-4fJx9TqLm2VbN8cZ1rWs7YhK3pDe6GaU, AKIAIOSFODNN7EXAMPLE; mail jane@example.com, " \
-            "call +1 555-123-4567.\n"
+  File.read(File.join(root, "README.md")) + File.read(File.join(root, "bench/README.md"))
+end
+
+def prose
+  text = readmes
   out = +""
-  out << text << (out.bytesize % 100_000 < text.bytesize ? secrets : "") while out.bytesize < MB
+  out << text << (out.bytesize % 100_000 < text.bytesize ? SECRETS : "") while out.bytesize < MB
+  out
+end
+
+def dense
+  text = readmes
+  out = +""
+  at = 0
+  while out.bytesize < MB
+    out << text.byteslice(at % (text.bytesize - 1000), 1000).scrub << SECRETS
+    at += 1000
+  end
   out
 end
 
@@ -56,6 +74,7 @@ end
 
 prompts = { "prose" => [prose, LlmFailover::Scrubber.default],
             "prose, e-mail and phone on" => [prose, LlmFailover::Scrubber.default(email: true, phone: true)],
+            "hit-dense prose" => [dense, LlmFailover::Scrubber.default],
             "table of numbers" => [table, LlmFailover::Scrubber.default],
             "prose in one line" => [prose.tr("\n\"\\", "   "), LlmFailover::Scrubber.default] }
 
@@ -63,12 +82,13 @@ prompts = { "prose" => [prose, LlmFailover::Scrubber.default],
 # prose here, the same String encoded later in 0.3 ms): the figures are the warm ones.
 JSON.generate([table])
 
-puts format("%-28s %8s %9s %11s %7s %6s", "prompt (1 MB)", "json ms", "scrub ms", "scrub us/KB", "ratio", "found")
+puts format("%-28s %8s %9s %11s %7s %6s %6s", "prompt (1 MB)", "json ms", "scrub ms", "scrub us/KB", "ratio", "found", "hits")
 prompts.each do |name, (text, scrubber)|
   text = text.dup.tap(&:valid_encoding?) # as Ruby has it once anything read it
   json = fastest { JSON.generate([{ "role" => "user", "content" => text }]) }
   scrub = fastest { scrubber.scrub(text) }
-  found = scrubber.scrub(text)[1].size
-  puts format("%-28s %8.2f %9.2f %11.2f %7.1f %6d", name, json * 1000, scrub * 1000,
-              scrub * 1e6 / (text.bytesize / 1000.0), scrub / json, found)
+  out, mapping = scrubber.scrub(text)
+  hits = out.scan(/\[[A-Z_]+_\d+\]/).size
+  puts format("%-28s %8.2f %9.2f %11.2f %7.1f %6d %6d", name, json * 1000, scrub * 1000,
+              scrub * 1e6 / (text.bytesize / 1000.0), scrub / json, mapping.size, hits)
 end
