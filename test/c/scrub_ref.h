@@ -47,11 +47,15 @@ static int ref_digits(const unsigned char *t, size_t n, size_t p, size_t k)
     return 1;
 }
 
+/* Digits among the first k bytes at p, up to the first byte not in [0-9 .()+-]. */
 static size_t ref_count_digits(const unsigned char *t, size_t n, size_t p, size_t k)
 {
     size_t c = 0;
 
-    for (size_t i = p; i < n && i < p + k; i++) c += ref_digit(t[i]);
+    for (size_t i = p; i < n && i < p + k; i++) {
+        if (!ref_digit(t[i]) && !(t[i] && strchr(" .-()+", t[i]))) break;
+        c += ref_digit(t[i]);
+    }
     return c;
 }
 

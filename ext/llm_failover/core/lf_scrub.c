@@ -218,13 +218,20 @@ static int lf_sc_all_digits(const unsigned char *t, size_t len, size_t p, size_t
     return 1;
 }
 
-static int lf_sc_digits_from(const unsigned char *t, size_t len, size_t p, size_t n, size_t count)
+/* A phone number is at most 21 bytes of digits and " .-()+", 8 of them digits
+ * or more: whether the bytes from p have that many before another byte. */
+static int lf_sc_phone_digits(const unsigned char *t, size_t len, size_t p)
 {
-    size_t e = len - p < n ? len : p + n;
+    size_t e = len - p < 21 ? len : p + 21;
     size_t found = 0;
 
-    for (size_t i = p; i < e; i++) found += (size_t)lf_sc_digit(t[i]);
-    return found >= count;
+    for (size_t i = p; i < e; i++) {
+        if (lf_sc_digit(t[i]))
+            found++;
+        else if (!memchr(" .-()+", t[i], 6))
+            break;
+    }
+    return found >= 8;
 }
 
 /* p starts four digits with no digit before. The card pattern: [2-6] first, not
@@ -354,7 +361,7 @@ static int lf_sc_chunk(const unsigned char *t, size_t len, size_t base, const ui
     }
     if (LF_SC_WANT(LF_SCRUB_PHONE)) {
         LF_SC_EACH(phone_start | cur[LF_SC_PLUS]) {
-            if (lf_sc_phone_start(t, p) && lf_sc_digits_from(t, len, p, 21, 8)) LF_SC_EMIT(LF_SCRUB_PHONE, p, p + 1);
+            if (lf_sc_phone_start(t, p) && lf_sc_phone_digits(t, len, p)) LF_SC_EMIT(LF_SCRUB_PHONE, p, p + 1);
         }
     }
     if (LF_SC_WANT(LF_SCRUB_EMAIL)) {

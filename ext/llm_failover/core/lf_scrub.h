@@ -21,7 +21,7 @@ enum lf_scrub_kind {
     LF_SCRUB_SSN,     /* 123-45-6789 with its boundaries, exactly */
     LF_SCRUB_CARD,    /* [2-6] and 3 digits starting a group, 13 of the next 23 bytes digits */
     LF_SCRUB_IBAN,    /* two capitals, two digits, no letter or digit before */
-    LF_SCRUB_PHONE,   /* + ( or a digit starting a number, 8 of the next 21 bytes digits */
+    LF_SCRUB_PHONE,   /* + ( or a digit starting a number, 8 digits in 21 bytes of [0-9 .()+-] */
     LF_SCRUB_EMAIL,   /* the run of local-part bytes before an "@" followed by a domain byte */
     LF_SCRUB_KINDS
 };
