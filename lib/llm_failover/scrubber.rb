@@ -63,6 +63,9 @@ module LlmFailover
 
     private
 
+    # Prescan (ext/llm_failover/scrubber_class.c, @api private) is the C core's pass
+    # over the text (core/lf_scrub.c) and its splice.
+    #
     # Each rule finds what a pass of its pattern over the whole text would (each
     # match searched for from the end of the one before, whether its check passed or
     # not), trying its anchored pattern only where the pre-scan says a match may
