@@ -81,8 +81,8 @@ module LlmFailover
     # @raise [ConfigurationError] unknown provider or option, bad value
     # @raise [ModelNotFoundError] empty model
     def chat(model: nil, provider: nil, system: nil, instructions: nil, **options)
-      chat_options = options.slice(*CHAT_OPTIONS)
       overrides = options.reject { |k, _| CHAT_OPTIONS.include?(k) }
+      chat_options = overrides.empty? ? options : options.slice(*CHAT_OPTIONS) # most chats override nothing
       chat = Chat.new(config: configuration.with_overrides(overrides), model: model, provider: provider,
                       **chat_options)
       text = system || instructions

@@ -12,26 +12,14 @@ module LlmFailover
     STORE_METHODS = %i[messages conversation add_user add_system replace_system start_assistant
                        append_assistant reset_assistant finish_assistant fail_assistant].freeze
 
-    BLANK = /\A[\0\t\n\v\f\r ]*\z/.freeze # what String#strip removes
-    private_constant :BLANK
-
     KEEP = Object.new.freeze # "argument not given" for with_model's backup options
-    private_constant :KEEP
+    QUOTA_BY = %i[calls tokens].freeze
+    private_constant :KEEP, :QUOTA_BY
 
     # @return [AnswerFormat, nil] JSON mode or a schema; nil for text
     attr_reader :answer_format
     attr_reader :model, :provider, :backup_model, :backup_provider, :feature, :store, :config,
                 :quota, :temperature, :max_tokens, :cache_namespace
-
-    # @api private: +text+ is empty or only what String#strip removes. The regexp runs
-    # only when the first byte could be one of those: most text starts with a letter.
-    def self.blank?(text)
-      first = text.getbyte(0)
-      return true if first.nil?
-      return false if first > 32 && text.encoding.ascii_compatible?
-
-      BLANK.match?(text)
-    end
 
     # Prefer LlmFailover.chat, which applies the global configuration.
     # @param config [Configuration] this chat's own copy
@@ -296,7 +284,7 @@ module LlmFailover
 
     def set_shared_quota(key, window, by, used)
       @quota_window = QuotaWindow.new(window)
-      raise ConfigurationError, "quota_by must be :calls or :tokens, got #{by.inspect}" unless %i[calls tokens].include?(by)
+      raise ConfigurationError, "quota_by must be :calls or :tokens, got #{by.inspect}" unless QUOTA_BY.include?(by)
 
       @quota_by = by
       @quota_key = nil

@@ -7,6 +7,9 @@ module LlmFailover
   #
   # @api private
   module Text
+    BLANK = /\A[\0\t\n\v\f\r ]*\z/.freeze # what String#strip removes
+    private_constant :BLANK
+
     module_function
 
     # {utf8}, and not empty or only what String#strip removes.
@@ -14,9 +17,20 @@ module LlmFailover
     # @raise [ArgumentError]
     def given(text, what)
       text = utf8(text, what)
-      raise ArgumentError, "#{what} must not be empty" if Chat.blank?(text)
+      raise ArgumentError, "#{what} must not be empty" if blank?(text)
 
       text
+    end
+
+    # +text+ (in an ASCII-compatible encoding) is empty or only what String#strip
+    # removes. The regexp runs only when the first byte could be one of those: most
+    # text starts with a letter.
+    def blank?(text)
+      first = text.getbyte(0)
+      return true if first.nil?
+      return false if first > 32 && text.encoding.ascii_compatible?
+
+      BLANK.match?(text)
     end
 
     # +text+ as UTF-8: a valid UTF-8 String itself, any other String converted (Latin-1,

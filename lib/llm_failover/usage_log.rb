@@ -44,11 +44,7 @@ module LlmFailover
     # Delivers +record+ to every sink and to ActiveSupport::Notifications.
     # @param record [AttemptRecord]
     def emit(record)
-      i = 0
-      while i < @sinks.size
-        deliver(@sinks[i], @kinds[i], record)
-        i += 1
-      end
+      @sinks.each_with_index { |sink, i| deliver(sink, @kinds[i], record) }
       instrument(record) if defined?(::ActiveSupport::Notifications)
       nil
     end
