@@ -56,9 +56,9 @@ module LlmFailover
       self
     end
 
-    def cancelled?
-      @requested
-    end
+    # An attribute reader: the streamed path reads it twice per chunk.
+    attr_reader :requested
+    alias cancelled? requested
 
     # Runs +engine+.run(request, listener) so that #cancel! stops it.
     # @return [Hash] the engine's result, or { ok: false, cancelled: true, ... } with the
@@ -177,12 +177,15 @@ module LlmFailover
         attempt_started
       end
 
+      # Per streamed delta: the flag is read inline (a reader), not through
+      # raise_if_requested (~200 instructions a chunk, bench/README.md).
       def on_chunk(text, target)
-        @cancellation.raise_if_requested
+        raise Signal if @cancellation.cancelled?
+
         @target = target
         @partial << text
         @listener.on_chunk(text, target)
-        @cancellation.raise_if_requested
+        raise Signal if @cancellation.cancelled?
       end
 
       def on_reset
