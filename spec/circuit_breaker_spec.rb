@@ -107,6 +107,20 @@ RSpec.describe "Circuit breaker" do
     expect(health_of("gpt-4o")[:cooldown_until]).to be > Time.now
   end
 
+  it "asks again before a retry: a circuit other calls opened meanwhile sends the call to the backup" do
+    LlmFailover.configure { |c| c.circuit_cooldown = 5 }
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+    waiting = Thread.new do
+      failover_chat(max_retries: 2, retry_interval: 0.6, retry_interval_randomness: 0).ask("waits to retry")
+    end
+    sleep 0.05 until primary.request_count == 1 # its first attempt failed: one failure, closed
+    2.times { failover_chat(max_retries: 0).ask("other calls") } # the third failure opens it
+    reply = waiting.value
+    expect(reply.attempts.map { |a| [a.provider, a.http_status] }).to eq([[:openai, 503], [:anthropic, 200]])
+    expect(primary.request_count).to eq(3)
+  end
+
   it "still tries the primary when every target is open" do
     LlmFailover.configure { |c| c.circuit_threshold = 1 }
     primary.default = { error: :unavailable }

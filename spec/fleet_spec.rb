@@ -79,6 +79,55 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
     expect(h[:failures]).to be >= 4
   end
 
+  describe "the half-open probe" do
+    before do
+      LlmFailover.configure do |c|
+        c.circuit_threshold = 1
+        c.circuit_cooldown = 0.3
+        c.request_timeout = 10 # the probe's lock: its request's deadline
+      end
+      failover_chat.ask("opens it")
+      sleep 0.35 # half-open
+    end
+
+    # Calls from four other processes while the probe is under way.
+    def others_while(probe_thread)
+      sleep 0.1 until primary.request_count == 2 # the probe reached the primary
+      fleet(4, 3)
+    ensure
+      probe_thread.join
+    end
+
+    it "keeps a slow probe the only request to the target until it reports, however long past the cooldown" do
+      primary.enqueue({ text: "back", delay_headers: 1.5 }) # five cooldowns
+      probe = Thread.new { failover_chat.ask("probe") }
+      expect(others_while(probe)).to eq(0) # the backup answered them all
+      expect(probe.value.provider).to eq(:openai)
+      expect(primary.request_count).to eq(2) # the opening failure and the one probe
+      expect(backup.request_count).to eq(1 + 12)
+      expect(LlmFailover.health.find { |t| t[:model] == "gpt-4o" }).to include(state: :closed)
+      primary.default = { text: "back" }
+      expect(failover_chat.ask("closed again").provider).to eq(:openai)
+    end
+
+    it "frees the probe when its call ends without a result that counts, for the next call to probe" do
+      primary.enqueue({ error: :bad_request }) # a 400: the call fails, the circuit learns nothing
+      expect { failover_chat.ask("probe") }.to raise_error(LlmFailover::BadRequestError)
+      primary.default = { text: "back" }
+      expect(failover_chat.ask("the next probe").provider).to eq(:openai) # not ten seconds later
+      expect(primary.request_count).to eq(3)
+    end
+
+    it "frees the probe of a backup the call never reached" do
+      LlmFailover.configure { |c| c.circuit_cooldown = 60 }
+      reversed = -> { LlmFailover.chat(model: "claude-sonnet-4-6", provider: :anthropic, backup_model: "gpt-4o", backup_provider: :openai) }
+      backup.enqueue({ text: "the primary of this chat" })
+      expect(reversed.call.ask("answered before its backup").provider).to eq(:anthropic)
+      primary.default = { text: "back" }
+      expect(failover_chat.ask("probes gpt-4o").provider).to eq(:openai)
+    end
+  end
+
   it "keeps answering while Redis is down (one warning), and shares again once it is back" do
     LlmFailover.configure { |c| c.circuit_cooldown = 60 }
     failover_chat.ask("one failure shared")
@@ -86,8 +135,9 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
     begin
       replies = Array.new(8) { failover_chat.ask("redis is down") }
       expect(replies.map(&:content).uniq).to eq(["backup"])
-      # this process's own state opened the circuit after three more failures
-      expect(primary.request_count).to eq(1 + 3)
+      # this process's own state, which kept the shared failure, opened the circuit
+      # after two more
+      expect(primary.request_count).to eq(1 + 2)
       expect(log.string.scan(/unreachable/).size).to eq(1)
     ensure
       @redis.start

@@ -43,6 +43,21 @@ RSpec.shared_examples "a state store" do
     expect(store.health.first).to include(state: :closed, failures: 0, opened_at: nil, cooldown_until: nil)
   end
 
+  it "gives the probe back to its holder asking again (with a new ttl), to nobody else, and frees it on release" do
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    sleep 0.35
+    expect(store.admit([key], 0.4, "call-a").first[0]).to eq(2)
+    expect(store.admit([key], 0.4, "call-b").first[0]).to eq(1)
+    sleep 0.25
+    expect(store.admit([key], 0.4, "call-a").first[0]).to eq(2) # renewed for 0.4 s from now
+    sleep 0.25
+    expect(store.admit([key], 0.4, "call-b").first[0]).to eq(1) # 0.5 s after it was first taken
+    store.release(key, "call-b") # not its own: nothing
+    expect(store.admit([key], 0.4, "call-c").first[0]).to eq(1)
+    store.release(key, "call-a")
+    expect(store.admit([key], 0.4, "call-c").first[0]).to eq(2)
+  end
+
   it "reopens for another cooldown when the probe fails" do
     store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
     sleep 0.35
@@ -128,13 +143,29 @@ RSpec.describe "LlmFailover::RedisStateStore" do
     expect(store.admit(["openai:gpt-4o"], 1).first[0]).to eq(1)
   end
 
+  it "keeps away from a target the fleet had open when Redis stops answering, until the cooldown Redis gave" do
+    other = LlmFailover::RedisStateStore.new(url: @redis.url, namespace: store.namespace)
+    other.record("openai:gpt-4o", 1, 0.6, false, 0, "LlmFailover::ServerError") # another process opened it
+    expect(store.admit(["openai:gpt-4o", "anthropic:claude"], 1).map(&:first)).to eq([1, 0])
+    @redis.stop
+    begin
+      expect(store.admit(["openai:gpt-4o", "anthropic:claude"], 1).map(&:first)).to eq([1, 0])
+      expect(store.connected?).to be(false)
+      sleep 0.65
+      expect(store.admit(["openai:gpt-4o"], 1).map(&:first)).to eq([2]) # its own probe, once the cooldown is over
+    ensure
+      @redis.start
+    end
+  end
+
   it "goes on with its own state while Redis is down, warns once, and shares again when it is back" do
     log = StringIO.new
     store = LlmFailover::RedisStateStore.new(url: @redis.url, namespace: "outage", logger: Logger.new(log))
     store.record("openai:gpt-4o", 1, 60, false, 0, "LlmFailover::ServerError")
     @redis.stop
     begin
-      expect(store.admit(["openai:gpt-4o"], 1)).to eq([[0, 0, nil]]) # the fallback's own, empty view
+      # the fallback's own view, which kept what Redis last said: open, one failure
+      expect(store.admit(["openai:gpt-4o"], 1)).to eq([[1, 1, nil]])
       3.times { store.record("openai:gpt-4o", 5, 60, false, 0, "LlmFailover::ServerError") }
       sleep 1.1 # past the retry interval: it tries Redis again, still down, no second warning
       store.admit(["openai:gpt-4o"], 1)

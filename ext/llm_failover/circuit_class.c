@@ -109,6 +109,19 @@ static VALUE lf_circuit_m_release_probe(VALUE self)
     return Qnil;
 }
 
+/* The probe's holder asked again: true when it still holds a probe (for ttl more seconds). */
+static VALUE lf_circuit_m_renew_probe(VALUE self, VALUE now, VALUE probe_ttl)
+{
+    return lf_circuit_renew_probe(&lf_circuit_get(self)->c, NUM2DBL(now), NUM2DBL(probe_ttl)) ? Qtrue : Qfalse;
+}
+
+/* A shared store's view of the target: open for open_for more seconds, or closed. */
+static VALUE lf_circuit_m_adopt(VALUE self, VALUE now, VALUE failures, VALUE open_for)
+{
+    lf_circuit_adopt(&lf_circuit_get(self)->c, NUM2DBL(now), NUM2INT(failures), NUM2DBL(open_for));
+    return Qnil;
+}
+
 void lf_init_circuit(VALUE mod)
 {
     VALUE c = rb_define_class_under(mod, "Circuit", rb_cObject);
@@ -123,6 +136,8 @@ void lf_init_circuit(VALUE mod)
     rb_define_method(c, "opened_at", lf_circuit_m_opened_at, 0);
     rb_define_method(c, "cooldown_until", lf_circuit_m_cooldown_until, 0);
     rb_define_method(c, "release_probe", lf_circuit_m_release_probe, 0);
+    rb_define_method(c, "renew_probe", lf_circuit_m_renew_probe, 2);
+    rb_define_method(c, "adopt", lf_circuit_m_adopt, 3);
     for (i = 0; i < 3; i++) lf_sym_states[i] = ID2SYM(rb_intern(lf_circuit_state_name((lf_circuit_state)i)));
     lf_sym_reasons[0] = Qnil;
     for (i = 1; i < 6; i++) lf_sym_reasons[i] = ID2SYM(rb_intern(lf_circuit_reason_name((lf_circuit_reason)i)));

@@ -105,7 +105,8 @@ static VALUE lf_engine_cleanup(VALUE arg)
  *     and :circuit (true: the listener also answers circuit_health(n) ->
  *     [route, failures, ...] before the first attempt and circuit_report(target,
  *     success, error_class, hold) -> open? after the attempts that bear on a
- *     circuit)
+ *     circuit; when it answers circuit_admit(target) -> [route, failures] too,
+ *     that is asked again before each request that is not the call's first)
  *   @param listener [#on_chunk, #on_reset, #on_attempt] on_chunk(text, target)
  *     per streamed delta; on_reset before a backup answers after text was
  *     delivered; on_interrupt (optional) after a wait an interrupt cut short

@@ -17,7 +17,7 @@
 #include "lf_banned.h"
 
 static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_on_interrupt, lf_id_circuit_health,
-    lf_id_circuit_report, lf_id_wake_io, lf_id_on_wake;
+    lf_id_circuit_report, lf_id_wake_io, lf_id_on_wake, lf_id_circuit_admit;
 static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_sym_model,
     lf_sym_finish_reason, lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id,
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
@@ -227,6 +227,34 @@ static VALUE lf_call_circuit_health(VALUE arg)
     return Qnil;
 }
 
+typedef struct lf_admit_args {
+    lf_ruby_listener *rl;
+    int target;
+    lf_health *out;
+} lf_admit_args;
+
+/* circuit_admit(target) -> [route, failures] */
+static VALUE lf_call_circuit_admit(VALUE arg)
+{
+    lf_admit_args *a = (lf_admit_args *)arg;
+    VALUE r = rb_funcall(a->rl->listener, lf_id_circuit_admit, 1, INT2NUM(a->target));
+    int route;
+    Check_Type(r, T_ARRAY);
+    if (RARRAY_LEN(r) < 2) return Qnil;
+    route = NUM2INT(RARRAY_AREF(r, 0));
+    a->out->route = route == LF_ROUTE_SKIP ? LF_ROUTE_SKIP : route == LF_ROUTE_PROBE ? LF_ROUTE_PROBE : LF_ROUTE_SEND;
+    a->out->failures = NUM2INT(RARRAY_AREF(r, 1));
+    return Qnil;
+}
+
+static int lf_rl_admit(void *ud, int target, lf_health *out)
+{
+    lf_ruby_listener *rl = ud;
+    lf_admit_args a = { rl, target, out };
+    rb_protect(lf_call_circuit_admit, (VALUE)&a, &rl->state);
+    return rl->state != 0;
+}
+
 static int lf_rl_health(void *ud, size_t n, lf_health *out)
 {
     lf_ruby_listener *rl = ud;
@@ -268,6 +296,7 @@ void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l)
         rb_raise(rb_eArgError, "llm_failover: a :circuit listener must respond to circuit_health and circuit_report");
     l->health = lf_rl_health;
     l->report = lf_rl_report;
+    l->admit = rb_respond_to(rl->listener, lf_id_circuit_admit) ? lf_rl_admit : NULL;
 }
 
 /* ---- waits ------------------------------------------------------------- */
@@ -493,4 +522,5 @@ void lf_init_engine_listener(void)
     lf_id_circuit_report = rb_intern("circuit_report");
     lf_id_wake_io = rb_intern("wake_io");
     lf_id_on_wake = rb_intern("on_wake");
+    lf_id_circuit_admit = rb_intern("circuit_admit");
 }

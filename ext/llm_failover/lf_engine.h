@@ -46,7 +46,8 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
  * :stopped_by (the exception's class, nil for Thread#kill or a throw). */
 void lf_ruby_listener_unwind(lf_ruby_listener *rl);
 /* Adds the breaker's callbacks: circuit_health(n), circuit_report(target,
- * success, error_class, hold) on the Ruby listener. */
+ * success, error_class, hold) and, when it answers it, circuit_admit(target)
+ * on the Ruby listener. */
 void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l);
 
 /* The outcome of lf_run as Engine#run returns it. */

@@ -47,7 +47,7 @@ module LlmFailover
       @records = []
       @failures = [] # [attempt Hash, Target] of every failed attempt
       @chunk_index = 0
-      @breaker = CircuitBreaker.new(config, targets) if config.circuit_threshold.positive?
+      @breaker = CircuitBreaker.new(config, targets, @request_id) if config.circuit_threshold.positive?
       @chunk_sources = []
     end
 
@@ -72,6 +72,7 @@ module LlmFailover
         # The block raised, the thread was killed, a Timeout fired: the partial answer
         # must never be sent again as if it were complete.
         fail_stored_message unless settled
+        @breaker&.finish
       end
     end
 
@@ -120,6 +121,12 @@ module LlmFailover
     # first attempt.
     def circuit_health(count)
       @breaker.health(count)
+    end
+
+    # Engine listener (with :circuit): a target's circuit state again, before a request
+    # that is not the call's first.
+    def circuit_admit(target_index)
+      @breaker.admit(target_index)
     end
 
     # Engine listener (with :circuit): an attempt that bears on its target's circuit.

@@ -12,23 +12,54 @@ module LlmFailover
     SEND_ALL = [0, 0, 0, 0].freeze
     private_constant :SEND_ALL
 
-    def initialize(config, targets)
+    PROBE = 2 # the route of the call that holds a half-open target's probe
+    private_constant :PROBE
+
+    # @param token [String] this call's own (its request_id): the store hands it the
+    #   probe of a half-open target, and knows it again when the call asks again
+    def initialize(config, targets, token)
       @config = config
       @targets = targets
+      @token = token
+      @probes = nil # indexes of the targets whose probe this call was handed
     end
 
     # Engine listener (through Call): [route, failures] of each target, flat.
     def health(count)
-      entries = @config.state_store.admit(@targets.map(&:circuit_key), @config.circuit_cooldown)
+      entries = @config.state_store.admit(@targets.map(&:circuit_key), probe_ttl, @token)
       flat = []
       entries.each_with_index do |(route, failures, change), i|
         flat << route << failures
-        announce(@targets[i], change, nil) if change
+        took(i, route, change)
       end
       flat
     rescue StandardError => e
       warn("state store failed (#{e.class}: #{e.message}); calling without circuit state")
       SEND_ALL.first(2 * count)
+    end
+
+    # Engine listener (through Call): one target's [route, failures] again, before a
+    # request that is not the call's first (a retry, or the backup after a failover).
+    def admit(target_index)
+      route, failures, change = @config.state_store.admit([@targets[target_index].circuit_key], probe_ttl,
+                                                          @token).first
+      took(target_index, route, change)
+      [route, failures]
+    rescue StandardError => e
+      warn("state store failed (#{e.class}: #{e.message}); calling without circuit state")
+      SEND_ALL.first(2)
+    end
+
+    # After the call, however it ended (an answer, an error, a killed thread): gives
+    # back the probes it was handed. One it sent has reported already (the store then
+    # let it go with the circuit's change); one it never sent, or whose request ended
+    # in a way that does not count (a 4xx, a cancel), frees the target for the next.
+    def finish
+      return unless @probes && @config.state_store.respond_to?(:release)
+
+      @probes.each { |i| @config.state_store.release(@targets[i].circuit_key, @token) }
+    rescue StandardError => e
+      warn("state store failed (#{e.class}: #{e.message}); a probe lock waits for its ttl")
     end
 
     # Engine listener (through Call): an attempt's outcome that bears on its target.
@@ -45,6 +76,19 @@ module LlmFailover
     end
 
     private
+
+    # How long a probe is this call's: its one request's whole deadline
+    # (request_timeout) and a second for the store, so that a slow probe keeps the
+    # target to itself until it ends; the call gives it back as soon as it is done
+    # (#finish), and a probe whose process died frees the target after that long.
+    def probe_ttl
+      @config.request_timeout + 1
+    end
+
+    def took(index, route, change)
+      (@probes ||= []) << index if route == PROBE && !@probes&.include?(index)
+      announce(@targets[index], change, nil) if change
+    end
 
     def announce(target, change, error_class)
       from, to, reason = change

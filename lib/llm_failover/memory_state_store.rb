@@ -13,10 +13,13 @@ module LlmFailover
   #
   # The state-store protocol (RedisStateStore speaks it too; any object that does may
   # be a c.state_store):
-  #   admit(keys, probe_ttl)  -> [[route, failures, change], ...] one per key;
-  #                              route 0 send, 1 skip, 2 probe (the caller holds it)
+  #   admit(keys, probe_ttl, token = nil) -> [[route, failures, change], ...] one per
+  #                              key; route 0 send, 1 skip, 2 probe (the caller holds
+  #                              it for probe_ttl s; the same token asking again gets
+  #                              it again, for probe_ttl more)
   #   record(key, threshold, cooldown, success, hold, error_class) -> [open, change]
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
+  #   release(key, token)         optional: the probe +token+ holds is free again
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
     include QuotaCounters::InMemory # reserve_quota, adjust_quota, quota_used
@@ -24,12 +27,13 @@ module LlmFailover
       @lock = Mutex.new
       @pid = Process.pid
       @circuits = {}    # key => Circuit
+      @probes = {}      # key => token of the caller holding its probe
       @last_errors = {} # key => error class name
       @claims = {}      # name => monotonic expiry
     end
 
     # @return [Array<Array(Integer, Integer, Array, nil)>]
-    def admit(keys, probe_ttl)
+    def admit(keys, probe_ttl, token = nil)
       # No attempt has failed in this process yet (the usual case): nothing to look up,
       # so no lock and no clock (~4k instructions per call, bench/README.md). A Hash
       # read under the GVL sees it empty or not; a failure recorded meanwhile counts
@@ -40,14 +44,44 @@ module LlmFailover
       synchronize do
         keys.map do |key|
           circuit = @circuits[key]
-          if circuit
-            route = circuit.admit(now, probe_ttl)
-            [route, circuit.failures, circuit.last_change]
-          else
-            CLOSED
+          next CLOSED unless circuit
+
+          route = circuit.admit(now, probe_ttl)
+          if route == PROBE
+            @probes[key] = token
+          elsif route == SKIP && token && @probes[key] == token && circuit.renew_probe(now, probe_ttl)
+            route = PROBE # its holder asking again
           end
+          [route, circuit.failures, circuit.last_change]
         end
       end
+    end
+
+    # Frees the probe of +key+ when +token+ holds it.
+    def release(key, token)
+      synchronize do
+        next unless token && @probes[key] == token
+
+        @probes.delete(key)
+        @circuits[key]&.release_probe
+      end
+      nil
+    end
+
+    # Takes on what a shared store said of +key+ (RedisStateStore keeps its fallback
+    # so): open for +open_for+ more seconds when positive, else closed.
+    def adopt(key, failures, open_for)
+      return if @circuits.empty? && failures.zero? && open_for <= 0 # healthy, and nothing to forget
+
+      now = Process.clock_gettime(Process::CLOCK_REALTIME)
+      synchronize do
+        circuit = @circuits[key]
+        next if circuit.nil? && failures.zero? && open_for <= 0
+
+        (circuit || (@circuits[key] = Circuit.new)).adopt(now, failures, open_for)
+        @probes.delete(key)
+      end
+      nil
     end
 
     # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
@@ -95,6 +129,7 @@ module LlmFailover
     def clear
       synchronize do
         @circuits.clear
+        @probes.clear
         @last_errors.clear
         @claims.clear
       end
@@ -112,7 +147,9 @@ module LlmFailover
 
     CLOSED = [0, 0, nil].freeze
     NO_CHANGE = [false, nil].freeze
-    private_constant :CLOSED, :NO_CHANGE
+    SKIP = 1
+    PROBE = 2
+    private_constant :CLOSED, :NO_CHANGE, :SKIP, :PROBE
 
     private
 
@@ -125,6 +162,7 @@ module LlmFailover
       @lock = Mutex.new
       @pid = Process.pid
       @circuits.each_value(&:release_probe)
+      @probes.clear
     end
   end
 end

@@ -19,8 +19,11 @@ module LlmFailover
   #   NS:{provider:model}:circuit  hash: state, failures, opened_at, until (epoch s),
   #                                last_error, updated_at. TTL: a day past its last
   #                                write (longer when a cooldown is longer).
-  #   NS:{provider:model}:probe    the half-open probe lock: SET NX PX, for one
-  #                                cooldown; deleted when the probe reports.
+  #   NS:{provider:model}:probe    the half-open probe lock: SET NX PX, holding the
+  #                                token (request_id) of the call that probes, for
+  #                                the probe request's deadline; that call asking
+  #                                again renews it, its circuit change deletes it, and
+  #                                the call deletes it when it ends (if still its own).
   #   NS:{alert:feature:class}     one on_chain_exhausted per window: SET NX PX.
   # The scripts below run lf_circuit.c's transitions inside Redis, on Redis's clock
   # (TIME), so that hosts whose clocks differ agree; spec/state_store_spec.rb holds
@@ -31,6 +34,9 @@ module LlmFailover
   # had failures). When Redis is down or slower than the budget (50 ms), the call goes
   # on with this process's own MemoryStateStore: one warning per outage, nothing
   # raised, sharing resumes when Redis answers again (retried at most once a second).
+  # That own state is not blank: every answer from Redis about a target that is not
+  # plainly healthy is copied into it (open, and for how long), so that a process
+  # cut off from Redis keeps away from a target the fleet knew to be down.
   class RedisStateStore
     include QuotaCounters::InRedis # reserve_quota, adjust_quota, quota_used
     BUDGET = 0.05 # seconds: connect, read and write timeouts
@@ -38,27 +44,42 @@ module LlmFailover
     DAY_MS = 86_400_000
     POOL_WAIT = 1.0 # seconds a thread waits for a free connection of this process
 
-    # Mirrors lf_circuit_admit. KEYS: circuit, probe. ARGV: probe ttl (ms).
-    # Returns {route, failures, changed}: route 0 send, 1 skip, 2 probe.
+    # Mirrors lf_circuit_admit and lf_circuit_renew_probe. KEYS: circuit, probe.
+    # ARGV: probe ttl (ms), the caller's token. Returns {route, failures, changed,
+    # open_for}: route 0 send, 1 skip, 2 probe; open_for the milliseconds the target
+    # stays out of bounds for this caller's process (0 when closed).
     ADMIT = <<~LUA
       local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
       local state, failures = st[1], tonumber(st[2]) or 0
-      if not state or state == 'closed' then return {0, failures, 0} end
+      if not state or state == 'closed' then return {0, failures, 0, 0} end
       local t = redis.call('TIME')
       local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
       local changed = 0
       if state == 'open' then
-        if now < (tonumber(st[3]) or 0) then return {1, failures, 0} end
+        local untl = tonumber(st[3]) or 0
+        if now < untl then return {1, failures, 0, math.ceil((untl - now) * 1000)} end
         redis.call('HSET', KEYS[1], 'state', 'half_open')
         redis.call('DEL', KEYS[2])
         changed = 1
       end
-      if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return {2, failures, changed} end
-      return {1, failures, changed}
+      if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[1]) then return {2, failures, changed, tonumber(ARGV[1])} end
+      if ARGV[2] ~= '' and redis.call('GET', KEYS[2]) == ARGV[2] then
+        redis.call('PEXPIRE', KEYS[2], ARGV[1])
+        return {2, failures, changed, tonumber(ARGV[1])}
+      end
+      return {1, failures, changed, math.max(redis.call('PTTL', KEYS[2]), 1)}
+    LUA
+
+    # The probe lock of a call that ended, when it is still its own. KEYS: probe.
+    # ARGV: token.
+    RELEASE = <<~LUA
+      if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+      return 0
     LUA
 
     # Mirrors lf_circuit_record. KEYS: circuit, probe. ARGV: threshold, cooldown (s),
-    # success (0/1), hold (s), error class, key ttl (ms). Returns {from, to, reason}.
+    # success (0/1), hold (s), error class, key ttl (ms). Returns {from, to, reason,
+    # failures, open_for (ms, 0 unless open)}.
     RECORD = <<~LUA
       local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until', 'opened_at')
       local state = st[1] or 'closed'
@@ -66,12 +87,12 @@ module LlmFailover
       if ARGV[3] == '1' then
         if state == 'closed' then
           if failures > 0 then redis.call('HSET', KEYS[1], 'failures', 0) end
-          return {state, state, ''}
+          return {state, state, '', 0, 0}
         end
         redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'opened_at', 0, 'until', 0)
         redis.call('DEL', KEYS[2])
         redis.call('PEXPIRE', KEYS[1], ARGV[6])
-        return {state, 'closed', 'success'}
+        return {state, 'closed', 'success', 0, 0}
       end
       local t = redis.call('TIME')
       local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -95,10 +116,12 @@ module LlmFailover
                  'opened_at', string.format('%.6f', opened), 'last_error', ARGV[5],
                  'updated_at', string.format('%.6f', now))
       redis.call('PEXPIRE', KEYS[1], ARGV[6])
-      return {state, to, reason}
+      local open_for = 0
+      if to == 'open' then open_for = math.max(math.ceil((untl - now) * 1000), 1) end
+      return {state, to, reason, failures, open_for}
     LUA
 
-    SCRIPTS = { admit: ADMIT, record: RECORD }.freeze
+    SCRIPTS = { admit: ADMIT, record: RECORD, release: RELEASE }.freeze
     SHAS = SCRIPTS.transform_values { |src| Digest::SHA1.hexdigest(src) }.freeze
 
     attr_reader :namespace
@@ -126,13 +149,15 @@ module LlmFailover
       @down = false
     end
 
-    def admit(keys, probe_ttl)
+    def admit(keys, probe_ttl, token = nil)
       ttl_ms = ms(probe_ttl)
-      shared(:admit, keys, probe_ttl) do |redis|
+      token = token.to_s
+      shared(:admit, keys, probe_ttl, token) do |redis|
         replies = redis.pipelined do |p|
-          keys.each { |key| p.call("EVALSHA", SHAS[:admit], 2, circuit_key(key), probe_key(key), ttl_ms) }
+          keys.each { |key| p.call("EVALSHA", SHAS[:admit], 2, circuit_key(key), probe_key(key), ttl_ms, token) }
         end
-        replies.map do |route, failures, changed|
+        replies.each_with_index.map do |(route, failures, changed, open_for), i|
+          @fallback.adopt(keys[i], failures, open_for / 1000.0)
           [route, failures, changed == 1 ? %i[open half_open cooldown_elapsed] : nil]
         end
       end
@@ -141,10 +166,20 @@ module LlmFailover
     def record(key, threshold, cooldown, success, hold, error_class)
       key_ttl = [DAY_MS, ms(2 * (cooldown + hold))].max
       shared(:record, key, threshold, cooldown, success, hold, error_class) do |redis|
-        from, to, reason = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key), threshold,
-                                      cooldown.to_f, success ? 1 : 0, hold.to_f, error_class.to_s, key_ttl)
+        from, to, reason, failures, open_for = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key),
+                                                          threshold, cooldown.to_f, success ? 1 : 0, hold.to_f,
+                                                          error_class.to_s, key_ttl)
+        @fallback.adopt(key, failures, open_for / 1000.0)
         [to != "closed", reason.empty? ? nil : [from.to_sym, to.to_sym, reason.to_sym]]
       end
+    end
+
+    # Frees the probe lock of +key+ when +token+'s call still holds it.
+    def release(key, token)
+      shared(:release, key, token) do |redis|
+        redis.call("EVALSHA", SHAS[:release], 1, probe_key(key), token.to_s)
+      end
+      nil
     end
 
     # Every target with a circuit in this namespace, read from Redis (the process's own

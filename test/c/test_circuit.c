@@ -165,6 +165,44 @@ static void test_names(void)
     LF_CHECK_STR(lf_circuit_reason_name(LF_REASON_PROBE_FAILED), "probe_failed");
 }
 
+/* The probe's holder asks again: it keeps the probe for another ttl, and
+ * nobody else gets one meanwhile; once the circuit moved on, nothing to renew. */
+static void test_renew_probe(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    LF_CHECK_INT(lf_circuit_renew_probe(&c, 0, 5), 0); /* closed */
+    lf_circuit_record(&c, 1, 1, 0, 0, 0, &chg);
+    LF_CHECK_INT(lf_circuit_renew_probe(&c, 0.5, 5), 0); /* open */
+    LF_CHECK_INT(lf_circuit_admit(&c, 1, 2, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuit_renew_probe(&c, 2.5, 2), 1);
+    LF_CHECK_INT(lf_circuit_admit(&c, 3.5, 2, &chg), LF_ROUTE_SKIP); /* 3 without the renewal */
+    LF_CHECK_INT(lf_circuit_admit(&c, 4.5, 2, &chg), LF_ROUTE_PROBE);
+    lf_circuit_record(&c, 1, 1, 4.6, 1, 0, &chg);
+    LF_CHECK_INT(lf_circuit_renew_probe(&c, 4.7, 2), 0);
+}
+
+/* A shared store's view taken on: open for a while, then closed again. */
+static void test_adopt(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    lf_circuit_adopt(&c, 10, 7, 3);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
+    LF_CHECK_INT(c.failures, 7);
+    LF_CHECK(c.opened_at == 10 && c.until == 13);
+    LF_CHECK_INT(lf_circuit_admit(&c, 12.9, 1, &chg), LF_ROUTE_SKIP);
+    lf_circuit_adopt(&c, 11, 8, 4); /* still open: the incident began at 10 */
+    LF_CHECK(c.opened_at == 10 && c.until == 15);
+    LF_CHECK_INT(lf_circuit_admit(&c, 15, 1, &chg), LF_ROUTE_PROBE);
+    lf_circuit_adopt(&c, 16, 0, 0);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
+    LF_CHECK(c.opened_at == 0 && c.until == 0 && c.probe_until == 0);
+    LF_CHECK_INT(lf_circuit_admit(&c, 16, 1, &chg), LF_ROUTE_SEND);
+}
+
 int main(void)
 {
     LF_RUN(test_what_counts);
@@ -175,5 +213,7 @@ int main(void)
     LF_RUN(test_retry_after_cooldown);
     LF_RUN(test_success_while_open_closes);
     LF_RUN(test_names);
+    LF_RUN(test_renew_probe);
+    LF_RUN(test_adopt);
     return lf_test_summary("circuit");
 }

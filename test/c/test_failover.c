@@ -907,13 +907,56 @@ static int breaker_report(void *ud, int target, int success, lf_kind kind, doubl
     return 0;
 }
 
+/* Another process's failures, landed while this call waited to retry. */
+static int breaker_elsewhere, breaker_admits;
+
+static int breaker_admit(void *ud, int target, lf_health *out)
+{
+    lf_circuit_change chg;
+    breaker_admits++;
+    for (; breaker_elsewhere > 0; breaker_elsewhere--)
+        lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, breaker_now, 0, 0, &chg);
+    out->route = lf_circuit_admit(&breaker_circuits[target], breaker_now, 60, &chg);
+    out->failures = breaker_circuits[target].failures;
+    return 0;
+}
+
 static void breaker_fixture(fixture *f)
 {
     memset(breaker_circuits, 0, sizeof breaker_circuits);
     breaker_reports = 0;
+    breaker_admits = 0;
+    breaker_elsewhere = 0;
     breaker_now = 1000;
     f->l.health = breaker_health;
     f->l.report = breaker_report;
+    f->l.admit = breaker_admit;
+}
+
+/* Threshold 3: the call's first 503 leaves the circuit closed, then other
+ * failures open it while the call waits to retry. The retry asks again
+ * and fails over instead of sending to the open target. */
+static void test_breaker_retry_asks_again(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    breaker_threshold = 3;
+    f.srv[0].script[0] = UNAVAILABLE;
+    f.srv[0].script[1] = UNAVAILABLE;
+    f.srv[0].n_script = 2;
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    breaker_elsewhere = 2;
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t1:ok|");
+    LF_CHECK_INT(breaker_admits, 2); /* before the retry, and before the backup */
+    fixture_free(&f);
+    LF_CHECK_INT(f.srv[0].served, 1);
+    breaker_threshold = 2;
 }
 
 /* Threshold 2, max_retries 2: the second 503 opens the circuit, the call
@@ -1035,6 +1078,7 @@ int main(void)
         LF_RUN(test_breaker_opens_mid_call_then_skips);
         LF_RUN(test_breaker_probe_and_every_target_open);
         LF_RUN(test_breaker_ignores_4xx);
+        LF_RUN(test_breaker_retry_asks_again);
     }
     curl_global_cleanup();
     return lf_test_summary("failover");

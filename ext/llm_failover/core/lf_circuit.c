@@ -102,6 +102,27 @@ int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now,
     }
 }
 
+int lf_circuit_renew_probe(lf_circuit *c, double now, double probe_ttl)
+{
+    if (c->state != LF_CIRCUIT_HALF_OPEN) return 0;
+    c->probe_until = now + probe_ttl;
+    return 1;
+}
+
+void lf_circuit_adopt(lf_circuit *c, double now, int failures, double open_for)
+{
+    c->failures = failures;
+    c->probe_until = 0;
+    if (open_for > 0) {
+        if (c->state == LF_CIRCUIT_CLOSED) c->opened_at = now;
+        c->state = LF_CIRCUIT_OPEN;
+        c->until = now + open_for;
+    } else {
+        c->state = LF_CIRCUIT_CLOSED;
+        c->opened_at = c->until = 0;
+    }
+}
+
 const char *lf_circuit_state_name(lf_circuit_state s)
 {
     switch (s) {

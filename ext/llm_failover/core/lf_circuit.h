@@ -69,6 +69,19 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
 int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
                       lf_circuit_change *chg);
 
+/* The caller that holds a half-open circuit's probe asks again (before its
+ * retry, or a later target of its call): the probe stays its own for
+ * `probe_ttl` seconds from `now`. Returns 1, or 0 when the circuit is no
+ * longer half-open (the probe's result, or another's, moved it on). The
+ * store knows who holds the probe; the circuit only until when. */
+int lf_circuit_renew_probe(lf_circuit *c, double now, double probe_ttl);
+
+/* Takes on a shared store's view of a target (a copy kept for when the
+ * shared store cannot be reached): open for `open_for` more seconds when
+ * that is positive, else closed; `failures` counted either way. The probe,
+ * if any, is the shared store's business: none here. */
+void lf_circuit_adopt(lf_circuit *c, double now, int failures, double open_for);
+
 /* "closed", "open", "half_open" */
 const char *lf_circuit_state_name(lf_circuit_state s);
 /* "threshold", "retry_after", "cooldown_elapsed", "probe_failed", "success"; NULL for NONE */

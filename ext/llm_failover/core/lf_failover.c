@@ -835,6 +835,25 @@ static int lf_next_target(const lf_health *health, size_t ti, size_t n_targets)
     return -1;
 }
 
+/* Asks the host again for target `ti`'s route before a request that is not
+ * the call's first. A target whose circuit is open now is skipped when a
+ * later target will be tried, and tried anyway when it is the call's last
+ * hope (an open circuit never fails a call by itself). */
+static int lf_readmit(lf_call *c, int ti, lf_health *health)
+{
+    const lf_listener *l = c->l;
+    lf_health h = health[ti];
+
+    if (!l->admit || !l->health || !l->report) return 0;
+    if (l->admit(l->ud, ti, &h) != 0) {
+        c->stopped = 1;
+        return -1;
+    }
+    if (h.route == LF_ROUTE_SKIP && lf_next_target(health, (size_t)ti, c->n_targets) < 0) h.route = LF_ROUTE_SEND;
+    health[ti] = h;
+    return 0;
+}
+
 /* The record of a target left out because its circuit is open: no request,
  * no wait, its own attempt number. */
 static int lf_skip(lf_call *c, int target_index, lf_outcome *o)
@@ -934,9 +953,15 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
         const lf_target *t = &targets[ti];
         int retry;
         int go_next = 0;
-        int max_retries = health[ti].route == LF_ROUTE_PROBE ? 0 : pol->max_retries; /* one probe request */
+        int max_retries;
         int circuit_open = 0;
 
+        if (ti > first && health[ti].route != LF_ROUTE_SKIP && lf_readmit(&call, (int)ti, health) != 0) {
+            lf_stopped(o);
+            rc = 0;
+            goto out;
+        }
+        max_retries = health[ti].route == LF_ROUTE_PROBE ? 0 : pol->max_retries; /* one probe request */
         if (health[ti].route == LF_ROUTE_SKIP) {
             /* Only when a later target will be tried (see all_open and the final failure below). */
             if (lf_skip(&call, (int)ti, o) != 0) {
@@ -1026,7 +1051,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
                 }
                 if (can_retry) {
                     lf_attempt_free(&a);
-                    if (delay > 0 && lf_sleep(&call, delay) != 0) {
+                    if ((delay > 0 && lf_sleep(&call, delay) != 0) || lf_readmit(&call, (int)ti, health) != 0) {
                         o->ok = 0;
                         o->aborted = 1;
                         o->kind = LF_E_ABORTED;
@@ -1034,6 +1059,12 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
                         rc = 0;
                         goto out;
                     }
+                    /* Opened elsewhere during the wait: the backup answers. */
+                    if (health[ti].route == LF_ROUTE_SKIP && has_next) {
+                        go_next = 1;
+                        break;
+                    }
+                    if (health[ti].route == LF_ROUTE_PROBE) max_retries = retry + 1; /* the probe: no retry after it */
                     continue;
                 }
                 if (v.failover && has_next) go_next = 1;

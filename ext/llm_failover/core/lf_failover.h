@@ -96,6 +96,12 @@ typedef struct lf_listener {
      * the circuit is open afterwards. */
     int (*health)(void *ud, size_t n_targets, lf_health *out);
     int (*report)(void *ud, int target, int success, lf_kind kind, double hold, int *open);
+    /* Optional with the breaker (NULL: health's answer holds for the whole
+     * call). Asks again for one target's route, just before a request that
+     * is not the call's first (a retry, or a target reached by failing
+     * over): the circuit may have opened, or half-opened, since the call
+     * began. A probe this call already holds is its own again. */
+    int (*admit)(void *ud, int target, lf_health *out);
     /* Optional (NULL: every wait goes through wait). When set, transfers are
      * driven by socket readiness and every wait comes here instead: until fd
      * is readable or timeout_ms passes (0: only let other work run), or a
