@@ -1,22 +1,45 @@
 # frozen_string_literal: true
 
-# The outage drill: `bundle exec ruby bench/outage_drill.rb` (about a minute).
+# The outage drill: `bundle exec ruby bench/outage_drill.rb` (about two minutes).
 #
-# A fleet of PROCS forked processes x THREADS threads calls chat.ask in a loop against a
-# primary FakeProvider that answers 503 for OUTAGE seconds and then recovers, with a
-# healthy backup (BACKUP_MS of latency), once for each of: no breaker, MemoryStateStore,
-# RedisStateStore (a redis-server started on a loopback port), the last again with a
-# 500 ms budget instead of 50 ms. Default policy (3 retries,
-# 0.1 s backoff doubling), circuit_threshold 5, circuit_cooldown COOLDOWN (scaled down
-# from 60 s like the outage). Prints, per mode: requests that reached the dead primary,
-# p50/p99 latency of the calls started during the outage, calls that failed, and how long
-# after the recovery the primary served again. Then the per-call cost of each store on
-# the happy path. Nothing is asserted.
+# A fleet of PROCS forked processes, each with THREADS worker threads taking calls from
+# its own queue. Calls arrive at RATE calls/s for the whole fleet (a Poisson process,
+# RATE / PROCS per process), whether or not the workers keep up: traffic does not wait
+# for an outage to end. The primary FakeProvider answers in PRIMARY_MS for WARMUP seconds
+# (the fleet is busy when the outage begins, its calls at random phases), then 503 for
+# OUTAGE seconds, then again in PRIMARY_MS for TAIL seconds; the backup answers in
+# BACKUP_MS. Once for each of: no breaker, MemoryStateStore, RedisStateStore (a
+# redis-server started on a loopback port), the last again with a 500 ms budget instead
+# of 50 ms. Then RedisStateStore once more with the other traffic a fleet meets: every
+# worker calling back to back (a backlog), all of them starting at the instant the
+# outage begins, so PROCS x THREADS requests are in flight at once.
 #
-# Environment: PROCS (4), THREADS (4), OUTAGE (12 s), TAIL (6 s after it), COOLDOWN (2 s),
-# BACKUP_MS (50), STORE_N (5000 happy-path store calls timed).
+# Default policy (3 retries, 0.1 s backoff doubling), circuit_threshold 5,
+# circuit_cooldown COOLDOWN (scaled down from 60 s like the outage). Prints, per mode:
+# requests that reached the dead primary and where each came from, p50/p99 latency of
+# the calls that arrived during the outage (from arrival: queueing included), calls that
+# failed, and how long after the recovery the primary served again. Then the per-call
+# cost of each store on the happy path. Nothing is asserted.
+#
+# Where each request to the dead primary came from, from the attempt records and the
+# state store's answers in each process (the store is wrapped to see what it answered;
+# the circuit's opening time is the first closed -> open event, the fleet's with Redis,
+# each process's own with MemoryStateStore):
+#   threshold   sent before the circuit opened, up to the threshold
+#   in_flight   sent before it opened, beyond the threshold (already under way)
+#   late_retry  a retry sent after it opened, by a call that began before
+#   late_start  a first attempt sent after it opened, admitted before
+#   probe       the half-open probe
+#   local       admitted by the process's own state while Redis did not answer in time
+#   other       none of these
+# Requests to the dead primary are its 503 answers, counted from the attempt records.
+#
+# Environment: PROCS (4), THREADS (4), RATE (12 calls/s), WARMUP (2 s), OUTAGE (12 s),
+# TAIL (6 s), COOLDOWN (2 s), PRIMARY_MS (100), BACKUP_MS (50), STORE_N (5000 happy-path
+# store calls timed).
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+require "delegate"
 require "json"
 require "llm_failover"
 require "llm_failover/testing"
@@ -25,12 +48,17 @@ require_relative "../spec/support/redis_server"
 module OutageDrill
   PROCS = Integer(ENV.fetch("PROCS", "4"))
   THREADS = Integer(ENV.fetch("THREADS", "4"))
+  RATE = Float(ENV.fetch("RATE", "12"))
+  WARMUP = Float(ENV.fetch("WARMUP", "2"))
   OUTAGE = Float(ENV.fetch("OUTAGE", "12"))
   TAIL = Float(ENV.fetch("TAIL", "6"))
   COOLDOWN = Float(ENV.fetch("COOLDOWN", "2"))
+  PRIMARY_MS = Integer(ENV.fetch("PRIMARY_MS", "100"))
   BACKUP_MS = Integer(ENV.fetch("BACKUP_MS", "50"))
   STORE_N = Integer(ENV.fetch("STORE_N", "5000"))
   THRESHOLD = 5
+  PRIMARY_KEY = "primary:gpt-4o"
+  CAUSES = %w[threshold in_flight late_retry late_start probe local other].freeze
 
   module_function
 
@@ -38,70 +66,120 @@ module OutageDrill
     Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 
-  def configure(primary, backup, store)
+  # The process's state store, wrapped to remember (per thread) what it last answered
+  # about the primary: the route, when, and whether Redis answered it.
+  class Tap < SimpleDelegator
+    def admit(keys, *rest)
+      asked = Time.now.to_f # before the store saw it: an answer given after an opening is never earlier
+      entries = super
+      i = keys.index(PRIMARY_KEY)
+      if i
+        local = __getobj__.respond_to?(:connected?) && !__getobj__.connected?
+        Thread.current[:drill_admit] = [entries[i][0], asked, local]
+      end
+      entries
+    end
+  end
+
+  def configure(primary, backup, store, events, requests)
     LlmFailover.reset_configuration!
     LlmFailover.configure do |c|
       c.provider :primary, api: :openai, api_key: "sk-drill", base_url: primary.base_url(:openai)
       c.provider :backup, api: :anthropic, api_key: "sk-drill", base_url: backup.base_url(:anthropic)
       c.circuit_threshold = store ? THRESHOLD : 0
       c.circuit_cooldown = COOLDOWN
-      c.state_store = store if store
+      c.state_store = Tap.new(store) if store
+      c.on_circuit_change = lambda do |e|
+        events << [e.at.to_f, e.from, e.to, e.reason] if e.provider == :primary
+      end
+      c.usage_log = lambda do |rec|
+        next unless rec.provider == :primary && rec.http_status == 503 # the dead primary's answer
+
+        route, admitted_at, local = Thread.current[:drill_admit]
+        requests << [rec.started_at.to_f, rec.attempt, route, admitted_at, local]
+      end
     end
   end
 
-  # One process: THREADS threads calling until +stop_at+; returns one row per call:
-  # [started (s since t0), latency (s), provider or nil when it failed].
-  def worker(t0, stop_at)
-    rows = Queue.new
-    Array.new(THREADS) do
+  # One process. Returns its calls ([arrived, started, latency, provider or nil], times
+  # in s since the outage began), its circuit events and its requests to the primary.
+  def worker(t0, stop_at, burst)
+    calls = Queue.new
+    queue = Queue.new
+    workers = Array.new(THREADS) do
       Thread.new do
         chat = LlmFailover.chat(model: "gpt-4o", provider: :primary, backup_model: "claude", backup_provider: :backup)
-        while now < stop_at
+        loop do
+          arrived = burst ? now : queue.pop
+          break if arrived.nil? || arrived >= stop_at
+
           started = now
           provider = begin
             chat.ask("drill").provider
           rescue LlmFailover::Error
             nil
           end
-          rows << [started - t0, now - started, provider]
+          calls << [arrived - t0, started - t0, now - arrived, provider]
         end
       end
-    end.each(&:join)
-    Array.new(rows.size) { rows.pop }
+    end
+    arrivals(t0, stop_at, queue) unless burst
+    THREADS.times { queue << nil }
+    workers.each(&:join)
+    Array.new(calls.size) { calls.pop }
   end
 
-  def run_mode(name, store_factory)
+  # Poisson arrivals at RATE / PROCS calls/s until +stop_at+.
+  def arrivals(t0, stop_at, queue)
+    rng = Random.new(Process.pid)
+    rate = RATE / PROCS
+    t = t0 - WARMUP
+    loop do
+      t += -Math.log(1 - rng.rand) / rate
+      break if t >= stop_at
+
+      sleep [t - now, 0].max
+      queue << t
+    end
+  end
+
+  def run_mode(name, store_factory, burst: false)
     primary = LlmFailover::Testing::FakeProvider.start
     backup = LlmFailover::Testing::FakeProvider.start
-    primary.default = { error: :unavailable }
+    healthy = { text: "primary", delay_headers: PRIMARY_MS / 1000.0 }
+    primary.default = burst ? { error: :unavailable } : healthy
     backup.default = { text: "from the backup", delay_headers: BACKUP_MS / 1000.0 }
-    store = store_factory&.call
-    store&.clear
-    configure(primary, backup, store)
-    t0 = now + 0.5 # every process starts together
+    store_factory&.call&.clear
+    warmup = burst ? 0 : WARMUP
+    t0 = now + 0.5 + warmup # the outage begins; every process starts together
+    wall_t0 = Time.now.to_f + (t0 - now)
     stop_at = t0 + OUTAGE + TAIL
     children = Array.new(PROCS) do
       reader, writer = IO.pipe
       pid = fork do
         reader.close
-        configure(primary, backup, store_factory&.call)
-        sleep [t0 - now, 0].max
-        writer.write(JSON.generate(worker(t0, stop_at)))
+        events = []
+        requests = Queue.new
+        configure(primary, backup, store_factory&.call, events, requests)
+        sleep [t0 - warmup - now, 0].max
+        calls = worker(t0, stop_at, burst)
+        writer.write(JSON.generate(calls: calls, events: events, requests: Array.new(requests.size) { requests.pop }))
         writer.close
         exit!(0)
       end
       writer.close
       [pid, reader]
     end
+    sleep [t0 - now, 0].max
+    primary.default = { error: :unavailable }
     sleep [t0 + OUTAGE - now, 0].max
-    dead_requests = primary.request_count
-    primary.default = { text: "primary is back" }
-    rows = children.flat_map do |pid, reader|
+    primary.default = healthy
+    results = children.map do |pid, reader|
       JSON.parse(reader.read).tap { Process.wait(pid) } # not waitall: redis-server is a child too
     end
     primary.stop
     backup.stop
-    summarize(name, rows, dead_requests)
+    summarize(name, results, wall_t0, shared: store_factory&.call&.shared?)
   end
 
   def percentile(sorted, p)
@@ -110,13 +188,50 @@ module OutageDrill
     sorted[[(sorted.size * p).ceil - 1, 0].max]
   end
 
-  def summarize(name, rows, dead_requests)
-    during = rows.select { |started, _, _| started < OUTAGE }.map { |_, latency, _| latency }.sort
-    failed = rows.count { |_, _, provider| provider.nil? }
-    back = rows.select { |started, _, provider| started >= OUTAGE && provider == "primary" }.map(&:first).min
-    { mode: name, calls: rows.size, dead_requests: dead_requests,
+  def summarize(name, results, wall_t0, shared:)
+    calls = results.flat_map { |r| r["calls"] }
+    dead_requests = results.sum { |r| r["requests"].size }
+    during = calls.select { |arrived, _, _, _| arrived >= 0 && arrived < OUTAGE }.map { |c| c[2] }.sort
+    failed = calls.count { |c| c[3].nil? }
+    back = calls.select { |_, started, _, provider| started >= OUTAGE && provider == "primary" }.map { |c| c[1] }.min
+    { mode: name, calls: calls.size, dead_requests: dead_requests,
       p50_ms: (percentile(during, 0.5) * 1000).round, p99_ms: (percentile(during, 0.99) * 1000).round,
-      failed: failed, recover_s: back && (back - OUTAGE).round(2) }
+      failed: failed, recover_s: back && (back - OUTAGE).round(2),
+      causes: shared.nil? ? nil : causes(results, wall_t0, shared) }
+  end
+
+  # Each request the primary saw during the outage, by cause (see the top of the file).
+  def causes(results, wall_t0, shared)
+    counts = (CAUSES + ["before_open"]).to_h { |c| [c, 0] }
+    opened_fleet = first_opening(results.flat_map { |r| r["events"] }, wall_t0)
+    results.each do |r|
+      opened = shared ? opened_fleet : first_opening(r["events"], wall_t0)
+      r["requests"].each do |sent, attempt, route, admitted, local|
+        counts[cause(sent, attempt, route, admitted, local, opened)] += 1
+      end
+    end
+    split_threshold(counts, shared ? 1 : results.count { |r| first_opening(r["events"], wall_t0) })
+    counts
+  end
+
+  def cause(sent, attempt, route, admitted, local, opened)
+    return "local" if local
+    return "probe" if route == 2
+    return "before_open" if opened.nil? || sent < opened
+    return "late_retry" if attempt > 1 && admitted < opened
+
+    admitted < opened ? "late_start" : "other"
+  end
+
+  # Requests sent before an opening: the first THRESHOLD of each opening, the rest in flight.
+  def split_threshold(counts, openings)
+    before = counts.delete("before_open").to_i
+    counts["threshold"] = [before, THRESHOLD * openings].min
+    counts["in_flight"] = before - counts["threshold"]
+  end
+
+  def first_opening(events, wall_t0)
+    events.select { |at, from, to, _| from == "closed" && to == "open" && at >= wall_t0 }.map(&:first).min
   end
 
   # Happy path: the store calls one healthy chat.ask makes (one admit of two targets).
@@ -141,12 +256,19 @@ module OutageDrill
     # The same with a budget ten times the default: on a loaded machine Redis itself
     # answers slower than 50 ms at times, and those calls go on with local state.
     patient_store = -> { LlmFailover::RedisStateStore.new(url: redis.url, namespace: "drill", budget: 0.5) }
-    puts "outage drill: #{PROCS} processes x #{THREADS} threads, primary 503 for #{OUTAGE}s then healthy for " \
-         "#{TAIL}s, backup #{BACKUP_MS} ms, threshold #{THRESHOLD}, cooldown #{COOLDOWN}s, #{RUBY_DESCRIPTION}"
-    results = [["no breaker", nil], ["MemoryStateStore", -> { LlmFailover::MemoryStateStore.new }],
-               ["RedisStateStore", redis_store], ["RedisStateStore 500ms", patient_store]].map { |name, factory| run_mode(name, factory) }
+    puts "outage drill: #{PROCS} processes x #{THREADS} threads, #{RATE} calls/s arriving (Poisson); primary " \
+         "#{PRIMARY_MS} ms for #{WARMUP}s, 503 for #{OUTAGE}s, #{PRIMARY_MS} ms for #{TAIL}s; backup #{BACKUP_MS} ms; " \
+         "threshold #{THRESHOLD}, cooldown #{COOLDOWN}s; #{RUBY_DESCRIPTION}"
+    modes = [["no breaker", nil], ["MemoryStateStore", -> { LlmFailover::MemoryStateStore.new }],
+             ["RedisStateStore", redis_store], ["RedisStateStore 500ms", patient_store]]
+    results = modes.map { |name, factory| run_mode(name, factory) }
+    results << run_mode("RedisStateStore, backlog", redis_store, burst: true) unless ENV["NO_BACKLOG"]
     puts table(%w[mode calls requests_to_dead_primary p50_ms_during p99_ms_during failed_calls recovered_after_s],
                results.map { |r| r.values_at(:mode, :calls, :dead_requests, :p50_ms, :p99_ms, :failed, :recover_s) })
+    puts
+    puts "requests to the dead primary by cause (target with Redis: threshold + one probe per cooldown = " \
+         "#{THRESHOLD} + #{(OUTAGE / COOLDOWN).floor})"
+    puts table(["mode"] + CAUSES, results.select { |r| r[:causes] }.map { |r| [r[:mode]] + r[:causes].values_at(*CAUSES) })
     puts
     info = RedisClient.new(url: redis.url)
     info.call("CONFIG", "RESETSTAT")
