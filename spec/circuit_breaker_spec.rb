@@ -112,7 +112,7 @@ RSpec.describe "Circuit breaker" do
     primary.default = { error: :unavailable }
     backup.default = { text: "backup" }
     waiting = Thread.new do
-      failover_chat(max_retries: 2, retry_interval: 0.6, retry_interval_randomness: 0).ask("waits to retry")
+      failover_chat(max_retries: 2, retry_interval: 2, retry_interval_randomness: 0).ask("waits to retry")
     end
     sleep 0.05 until primary.request_count == 1 # its first attempt failed: one failure, closed
     2.times { failover_chat(max_retries: 0).ask("other calls") } # the third failure opens it

@@ -225,6 +225,12 @@ module LlmFailover
         health
       end
 
+      def circuit_admit(target_index)
+        health = @listener.circuit_admit(target_index)
+        @cancellation.raise_if_requested
+        health
+      end
+
       def circuit_report(target_index, success, error_class, hold)
         open = @listener.circuit_report(target_index, success, error_class, hold)
         @cancellation.raise_if_requested
