@@ -104,8 +104,9 @@ typedef struct lf_listener {
     int (*admit)(void *ud, int target, lf_health *out);
     /* Optional (NULL: every wait goes through wait). When set, transfers are
      * driven by socket readiness and every wait comes here instead: until fd
-     * is readable or timeout_ms passes (0: only let other work run), or a
-     * plain sleep of timeout_ms when fd is -1. The host may run other work
+     * is readable or timeout_ms passes (0: only let other work run; -1: no
+     * timeout, the fd holds a timer of the core's), or a plain sleep of
+     * timeout_ms when fd is -1. The host may run other work
      * meanwhile, other calls included (a Fiber scheduler). */
     int (*wait_fd)(void *ud, int fd, int timeout_ms);
     /* Optional, with wait_fd (on_wake NULL: none): a descriptor of the

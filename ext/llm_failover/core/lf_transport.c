@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #endif
 
 #include "lf_banned.h"
@@ -130,6 +132,7 @@ static void lf_conn_destroy(lf_conn *c)
         if (c->easy) curl_easy_cleanup(c->easy);
         if (c->multi) curl_multi_cleanup(c->multi);
         if (c->evfd >= 0) close(c->evfd);
+        if (c->tfd >= 0) close(c->tfd);
         free(c);
     }
 }
@@ -145,6 +148,8 @@ static lf_conn *lf_conn_new(void)
     c->evfd = -1;
     c->timer_at = -1;
     c->wake_fd = -1;
+    c->tfd = -1;
+    c->tfd_at = -1;
     c->multi = curl_multi_init();
     c->easy = curl_easy_init();
     if (!c->multi || !c->easy) {
@@ -538,6 +543,17 @@ int lf_conn_evented(lf_conn *c)
         curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
         curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, lf_on_timer);
         curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+        c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (c->tfd >= 0) {
+            struct epoll_event ev;
+            memset(&ev, 0, sizeof(ev));
+            ev.events = EPOLLIN;
+            ev.data.fd = c->tfd;
+            if (epoll_ctl(c->evfd, EPOLL_CTL_ADD, c->tfd, &ev) != 0) {
+                close(c->tfd); /* then every wait has a timeout of its own */
+                c->tfd = -1;
+            }
+        }
     }
     return c->evfd;
 #else
@@ -625,7 +641,7 @@ static int lf_never_sent(lf_conn *c, CURLcode result)
 static int lf_transfer_drive(lf_conn *c, int *running)
 {
     struct epoll_event ev[8];
-    int n, i, due;
+    int n, i, due, sockets = 0;
 
     n = epoll_wait(c->evfd, ev, 8, 0);
     for (i = 0; i < n; i++) {
@@ -634,13 +650,22 @@ static int lf_transfer_drive(lf_conn *c, int *running)
             c->woken = 1; /* the host's: not libcurl's business */
             continue;
         }
+        if (ev[i].data.fd == c->tfd) {
+            /* The wait's timeout, as lf_transfer_wait_ms set it: not a
+             * socket, so libcurl's timer runs below. */
+            uint64_t expirations;
+            if (read(c->tfd, &expirations, sizeof expirations) < 0) { /* EAGAIN: drained already */ }
+            c->tfd_at = -1;
+            continue;
+        }
+        sockets++;
         if (ev[i].events & (EPOLLIN | EPOLLHUP)) mask |= CURL_CSELECT_IN;
         if (ev[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
         if (ev[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;
         if (curl_multi_socket_action(c->multi, ev[i].data.fd, mask, running) != CURLM_OK) return -1;
     }
     due = c->timer_at >= 0 && lf_now_monotonic() >= c->timer_at;
-    if (n <= 0 || due) {
+    if (!sockets || due) {
         if (due) c->timer_at = -1; /* fired; libcurl sets the next one */
         if (curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, running) != CURLM_OK) return -1;
     }
@@ -648,16 +673,38 @@ static int lf_transfer_drive(lf_conn *c, int *running)
 }
 #endif
 
-int lf_transfer_wait_ms(const lf_conn *c, int ms)
+int lf_transfer_wait_ms(lf_conn *c, int ms)
 {
-    double left;
-    int t;
+    double now, at;
 
-    if (!c->evented || c->timer_at < 0) return ms;
-    left = c->timer_at - lf_now_monotonic();
-    if (left <= 0) return 0;
-    t = (int)ceil(left * 1000.0);
-    return t < ms ? t : ms;
+    if (!c->evented) return ms;
+    now = lf_now_monotonic();
+    if (c->timer_at >= 0) {
+        double left = c->timer_at - now;
+        int t;
+        if (left <= 0) return 0;
+        t = (int)ceil(left * 1000.0);
+        if (t < ms) ms = t;
+    }
+#ifdef __linux__
+    if (c->tfd < 0 || ms <= 0) return ms;
+    at = now + ms / 1000.0;
+    /* Armed for no later than that (and not past): it stays as it is. */
+    if (c->tfd_at > now && c->tfd_at <= at) return -1;
+    {
+        struct itimerspec its;
+        memset(&its, 0, sizeof(its));
+        its.it_value.tv_sec = (time_t)at;
+        its.it_value.tv_nsec = (long)((at - (double)its.it_value.tv_sec) * 1e9);
+        if (its.it_value.tv_nsec >= 1000000000L) its.it_value.tv_nsec = 999999999L;
+        if (timerfd_settime(c->tfd, TFD_TIMER_ABSTIME, &its, NULL) != 0) return ms;
+    }
+    c->tfd_at = at;
+    return -1;
+#else
+    (void)at;
+    return ms;
+#endif
 }
 
 int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
