@@ -76,7 +76,7 @@ static VALUE lf_engine_perform(VALUE arg)
 
     lf_ruby_listener_init(&c->rl, c->listener, &c->l);
     lf_engine_request_fill(&c->args, c->request);
-    if (c->args.circuit) lf_ruby_listener_breaker(&c->rl, &c->l);
+    if (c->args.circuit) lf_ruby_listener_breaker(&c->rl, &c->l, c->args.circuit == LF_CIRCUIT_REPORT);
     budget = c->args.has_budget ? &c->args.budget : NULL;
     rc = lf_run(c->engine->pool, c->args.targets, c->args.n_targets, &c->args.params, &c->args.policy, budget,
                 &c->l, &c->outcome);
@@ -106,7 +106,9 @@ static VALUE lf_engine_cleanup(VALUE arg)
  *     [route, failures, ...] before the first attempt and circuit_report(target,
  *     success, error_class, hold) -> open? after the attempts that bear on a
  *     circuit; when it answers circuit_admit(target) -> [route, failures] too,
- *     that is asked again before each request that is not the call's first)
+ *     that is asked again before each request that is not the call's first;
+ *     :report: circuit_report (and circuit_admit) without circuit_health, when
+ *     the host knows that every target sends with no failure counted)
  *   @param listener [#on_chunk, #on_reset, #on_attempt] on_chunk(text, target)
  *     per streamed delta; on_reset before a backup answers after text was
  *     delivered; on_interrupt (optional) after a wait an interrupt cut short

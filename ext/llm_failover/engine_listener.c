@@ -290,11 +290,12 @@ static int lf_rl_report(void *ud, int target, int success, lf_kind kind, double 
     return rl->state != 0;
 }
 
-void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l)
+void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l, int report_only)
 {
-    if (!rb_respond_to(rl->listener, lf_id_circuit_health) || !rb_respond_to(rl->listener, lf_id_circuit_report))
+    if (!rb_respond_to(rl->listener, lf_id_circuit_report) ||
+        (!report_only && !rb_respond_to(rl->listener, lf_id_circuit_health)))
         rb_raise(rb_eArgError, "llm_failover: a :circuit listener must respond to circuit_health and circuit_report");
-    l->health = lf_rl_health;
+    l->health = report_only ? NULL : lf_rl_health;
     l->report = lf_rl_report;
     l->admit = rb_respond_to(rl->listener, lf_id_circuit_admit) ? lf_rl_admit : NULL;
 }

@@ -7,7 +7,7 @@
 
 #include "lf_banned.h"
 
-static VALUE lf_sym_openai, lf_sym_anthropic;
+static VALUE lf_sym_openai, lf_sym_anthropic, lf_sym_report;
 
 /* The request's keys, interned once at load (an rb_intern per lookup cost
  * ~700 instructions: 20k per call). */
@@ -240,7 +240,7 @@ static void lf_fill_budget(lf_engine_request *r, VALUE quota)
 
 void lf_engine_request_fill(lf_engine_request *r, VALUE request)
 {
-    VALUE targets, system, schema, schema_name, temperature, max_tokens, policy;
+    VALUE targets, system, schema, schema_name, temperature, max_tokens, policy, circuit;
     long i;
 
     Check_Type(request, T_HASH);
@@ -273,7 +273,8 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     policy = lf_fetch(request, LF_K_POLICY, 0);
     lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
     lf_fill_budget(r, lf_fetch(request, LF_K_QUOTA, 0));
-    r->circuit = RTEST(lf_fetch(request, LF_K_CIRCUIT, 0));
+    circuit = lf_fetch(request, LF_K_CIRCUIT, 0);
+    r->circuit = circuit == lf_sym_report ? LF_CIRCUIT_REPORT : RTEST(circuit) ? LF_CIRCUIT_FULL : LF_CIRCUIT_NONE;
 }
 
 /* A memset the compiler cannot drop as a dead store before free. */
@@ -315,4 +316,5 @@ void lf_init_engine_request(void)
     for (k = 0; k < LF_K_COUNT; k++) lf_keys[k] = ID2SYM(rb_intern(lf_key_names[k]));
     lf_sym_openai = ID2SYM(rb_intern("openai"));
     lf_sym_anthropic = ID2SYM(rb_intern("anthropic"));
+    lf_sym_report = ID2SYM(rb_intern("report"));
 }

@@ -20,6 +20,7 @@ module LlmFailover
   #   record(key, threshold, cooldown, success, hold, error_class) -> [open, change]
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
+  #   quiet? (optional) -> true when admit would say "send, 0 failures" for every key
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
     include QuotaCounters::InMemory # reserve_quota, adjust_quota, quota_used
@@ -96,6 +97,14 @@ module LlmFailover
         circuit.record(now, threshold, cooldown, success, hold)
         [circuit.state != :closed, circuit.last_change]
       end
+    end
+
+    # No failure was ever recorded in this process (the usual case): every target
+    # would be admitted with no failure known, so a call need not ask (CircuitBreaker#
+    # engine_mode). A Hash read under the GVL sees it empty or not; a failure recorded
+    # meanwhile counts from the next call on, as one landing just after #admit would.
+    def quiet?
+      @circuits.empty?
     end
 
     # Each known target's circuit.

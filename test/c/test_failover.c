@@ -992,6 +992,38 @@ static void test_breaker_opens_mid_call_then_skips(void)
     LF_CHECK_INT(f.srv[0].served, 2);
 }
 
+/* Without health (the host knows no failure): every target sends, a success
+ * has nothing to report, counted failures are reported and open the circuit. */
+static void test_breaker_without_health(void)
+{
+    fixture f;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    f.l.health = NULL;
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].script[1] = UNAVAILABLE;
+    f.srv[0].script[2] = UNAVAILABLE;
+    f.srv[0].n_script = 3;
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
+    LF_CHECK_INT(breaker_reports, 0);
+
+    lf_outcome_free(&f.o);
+    lf_outcome_init(&f.o);
+    memset(&f.seen, 0, sizeof f.seen);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
+    LF_CHECK_INT(breaker_reports, 2);
+    LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
+    fixture_free(&f);
+}
+
 /* Half-open: one probe request without retries; it fails, the circuit
  * reopens and the backup answers. Then every target open: the primary is
  * tried anyway (with its retries), and its success closes the circuit. */
@@ -1076,6 +1108,7 @@ int main(void)
         LF_RUN(test_idle_reset_connection_is_sent_on_a_new_one);
 #endif
         LF_RUN(test_breaker_opens_mid_call_then_skips);
+        LF_RUN(test_breaker_without_health);
         LF_RUN(test_breaker_probe_and_every_target_open);
         LF_RUN(test_breaker_ignores_4xx);
         LF_RUN(test_breaker_retry_asks_again);

@@ -844,7 +844,7 @@ static int lf_readmit(lf_call *c, int ti, lf_health *health)
     const lf_listener *l = c->l;
     lf_health h = health[ti];
 
-    if (!l->admit || !l->health || !l->report) return 0;
+    if (!l->admit || !l->report) return 0;
     if (l->admit(l->ud, ti, &h) != 0) {
         c->stopped = 1;
         return -1;
@@ -888,7 +888,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     lf_call call;
     size_t ti, i, first;
     int rc = -1, pick;
-    int breaker = l && l->health && l->report;
+    int breaker = l && l->report; /* health is optional: see lf_listener */
 
     if (!pool || !targets || n_targets < 1 || n_targets > LF_MAX_TARGETS || !params || !pol || !l ||
         !l->on_chunk || !l->on_reset || !l->on_attempt || !l->wait) {
@@ -936,7 +936,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
         health[i].route = LF_ROUTE_SEND;
         health[i].failures = 0;
     }
-    if (breaker) {
+    if (breaker && l->health) {
         int all_open = 1;
         if (l->health(l->ud, n_targets, health) != 0) {
             call.stopped = 1;

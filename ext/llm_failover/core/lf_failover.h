@@ -88,8 +88,9 @@ typedef struct lf_listener {
      * host wakes it (curl_multi_wakeup). Must not call into libcurl other
      * than curl_multi_poll/curl_multi_wakeup. */
     int (*wait)(void *ud, CURLM *multi, int timeout_ms);
-    /* The circuit breaker; both NULL: none. health: once, before the first
-     * attempt, fills out[i] for each target. report: after an attempt that
+    /* The circuit breaker; report NULL: none. health: once, before the first
+     * attempt, fills out[i] for each target; NULL when the host knows every
+     * target sends with no failure counted (nothing to ask). report: after an attempt that
      * bears on its target's circuit (a success where the store knew of
      * failures or an open circuit, or a failure lf_circuit_counts), with the
      * Retry-After cooldown it asks for (lf_circuit_hold); sets *open when
