@@ -7,7 +7,7 @@ require "async"
 # fibers of the thread run meanwhile. Each example is built so that a call holding the
 # thread in its waits cannot pass it: the provider holds its answers until something
 # only another fiber of the same thread can do has happened.
-RSpec.describe "calls under a Fiber scheduler (Async)" do
+RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
   include_context "with fake providers"
 
   let(:mono) { -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) } }

@@ -58,7 +58,7 @@ RSpec.describe "a call stopped by its caller" do
     rec
   end
 
-  it "records the attempt task.stop cut mid-stream, keeps the partial text in the failed message" do
+  it "records the attempt task.stop cut mid-stream, keeps the partial text in the failed message", :fiber_scheduler do
     primary.enqueue({ text: Array.new(200) { |i| "w#{i}" }.join(" "), chunk_delay: 0.02 })
     chat = openai_chat
     seen = []
@@ -78,7 +78,7 @@ RSpec.describe "a call stopped by its caller" do
     expect(seen.size).to eq(stopped_at)
   end
 
-  it "records the attempt with_timeout cut on a silent provider, after the failed attempts before it" do
+  it "records the attempt with_timeout cut on a silent provider, after the failed attempts before it", :fiber_scheduler do
     primary.enqueue({ error: :unavailable }, { delay_headers: 30 })
     LlmFailover.configure do |c|
       c.max_retries = 1
@@ -105,7 +105,7 @@ RSpec.describe "a call stopped by its caller" do
     expect(chat.messages.map { |m| [m.role, m.status] }).to eq([%w[user complete], %w[assistant failed]])
   end
 
-  it "records the attempt an Async::Stop raised by the caller cut" do
+  it "records the attempt an Async::Stop raised by the caller cut", :fiber_scheduler do
     primary.enqueue({ delay_first_token: 30 })
     chat = openai_chat
     Async do |task|
@@ -118,7 +118,7 @@ RSpec.describe "a call stopped by its caller" do
     expect(chat.messages.last.status).to eq("failed")
   end
 
-  it "records the attempt of a thread killed inside a reactor" do
+  it "records the attempt of a thread killed inside a reactor", :fiber_scheduler do
     primary.default = { text: "one two three four", stall_after: 2 } # neither call can finish
     chat = openai_chat
     seen = Queue.new
