@@ -322,6 +322,16 @@ static int fixture_run(fixture *f, size_t n_targets)
                   &f->l, &f->o);
 }
 
+/* The same fixture called again: a fresh outcome and nothing seen yet; the
+ * servers, the pool and its connections carry over. */
+static int fixture_rerun(fixture *f, size_t n_targets)
+{
+    lf_outcome_free(&f->o);
+    lf_outcome_init(&f->o);
+    memset(&f->seen, 0, sizeof f->seen);
+    return fixture_run(f, n_targets);
+}
+
 static void fixture_free(fixture *f)
 {
     int i;
@@ -370,11 +380,8 @@ static void run_on_dropped_reused_connection(fixture *f, int max_retries)
     fixture_serve(f, 0);
     LF_CHECK_INT(fixture_run(f, 1), 0);
     LF_CHECK_STR(lf_buf_cstr(&f->o.answer.text), "first");
-    lf_outcome_free(&f->o);
-    lf_outcome_init(&f->o);
-    memset(&f->seen, 0, sizeof f->seen);
     f->pol.max_retries = max_retries;
-    LF_CHECK_INT(fixture_run(f, 1), 0);
+    LF_CHECK_INT(fixture_rerun(f, 1), 0);
 }
 
 static void test_dropped_reused_connection_is_an_attempt(void)
@@ -426,10 +433,7 @@ static void test_idle_reset_connection_is_sent_on_a_new_one(void)
         f.srv[0].reset_now = 1;
         for (waited = 0; f.srv[0].reset_done < i && waited < 5000; waited++) usleep(1000);
         LF_CHECK_INT(f.srv[0].reset_done, i);
-        lf_outcome_free(&f.o);
-        lf_outcome_init(&f.o);
-        memset(&f.seen, 0, sizeof f.seen);
-        LF_CHECK_INT(fixture_run(&f, 1), 0);
+        LF_CHECK_INT(fixture_rerun(&f, 1), 0);
         LF_CHECK_INT(f.o.ok, 1);
         LF_CHECK_INT(f.o.attempts, 1);
         LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
@@ -980,10 +984,7 @@ static void test_breaker_opens_mid_call_then_skips(void)
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(breaker_reports, 2); /* the backup's success had nothing to report */
 
-    lf_outcome_free(&f.o);
-    lf_outcome_init(&f.o);
-    memset(&f.seen, 0, sizeof f.seen);
-    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 1);
     LF_CHECK_INT(f.o.attempts, 2);
@@ -1013,10 +1014,7 @@ static void test_breaker_without_health(void)
     LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
     LF_CHECK_INT(breaker_reports, 0);
 
-    lf_outcome_free(&f.o);
-    lf_outcome_init(&f.o);
-    memset(&f.seen, 0, sizeof f.seen);
-    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
     LF_CHECK_INT(breaker_reports, 2);
@@ -1048,10 +1046,7 @@ static void test_breaker_probe_and_every_target_open(void)
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
 
     lf_circuit_record(&breaker_circuits[1], 1, 60, 1061, 0, 0, &chg);
-    lf_outcome_free(&f.o);
-    lf_outcome_init(&f.o);
-    memset(&f.seen, 0, sizeof f.seen);
-    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 0);
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:ok|");
