@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "support/half_open_examples"
 
 # The breaker's transitions against real FakeProviders, with the default
 # MemoryStateStore. Cooldowns are short (fractions of a second); nothing asserts a time.
@@ -91,6 +92,19 @@ RSpec.describe "Circuit breaker" do
     # every call that asked while the probe was out went to the backup
     expect(primary.request_count).to eq(count + 1)
     expect(replies.count { |r| r.provider == :openai }).to eq(1)
+  end
+
+  it_behaves_like "a half-open probe that a late failure leaves alone"
+
+  it "still counts with a state store whose record takes the six arguments it took before the caller's token" do
+    six = Class.new(LlmFailover::MemoryStateStore) do
+      def record(key, threshold, cooldown, success, hold, error_class) = super
+    end
+    LlmFailover.configure { |c| c.state_store = six.new }
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+    2.times { failover_chat.ask("fails") }
+    expect(LlmFailover.health.find { |h| h[:model] == "gpt-4o" }).to include(state: :open, failures: 3)
   end
 
   it "goes to the backup during a Retry-After longer than retry_max_interval, shared until then" do

@@ -2,6 +2,7 @@
 
 require "spec_helper"
 require_relative "support/redis_server"
+require "support/half_open_examples"
 
 # A fleet sharing one RedisStateStore on a real redis-server: forked processes, and
 # Redis going away and coming back under live calls.
@@ -127,6 +128,8 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
       expect(failover_chat.ask("probes gpt-4o").provider).to eq(:openai)
     end
   end
+
+  it_behaves_like "a half-open probe that a late failure leaves alone"
 
   it "keeps answering while Redis is down (one warning), and shares again once it is back" do
     LlmFailover.configure { |c| c.circuit_cooldown = 60 }

@@ -61,11 +61,47 @@ RSpec.shared_examples "a state store" do
   it "reopens for another cooldown when the probe fails" do
     store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
     sleep 0.35
-    expect(routes).to eq([2])
-    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")).to eq([true, %i[half_open open probe_failed]])
+    expect(store.admit([key], 5, "probe").first[0]).to eq(2)
+    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe"))
+      .to eq([true, %i[half_open open probe_failed]])
     expect(routes).to eq([1])
     sleep 0.35
     expect(routes).to eq([2])
+  end
+
+  # A call sent before the circuit opened, failing while another call's probe is out.
+  it "counts another call's failure while half-open, and leaves the probe out to decide" do
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    sleep 0.35
+    expect(store.admit([key], 5, "probe").first[0]).to eq(2)
+    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServiceUnavailableError", "late")).to eq([true, nil])
+    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")).to eq([true, nil]) # no token at all
+    sleep 0.35 # a cooldown: a reopened circuit would hand out a second probe now
+    expect(store.admit([key], 5, "other").first[0]).to eq(1)
+    expect(store.health.first).to include(state: :half_open, failures: 3, last_error: "LlmFailover::ServerError")
+    expect(store.admit([key], 5, "probe").first[0]).to eq(2) # still its holder's
+    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe"))
+      .to eq([true, %i[half_open open probe_failed]])
+    expect(store.admit([key], 5, "other").first[0]).to eq(1)
+  end
+
+  it "closes on another call's success while half-open, as it would while open" do
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    sleep 0.35
+    expect(store.admit([key], 5, "probe").first[0]).to eq(2)
+    expect(store.record(key, 1, 0.3, true, 0, nil, "late")).to eq([false, %i[half_open closed success]])
+    expect(store.admit([key], 5, "other").first[0]).to eq(0)
+    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe")) # the probe, reporting after
+      .to eq([true, %i[closed open threshold]])
+  end
+
+  it "takes a probe that outlived its lock for a late call: counted, and the next caller probes" do
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    sleep 0.35
+    expect(store.admit([key], 0.2, "probe").first[0]).to eq(2)
+    sleep 0.25
+    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe")).to eq([true, nil])
+    expect(store.admit([key], 5, "next").first[0]).to eq(2)
   end
 
   it "opens at once for a Retry-After cooldown, until then" do

@@ -52,13 +52,15 @@ static VALUE lf_circuit_m_admit(VALUE self, VALUE now, VALUE probe_ttl)
     return INT2FIX(lf_circuit_admit(&w->c, NUM2DBL(now), NUM2DBL(probe_ttl), &w->last));
 }
 
-/* @overload record(now, threshold, cooldown, success, hold)
+/* @overload record(now, threshold, cooldown, success, hold, probe)
+ *   @param probe [Boolean] the reporting call was handed the half-open probe
  *   @return [Boolean] whether the state changed (see #last_change) */
-static VALUE lf_circuit_m_record(VALUE self, VALUE now, VALUE threshold, VALUE cooldown, VALUE success, VALUE hold)
+static VALUE lf_circuit_m_record(VALUE self, VALUE now, VALUE threshold, VALUE cooldown, VALUE success, VALUE hold,
+                                 VALUE probe)
 {
     lf_circuit_wrapper *w = lf_circuit_get(self);
     return lf_circuit_record(&w->c, NUM2INT(threshold), NUM2DBL(cooldown), NUM2DBL(now), RTEST(success),
-                             NUM2DBL(hold), &w->last)
+                             NUM2DBL(hold), RTEST(probe), &w->last)
                ? Qtrue
                : Qfalse;
 }
@@ -129,7 +131,7 @@ void lf_init_circuit(VALUE mod)
 
     rb_define_alloc_func(c, lf_circuit_alloc);
     rb_define_method(c, "admit", lf_circuit_m_admit, 2);
-    rb_define_method(c, "record", lf_circuit_m_record, 5);
+    rb_define_method(c, "record", lf_circuit_m_record, 6);
     rb_define_method(c, "last_change", lf_circuit_m_last_change, 0);
     rb_define_method(c, "state", lf_circuit_m_state, 0);
     rb_define_method(c, "failures", lf_circuit_m_failures, 0);

@@ -74,8 +74,12 @@ module LlmFailover
     # @return [Boolean] whether the target's circuit is open now
     def report(target_index, success, error_class, hold)
       target = @targets[target_index]
-      open, change = @config.state_store.record(target.circuit_key, @config.circuit_threshold,
-                                                @config.circuit_cooldown, success, hold, error_class&.name)
+      store = @config.state_store
+      args = [target.circuit_key, @config.circuit_threshold, @config.circuit_cooldown, success, hold, error_class&.name]
+      # The token tells the store whether this outcome is the half-open probe's own; a
+      # store written before record took it gets the six arguments it knows.
+      args << @token unless store.method(:record).arity == 6
+      open, change = store.record(*args)
       announce(target, change, error_class) if change
       open
     rescue StandardError => e

@@ -17,7 +17,11 @@ module LlmFailover
   #                              key; route 0 send, 1 skip, 2 probe (the caller holds
   #                              it for probe_ttl s; the same token asking again gets
   #                              it again, for probe_ttl more)
-  #   record(key, threshold, cooldown, success, hold, error_class) -> [open, change]
+  #   record(key, threshold, cooldown, success, hold, error_class, token = nil)
+  #                              -> [open, change]; token: the reporting call's own, so
+  #                              that while half-open only the probe's holder's failure
+  #                              reopens (another call's is counted, and the probe
+  #                              stays out); any success closes
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
   #   quiet? (optional) -> true when admit would say "send, 0 failures" for every key
@@ -85,8 +89,10 @@ module LlmFailover
       nil
     end
 
+    # @param token [String, nil] the reporting call's: the outcome is the probe's when
+    #   that call holds +key+'s probe (the core checks it has not expired)
     # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
-    def record(key, threshold, cooldown, success, hold, error_class)
+    def record(key, threshold, cooldown, success, hold, error_class, token = nil)
       now = Process.clock_gettime(Process::CLOCK_REALTIME) # Time.now.to_f, without a Time
       synchronize do
         circuit = @circuits[key]
@@ -94,8 +100,10 @@ module LlmFailover
 
         circuit ||= (@circuits[key] = Circuit.new)
         @last_errors[key] = error_class unless success
-        circuit.record(now, threshold, cooldown, success, hold)
-        [circuit.state != :closed, circuit.last_change]
+        circuit.record(now, threshold, cooldown, success, hold, !token.nil? && @probes[key] == token)
+        state = circuit.state
+        @probes.delete(key) unless state == :half_open # the probe ended with the circuit's change
+        [state != :closed, circuit.last_change]
       end
     end
 

@@ -22,8 +22,9 @@ module LlmFailover
   #   NS:{provider:model}:probe    the half-open probe lock: SET NX PX, holding the
   #                                token (request_id) of the call that probes, for
   #                                the probe request's deadline; that call asking
-  #                                again renews it, its circuit change deletes it, and
-  #                                the call deletes it when it ends (if still its own).
+  #                                again renews it, its own outcome's circuit change
+  #                                (or any success) deletes it, and the call deletes
+  #                                it when it ends (if still its own).
   #   NS:{alert:feature:class}     one on_chain_exhausted per window: SET NX PX.
   # The scripts below run lf_circuit.c's transitions inside Redis, on Redis's clock
   # (TIME), so that hosts whose clocks differ agree; spec/state_store_spec.rb holds
@@ -78,8 +79,11 @@ module LlmFailover
     LUA
 
     # Mirrors lf_circuit_record. KEYS: circuit, probe. ARGV: threshold, cooldown (s),
-    # success (0/1), hold (s), error class, key ttl (ms). Returns {from, to, reason,
-    # failures, open_for (ms, 0 unless open)}.
+    # success (0/1), hold (s), error class, key ttl (ms), the caller's token. Returns
+    # {from, to, reason, failures, open_for (ms: while open, or while another call's
+    # probe is out; else 0)}. While half-open only
+    # the probe lock's holder's failure reopens; another call's is counted and leaves
+    # the lock alone.
     RECORD = <<~LUA
       local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until', 'opened_at')
       local state = st[1] or 'closed'
@@ -101,8 +105,10 @@ module LlmFailover
       local untl, opened = tonumber(st[3]) or 0, tonumber(st[4]) or 0
       failures = failures + 1
       if state == 'half_open' then
-        to, reason, untl = 'open', 'probe_failed', now + math.max(hold, cooldown)
-        redis.call('DEL', KEYS[2])
+        if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then
+          to, reason, untl = 'open', 'probe_failed', now + math.max(hold, cooldown)
+          redis.call('DEL', KEYS[2])
+        end
       elseif state == 'open' then
         if hold > 0 and now + hold > untl then untl = now + hold end
       elseif threshold > 0 and failures >= threshold then
@@ -118,6 +124,7 @@ module LlmFailover
       redis.call('PEXPIRE', KEYS[1], ARGV[6])
       local open_for = 0
       if to == 'open' then open_for = math.max(math.ceil((untl - now) * 1000), 1) end
+      if to == 'half_open' then open_for = math.max(redis.call('PTTL', KEYS[2]), 0) end -- another's probe is out
       return {state, to, reason, failures, open_for}
     LUA
 
@@ -163,12 +170,12 @@ module LlmFailover
       end
     end
 
-    def record(key, threshold, cooldown, success, hold, error_class)
+    def record(key, threshold, cooldown, success, hold, error_class, token = nil)
       key_ttl = [DAY_MS, ms(2 * (cooldown + hold))].max
-      shared(:record, key, threshold, cooldown, success, hold, error_class) do |redis|
+      shared(:record, key, threshold, cooldown, success, hold, error_class, token) do |redis|
         from, to, reason, failures, open_for = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key),
                                                           threshold, cooldown.to_f, success ? 1 : 0, hold.to_f,
-                                                          error_class.to_s, key_ttl)
+                                                          error_class.to_s, key_ttl, token.to_s)
         @fallback.adopt(key, failures, open_for / 1000.0)
         [to != "closed", reason.empty? ? nil : [from.to_sym, to.to_sym, reason.to_sym]]
       end

@@ -40,15 +40,15 @@ static void test_threshold_opens_and_success_resets(void)
     lf_circuit_change chg;
     int i;
 
-    for (i = 0; i < 4; i++) LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 100 + i, 0, 0, &chg), 0);
+    for (i = 0; i < 4; i++) LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 100 + i, 0, 0, 0, &chg), 0);
     LF_CHECK_INT(c.failures, 4);
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
     /* a success in between starts the count again */
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 104, 1, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 104, 1, 0, 0, &chg), 0);
     LF_CHECK_INT(c.failures, 0);
-    for (i = 0; i < 4; i++) lf_circuit_record(&c, 5, 60, 105, 0, 0, &chg);
+    for (i = 0; i < 4; i++) lf_circuit_record(&c, 5, 60, 105, 0, 0, 0, &chg);
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 110, 0, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 110, 0, 0, 0, &chg), 1);
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(chg.from, LF_CIRCUIT_CLOSED);
     LF_CHECK_INT(chg.to, LF_CIRCUIT_OPEN);
@@ -62,7 +62,7 @@ static void test_open_skips_until_cooldown_then_one_probe(void)
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 0.5, 10, 0, 0, &chg);
+    lf_circuit_record(&c, 1, 0.5, 10, 0, 0, 0, &chg);
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(lf_circuit_admit(&c, 10.1, 0.5, &chg), LF_ROUTE_SKIP);
     LF_CHECK_INT(chg.reason, LF_REASON_NONE);
@@ -84,10 +84,10 @@ static void test_probe_success_closes(void)
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 2, 1, 0, 0, 0, &chg);
-    lf_circuit_record(&c, 2, 1, 0, 0, 0, &chg);
+    lf_circuit_record(&c, 2, 1, 0, 0, 0, 0, &chg);
+    lf_circuit_record(&c, 2, 1, 0, 0, 0, 0, &chg);
     LF_CHECK_INT(lf_circuit_admit(&c, 1, 1, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 2, 1, 1.2, 1, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, 2, 1, 1.2, 1, 0, 1, &chg), 1);
     LF_CHECK_INT(chg.from, LF_CIRCUIT_HALF_OPEN);
     LF_CHECK_INT(chg.to, LF_CIRCUIT_CLOSED);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "success");
@@ -101,9 +101,9 @@ static void test_probe_failure_reopens_for_another_cooldown(void)
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 2, 100, 0, 0, &chg);
+    lf_circuit_record(&c, 1, 2, 100, 0, 0, 0, &chg);
     LF_CHECK_INT(lf_circuit_admit(&c, 102, 2, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 103, 0, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 103, 0, 0, 1, &chg), 1);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
     LF_CHECK(c.until == 105);
@@ -125,20 +125,20 @@ static void test_retry_after_cooldown(void)
     LF_CHECK(lf_circuit_hold(LF_E_BAD_REQUEST, 120, 30) == 0);
 
     /* one long Retry-After opens the circuit at once, until then */
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1000, 0, 120, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1000, 0, 120, 0, &chg), 1);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "retry_after");
     LF_CHECK(c.until == 1120);
     LF_CHECK_INT(lf_circuit_admit(&c, 1119, 60, &chg), LF_ROUTE_SKIP);
     /* a later, longer one while open moves the end */
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1010, 0, 200, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1010, 0, 200, 0, &chg), 0);
     LF_CHECK(c.until == 1210);
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1011, 0, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 1011, 0, 0, 0, &chg), 0);
     LF_CHECK(c.until == 1210);
     LF_CHECK_INT(lf_circuit_admit(&c, 1210, 60, &chg), LF_ROUTE_PROBE);
 
     /* threshold reached with a Retry-After: the longer of the two */
     c = (lf_circuit){ 0 };
-    lf_circuit_record(&c, 1, 60, 0, 0, 10, &chg);
+    lf_circuit_record(&c, 1, 60, 0, 0, 10, 0, &chg);
     LF_CHECK(c.until == 60);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "threshold");
 }
@@ -148,12 +148,46 @@ static void test_success_while_open_closes(void)
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 60, 0, 0, 0, &chg);
+    lf_circuit_record(&c, 1, 60, 0, 0, 0, 0, &chg);
     /* an attempt sent before it opened (or to a primary tried because every
      * target was open) answered: the target is healthy again */
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 60, 1, 1, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 60, 1, 1, 0, 0, &chg), 1);
     LF_CHECK_INT(chg.from, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
+}
+
+/* While half-open, a failure that is not the probe's own (a call sent before
+ * the circuit opened, ending late) is counted but leaves the probe out: no
+ * second probe while the first is in flight. The probe's own failure, while
+ * its lock lasts, reopens; once its lock expired it is anyone's late failure. */
+static void test_other_failure_leaves_the_probe(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    lf_circuit_record(&c, 1, 2, 100, 0, 0, 0, &chg);
+    LF_CHECK_INT(lf_circuit_admit(&c, 102, 5, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 103, 0, 30, 0, &chg), 0);
+    LF_CHECK_INT(chg.reason, LF_REASON_NONE);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
+    LF_CHECK_INT(c.failures, 2);
+    LF_CHECK_INT(lf_circuit_admit(&c, 106, 5, &chg), LF_ROUTE_SKIP); /* the probe is still out */
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 106.5, 0, 0, 1, &chg), 1);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
+    LF_CHECK(c.until == 108.5);
+
+    /* a probe that outlived its lock reports late: counted, nothing more */
+    LF_CHECK_INT(lf_circuit_admit(&c, 109, 1, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 110.5, 0, 0, 1, &chg), 0);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
+    LF_CHECK_INT(lf_circuit_admit(&c, 110.5, 1, &chg), LF_ROUTE_PROBE);
+
+    /* another call's success closes it, as it would an open circuit */
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 111, 1, 0, 0, &chg), 1);
+    LF_CHECK_INT(chg.from, LF_CIRCUIT_HALF_OPEN);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "success");
+    LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
+    LF_CHECK(c.probe_until == 0);
 }
 
 static void test_names(void)
@@ -173,13 +207,13 @@ static void test_renew_probe(void)
     lf_circuit_change chg;
 
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 0, 5), 0); /* closed */
-    lf_circuit_record(&c, 1, 1, 0, 0, 0, &chg);
+    lf_circuit_record(&c, 1, 1, 0, 0, 0, 0, &chg);
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 0.5, 5), 0); /* open */
     LF_CHECK_INT(lf_circuit_admit(&c, 1, 2, &chg), LF_ROUTE_PROBE);
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 2.5, 2), 1);
     LF_CHECK_INT(lf_circuit_admit(&c, 3.5, 2, &chg), LF_ROUTE_SKIP); /* 3 without the renewal */
     LF_CHECK_INT(lf_circuit_admit(&c, 4.5, 2, &chg), LF_ROUTE_PROBE);
-    lf_circuit_record(&c, 1, 1, 4.6, 1, 0, &chg);
+    lf_circuit_record(&c, 1, 1, 4.6, 1, 0, 1, &chg);
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 4.7, 2), 0);
 }
 
@@ -212,6 +246,7 @@ int main(void)
     LF_RUN(test_probe_failure_reopens_for_another_cooldown);
     LF_RUN(test_retry_after_cooldown);
     LF_RUN(test_success_while_open_closes);
+    LF_RUN(test_other_failure_leaves_the_probe);
     LF_RUN(test_names);
     LF_RUN(test_renew_probe);
     LF_RUN(test_adopt);

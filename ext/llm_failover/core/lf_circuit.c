@@ -56,7 +56,7 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
 }
 
 int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
-                      lf_circuit_change *chg)
+                      int probe, lf_circuit_change *chg)
 {
     lf_circuit_state from = c->state;
     double until;
@@ -73,6 +73,8 @@ int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now,
     c->failures++;
     switch (from) {
     case LF_CIRCUIT_HALF_OPEN:
+        /* Not the probe's (or its lock expired): counted, the probe decides. */
+        if (!probe || !(c->probe_until > now)) return 0;
         c->state = LF_CIRCUIT_OPEN;
         c->until = now + (hold > cooldown ? hold : cooldown);
         c->probe_until = 0;

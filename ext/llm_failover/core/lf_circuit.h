@@ -64,10 +64,20 @@ double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval);
 lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circuit_change *chg);
 
 /* Applies an attempt's outcome: `success`, or a counted failure asking for
- * `hold` seconds of cooldown. `threshold` > 0; `cooldown` in seconds. Returns
- * 1 and fills *chg when the state changed. */
+ * `hold` seconds of cooldown. `threshold` > 0; `cooldown` in seconds. `probe`
+ * is 1 when the store saw the reporting call's token on the half-open probe
+ * (the call it handed the probe to); the probe is its outcome only while it
+ * has not expired. Returns 1 and fills *chg when the state changed.
+ *
+ * While half-open, only the probe's own failure reopens the circuit. Another
+ * call's failure (one sent before the circuit opened and ending late, or one
+ * sent anyway because every target of its call was open) is counted and
+ * leaves the probe out: a second probe must not start while the first is in
+ * flight. Any success closes the circuit, whoever sent it, as it does from
+ * open: the target answered, and the probe's own outcome then counts as a
+ * closed circuit's. */
 int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
-                      lf_circuit_change *chg);
+                      int probe, lf_circuit_change *chg);
 
 /* The caller that holds a half-open circuit's probe asks again (before its
  * retry, or a later target of its call): the probe stays its own for
