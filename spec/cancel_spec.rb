@@ -52,6 +52,19 @@ RSpec.describe "Chat#cancel!" do
     expect(reply.content.split.size).to be < 400
   end
 
+  it "polls a cancel_check callable while the call runs, and stops the call when it says so" do
+    primary.enqueue({ chunks: ["Once ", "upon ", "a ", "time"], stall_after: 2 })
+    stop = Queue.new # the "other process": says yes once the call has streamed
+    polls = Queue.new
+    chat = failover_chat(cancel_check: -> { polls << true && !stop.empty? })
+    shown = +""
+    reply = chat.ask("Tell me a long story") { |c| stop << true if (shown << c.content) == "Once upon " }
+
+    expect([reply.cancelled?, reply.content]).to eq([true, "Once upon "])
+    expect(polls.size).to be >= 1
+    expect(Thread.list.map(&:name)).not_to include("llm_failover cancel check") # its thread ended with the call
+  end
+
   it "does nothing to a chat with no call running, nor to a finished answer" do
     chat = failover_chat
     expect(chat.cancel!).to be(chat)

@@ -17,7 +17,10 @@
 #
 # Threads. Every database call checks out the calling thread's connection from the
 # pool (connection_pool.with_connection), so jobs on several threads never share a
-# connection; give each thread its own record. With SQLite on ActiveRecord 7.2, use
+# connection; give each thread its own record. One more thread per process, while
+# calls run, looks for cancel! from other processes (CancelWatcher): one query per
+# interval on a connection it gives back at once, so the pool needs one beyond the
+# job threads. With SQLite on ActiveRecord 7.2, use
 # `default_transaction_mode: :immediate` and the sqlite3 gem's busy_handler_timeout:
 # the `timeout:` option waits holding the GVL and stalls the thread that holds the lock.
 #
@@ -37,6 +40,8 @@ require "llm_failover/active_record/circuit_log"
 require "llm_failover/active_record/message_store"
 require "llm_failover/active_record/quota_counter"
 require "llm_failover/active_record/message_record"
+require "llm_failover/active_record/cancel_watcher"
+require "llm_failover/active_record/cancel_request"
 require "llm_failover/active_record/chat_record"
 require "llm_failover/active_record/acts_as"
 require "llm_failover/active_record/not_secret"

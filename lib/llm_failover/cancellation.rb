@@ -2,7 +2,8 @@
 
 module LlmFailover
   # Stops one running call from another thread (Chat#cancel!) or another process
-  # (a chat record's cancel_requested_at column, polled by a watcher thread).
+  # (a chat record's cancel_requested_at column, polled by the process's
+  # ActiveRecord::CancelWatcher).
   #
   # How it stops the engine: #cancel! sets a flag and wakes the calling thread
   # (Thread#wakeup). Waiting in the engine, the thread is woken through the engine's
@@ -28,16 +29,17 @@ module LlmFailover
     # store or a block cannot swallow it.
     class Signal < Exception; end # rubocop:disable Lint/InheritException
 
-    # @param check [#call, nil] polled every +interval+ seconds while the call runs;
-    #   truthy cancels it (another process's cancel!)
+    # @param check [#call, #watch, nil] how a cancel from another process reaches the
+    #   call. A callable is polled every +interval+ seconds on a thread of this call
+    #   (truthy cancels it). An object with #watch(cancellation, interval:) arranges for
+    #   cancellation.cancel! itself and returns what #stop ends, or nil (a chat record's
+    #   CancelRequest: one watcher thread per process for every such call).
     def initialize(check: nil, interval: 0.2)
       @check = check
       @interval = interval
       @lock = Mutex.new
       @requested = false
       @thread = nil
-      @finished = false
-      @wake = nil # made by start_watcher: only a cancel check needs one
       @pipe = nil # [reader, writer] while a call under a scheduler runs
     end
 
@@ -65,16 +67,18 @@ module LlmFailover
     #   target that was answering, its partial text and when its attempt started
     def run(engine, request, listener)
       guard = Listener.new(listener, self)
-      watcher = start_watcher if @check
-      attach
+      watch = nil
       begin
+        # Before attach: a cancel the watch finds at once only sets the flag.
+        watch = start_watch if @check
+        attach
         raise_if_requested
         engine.run(request, guard)
       rescue Signal
         guard.cancelled_result
       ensure
         detach
-        stop_watcher(watcher)
+        watch&.stop
       end
     end
 
@@ -118,50 +122,62 @@ module LlmFailover
       end
     end
 
-    # Polls the check until the call ends. It is stopped by a flag, never killed: a
-    # thread killed inside a query would hand a broken connection back to the pool.
-    def start_watcher
-      @wake = ConditionVariable.new
-      Thread.new do
-        Thread.current.name = "llm_failover cancel watcher"
-        Thread.current.report_on_exception = false
-        while watching?
-          cancel! if poll
+    def start_watch
+      return @check.watch(self, interval: @interval) if @check.respond_to?(:watch)
+
+      Poller.new(@check, self, @interval)
+    end
+
+    # A callable check's thread: polls it until the call ends. It is stopped by a flag,
+    # never killed: a thread killed inside a query would hand a broken connection back
+    # to its pool.
+    class Poller
+      def initialize(check, cancellation, interval)
+        @check = check
+        @cancellation = cancellation
+        @interval = interval
+        @lock = Mutex.new
+        @wake = ConditionVariable.new
+        @finished = false
+        @thread = Thread.new do
+          Thread.current.name = "llm_failover cancel check"
+          Thread.current.report_on_exception = false
+          while watching?
+            cancellation.cancel! if poll
+          end
         end
       end
-    end
 
-    # Waits one interval; false once the call ended or was cancelled.
-    def watching?
-      @lock.synchronize do
-        @wake.wait(@lock, @interval) unless @finished || @requested
-        !(@finished || @requested)
+      # Ends the polling (the call ended) and waits for the thread.
+      def stop
+        @lock.synchronize do
+          @finished = true
+          @wake.signal
+        end
+        @thread.join
+      end
+
+      private
+
+      # Waits one interval; false once the call ended or was cancelled.
+      def watching?
+        @lock.synchronize do
+          @wake.wait(@lock, @interval) unless @finished || @cancellation.cancelled?
+          !(@finished || @cancellation.cancelled?)
+        end
+      end
+
+      def poll
+        @check.call
+      rescue StandardError => e
+        unless @warned
+          @warned = true
+          Kernel.warn("llm_failover: the cancel check raised #{e.class}: #{e.message} (the call goes on)")
+        end
+        false
       end
     end
-
-    def poll
-      @check.call
-    rescue StandardError => e
-      warn_once(e)
-      false
-    end
-
-    def warn_once(error)
-      return if @warned
-
-      @warned = true
-      Kernel.warn("llm_failover: the cancel check raised #{error.class}: #{error.message} (the call goes on)")
-    end
-
-    def stop_watcher(watcher)
-      return unless watcher
-
-      @lock.synchronize do
-        @finished = true
-        @wake.signal
-      end
-      watcher.join
-    end
+    private_constant :Poller
 
     # The engine's listener, wrapped: after every callback it reads the flag (a
     # cancel! that came while Ruby code ran stops the call as soon as that code is

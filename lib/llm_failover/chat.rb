@@ -49,8 +49,8 @@ module LlmFailover
 
       @scrub = scrub
       set_shared_quota(quota_key, quota_window, quota_by, quota_used)
-      unless cancel_check.nil? || cancel_check.respond_to?(:call)
-        raise ConfigurationError, "cancel_check must respond to #call, got #{cancel_check.inspect}"
+      unless cancel_check.nil? || cancel_check.respond_to?(:call) || cancel_check.respond_to?(:watch)
+        raise ConfigurationError, "cancel_check must respond to #call or #watch, got #{cancel_check.inspect}"
       end
 
       @cancel_check = cancel_check

@@ -176,8 +176,9 @@ module LlmFailover
       @scrubber = value
     end
 
-    # Seconds between two looks at a chat record's cancel_requested_at while it answers
-    # (a Stop button in another process); one small query each time.
+    # Seconds between two looks at the cancel_requested_at of the chat records answering
+    # in this process (a Stop button in another process): one query per chats table each
+    # time, however many calls run (ActiveRecord::CancelWatcher).
     def cancel_poll_interval=(value)
       @cancel_poll_interval = number(:cancel_poll_interval, value, positive: true)
     end

@@ -43,6 +43,49 @@ ArSpec.describe "cancel! on a chat record" do
     expect(backup.request_count).to eq(0)
   end
 
+  def message_rows
+    raw_rows("SELECT role, status, content FROM messages WHERE chat_id = ? ORDER BY id", chat.id).map(&:values)
+  end
+
+  it "stops an answer whose Stop came while its job was queued, before any request; a later question is answered" do
+    asked_at = Time.current # the controller enqueues the job with the time the user asked
+    Chat.find(chat.id).cancel! # Stop, before the job runs
+    reply = Chat.find(chat.id).ask("Queued question", asked_at: asked_at) { |_c| }
+
+    expect([reply.cancelled?, reply.content]).to eq([true, ""])
+    expect(primary.request_count + backup.request_count).to eq(0)
+    expect(message_rows).to eq([%w[user complete Queued\ question], ["assistant", "cancelled", ""]])
+    expect(raw_rows("SELECT provider, success, cancelled FROM llm_failover_attempts").map(&:values))
+      .to eq([["openai", 0, 1]])
+
+    # The next question was asked after that Stop: it is answered.
+    primary.enqueue({ chunks: ["Answered"] })
+    reply = Chat.find(chat.id).ask("Next question", asked_at: Time.current)
+    expect([reply.cancelled?, reply.content]).to eq([false, "Answered"])
+  end
+
+  it "stops a stored question's answer (a retried job, #complete) when Stop came after it was stored" do
+    single = Chat.create!(model: "gpt-4o", provider: "openai")
+    primary.enqueue({ error: :unavailable })
+    expect { Chat.find(single.id).ask("Question", idempotency_key: "job-1") }
+      .to raise_error(LlmFailover::ServiceUnavailableError)
+    Chat.find(single.id).cancel! # Stop while the job waits for its retry
+
+    retried = Chat.find(single.id).ask("Question", idempotency_key: "job-1")
+    expect([retried.cancelled?, retried.content]).to eq([true, ""])
+    expect(primary.request_count).to eq(1)
+
+    # The stopped answer asked for again (a Regenerate button) is answered.
+    primary.enqueue({ chunks: ["Regenerated"] })
+    expect(Chat.find(single.id).complete.content).to eq("Regenerated")
+
+    # A question the app stored itself, Stop, then the job that answers it.
+    single.messages.create!(role: "user", content: "Stored by the controller")
+    Chat.find(single.id).cancel!
+    expect(Chat.find(single.id).complete.cancelled?).to be(true)
+    expect(primary.request_count).to eq(2)
+  end
+
   it "leaves the next ask alone, and a chat whose table lacks the column says so" do
     Chat.find(chat.id).cancel! # nothing running: the next ask is not affected
     primary.enqueue({ chunks: ["Fine"] })

@@ -21,9 +21,16 @@ module LlmFailover
 
       # Stores +text+ as a user message (once) and answers it; see LlmFailover::Chat#ask.
       # Saves a new record first.
+      # @param asked_at [Time, nil] when the user asked, when that was before this call
+      #   (the controller's Time.current, given to the job that calls ask): a #cancel!
+      #   made since then stops this answer, even one made while the job was queued
       # @return [LlmFailover::Reply]
-      def ask(text, **options, &block)
-        to_llm.ask(text, **options, &block)
+      def ask(text, asked_at: nil, **options, &block)
+        unless asked_at.nil? || asked_at.respond_to?(:to_time)
+          raise ArgumentError, "asked_at must be a Time, got #{asked_at.inspect}"
+        end
+
+        llm_chat({}, asked_at).ask(text, **options, &block)
       end
 
       # Answers from the stored messages without a new user message: after a failed
@@ -59,10 +66,13 @@ module LlmFailover
         self
       end
 
-      # Stops this chat's streaming #ask, wherever it runs (a job in another process, a
-      # thread): a Stop button's action calls it on the record it loaded. The ask
-      # notices within cancel_poll_interval (0.2 s) and returns a cancelled Reply; the
-      # answer's row is "cancelled" with the text received so far.
+      # Stops this chat's pending answers, wherever they run (a job in another process, a
+      # thread): a Stop button's action calls it on the record it loaded. A running
+      # #ask / #complete notices within cancel_poll_interval (0.2 s) and returns a
+      # cancelled Reply; the answer's row is "cancelled" with the text received so far.
+      # A call that has not started yet (its job is queued) is cancelled when it starts,
+      # before any request, if its question was asked before this cancel! (see
+      # CancelRequest); a question asked later is answered.
       # @return [self]
       def cancel!
         column = llm_cancel_column
@@ -77,30 +87,18 @@ module LlmFailover
       # @param overrides [Hash] Configuration options for this chat only
       # @return [LlmFailover::Chat]
       def to_llm(**overrides)
-        save! if new_record?
-        config = self.class.llm_chat_options.config.merge(llm_config).merge(overrides)
-        @llm_chat = LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence,
-                                     backup_model: llm_read(:backup_model).presence,
-                                     backup_provider: llm_read(:backup_provider).presence,
-                                     quota: llm_read(:quota), quota_used: -> { llm_quota_used },
-                                     feature: llm_read(:feature).presence, store: llm_store,
-                                     cancel_check: llm_cancel_check, **config)
+        llm_chat(overrides, nil)
       end
 
-      # A check the running call polls: true once cancel_requested_at changed since
-      # the call began (nil when the table has no such column).
-      # @return [Proc, nil]
-      def llm_cancel_check
+      # How the call sees a cancel! made elsewhere (nil when the table has no
+      # cancel_requested_at column).
+      # @param asked_at [Time, nil] see #ask
+      # @return [CancelRequest, nil]
+      def llm_cancel_check(asked_at: nil)
         column = self.class.llm_chat_options.columns.fetch(:cancel_requested_at)
         return nil unless self.class.column_names.include?(column)
 
-        klass = self.class
-        key = id
-        read = lambda do
-          klass.connection_pool.with_connection { klass.uncached { klass.where(klass.primary_key => key).pick(column) } }
-        end
-        began = read.call
-        -> { read.call != began }
+        CancelRequest.new(self, column: column, asked_at: asked_at)
       end
 
       # The message store over this record's messages association.
@@ -137,6 +135,17 @@ module LlmFailover
       end
 
       private
+
+      def llm_chat(overrides, asked_at)
+        save! if new_record?
+        config = self.class.llm_chat_options.config.merge(llm_config).merge(overrides)
+        @llm_chat = LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence,
+                                     backup_model: llm_read(:backup_model).presence,
+                                     backup_provider: llm_read(:backup_provider).presence,
+                                     quota: llm_read(:quota), quota_used: -> { llm_quota_used },
+                                     feature: llm_read(:feature).presence, store: llm_store,
+                                     cancel_check: llm_cancel_check(asked_at: asked_at), **config)
+      end
 
       def llm_cancel_column
         column = self.class.llm_chat_options.columns.fetch(:cancel_requested_at)
