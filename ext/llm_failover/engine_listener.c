@@ -198,9 +198,16 @@ void lf_ruby_listener_unwind(lf_ruby_listener *rl)
     /* What stopped the call: the exception on its way up, or nil (a
      * Thread#kill, a throw or break out of the block). */
     if (rb_obj_is_kind_of(err, rb_eException)) a.cause = rb_obj_class(err);
+    /* In rb_ensure's cleanup $! still holds that exception (a Ruby ensure
+     * clause sees nil there), and C code under the listener may take it for
+     * one of its own: the sqlite3 gem's Statement#step raises whatever $!
+     * holds, so an ActiveRecord sink on SQLite raised the caller's Timeout
+     * or exception back and wrote no row. The listener runs with $! nil. */
+    rb_set_errinfo(Qnil);
     rb_protect(lf_call_on_stopped_attempt, (VALUE)&a, &state);
     /* A listener that raises here cannot replace the exception that stopped
-     * the call: it is dropped (rb_ensure puts that one back). */
+     * the call: it is dropped, and the one on its way up put back. */
+    rb_set_errinfo(NIL_P(a.cause) ? Qnil : err);
     rl->stopped_attempt = Qnil;
 }
 

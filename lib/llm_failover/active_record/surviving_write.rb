@@ -10,9 +10,12 @@ module LlmFailover
     module SurvivingWrite
       private
 
+      # One INSERT, without a transaction of its own: ActiveRecord rolls back every
+      # transaction a dying thread ends, so create! lost the row of a call whose thread
+      # was killed (Thread#kill), on every database.
       def write(attributes)
         model.connection_pool.with_connection do
-          model.create!(attributes)
+          model.insert!(attributes)
           rewrite_after_rollback(attributes) if @survive_rollback
         end
       end
