@@ -39,7 +39,7 @@ module LlmFailover
       end
     end
 
-    Feature = Struct.new(:feature, :requests, :attempts, :failed_attempts, :failed_over, :saved, :lost,
+    Feature = Struct.new(:feature, :requests, :attempts, :failed_attempts, :failed_over, :saved, :lost, :stopped,
                          keyword_init: true)
     Window = Struct.new(:starts_at, :failures, :attempts, :providers, :errors, keyword_init: true) do
       def ends_at
@@ -105,6 +105,9 @@ module LlmFailover
 
     # The error_class of a skipped record (AttemptRecord#skipped).
     SKIPPED = "LlmFailover::CircuitOpenError"
+    # The error_class of the attempt a call's caller cut (Timeout.timeout, Thread#kill,
+    # task.stop, a raising block): neither a provider's failure nor a lost call.
+    STOPPED = "LlmFailover::AbortedError"
 
     attr_reader :from, :to
 
@@ -122,14 +125,15 @@ module LlmFailover
 
     # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
     #   target), lost (calls without any successful attempt), cache_hits (calls the
-    #   response cache answered, without a request)
+    #   response cache answered, without a request), routed_around (calls that skipped
+    #   an open circuit), stopped (calls their caller stopped: neither failed nor lost)
     def summary
       @summary ||= query do
         { attempts: scope.count, requests: scope.distinct.count(:request_id), failures: failed.count,
           saves: saves.size, failover_saves: saves.count(&:failover?),
           cross_provider_saves: saves.count(&:cross_provider?), lost: lost_scope.distinct.count(:request_id),
           cache_hits: cached_column? ? scope.where(cached: true).count : 0,
-          routed_around: skipped.distinct.count(:request_id) }
+          routed_around: skipped.distinct.count(:request_id), stopped: stopped.distinct.count(:request_id) }
       end
     end
 
@@ -238,6 +242,7 @@ module LlmFailover
         attempts = scope.group(:feature).count
         failed_attempts = failed.group(:feature).count
         lost = lost_scope.group(:feature).distinct.count(:request_id)
+        stopped_calls = stopped.group(:feature).distinct.count(:request_id)
         failed_over = Hash.new(0)
         multi_attempt_calls.each_value do |rows|
           failed_over[rows.first[:feature]] += 1 if rows.map { |r| target(r) }.uniq.size > 1
@@ -246,7 +251,8 @@ module LlmFailover
         requests.map do |feature, n|
           Feature.new(feature: feature, requests: n, attempts: attempts.fetch(feature, 0),
                       failed_attempts: failed_attempts.fetch(feature, 0), failed_over: failed_over[feature],
-                      saved: saved.fetch(feature, 0), lost: lost.fetch(feature, 0))
+                      saved: saved.fetch(feature, 0), lost: lost.fetch(feature, 0),
+                      stopped: stopped_calls.fetch(feature, 0))
         end.sort_by { |f| [-f.failed_over, -f.failed_attempts, f.feature.to_s] }
       end
     end
@@ -270,13 +276,14 @@ module LlmFailover
       end
     end
 
-    # @return [Array<Tokens>] per provider and model, every attempt counted
+    # @return [Array<Tokens>] per provider and model, every attempt counted; failed_*
+    #   the tokens of attempts that failed or that their caller stopped (billed, no answer)
     def tokens
       @tokens ||= query do
         input = scope.group(:provider, :model).sum(:input_tokens)
         output = scope.group(:provider, :model).sum(:output_tokens)
-        failed_input = failed.group(:provider, :model).sum(:input_tokens)
-        failed_output = failed.group(:provider, :model).sum(:output_tokens)
+        failed_input = unanswered.group(:provider, :model).sum(:input_tokens)
+        failed_output = unanswered.group(:provider, :model).sum(:output_tokens)
         input.keys.map do |key|
           Tokens.new(provider: key[0], model: key[1], input: input[key].to_i, output: output[key].to_i,
                      failed_input: failed_input[key].to_i, failed_output: failed_output[key].to_i)
@@ -355,11 +362,22 @@ module LlmFailover
       rows
     end
 
-    # Failed HTTP attempts: a skipped target (no request) is not one.
-    # A cancelled attempt (Chat#cancel!) is the user's decision, not a failure either.
+    # Failed HTTP attempts: a skipped target (no request) is not one. A cancelled
+    # attempt (Chat#cancel!) and one the caller stopped are the user's decision, not a
+    # provider's failure either.
     def failed
+      unanswered.where.not(error_class: STOPPED)
+    end
+
+    # Attempts that sent a request and got no answer: the failed ones and the stopped
+    # ones (their tokens were billed all the same).
+    def unanswered
       rows = scope.where(success: false).where.not(error_class: SKIPPED)
       cancelled_column? ? rows.where(cancelled: false) : rows
+    end
+
+    def stopped
+      scope.where(error_class: STOPPED)
     end
 
     # Tables made before the cancelled column keep working.
@@ -372,9 +390,10 @@ module LlmFailover
       scope.where(error_class: SKIPPED)
     end
 
-    # Attempts that sent a request: neither a cache hit nor a skipped target.
+    # Attempts a provider could fail: neither a cache hit, nor a skipped target (no
+    # request), nor one its caller stopped (the provider was not done).
     def provider_attempts
-      not_skipped(cached_column? ? scope.where(cached: false) : scope)
+      not_skipped_or_stopped(cached_column? ? scope.where(cached: false) : scope)
     end
 
     # @return [Array<TimelinePoint>] in time order, then by target
@@ -408,8 +427,8 @@ module LlmFailover
     end
 
     # NULL error classes (successes) included: SQL's NOT leaves them out.
-    def not_skipped(rows)
-      rows.where(error_class: nil).or(rows.where.not(error_class: SKIPPED))
+    def not_skipped_or_stopped(rows)
+      rows.where(error_class: nil).or(rows.where.not(error_class: [SKIPPED, STOPPED]))
     end
 
     # Tables made before the cached column keep working.
@@ -460,10 +479,11 @@ module LlmFailover
       end
     end
 
-    # Calls with a failed attempt and no successful one.
-    # Calls without an answer, leaving out those the user cancelled.
+    # Calls with a failed attempt and no successful one, leaving out those the user
+    # cancelled or stopped.
     def lost_scope
       lost = failed.where.not(request_id: scope.where(success: true).select(:request_id))
+                   .where.not(request_id: stopped.select(:request_id))
       cancelled_column? ? lost.where.not(request_id: scope.where(cancelled: true).select(:request_id)) : lost
     end
 

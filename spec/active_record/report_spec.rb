@@ -15,7 +15,8 @@ RSpec.describe LlmFailover::Report, :active_record do
 
     it "sums up the period" do
       expect(report.summary).to eq(attempts: 9, requests: 6, failures: 5, saves: 2, failover_saves: 1,
-                                   cross_provider_saves: 1, lost: 2, cache_hits: 0, routed_around: 0)
+                                   cross_provider_saves: 1, lost: 2, cache_hits: 0, routed_around: 0,
+                                   stopped: 0)
       expect(described_class.new.summary[:attempts]).to eq(10)
       expect(described_class.new(from: t0 - 86_400, to: t0 + 300).summary)
         .to include(attempts: 5, requests: 3, failures: 2)
@@ -127,13 +128,13 @@ RSpec.describe LlmFailover::Report, :active_record do
       insert_rows(Time.now - 3600)
       status = described_class.run(["--database", ArSpec::PATH, "--since", "7d"], out: out, err: err)
       expect([status, err.string]).to eq([0, ""])
-      expect(summary_numbers(out.string)).to eq([9, 6, 5, 2, 1, 1, 2, 0, 0])
+      expect(summary_numbers(out.string)).to eq([9, 6, 5, 2, 1, 1, 2, 0, 0, 0])
       expect(out.string).to include("Incident windows", "Tokens (failed attempts included)", "tailoring")
 
       out.truncate(0)
       out.rewind
       expect(described_class.run(["--database", "sqlite3:#{ArSpec::PATH}", "--since", "30d"], out: out, err: err)).to eq(0)
-      expect(summary_numbers(out.string)).to eq([10, 7, 6, 2, 1, 1, 3, 0, 0])
+      expect(summary_numbers(out.string)).to eq([10, 7, 6, 2, 1, 1, 3, 0, 0, 0])
       # The app's own connection is untouched.
       expect(LlmFailover::ActiveRecord::Attempt.count).to eq(10)
     end

@@ -17,7 +17,7 @@ module LlmFailover
       # Summary figures shown as tiles, in order.
       TILES = { attempts: "attempts", requests: "requests", failures: "failed attempts", saves: "saves",
                 failover_saves: "failover saves", lost: "lost calls", cache_hits: "cache hits",
-                routed_around: "routed around an open circuit" }.freeze
+                routed_around: "routed around an open circuit", stopped: "stopped by the caller" }.freeze
 
       # @param report [Report]
       def initialize(report)
@@ -207,7 +207,7 @@ module LlmFailover
         s = @report.summary
         section(m, "saves", "Failovers that saved a call",
                 "#{s[:saves]} calls answered after a failed attempt (#{s[:failover_saves]} by another target); " \
-                "#{s[:lost]} calls lost.") do
+                "#{s[:lost]} calls lost; #{s[:stopped]} stopped by their caller, neither failed nor lost.") do
           pair(m, saves_chart, :saves, empty: "No call needed a second attempt to succeed.")
         end
       end
@@ -233,14 +233,16 @@ module LlmFailover
         return nil if counts.empty?
 
         BarChart.new(id: "errors", title: "Failed attempts by error class",
-                     description: "Failed attempts (skipped and cancelled ones left out) per error class.",
+                     description: "Failed attempts (skipped, cancelled and caller-stopped ones left out) per " \
+                                  "error class.",
                      bars: counts.map { |e| bar(e.error_class, e.attempts, color: "failed") })
       end
 
       def tokens(m)
         failed = @report.tokens.sum(&:failed_total)
         section(m, "tokens", "Tokens spent on failed attempts",
-                "#{failed} of #{@report.tokens.sum(&:total)} tokens were billed on attempts that failed.") do
+                "#{failed} of #{@report.tokens.sum(&:total)} tokens were billed on attempts that failed or that " \
+                "their caller stopped.") do
           pair(m, tokens_chart, :tokens, empty: "No tokens recorded in this period.",
                                          legend: -> { legend(m, [%w[succeeded ok], %w[failed failed]]) })
         end
@@ -252,7 +254,7 @@ module LlmFailover
 
         BarChart.new(id: "tokens", title: "Tokens per provider and model, failed attempts apart",
                      description: "Input and output tokens per target: those of successful attempts and those " \
-                                  "billed on failed attempts.",
+                                  "billed on attempts that failed or were stopped.",
                      bars: tokens.map { |t|
                        BarChart::Bar.new(label: "#{t.provider}/#{t.model}", segments: [
                          BarChart::Segment.new(name: "succeeded", value: t.total - t.failed_total, color: "ok"),
@@ -277,7 +279,8 @@ module LlmFailover
       end
 
       def features(m)
-        section(m, "features", "Features", "Calls per feature: how many failed over, were saved or lost.") do
+        section(m, "features", "Features",
+                "Calls per feature: how many failed over, were saved, lost or stopped by their caller.") do
           m.tag(:div, class: "numbers") { table(m, :features) }
         end
       end

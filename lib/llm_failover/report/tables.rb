@@ -33,9 +33,9 @@ module LlmFailover
       def summary
         s = @report.summary
         Table.new(%w[attempts requests failed_attempts saves failover_saves cross_provider lost cache_hits
-                     routed_around],
+                     routed_around stopped_by_caller],
                   [[s[:attempts], s[:requests], s[:failures], s[:saves], s[:failover_saves],
-                    s[:cross_provider_saves], s[:lost], s[:cache_hits], s[:routed_around]]])
+                    s[:cross_provider_saves], s[:lost], s[:cache_hits], s[:routed_around], s[:stopped]]])
       end
 
       # @return [Table]
@@ -53,9 +53,10 @@ module LlmFailover
 
       # @return [Table]
       def features
-        Table.new(%w[feature requests attempts failed_attempts failed_over saved lost],
+        Table.new(%w[feature requests attempts failed_attempts failed_over saved lost stopped_by_caller],
                   @report.features.map { |f|
-                    [f.feature || "(none)", f.requests, f.attempts, f.failed_attempts, f.failed_over, f.saved, f.lost]
+                    [f.feature || "(none)", f.requests, f.attempts, f.failed_attempts, f.failed_over, f.saved, f.lost,
+                     f.stopped]
                   })
       end
 
