@@ -164,6 +164,20 @@ RSpec.describe "Circuit breaker" do
     expect(backup.request_count).to eq(sent_to_backup)
   end
 
+  it "opens on an empty account, and a call with no backup left still raises its error" do
+    primary.default = { error: :insufficient_quota }
+    backup.default = { text: "backup" }
+    3.times { expect(failover_chat.ask("out of credit").provider).to eq(:anthropic) } # no retry: one each
+    expect(primary.request_count).to eq(3)
+    expect(events.map { |e| [e.from, e.to, e.reason, e.error_class] })
+      .to eq([[:closed, :open, :threshold, "LlmFailover::ProviderQuotaError"]])
+    expect(failover_chat.ask("skips it").attempts.map(&:skipped?)).to eq([true, false])
+    expect(primary.request_count).to eq(3)
+    expect(health_of("gpt-4o")).to include(state: :open, last_error: "LlmFailover::ProviderQuotaError")
+    expect { LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("no backup") }
+      .to raise_error(LlmFailover::ProviderQuotaError)
+  end
+
   it "never opens on a storm of deterministic 4xx errors or refused connections" do
     primary.default = { error: :bad_request }
     10.times { expect { failover_chat.ask("bad") }.to raise_error(LlmFailover::BadRequestError) }

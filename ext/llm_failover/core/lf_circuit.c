@@ -15,6 +15,10 @@ int lf_circuit_counts(lf_kind kind)
     case LF_E_CONNECTION:
     case LF_E_STREAM_INTERRUPTED:
     case LF_E_INVALID_RESPONSE:
+    /* An empty account answers every call the same way in every process until
+     * someone pays: a dead target, and the breaker spares the fleet its round
+     * trips. The error still reaches the caller as the failover rules say. */
+    case LF_E_PROVIDER_QUOTA:
         return 1;
     default:
         return 0;

@@ -47,9 +47,9 @@ typedef struct lf_circuit_change {
 
 /* 1 when a failed attempt of this kind counts against its target: the
  * provider-side, failover-eligible classes (rate limit, 5xx, overloaded,
- * timeout, connection reset, interrupted stream, invalid response). Never a
- * deterministic 4xx, a refused connection (configuration drift), an empty
- * account or a call the host stopped (interrupt, exception in a block, cancel). */
+ * timeout, connection reset, interrupted stream, invalid response, an empty
+ * account). Never a deterministic 4xx, a refused connection (configuration
+ * drift) or a call the host stopped (interrupt, exception in a block, cancel). */
 int lf_circuit_counts(lf_kind kind);
 
 /* Seconds of shared cooldown a failed attempt asks for: its Retry-After when
