@@ -8,7 +8,7 @@ require "capybara/rspec/matchers"
 # `rails g llm_failover:chat_ui` in the minimal Rails 7.2 app (spec/fixtures/rails_app,
 # copied to a temp dir), then the generated chat in headless Chromium: the app under
 # Puma (`bin/rails server`), ActionCable's async adapter, ChatAnswerJob on ActiveJob's
-# :async adapter, the providers two FakeProviders of this process. Each bin/rails
+# :async adapter with one thread, the providers two FakeProviders of this process. Each bin/rails
 # command boots the app in its own process, so these are tagged :rails_app (rake
 # sanitize leaves them out); the browser examples are also tagged :browser.
 RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
@@ -31,6 +31,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     @files_again = @app.files
     @app.rails!("db:migrate")
     @app.use_fake_providers(primary_url: @primary.base_url(:openai), backup_url: @backup.base_url(:anthropic))
+    @app.one_job_at_a_time
     @app.start_server
   end
 
@@ -164,6 +165,30 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       expect(turn).to have_no_button("Stop")
       page.save_screenshot(File.join(screenshots, "chat_ui_stop.png"))
       expect(@backup.requests.size).to eq(backup_requests)
+    end
+
+    it "stops an answer whose job still waits in the queue, before any request, and leaves the running one alone" do
+      # The only job thread streams the first chat's answer while the second chat's waits.
+      words = %w[The first chat keeps the only job thread busy for quite a while longer than the Stop takes]
+      @primary.enqueue({ chunks: words.map { |w| "#{w} " }, chunk_delay: 0.5 })
+      requests = @primary.requests.size
+      open_new_chat
+      first_chat = page.current_path
+      ask("Keep the job thread busy")
+      expect(page).to have_css("#turns .turn.streaming .answer", text: "The first", wait: wait)
+
+      open_new_chat
+      ask("Wait in the queue")
+      page.find("#turns .turn.waiting", wait: wait).click_button("Stop")
+
+      stopped = page.find("#turns .turn.cancelled", wait: wait)
+      expect(stopped).to have_css(".label", text: "Stopped (openai/gpt-4o)")
+      expect(stopped.find(".answer").text).to eq("")
+      page.save_screenshot(File.join(screenshots, "chat_ui_stop_queued.png"))
+      # The queued answer sent nothing; the first chat's was answered in full.
+      expect(@primary.requests.size).to eq(requests + 1)
+      page.visit(first_chat)
+      expect(page).to have_css("#turns .turn.complete .answer", exact_text: words.join(" "), wait: wait)
     end
   end
 end

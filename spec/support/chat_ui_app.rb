@@ -64,6 +64,16 @@ class ChatUiApp
     RUBY
   end
 
+  # Jobs run on one thread (ActiveJob's :async adapter, one worker): a second answer
+  # waits in the queue while the first streams.
+  def one_job_at_a_time
+    File.write(File.join(@dir, "config/initializers/llm_failover_one_job_thread.rb"), <<~RUBY)
+      ActiveSupport.on_load(:active_job) do
+        self.queue_adapter = ActiveJob::QueueAdapters::AsyncAdapter.new(min_threads: 1, max_threads: 1)
+      end
+    RUBY
+  end
+
   # Every file of the app but logs, tmp and the database, with its content and mtime.
   def files
     Dir.glob("**/*", base: @dir).sort.reject { |f| f.start_with?("log/", "tmp/", "storage/") }
