@@ -72,6 +72,24 @@ RSpec.describe "A shared quota" do
       expect(live.used).to eq(1)
     end
 
+    it "gives the unit back when the call was cancelled before any request, and keeps it for one cut mid-stream" do
+      # A cancel_check that finds a cancel already made as the call starts (what a chat
+      # record's does for a Stop pressed while its job was queued).
+      already = Object.new
+      def already.watch(cancellation, interval:)
+        cancellation.cancel!
+        nil
+      end
+      reply = chat(cancel_check: already).ask("hi")
+      expect([reply.cancelled?, primary.request_count, live.used]).to eq([true, 0, 0])
+
+      primary.enqueue({ chunks: %w[a b c], stall_after: 1 })
+      shown = 0
+      streaming = chat
+      reply = streaming.ask("hi") { |_c| streaming.cancel! if (shown += 1) == 1 }
+      expect([reply.cancelled?, primary.request_count, live.used]).to eq([true, 1, 1])
+    end
+
     it "uses none for a cached answer" do
       LlmFailover.configure { |c| c.cache = LlmFailover::MemoryCache.new }
       expect(chat.ask("same").cached?).to be(false)

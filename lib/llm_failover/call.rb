@@ -322,8 +322,11 @@ module LlmFailover
       else
         @store.fail_assistant(message, model: target.model, provider: target.name.name)
       end
+      # Cancelled before its first request (a Stop pressed while the job was queued):
+      # nothing was sent, so nothing counts against a shared quota.
+      sent = @cancelled_record || !@records.empty?
       # The engine's record of the attempt it cut; without one (cancelled between
-      # attempts), one from what the cancellation saw.
+      # attempts, or before the first), one from what the cancellation saw.
       record = @cancelled_record ||
                AttemptRecord.new(request_id: @request_id, attempt: @records.size + 1, provider: target.name,
                                  model: target.model, feature: @feature, success: false,
@@ -331,7 +334,7 @@ module LlmFailover
                                  started_at: result[:started_at], cancelled: true, scrubbed: @scrubbing&.counts)
       @records << record unless @cancelled_record
       @usage_log.emit(record)
-      settle_quota # the request was sent: it counts like any other
+      sent ? settle_quota : @quota_reservation&.release # a request that was sent counts like any other
       log(:info, "cancelled on #{target.label} after #{partial.length} characters")
       Reply.new(content: partial, model: target.model, provider: target.name, input_tokens: nil, output_tokens: nil,
                 request_id: @request_id, attempts: @records.freeze, failover: index.positive?,
