@@ -70,6 +70,32 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
                 n, all, single, all / single)
   end
 
+  # libcurl's multi handle is ~40 kB with the socket API (a 911-slot socket hash among
+  # them) and opens a wakeup socketpair: the thread's calls share one. Counted here by
+  # descriptors: a call in flight holds its connection (and the provider's end of it,
+  # in this process), its epoll set, its timerfd and its cancel pipe, and no socketpair.
+  it "shares one libcurl multi handle among the thread's calls" do
+    LlmFailover.configure { |c| c.first_token_timeout = 60 }
+    n = 40
+    primary.hold
+    sockets = lambda do
+      Dir.children("/proc/self/fd").count { |fd| File.readlink("/proc/self/fd/#{fd}").start_with?("socket:") rescue false }
+    end
+    before = sockets.call
+    held = nil
+    replies = Async do |task|
+      calls = Array.new(n) { task.async { openai_chat.ask("Hi") { |_| nil }.content } }
+      fiber_wait_for(task) { primary.request_count == n }
+      held = sockets.call
+      primary.release
+      calls.map(&:wait)
+    end.wait
+    expect(replies).to eq(["Hello from FakeProvider"] * n)
+    # Two sockets a call (its connection, the provider's end) and the thread's multi
+    # handle's socketpair; a socketpair a call was four a call.
+    expect(held - before).to be <= 2 * n + 2
+  end
+
   it "keeps a ticker fiber ticking while calls wait" do
     ticks = 0
     primary.hold

@@ -930,6 +930,10 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     /* Without a readiness fd the call still works: its waits then hold the
      * host's thread (l->wait). */
     call.evented = l->wait_fd && lf_conn_evented(call.conn) >= 0;
+    if (!call.evented && !lf_conn_multi(call.conn)) {
+        lf_msg(&o->message, "out of memory (connection)");
+        goto out;
+    }
     call.wake_fd = call.evented && l->on_wake && lf_conn_watch_wake(call.conn, l->wake_fd) == 0 ? l->wake_fd : -1;
 
     for (i = 0; i < n_targets; i++) {

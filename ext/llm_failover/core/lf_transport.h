@@ -10,28 +10,41 @@
 #include <curl/curl.h>
 #include "lf_buf.h"
 
-/* A connection slot: one multi handle (which owns the connection cache, so
- * keep-alive connections survive between calls) and one easy handle. */
+struct lf_hub;
+
+/* A connection slot: one easy handle, and the multi handle (which owns the
+ * connection cache, so keep-alive connections survive between calls) of its
+ * poll-driven transfers, made on first use (lf_conn_multi). A slot's
+ * readiness-driven transfers run in its thread's hub instead (see
+ * lf_conn_evented). */
 typedef struct lf_conn {
-    CURLM *multi;
+    CURLM *multi;          /* NULL until a poll-driven transfer needs it */
     CURL *easy;
     pid_t pid;             /* the process that created the handles */
     long connect_timeout_ms; /* what the easy handle was last given; -1 before */
+    long buffer_size;      /* CURLOPT_BUFFERSIZE the easy handle was last given; 0: libcurl's */
     struct lf_response *resp; /* the transfer's response, between start and end */
     char *errbuf;          /* the transfer's error buffer, between start and end */
     struct lf_conn *next;  /* idle list */
     /* Readiness-driven transfers (lf_conn_evented): an epoll fd that watches
-     * the sockets libcurl names through CURLMOPT_SOCKETFUNCTION, and the
-     * timer it asks for through CURLMOPT_TIMERFUNCTION. */
+     * the sockets of this slot's transfer, which the hub's
+     * CURLMOPT_SOCKETFUNCTION names. */
     int evfd;              /* -1 until the first readiness-driven transfer */
     int evented;           /* the transfer under way is readiness-driven */
-    double timer_at;       /* monotonic seconds when libcurl wants to run, -1 for none */
     int wake_fd;           /* the host's descriptor in the epoll set (lf_conn_watch_wake), -1 */
     int woken;             /* wake_fd was ready in the last lf_transfer_step */
     /* A timerfd in the epoll set, so that a wait needs no timeout of its own
-     * (lf_transfer_wait_ms): -1 where none could be made. */
+     * (lf_transfer_wait_ms), and so that the hub can wake this slot's wait
+     * (another slot's libcurl call ran this transfer, or the hub's timer is
+     * this slot's to run): -1 where none could be made. */
     int tfd;
     double tfd_at;         /* monotonic seconds it is armed for, -1 disarmed */
+    /* In the hub, while a readiness-driven transfer runs. */
+    struct lf_hub *hub;
+    struct lf_conn *hub_prev, *hub_next; /* the hub's slots with a transfer */
+    int done;              /* the hub reported the transfer finished ... */
+    CURLcode done_result;  /* ... with this */
+    int poked;             /* its timerfd was set to fire now, not yet seen by its wait */
 } lf_conn;
 
 typedef struct lf_pool lf_pool;
@@ -83,6 +96,7 @@ typedef struct lf_response {
     int resend_refused;      /* libcurl wanted to send it again after it was written; refused
                               * (see lf_on_prereq) */
     int restarted;           /* started again after a send that wrote nothing (lf_transfer_step) */
+    struct lf_conn *hub_conn; /* a readiness-driven transfer's slot, else NULL (bytes for it wake it) */
 } lf_response;
 
 void lf_response_init(lf_response *r, size_t max_bytes);
@@ -104,8 +118,23 @@ typedef struct lf_http_request {
  * a socket of the transfer is ready (an epoll fd, made on first use and kept
  * with the connection), or -1 where that is not available (not Linux, out of
  * descriptors). A host that waits on it can wait for many transfers in one
- * thread (a Fiber scheduler). */
+ * thread (a Fiber scheduler).
+ *
+ * Such transfers run in the thread's hub: one multi handle per thread (and
+ * process) for all of them, with CURLMOPT_SOCKETFUNCTION putting each
+ * socket into the epoll set of the slot whose transfer uses it, and
+ * CURLMOPT_TIMERFUNCTION's one timer run by whichever slot waits. A multi
+ * handle per call cost 40 kB (libcurl 7.88 allocates a 911-slot socket hash,
+ * 29 kB, for the socket API, beside its connection cache, DNS cache and
+ * closure handle) and a wakeup socketpair. The hub's connection cache is
+ * shared by the thread's calls (no multiplexing: one transfer per
+ * connection at a time, as with a multi per slot). Whatever a libcurl call
+ * in one slot does for another slot's transfer (bytes, its end) wakes that
+ * slot's wait through its timerfd. */
 int lf_conn_evented(lf_conn *c);
+/* The slot's own multi handle for poll-driven transfers, made on first use;
+ * NULL when out of memory. */
+CURLM *lf_conn_multi(lf_conn *c);
 /* Adds a descriptor of the host's to lf_conn_evented's set for the call
  * under way: when it is readable the fd wakes the host's wait too, and
  * lf_transfer_step sets c->woken instead of handing it to libcurl. 0 on
