@@ -2,8 +2,15 @@
 
 # N streaming chats at once on one thread under Async, against the peer's drip stream
 # (50 events over 2 s, bench/peer.rb): wall time against one chat alone, CPU time per
-# chunk, and RSS per chat in flight. The gem, net/http and ruby_llm (when it loads) side
-# by side, each client and N in a process of its own. Printed, never asserted.
+# chunk, and RSS per chat in flight. The gem, net/http, ruby_llm (when it loads) and the
+# fiber floor side by side, each client and N in a process of its own. Printed, never
+# asserted.
+#
+# The fiber floor is the cheapest client any design could be under the same scheduler
+# with the chunks arriving in the calling fiber: a socket per stream, the request
+# written as one string, then IO#wait_readable and read_nonblock until the response's
+# last chunk (no HTTP or SSE parsing beyond finding that end). Its CPU per chunk is
+# what async and the kernel alone cost per chunk.
 #
 #   bundle exec ruby bench/async_streams.rb [N ...]          the table (N: 100 1000)
 #   bundle exec ruby bench/async_streams.rb CLIENT N BASE    one measurement, one JSON line
@@ -14,6 +21,14 @@ require "async"
 require_relative "client_support"
 
 DRIP_EVENTS = 50
+
+# async 2.24 asks an IO waited on without a timeout for IO#timeout, which Ruby 3.1's IO
+# lacks (3.2's answers nil): net/http's waits without one (a write that would block,
+# under load) and the floor's wait_readable raised NoMethodError. The gem's own IO
+# answers it (LlmFailover::Engine::WaitIO).
+class IO
+  def timeout = nil
+end unless IO.method_defined?(:timeout)
 
 def now
   Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -41,11 +56,38 @@ def chat_once(client, base)
     end
     abort "bench: net/http: #{reader.events} events" unless reader.done?
     reader.events
+  when "floor"
+    floor_stream(base)
   when "ruby_llm"
     count = 0
     RubyLLM.chat(model: MODEL, provider: :openai, assume_model_exists: true).ask("Hello") { |_chunk| count += 1 }
     count
   end
+end
+
+# The fiber floor's stream: returns DRIP_EVENTS once the response's last chunk (the
+# chunked encoding's "0\r\n\r\n" after "[DONE]") has arrived.
+def floor_stream(base)
+  uri = URI(base)
+  body = request_body(stream: true)
+  request = "POST #{uri.path}/chat/completions HTTP/1.1\r\nHost: #{uri.host}:#{uri.port}\r\n" \
+            "Content-Type: application/json\r\nAuthorization: Bearer bench-key\r\n" \
+            "Content-Length: #{body.bytesize}\r\n\r\n#{body}"
+  sock = Socket.tcp(uri.host, uri.port)
+  sock.write(request)
+  buf = String.new(capacity: 4096)
+  tail = +""
+  loop do
+    case sock.read_nonblock(4096, buf, exception: false)
+    when :wait_readable then sock.wait_readable
+    when nil then abort "bench: floor: the peer closed the stream early"
+    else
+      tail = (tail << buf)[-16..] || tail
+      break if tail.end_with?("\r\n0\r\n\r\n")
+    end
+  end
+  sock.close
+  DRIP_EVENTS
 end
 
 def setup(client, base)
@@ -55,6 +97,9 @@ def setup(client, base)
     configure_gem(base, first_token_timeout: 60, idle_timeout: 60, request_timeout: 120)
   when "net_http"
     require "net/http"
+  when "floor"
+    require "socket"
+    require "uri"
   when "ruby_llm"
     require "ruby_llm"
     require "logger"
@@ -117,6 +162,7 @@ def table(sizes)
   base = peer.base_url(:drip)
   clients = %w[gem net_http]
   clients << "ruby_llm" if system(RbConfig.ruby, "-e", "require 'ruby_llm'", err: File::NULL)
+  clients << "floor"
   rows = sizes.flat_map do |n|
     clients.map do |client|
       line = IO.popen([RbConfig.ruby, __FILE__, client, n.to_s, base], &:read)
@@ -124,7 +170,8 @@ def table(sizes)
       JSON.parse(line.lines.last, symbolize_names: true)
     end
   end
-  puts "N concurrent streamed chats on one thread under Async; peer: #{DRIP_EVENTS} events over 2 s each"
+  puts "N concurrent streamed chats on one thread under Async; peer: #{DRIP_EVENTS} events over 2 s each; " \
+       "load average #{File.read('/proc/loadavg').split.first(3).join(' ')} at the end"
   puts "| client | N | one chat | N chats | wall / one | CPU per chunk | CPU per chat | RSS per chat in flight |"
   puts "|---|---:|---:|---:|---:|---:|---:|---:|"
   rows.each do |r|
