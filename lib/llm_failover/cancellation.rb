@@ -8,10 +8,11 @@ module LlmFailover
   # How it stops the engine: #cancel! sets a flag and wakes the calling thread
   # (Thread#wakeup). Waiting in the engine, the thread is woken through the engine's
   # unblocking function (it interrupts even a provider that sends nothing); the
-  # engine then asks its listener (on_interrupt), which raises Signal, the transfer
-  # is aborted and the Signal comes back out of Engine#run once libcurl is done.
-  # Running Ruby code inside the call (the store, the sinks, the user's block), the
-  # thread is never cut: the flag is read when that code returns to the engine.
+  # engine then asks its listener (Call#on_interrupt), which raises Signal, the
+  # transfer is aborted and the Signal comes back out of Engine#run once libcurl is
+  # done. Running Ruby code inside the call (the store, the sinks, the user's block),
+  # the thread is never cut: the listener reads the flag when that code returns to
+  # the engine.
   # Nothing is raised into the thread from outside, so no interrupt mask is needed
   # (Thread.handle_interrupt, ~4k instructions each, cost ~16k per call and ~4k per
   # streamed chunk: bench/README.md).
@@ -58,24 +59,23 @@ module LlmFailover
       self
     end
 
-    # An attribute reader: the streamed path reads it twice per chunk.
+    # An attribute reader: the streamed path reads it twice per chunk (Call#on_chunk).
     attr_reader :requested
     alias cancelled? requested
 
-    # Runs +engine+.run(request, listener) so that #cancel! stops it.
-    # @return [Hash] the engine's result, or { ok: false, cancelled: true, ... } with the
-    #   target that was answering, its partial text and when its attempt started
-    def run(engine, request, listener)
-      guard = Listener.new(listener, self)
+    # Runs the block (the call's Engine#run) so that #cancel! stops it.
+    # @return [Object, nil] the block's value; nil when the call was cancelled (its
+    #   listener, Call, then makes the cancelled result)
+    def run
       watch = nil
       begin
         # Before attach: a cancel the watch finds at once only sets the flag.
         watch = start_watch if @check
         attach
         raise_if_requested
-        engine.run(request, guard)
+        yield
       rescue Signal
-        guard.cancelled_result
+        nil
       ensure
         detach
         watch&.stop
@@ -178,97 +178,5 @@ module LlmFailover
       end
     end
     private_constant :Poller
-
-    # The engine's listener, wrapped: after every callback it reads the flag (a
-    # cancel! that came while Ruby code ran stops the call as soon as that code is
-    # done), and it remembers what a cancelled result needs (target, partial text,
-    # attempt start).
-    class Listener
-      def initialize(listener, cancellation)
-        @listener = listener
-        @cancellation = cancellation
-        @target = 0
-        @partial = +""
-        @attempts = 0
-        attempt_started
-      end
-
-      # Per streamed delta: the flag is read inline (a reader), not through
-      # raise_if_requested (~200 instructions a chunk, bench/README.md).
-      def on_chunk(text, target)
-        raise Signal if @cancellation.cancelled?
-
-        @target = target
-        @partial << text
-        @listener.on_chunk(text, target)
-        raise Signal if @cancellation.cancelled?
-      end
-
-      def on_reset
-        @cancellation.raise_if_requested
-        @partial = +""
-        @target = 1
-        @listener.on_reset
-        @cancellation.raise_if_requested
-      end
-
-      def on_attempt(attempt)
-        @attempts += 1
-        attempt_started
-        @listener.on_attempt(attempt)
-        # The attempt a Signal (or anything else) cut comes while that exception unwinds.
-        @cancellation.raise_if_requested unless attempt.key?(:stopped_by)
-      end
-
-      # The engine's wait was cut short: #cancel! wakes the thread.
-      def on_interrupt
-        @cancellation.raise_if_requested
-      end
-
-      # Under a scheduler: the engine watches this IO, which #cancel! writes to.
-      def wake_io
-        @cancellation.wake_io
-      end
-
-      def on_wake
-        @cancellation.woken
-      end
-
-      # The circuit breaker's callbacks (Engine#run with :circuit).
-      def circuit_health(count)
-        health = @listener.circuit_health(count)
-        @cancellation.raise_if_requested
-        health
-      end
-
-      def circuit_admit(target_index)
-        health = @listener.circuit_admit(target_index)
-        @cancellation.raise_if_requested
-        health
-      end
-
-      def circuit_report(target_index, success, error_class, hold)
-        open = @listener.circuit_report(target_index, success, error_class, hold)
-        @cancellation.raise_if_requested
-        open
-      end
-
-      # @return [Hash] the engine's result shape for a call stopped by cancel!
-      def cancelled_result
-        { ok: false, cancelled: true, target: @target, partial_content: @partial, attempts: @attempts + 1,
-          started_at: Time.at(0, @attempt_started_ns, :nsec),
-          latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - @attempt_clock) * 1000.0 }
-      end
-
-      private
-
-      # Clock readings, made into a Time only for a cancelled result: a Time.now per
-      # attempt cost ~4k instructions (bench/README.md).
-      def attempt_started
-        @attempt_started_ns = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-        @attempt_clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      end
-    end
-    private_constant :Listener
   end
 end
