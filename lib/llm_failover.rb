@@ -81,8 +81,9 @@ module LlmFailover
     # @raise [ConfigurationError] unknown provider or option, bad value
     # @raise [ModelNotFoundError] empty model
     def chat(model: nil, provider: nil, system: nil, instructions: nil, **options)
-      overrides = options.reject { |k, _| CHAT_OPTIONS.include?(k) }
-      chat_options = overrides.empty? ? options : options.slice(*CHAT_OPTIONS) # most chats override nothing
+      # Most chats are given no options at all, and most of the rest override nothing.
+      overrides = options.empty? ? options : options.reject { |k, _| CHAT_OPTIONS.include?(k) }
+      chat_options = overrides.empty? ? options : options.slice(*CHAT_OPTIONS)
       chat = Chat.new(config: configuration.with_overrides(overrides), model: model, provider: provider,
                       **chat_options)
       text = system || instructions

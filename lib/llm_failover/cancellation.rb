@@ -106,7 +106,7 @@ module LlmFailover
       @lock.synchronize do
         # The engine waits through the scheduler only in a non-blocking fiber (a blocking
         # fiber under a scheduler waits like a thread).
-        if Fiber.respond_to?(:scheduler) && Fiber.scheduler && !Fiber.current.blocking?
+        if Fiber.scheduler && !Fiber.current.blocking?
           @pipe = IO.pipe
         else
           @thread = Thread.current

@@ -283,7 +283,7 @@ module LlmFailover
     end
 
     def set_shared_quota(key, window, by, used)
-      @quota_window = QuotaWindow.new(window)
+      @quota_window = QuotaWindow.for(window)
       raise ConfigurationError, "quota_by must be :calls or :tokens, got #{by.inspect}" unless QUOTA_BY.include?(by)
 
       @quota_by = by
@@ -323,6 +323,12 @@ module LlmFailover
 
     # Half a backup counts as none (DESIGN), but is almost always a mistake: say so.
     def set_backup(model, provider)
+      @targets = nil
+      if model.nil? && provider.nil? # most chats
+        @backup_model = @backup_provider = @backup_target = nil
+        return
+      end
+
       model = ModelName.check(model, "backup_model") unless model.nil?
       provider_config = @config.provider_config(provider) unless provider.nil?
       provider = provider_config&.name
@@ -357,8 +363,8 @@ module LlmFailover
     end
 
     def validate_quota_used(used)
-      return used if used.respond_to?(:call)
       return used if used.is_a?(Numeric) && used.real? && !used.negative?
+      return used if used.respond_to?(:call)
 
       raise ConfigurationError, "quota_used must be a non-negative number or respond to #call, got #{used.inspect}"
     end

@@ -10,6 +10,13 @@ module LlmFailover
     # @return [Symbol, Integer]
     attr_reader :period
 
+    # @return [QuotaWindow] frozen; one shared instance per named period (every chat
+    #   has a window, used or not)
+    # @raise [ConfigurationError]
+    def self.for(period)
+      NAMED_WINDOWS[period] || new(period)
+    end
+
     # @raise [ConfigurationError]
     def initialize(period)
       unless NAMED.include?(period) || (period.is_a?(Integer) && period.positive?)
@@ -44,5 +51,8 @@ module LlmFailover
     def next_month(now)
       now.month == 12 ? Time.utc(now.year + 1, 1, 1) : Time.utc(now.year, now.month + 1, 1)
     end
+
+    NAMED_WINDOWS = NAMED.to_h { |period| [period, new(period)] }.freeze
+    private_constant :NAMED_WINDOWS
   end
 end
