@@ -58,15 +58,18 @@ module LlmFailover
       push(Message.build("assistant", +"", "streaming", model, provider))
     end
 
-    # Runs once per streamed chunk: appends in place, and goes through Message#update
-    # (keyword arguments, an ivar name built per call) only to replace a frozen String.
+    # Runs once per streamed chunk: appends in place (#start_assistant and
+    # #reset_assistant give an unfrozen String), and replaces a frozen one through
+    # Message#update (keyword arguments, an ivar name built per call); the rescue costs
+    # nothing until it runs, a frozen? check ~0.2k a chunk (the guard's 10k).
     # Without the lock: it guards the list of messages, which this does not change,
     # and a reader reads a message's content outside it anyway; String#<< is one
     # step under the GVL, so a reader sees the text before or after this delta.
     def append_assistant(message, text)
-      content = message.content
-      content.frozen? ? message.update(content: content.dup << text) : content << text
+      message.content << text
       message
+    rescue FrozenError
+      message.update(content: message.content + text)
     end
 
     def reset_assistant(message, model:, provider:)
