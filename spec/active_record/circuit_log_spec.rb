@@ -81,7 +81,7 @@ ArSpec.describe LlmFailover::ActiveRecord::CircuitLog do
       fork do
         LlmFailover.configure do |c|
           c.circuit_cooldown = 60
-          c.state_store = LlmFailover::RedisStateStore.new(url: redis.url, namespace: namespace)
+          c.state_store = LlmFailover::RedisStateStore.new(url: redis.url, namespace: namespace, budget: 1.0) # not 50 ms: a loaded CI
         end
         3.times { failover_chat.ask("down") }
         exit!(0)
