@@ -4,7 +4,7 @@
 #   traffic; needs clang-14 and its libFuzzer runtime: bin/setup --fuzz);
 # - the spec suite against an ASan/UBSan build of the extension (rake sanitize,
 #   ~2 min), so that the binding's memory errors stop a change, not only the core's.
-# Left out of CI: `rake spec:valgrind` (~3 min, needs the bench group; its leak check
+# Left out of CI: `rake spec:valgrind` (12 min idle, far longer loaded; needs the bench group; its leak check
 # guesses on Ruby 3.1, see rakelib/valgrind.rake) and `rake bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -61,15 +61,57 @@ begin
   end
   RubyMemcheck::Frame.prepend(LfValgrindDebianLibruby)
 
+  # Ruby's GC scans each thread's machine stack conservatively, from the stack end it
+  # saved when the thread last let go of the GVL. A thread that has returned above
+  # that point since (a blocking call in progress, or ObjectSpace's own walk of the
+  # current thread) has its SP above the saved end, so the scan reads words valgrind
+  # knows are dead: "Invalid read ... on thread 1's stack, N bytes below stack
+  # pointer", in gc.c's each_location (unnamed in Debian's stripped libruby). Only
+  # that exact shape is dropped: a read, below a stack pointer, with the top frame in
+  # libruby and no frame of the extension anywhere on the stack. An invalid access
+  # anywhere else, or with the extension on the stack, still fails the task.
+  module LfValgrindGcStackScan
+    def initialize(configuration, loaded_binaries, error)
+      super
+      @lf_gc_stack_scan = kind == "InvalidRead" &&
+                          error.xpath("auxwhat").map(&:content).any? { |a| a.match?(/\A\d+ bytes below stack pointer\z/) } &&
+                          stack.frames.first&.in_ruby? && stack.frames.none?(&:in_binary?)
+    end
+
+    def skip?
+      @lf_gc_stack_scan || super
+    end
+  end
+  RubyMemcheck::ValgrindError.prepend(LfValgrindGcStackScan)
+
   namespace :spec do
     desc "Run the spec suite under valgrind (ruby_memcheck); fails on a leak or invalid access in the extension"
     RubyMemcheck::RSpec::RakeTask.new(valgrind: :compile) do |t|
+      # Ruby runs tens of times slower under valgrind: the specs stretch their
+      # deadlines and the cooldowns that must outlast their calls (SpecTime in
+      # spec/spec_helper.rb) by this factor.
+      ENV["LLM_FAILOVER_SPEC_SLOWDOWN"] ||= "20"
       # Left out: spec/stress_spec.rb forks while eight threads are inside calls. In
       # the child those threads do not exist, so what their calls had allocated is
       # unreachable there and valgrind reports it as lost in every child; the parent
       # frees it. The fork spec of engine_spec.rb (no call in flight) stays in.
       t.exclude_pattern = "spec/stress_spec.rb"
-      t.rspec_opts = ENV["SPEC_VALGRIND_OPTS"] if ENV["SPEC_VALGRIND_OPTS"]
+      # Left out too: the specs under a Fiber scheduler (tag :fiber_scheduler). Ruby
+      # 3.1 switches fiber stacks without telling valgrind (no VALGRIND_STACK_REGISTER
+      # in Debian's build), so memcheck takes each switch for a stack frame and reports
+      # every access to a fiber's stack as invalid ("on thread 1's stack", at fiber
+      # stacks Ruby mmapped): thousands, in libruby and in io-event's selector.c, with
+      # or without the extension on the stack. The run slowed to one example in
+      # minutes. Besides, Process.wait under Async needs pidfd_open, which valgrind
+      # 3.19 does not implement (ENOSYS). The core's scheduler path runs under ASan in
+      # the C tests, as for `rake sanitize`.
+      #
+      # And the examples tagged :timing: they check which calls fall inside a short
+      # circuit cooldown (one probe per cooldown for four processes, the transitions
+      # of calls 0.35 s apart). Under valgrind the calls outlast the cooldown, which
+      # then elapses in the middle; stretching it by LLM_FAILOVER_SPEC_SLOWDOWN was not
+      # enough on a loaded machine (80 s for four processes' 20 calls, 2026-12-01).
+      t.rspec_opts = ENV["SPEC_VALGRIND_OPTS"] || "--tag ~fiber_scheduler --tag ~timing"
     end
   end
 rescue LoadError => e

@@ -36,13 +36,17 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
     backup.default = { text: "backup" }
   end
 
-  # Forks +count+ processes that each make +calls+ calls, then waits for them.
+  # Forks +count+ processes that each make +calls+ calls, then waits for them. With a
+  # block, the processes are forked first and start their calls once it has returned.
   # Returns the calls that failed, summed over the processes.
   def fleet(count, calls)
+    go_reader, go_writer = IO.pipe
     pipes = Array.new(count) do
       reader, writer = IO.pipe
       pid = fork do
         reader.close
+        go_writer.close
+        go_reader.read # end of file: the parent has closed its end
         failed = 0
         calls.times do
           failover_chat.ask("hello")
@@ -56,14 +60,19 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
       writer.close
       [pid, reader]
     end
+    go_reader.close
+    yield if block_given?
+    go_writer.close
     pipes.sum do |pid, reader|
       Process.wait(pid)
       reader.read.to_i
     end
+  ensure
+    go_writer&.close
   end
 
   it "stops four processes sending to a dead primary once the threshold is reached in total, " \
-     "and lets one probe through per cooldown" do
+     "and lets one probe through per cooldown", :timing do
     LlmFailover.configure { |c| c.circuit_cooldown = 4 }
     expect(fleet(4, 10)).to eq(0) # the backup answered every call
     # The threshold, plus at most one request already in flight in each other process
@@ -85,26 +94,34 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
       LlmFailover.configure do |c|
         c.circuit_threshold = 1
         c.circuit_cooldown = 0.3
-        c.request_timeout = 10 # the probe's lock: its request's deadline
+        c.request_timeout = SpecTime.scaled(10) # the probe's lock: its request's deadline
       end
       failover_chat.ask("opens it")
       sleep 0.35 # half-open
     end
 
-    # Calls from four other processes while the probe is under way.
-    def others_while(probe_thread)
-      sleep 0.1 until primary.request_count == 2 # the probe reached the primary
-      fleet(4, 3)
+    # Calls from four other processes while the probe (the thread the block starts) is
+    # under way; returns the calls that failed and the probe's Reply. The processes are
+    # forked before the probe starts: a child forked during a call would inherit the
+    # call's memory without the thread that frees it (valgrind reports it lost there).
+    def others_while
+      probe = nil
+      failed = fleet(4, 3) do
+        probe = yield
+        sleep 0.1 until primary.request_count == 2 # the probe reached the primary
+      end
+      [failed, probe.value]
     ensure
-      probe_thread.join
+      probe&.join
     end
 
     it "keeps a slow probe the only request to the target until it reports, however long past the cooldown" do
-      # ten cooldowns, and longer than the 12 calls of the four processes take on a loaded machine
-      primary.enqueue({ text: "back", delay_headers: 3 })
-      probe = Thread.new { failover_chat.ask("probe") }
-      expect(others_while(probe)).to eq(0) # the backup answered them all
-      expect(probe.value.provider).to eq(:openai)
+      # Ten cooldowns, and longer than the other processes' 12 calls take on a loaded
+      # machine, or under valgrind (stretched there).
+      primary.enqueue({ text: "back", delay_headers: SpecTime.scaled(3) })
+      failed, reply = others_while { Thread.new { failover_chat.ask("probe") } }
+      expect(failed).to eq(0) # the backup answered them all
+      expect(reply.provider).to eq(:openai)
       expect(primary.request_count).to eq(2) # the opening failure and the one probe
       expect(backup.request_count).to eq(1 + 12)
       expect(LlmFailover.health.find { |t| t[:model] == "gpt-4o" }).to include(state: :closed)

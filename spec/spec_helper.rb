@@ -10,6 +10,22 @@ require "llm_failover"
 require "llm_failover/testing"
 require_relative "support/list_store"
 
+# How many times slower than a plain run this one is: `rake spec:valgrind` sets
+# LLM_FAILOVER_SPEC_SLOWDOWN, since Ruby under valgrind runs tens of times slower.
+# Only durations that must outlast some work are multiplied by it: deadlines that
+# are there so that a hang fails the example, a slow answer that other calls must
+# finish during. What a spec checks stays the same. An example whose check is about
+# a short cooldown elapsing between its calls (or not) is tagged :timing instead,
+# and the valgrind task leaves it out: there the calls themselves outlast it.
+module SpecTime
+  SLOWDOWN = Float(ENV.fetch("LLM_FAILOVER_SPEC_SLOWDOWN", "1"))
+
+  # @return [Float] +seconds+ stretched by the run's slowdown
+  def self.scaled(seconds)
+    seconds * SLOWDOWN
+  end
+end
+
 # Real FakeProviders on loopback, started per example and stopped after it.
 module FakeProviderHelpers
   PRIMARY_KEY = "sk-test-SECRET123"
@@ -28,15 +44,16 @@ module FakeProviderHelpers
   end
 
   # Fast, deterministic policy for specs: short waits, no jitter, and deadlines short
-  # enough that a hang fails the example instead of the suite.
+  # enough that a hang fails the example instead of the suite (under valgrind, long
+  # enough for a TLS handshake: SpecTime).
   def fast_policy(c)
     c.retry_interval = 0.01
     c.retry_interval_randomness = 0
     c.retry_backoff_factor = 1
-    c.connect_timeout = 2
-    c.first_token_timeout = 5
-    c.idle_timeout = 5
-    c.request_timeout = 10
+    c.connect_timeout = SpecTime.scaled(2)
+    c.first_token_timeout = SpecTime.scaled(5)
+    c.idle_timeout = SpecTime.scaled(5)
+    c.request_timeout = SpecTime.scaled(10)
   end
 
   # Collects every Chunk a call yields.

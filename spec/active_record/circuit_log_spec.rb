@@ -26,7 +26,7 @@ ArSpec.describe LlmFailover::ActiveRecord::CircuitLog do
     backup.default = { text: "backup" }
   end
 
-  it "writes each change of a circuit, and the report shows the incident from open to closed" do
+  it "writes each change of a circuit, and the report shows the incident from open to closed", :timing do
     started = Time.now
     primary.default = { error: :unavailable }
     chat = failover_chat
