@@ -56,13 +56,17 @@ module LlmFailover
       freeze
     end
 
-    # @api private: a streamed delta, one per event of the stream, built positionally.
-    # #new's keywords cost ~5k instructions more per delta (two allocations), and an
-    # allocate + __send__ builder ~0.4k more: a chunk took 13.2k, then 10.1k, against
-    # the speed guard's 10k (bench/README.md).
+    # @api private: a streamed delta, one per event of the stream, built positionally
+    # and setting its fields itself (what #take does). #new's keywords cost ~5k
+    # instructions more per delta (two allocations), an allocate + __send__ builder
+    # ~0.4k more, the call of #take ~0.2k: a chunk took 13.2k, then 10.2k, against the
+    # speed guard's 10k (bench/README.md).
     class Delta < Chunk
       def initialize(content, index, source) # rubocop:disable Lint/MissingSuper
-        take(content, index, source)
+        @content = content
+        @index = index
+        @source = source
+        freeze
       end
     end
   end
