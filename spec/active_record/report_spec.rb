@@ -112,6 +112,12 @@ RSpec.describe LlmFailover::Report, :active_record do
         .to eq("name    n\n----  ---\na       5\nbbb   123\ncc      -")
       expect(described_class.new(%w[x], []).to_s).to eq("x\n-\n(none)")
     end
+
+    it "keeps a String column text even when every cell looks like a number (a request id's prefix)" do
+      expect(described_class.new(%w[id rate], [["12345678", "50.0%"], ["abcdef01", "5.0%"]]).to_s)
+        .to eq("id         rate\n--------  -----\n12345678  50.0%\nabcdef01   5.0%")
+      expect(described_class.new(%w[id], [["12345678"]]).to_s).to eq("id\n--------\n12345678")
+    end
   end
 
   describe LlmFailover::Report::CLI do

@@ -78,12 +78,14 @@ module LlmFailover
 
       def start
         @thread = Thread.new do
-          Thread.current.name = "llm_failover cancel watcher"
-          Thread.current.report_on_exception = false
           while (entries = next_round)
             poll(entries)
           end
         end
+        # Named here, not in its body: the thread is known by its name by the time the
+        # call that started it goes on.
+        @thread.name = "llm_failover cancel watcher"
+        @thread.report_on_exception = false
       end
 
       # Waits one interval (the shortest any watched call asked for); the calls to

@@ -5,13 +5,15 @@ module LlmFailover
     # A plain-text table with aligned columns: numbers to the right, text to the left.
     class Table
       # @param headers [Array<String>]
-      # @param rows [Array<Array>] cells are printed with #to_s (nil as "-")
+      # @param rows [Array<Array>] cells are printed with #to_s (nil as "-"); a column of
+      #   Numerics and percentages ("12.5%") is a number column. Other Strings are text
+      #   even when they look like numbers: a request id's prefix may be all digits.
       def initialize(headers, rows)
         @headers = headers.map(&:to_s)
-        @rows = rows.map { |row| row.map { |cell| cell.nil? ? "-" : cell.to_s } }
         @numeric = @headers.each_index.map do |i|
-          @rows.any? && @rows.all? { |row| row[i] == "-" || row[i].match?(/\A-?[\d.,]+%?\z/) }
+          rows.any? && rows.all? { |row| number?(row[i]) }
         end
+        @rows = rows.map { |row| row.map { |cell| cell.nil? ? "-" : cell.to_s } }
       end
 
       # @return [Array<String>]
@@ -52,6 +54,10 @@ module LlmFailover
           text = text.rstrip if i == last
           paint ? paint.call(text, row, i) : text
         end.join("  ").rstrip
+      end
+
+      def number?(cell)
+        cell.nil? || cell.is_a?(Numeric) || (cell.is_a?(String) && cell.match?(/\A-?[\d.,]+%\z/))
       end
     end
   end
