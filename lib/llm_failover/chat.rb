@@ -338,7 +338,6 @@ module LlmFailover
       @backup_model = model
       @backup_provider = provider
       @backup_target = model && provider ? provider_config.target(model) : nil
-      @targets = nil
     end
 
     def configured_names
