@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lf_clock.h"
 #include "lf_json_answer.h"
 #include "lf_sse.h"
 #include "lf_utf8.h"

@@ -52,9 +52,6 @@ typedef struct lf_pool lf_pool;
 /* curl_global_init, once per process; 0 on success. */
 int lf_transport_global_init(void);
 
-/* getpid(), cached until the process forks (a pthread_atfork handler). */
-pid_t lf_current_pid(void);
-
 /* The header lines libcurl would otherwise write itself: "User-Agent: ..."
  * and, when libcurl can decode any content coding, "Accept-Encoding: ..."
  * naming exactly those it can (what CURLOPT_ACCEPT_ENCODING "" would send).
@@ -164,9 +161,5 @@ int lf_transfer_wait_ms(lf_conn *c, int ms);
 /* Removes the easy handle from the multi (aborting the transfer if it is
  * still running). */
 void lf_transfer_end(lf_conn *c);
-
-/* Seconds on the monotonic clock / the wall clock. */
-double lf_now_monotonic(void);
-double lf_now_wall(void);
 
 #endif
