@@ -1,7 +1,9 @@
 /* The pieces of LlmFailover::Engine#run, one file each: the request Hash
  * converted to the core's structs (engine_request.c), the core's listener
- * turned into calls on the Ruby listener and the outcome into a Hash
- * (engine_listener.c), and the class itself (engine_class.c). */
+ * turned into calls on the Ruby listener (engine_listener.c), its waits with
+ * the GVL released or through the Fiber scheduler (engine_wait.c), the
+ * attempt records and the outcome as Hashes (engine_result.c), and the class
+ * itself (engine_class.c). */
 #ifndef LF_ENGINE_H
 #define LF_ENGINE_H
 
@@ -53,10 +55,17 @@ enum { LF_CIRCUIT_NONE, LF_CIRCUIT_FULL, LF_CIRCUIT_REPORT };
  * when it answers it, circuit_admit(target). */
 void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l, int report_only);
 
+/* Fills the core's waits (wait, wait_fd, wake_fd, on_wake) for rl. */
+void lf_ruby_listener_waits(lf_ruby_listener *rl, lf_listener *l);
+
+/* One attempt's record as on_attempt gets it. */
+VALUE lf_attempt_to_hash(const lf_attempt_record *r);
 /* The outcome of lf_run as Engine#run returns it. */
 VALUE lf_outcome_to_hash(const lf_outcome *o);
 
 void lf_init_engine_request(void);
 void lf_init_engine_listener(void);
+void lf_init_engine_wait(void);
+void lf_init_engine_result(void);
 
 #endif

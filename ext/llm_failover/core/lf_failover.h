@@ -13,20 +13,9 @@
 #include "lf_circuit.h"
 #include "lf_classify.h"
 #include "lf_quota.h"
+#include "lf_target.h"
 #include "lf_transport.h"
 #include "lf_wire.h"
-
-#define LF_MAX_TARGETS 2
-
-typedef struct lf_target {
-    lf_api api;
-    const char *base_url;         /* the API path is appended as it is: no trailing slash
-                                   * (ProviderConfig normalises a configured one) */
-    const char *api_key;
-    const char *model;
-    const char *const *headers;   /* extra "Name: value" lines */
-    size_t n_headers;
-} lf_target;
 
 typedef struct lf_policy {
     int max_retries;              /* retries of a target after its first attempt */

@@ -64,6 +64,11 @@ const char *lf_wire_path(lf_api api);
  * (joined with "\n\n", params->system first), max_tokens always sent.
  * Returns 0, or -1 on bad params (errmsg filled when non-NULL). */
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
+/* The same with p->schema already parsed (lf_json_schema_parse), so that a
+ * call parses its schema once for every target's body (lf_prepare). */
+struct json_object;
+int lf_wire_build_request_parsed(const lf_request_params *p, struct json_object *schema, lf_buf *out,
+                                 lf_buf *errmsg);
 
 typedef struct lf_wire_error {
     lf_buf type;     /* error.type (OpenAI, Anthropic) or error.status (Gemini) */

@@ -276,9 +276,8 @@ done:
     return rc;
 }
 
-int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
+int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema, lf_buf *out, lf_buf *errmsg)
 {
-    json_object *schema = NULL;
     const char *schema_text = NULL;
     size_t n_chat, size, i;
     int rc;
@@ -290,27 +289,44 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
         return -1;
     }
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
-    if (p->schema) {
-        /* Written as json-c writes it back: one JSON object, whatever the
-         * caller's text held around it. */
-        schema = lf_json_schema_parse(p->schema, strlen(p->schema), errmsg);
-        if (!schema) return -1;
-        schema_text = json_object_to_json_string_ext(schema, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (p->schema && !schema) {
+        lf_wire_fail(errmsg, "the schema was not parsed");
+        return -1;
     }
+    /* Written as json-c writes it back: one JSON object, whatever the
+     * caller's text held around it. */
+    if (schema)
+        schema_text = json_object_to_json_string_ext(schema, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     /* The body's size when nothing needs escaping, allocated at once. */
     size = 128 + strlen(p->model) + (p->system ? p->system_len : 0);
     for (i = 0; i < p->n_messages; i++)
         size += 32 + strlen(p->messages[i].role) + p->messages[i].content_len;
     if (schema_text) size += 256 + strlen(schema_text);
-    rc = p->schema && !schema_text ? -1 : lf_buf_reserve(out, size);
+    rc = schema && !schema_text ? -1 : lf_buf_reserve(out, size);
     if (rc == 0)
         rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, schema_text, out)
                                         : lf_wire_build_openai(p, schema_text, out);
-    json_object_put(schema);
     if (rc != 0) {
         lf_buf_clear(out);
         lf_wire_fail(errmsg, "out of memory building the request");
         return -1;
     }
     return 0;
+}
+
+int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
+{
+    json_object *schema = NULL;
+    int rc;
+
+    if (p && p->schema) {
+        schema = lf_json_schema_parse(p->schema, strlen(p->schema), errmsg);
+        if (!schema) {
+            lf_buf_clear(out);
+            return -1;
+        }
+    }
+    rc = lf_wire_build_request_parsed(p, schema, out, errmsg);
+    json_object_put(schema);
+    return rc;
 }
