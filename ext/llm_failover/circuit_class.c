@@ -14,6 +14,10 @@ typedef struct lf_circuit_wrapper {
 
 static VALUE lf_sym_states[3], lf_sym_reasons[6];
 
+/* Circuit#record's keywords, in this order. */
+enum { LF_KW_NOW, LF_KW_THRESHOLD, LF_KW_COOLDOWN, LF_KW_SUCCESS, LF_KW_HOLD, LF_KW_PROBE, LF_N_RECORD_KW };
+static ID lf_record_kw[LF_N_RECORD_KW];
+
 static size_t lf_circuit_memsize(const void *p)
 {
     return sizeof(lf_circuit_wrapper);
@@ -52,17 +56,28 @@ static VALUE lf_circuit_m_admit(VALUE self, VALUE now, VALUE probe_ttl)
     return INT2FIX(lf_circuit_admit(&w->c, NUM2DBL(now), NUM2DBL(probe_ttl), &w->last));
 }
 
-/* @overload record(now, threshold, cooldown, success, hold, probe)
+/* @overload record(now:, threshold:, cooldown:, success:, hold:, probe:)
+ *   @param now [Float] epoch seconds
+ *   @param hold [Float] a counted failure's Retry-After cooldown, 0 for none
  *   @param probe [Boolean] the reporting call was handed the half-open probe
  *   @return [Boolean] whether the state changed (see #last_change) */
-static VALUE lf_circuit_m_record(VALUE self, VALUE now, VALUE threshold, VALUE cooldown, VALUE success, VALUE hold,
-                                 VALUE probe)
+static VALUE lf_circuit_m_record(int argc, VALUE *argv, VALUE self)
 {
     lf_circuit_wrapper *w = lf_circuit_get(self);
-    return lf_circuit_record(&w->c, NUM2INT(threshold), NUM2DBL(cooldown), NUM2DBL(now), RTEST(success),
-                             NUM2DBL(hold), RTEST(probe), &w->last)
-               ? Qtrue
-               : Qfalse;
+    VALUE opts, v[LF_N_RECORD_KW];
+    lf_circuit_rules rules;
+    lf_circuit_outcome out;
+
+    rb_scan_args(argc, argv, ":", &opts);
+    rb_get_kwargs(opts, lf_record_kw, LF_N_RECORD_KW, 0, v);
+    rules = (lf_circuit_rules){ .threshold = NUM2INT(v[LF_KW_THRESHOLD]), .cooldown = NUM2DBL(v[LF_KW_COOLDOWN]) };
+    out = (lf_circuit_outcome){
+        .now = NUM2DBL(v[LF_KW_NOW]),
+        .success = RTEST(v[LF_KW_SUCCESS]),
+        .hold = NUM2DBL(v[LF_KW_HOLD]),
+        .probe = RTEST(v[LF_KW_PROBE]),
+    };
+    return lf_circuit_record(&w->c, &rules, &out, &w->last) ? Qtrue : Qfalse;
 }
 
 /* @return [Array(Symbol, Symbol, Symbol), nil] from, to, reason of the last
@@ -131,7 +146,7 @@ void lf_init_circuit(VALUE mod)
 
     rb_define_alloc_func(c, lf_circuit_alloc);
     rb_define_method(c, "admit", lf_circuit_m_admit, 2);
-    rb_define_method(c, "record", lf_circuit_m_record, 6);
+    rb_define_method(c, "record", lf_circuit_m_record, -1);
     rb_define_method(c, "last_change", lf_circuit_m_last_change, 0);
     rb_define_method(c, "state", lf_circuit_m_state, 0);
     rb_define_method(c, "failures", lf_circuit_m_failures, 0);
@@ -141,6 +156,12 @@ void lf_init_circuit(VALUE mod)
     rb_define_method(c, "renew_probe", lf_circuit_m_renew_probe, 2);
     rb_define_method(c, "adopt", lf_circuit_m_adopt, 3);
     for (i = 0; i < 3; i++) lf_sym_states[i] = ID2SYM(rb_intern(lf_circuit_state_name((lf_circuit_state)i)));
+    lf_record_kw[LF_KW_NOW] = rb_intern("now");
+    lf_record_kw[LF_KW_THRESHOLD] = rb_intern("threshold");
+    lf_record_kw[LF_KW_COOLDOWN] = rb_intern("cooldown");
+    lf_record_kw[LF_KW_SUCCESS] = rb_intern("success");
+    lf_record_kw[LF_KW_HOLD] = rb_intern("hold");
+    lf_record_kw[LF_KW_PROBE] = rb_intern("probe");
     lf_sym_reasons[0] = Qnil;
     for (i = 1; i < 6; i++) lf_sym_reasons[i] = ID2SYM(rb_intern(lf_circuit_reason_name((lf_circuit_reason)i)));
 }

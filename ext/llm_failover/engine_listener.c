@@ -185,9 +185,7 @@ static int lf_rl_health(void *ud, size_t n, lf_health *out)
 
 typedef struct lf_report_args {
     lf_ruby_listener *rl;
-    int target, success;
-    lf_kind kind;
-    double hold;
+    const lf_circuit_report *r;
     int open;
 } lf_report_args;
 
@@ -195,27 +193,27 @@ typedef struct lf_report_args {
 static VALUE lf_call_circuit_report(VALUE arg)
 {
     lf_report_args *a = (lf_report_args *)arg;
-    VALUE r = rb_funcall(a->rl->listener, lf_id_circuit_report, 4, INT2NUM(a->target), a->success ? Qtrue : Qfalse,
-                         a->success ? Qnil : lf_error_class_for(a->kind), DBL2NUM(a->hold));
-    a->open = RTEST(r);
+    const lf_circuit_report *r = a->r;
+    VALUE open = rb_funcall(a->rl->listener, lf_id_circuit_report, 4, INT2NUM(r->target), r->success ? Qtrue : Qfalse,
+                            r->success ? Qnil : lf_error_class_for(r->kind), DBL2NUM(r->hold));
+    a->open = RTEST(open);
     return Qnil;
 }
 
-static int lf_rl_report(void *ud, int target, int success, lf_kind kind, double hold, int *open)
+static int lf_rl_report(void *ud, const lf_circuit_report *r, int *open)
 {
     lf_ruby_listener *rl = ud;
-    lf_report_args a = { rl, target, success, kind, hold, 0 };
+    lf_report_args a = { rl, r, 0 };
     rb_protect(lf_call_circuit_report, (VALUE)&a, &rl->state);
     *open = a.open;
     return rl->state != 0;
 }
 
-void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l, int report_only)
+void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l)
 {
-    if (!rb_respond_to(rl->listener, lf_id_circuit_report) ||
-        (!report_only && !rb_respond_to(rl->listener, lf_id_circuit_health)))
+    if (!rb_respond_to(rl->listener, lf_id_circuit_report) || !rb_respond_to(rl->listener, lf_id_circuit_health))
         rb_raise(rb_eArgError, "llm_failover: a :circuit listener must respond to circuit_health and circuit_report");
-    l->health = report_only ? NULL : lf_rl_health;
+    l->health = lf_rl_health;
     l->report = lf_rl_report;
     l->admit = rb_respond_to(rl->listener, lf_id_circuit_admit) ? lf_rl_admit : NULL;
 }

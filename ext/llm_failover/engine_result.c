@@ -44,8 +44,7 @@ static VALUE lf_phase_value(lf_phase p)
 
 /* A Hash made at its final size from key/value pairs: a Hash of more than
  * eight pairs grown one rb_hash_aset at a time is rebuilt as a table on the
- * ninth (callgrind: ~9k instructions per call for the attempt and result
- * Hashes together). */
+ * ninth. */
 #define LF_PAIR(k, v) (pairs[n++] = (k), pairs[n++] = (v))
 
 static VALUE lf_hash_of(const VALUE *pairs, long n)

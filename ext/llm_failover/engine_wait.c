@@ -61,7 +61,7 @@ static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
      * us. UBF_ASYNC_SAFE: lf_wait_ubf only stores a flag and write(2)s to
      * curl's wakeup socket, so Ruby may call it from a signal handler;
      * without the flag Ruby 3.1 starts and joins a helper thread on every
-     * wait made from the main thread (measured: 22 us each, bench/README.md). */
+     * wait made from the main thread. */
     rb_nogvl(lf_wait_nogvl, &w, lf_wait_ubf, &w, RB_NOGVL_INTR_FAIL | RB_NOGVL_UBF_ASYNC_SAFE);
     /* Woken by the unblocking function, or an interrupt came while the GVL
      * was being taken back or before the wait began (then it never blocked):

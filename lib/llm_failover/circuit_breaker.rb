@@ -24,14 +24,6 @@ module LlmFailover
       @probes = nil # indexes of the targets whose probe this call was handed
     end
 
-    # Engine#run's :circuit: :report alone while the store says it knows no failure
-    # (quiet?), so the call skips asking for health (~6k instructions per call,
-    # bench/README.md); true otherwise (circuit_health first, then circuit_report).
-    def engine_mode
-      store = @config.state_store
-      store.respond_to?(:quiet?) && store.quiet? ? :report : true
-    end
-
     # Engine listener (through Call): [route, failures] of each target, flat.
     def health(count)
       entries = @config.state_store.admit(@targets.map(&:circuit_key), probe_ttl, @token)

@@ -24,7 +24,6 @@ module LlmFailover
   #                              stays out); any success closes
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
-  #   quiet? (optional) -> true when admit would say "send, 0 failures" for every key
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
     include QuotaCounters::InMemory # reserve_quota, adjust_quota, quota_used
@@ -40,9 +39,9 @@ module LlmFailover
     # @return [Array<Array(Integer, Integer, Array, nil)>]
     def admit(keys, probe_ttl, token = nil)
       # No attempt has failed in this process yet (the usual case): nothing to look up,
-      # so no lock and no clock (~4k instructions per call, bench/README.md). A Hash
-      # read under the GVL sees it empty or not; a failure recorded meanwhile counts
-      # from the next call on, as it would had it landed just after the lock.
+      # so no lock and no clock. A Hash read under the GVL sees it empty or not; a
+      # failure recorded meanwhile counts from the next call on, as it would had it
+      # landed just after the lock.
       return keys.map { CLOSED } if @circuits.empty?
 
       now = Process.clock_gettime(Process::CLOCK_REALTIME)
@@ -100,19 +99,12 @@ module LlmFailover
 
         circuit ||= (@circuits[key] = Circuit.new)
         @last_errors[key] = error_class unless success
-        circuit.record(now, threshold, cooldown, success, hold, !token.nil? && @probes[key] == token)
+        circuit.record(now: now, threshold: threshold, cooldown: cooldown, success: success, hold: hold,
+                       probe: !token.nil? && @probes[key] == token)
         state = circuit.state
         @probes.delete(key) unless state == :half_open # the probe ended with the circuit's change
         [state != :closed, circuit.last_change]
       end
-    end
-
-    # No failure was ever recorded in this process (the usual case): every target
-    # would be admitted with no failure known, so a call need not ask (CircuitBreaker#
-    # engine_mode). A Hash read under the GVL sees it empty or not; a failure recorded
-    # meanwhile counts from the next call on, as one landing just after #admit would.
-    def quiet?
-      @circuits.empty?
     end
 
     # Each known target's circuit.

@@ -506,8 +506,10 @@ void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_re
     rec->failover_eligible = a->success ? 0 : a->verdict.failover;
     rec->retry_after = a->retry_after;
     rec->latency_ms = (end - a->started_mono) * 1000.0;
+    /* A plain answer's first token is its first byte. */
     if (a->first_token_at) rec->first_token_ms = (a->first_token_at - a->started_mono) * 1000.0;
-    else if (!c->stream && a->resp.first_byte_at) rec->first_token_ms = (a->resp.first_byte_at - a->started_mono) * 1000.0;
+    else if (!c->stream && a->resp.first_byte_at)
+        rec->first_token_ms = (a->resp.first_byte_at - a->started_mono) * 1000.0;
     else rec->first_token_ms = -1;
     rec->input_tokens = ans->input_tokens;
     rec->output_tokens = ans->output_tokens;

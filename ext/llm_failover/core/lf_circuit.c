@@ -59,14 +59,15 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
     }
 }
 
-int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
-                      int probe, lf_circuit_change *chg)
+int lf_circuit_record(lf_circuit *c, const lf_circuit_rules *rules, const lf_circuit_outcome *out,
+                      lf_circuit_change *chg)
 {
     lf_circuit_state from = c->state;
-    double until;
+    int threshold = rules->threshold;
+    double cooldown = rules->cooldown, now = out->now, hold = out->hold, until;
 
     lf_change(chg, from, from, LF_REASON_NONE);
-    if (success) {
+    if (out->success) {
         c->failures = 0;
         if (from == LF_CIRCUIT_CLOSED) return 0;
         c->state = LF_CIRCUIT_CLOSED;
@@ -78,7 +79,7 @@ int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now,
     switch (from) {
     case LF_CIRCUIT_HALF_OPEN:
         /* Not the probe's (or its lock expired): counted, the probe decides. */
-        if (!probe || !(c->probe_until > now)) return 0;
+        if (!out->probe || !(c->probe_until > now)) return 0;
         c->state = LF_CIRCUIT_OPEN;
         c->until = now + (hold > cooldown ? hold : cooldown);
         c->probe_until = 0;

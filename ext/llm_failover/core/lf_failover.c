@@ -118,7 +118,7 @@ static int lf_call_health(lf_call *c, size_t first, lf_health *health)
         health[i].route = LF_ROUTE_SEND;
         health[i].failures = 0;
     }
-    if (!c->breaker || !l->health) return 0;
+    if (!c->breaker) return 0;
     if (l->health(l->ud, c->n_targets, health) != 0) {
         c->stopped = 1;
         return -1;
@@ -195,8 +195,13 @@ static int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
     /* A success is news only where the store knew of failures or an open circuit. */
     if (counted || (a->success && (h->failures > 0 || h->route != LF_ROUTE_SEND))) {
         double hold = counted ? lf_circuit_hold(a->verdict.kind, a->retry_after, c->pol->backoff.max_interval) : 0;
-        if (l->report(l->ud, a->target_index, a->success, a->success ? LF_OK : a->verdict.kind, hold, &open) != 0)
-            c->stopped = 1;
+        lf_circuit_report r = {
+            .target = a->target_index,
+            .success = a->success,
+            .kind = a->success ? LF_OK : a->verdict.kind,
+            .hold = hold,
+        };
+        if (l->report(l->ud, &r, &open) != 0) c->stopped = 1;
         h->failures = a->success ? 0 : h->failures + 1;
     }
     return counted && open;
@@ -362,47 +367,63 @@ static void lf_call_disconnect(lf_call *c, lf_pool *pool)
     c->conn = NULL;
 }
 
-static int lf_run_args_ok(lf_pool *pool, const lf_target *targets, size_t n_targets, const lf_request_params *params,
-                          const lf_policy *pol, const lf_listener *l)
+static int lf_run_args_ok(const lf_run_args *a)
 {
-    return pool && targets && n_targets >= 1 && n_targets <= LF_MAX_TARGETS && params && pol && l && l->on_chunk &&
-           l->on_reset && l->on_attempt && l->wait;
+    const lf_listener *l = a->listener;
+
+    return a->pool && a->targets && a->n_targets >= 1 && a->n_targets <= LF_MAX_TARGETS && a->params && a->policy &&
+           l && l->on_chunk && l->on_reset && l->on_attempt && l->wait && !l->health == !l->report;
 }
 
-int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
-           const lf_request_params *params, const lf_policy *pol, const lf_budget *budget,
-           const lf_listener *l, lf_outcome *o)
+/* Prepares every target the call may send to, from `first` on. */
+static int lf_prepare(lf_prepared_call *prep, const lf_run_args *args, size_t first, lf_buf *err)
 {
+    size_t i;
+
+    if (lf_prepare_schema(prep, args->params, err) != 0) return -1;
+    for (i = first; i < args->n_targets; i++)
+        if (lf_prepare_target(prep, i, &args->targets[i], args->params, err) != 0) return -1;
+    return 0;
+}
+
+int lf_run(const lf_run_args *args, lf_outcome *o)
+{
+    const lf_target *targets;
+    size_t n_targets;
+    const lf_request_params *params;
     lf_prepared_call prep;
     lf_health health[LF_MAX_TARGETS];
     lf_call call;
     int rc = -1, first;
 
-    if (!lf_run_args_ok(pool, targets, n_targets, params, pol, l)) {
+    if (!args || !lf_run_args_ok(args)) {
         lf_buf_setf(&o->message, "lf_run: bad arguments");
         return -1;
     }
+    targets = args->targets;
+    n_targets = args->n_targets;
+    params = args->params;
     /* The quota decides where the loop starts, before any network. */
-    first = lf_first_target(targets, n_targets, budget, o);
+    first = lf_first_target(targets, n_targets, args->budget, o);
     if (first < 0) return 0;
     o->first_target = first;
 
     memset(&call, 0, sizeof(call));
-    call.pol = pol;
-    call.l = l;
+    call.pol = args->policy;
+    call.l = args->listener;
     call.prep = &prep;
     call.targets = targets;
     call.n_targets = n_targets;
     call.stream = params->stream;
-    call.breaker = l->report != NULL; /* health is optional: see lf_listener */
+    call.breaker = args->listener->report != NULL;
     call.want_json = params->json_mode || params->schema;
     call.wake_fd = -1;
     call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)lf_current_pid();
     if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;
 
     lf_prepared_call_init(&prep);
-    if (lf_prepare_call(&prep, targets, n_targets, (size_t)first, params, &o->message) != 0) goto out;
-    if (lf_call_connect(&call, pool) != 0) {
+    if (lf_prepare(&prep, args, (size_t)first, &o->message) != 0) goto out;
+    if (lf_call_connect(&call, args->pool) != 0) {
         lf_buf_setf(&o->message, "out of memory (connection)");
         goto out;
     }
@@ -410,7 +431,7 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
     if (lf_call_health(&call, (size_t)first, health) != 0) lf_stopped(o);
     else lf_try_targets(&call, (size_t)first, health, o);
 out:
-    lf_call_disconnect(&call, pool);
+    lf_call_disconnect(&call, args->pool);
     lf_prepared_call_free(&prep);
     return rc;
 }

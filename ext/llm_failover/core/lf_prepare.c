@@ -109,8 +109,8 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
     return 0;
 }
 
-static int lf_prepare_target(lf_prepared *p, const lf_target *t, const lf_request_params *params,
-                             json_object *schema, lf_buf *err)
+static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_params *params, json_object *schema,
+                          lf_buf *err)
 {
     lf_request_params tp = *params;
 
@@ -135,18 +135,21 @@ void lf_prepared_call_init(lf_prepared_call *p)
     for (i = 0; i < LF_MAX_TARGETS; i++) lf_buf_init(&p->target[i].body);
 }
 
-int lf_prepare_call(lf_prepared_call *p, const lf_target *targets, size_t n_targets, size_t first,
-                    const lf_request_params *params, lf_buf *err)
+int lf_prepare_schema(lf_prepared_call *p, const lf_request_params *params, lf_buf *err)
 {
-    size_t i;
+    if (!params->schema || p->schema) return 0;
+    p->schema = lf_json_schema_parse(params->schema, strlen(params->schema), err);
+    return p->schema ? 0 : -1;
+}
 
-    if (params->schema) {
-        p->schema = lf_json_schema_parse(params->schema, strlen(params->schema), err);
-        if (!p->schema) return -1;
+int lf_prepare_target(lf_prepared_call *p, size_t i, const lf_target *t, const lf_request_params *params,
+                      lf_buf *err)
+{
+    if (i >= LF_MAX_TARGETS) {
+        lf_buf_setf(err, "target %zu: at most %d targets", i, LF_MAX_TARGETS);
+        return -1;
     }
-    for (i = first; i < n_targets && i < LF_MAX_TARGETS; i++)
-        if (lf_prepare_target(&p->target[i], &targets[i], params, p->schema, err) != 0) return -1;
-    return 0;
+    return lf_prepare_one(&p->target[i], t, params, p->schema, err);
 }
 
 static void lf_prepared_free(lf_prepared *p)

@@ -25,10 +25,13 @@ typedef struct lf_prepared_call {
 } lf_prepared_call;
 
 void lf_prepared_call_init(lf_prepared_call *p);
-/* Prepares targets[first .. n_targets) for params (whose api and model are
- * taken from each target). 0, or -1 with err filled. */
-int lf_prepare_call(lf_prepared_call *p, const lf_target *targets, size_t n_targets, size_t first,
-                    const lf_request_params *params, lf_buf *err);
+/* Parses params->schema, when there is one, for every target's body and
+ * for the answers' check. 0, or -1 with err filled. */
+int lf_prepare_schema(lf_prepared_call *p, const lf_request_params *params, lf_buf *err);
+/* Prepares p->target[i] from target t and params (whose api and model are
+ * taken from t), after lf_prepare_schema. 0, or -1 with err filled. */
+int lf_prepare_target(lf_prepared_call *p, size_t i, const lf_target *t, const lf_request_params *params,
+                      lf_buf *err);
 /* Frees everything; what held a key or a header value is wiped first. */
 void lf_prepared_call_free(lf_prepared_call *p);
 

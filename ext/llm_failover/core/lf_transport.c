@@ -261,8 +261,8 @@ static int lf_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_
 
 /* The options every request shares, set once per handle: the handle is never
  * reset, so these hold for its whole life, and lf_transfer_start sets every
- * option that differs between requests (measured: a curl_easy_reset plus
- * twenty setopts on every attempt cost more than building the request). */
+ * option that differs between requests, so that no option of one request can
+ * leak into the next without a curl_easy_reset and every setopt again. */
 static void lf_conn_setup(lf_conn *c)
 {
     CURL *e = c->easy;
