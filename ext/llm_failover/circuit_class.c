@@ -1,6 +1,8 @@
 /* LlmFailover::Circuit: one target's circuit for MemoryStateStore, a thin
- * wrapper over the core's lf_circuit (its rules are core/lf_circuit.c's).
- * Locking and the table of circuits are MemoryStateStore's (Ruby). */
+ * wrapper over the core's lf_circuit (its rules are core/lf_circuit.c's),
+ * and the route codes every state store answers with (Circuit::SEND, SKIP,
+ * PROBE: the core's lf_route, the one owner of those numbers). Locking and
+ * the table of circuits are MemoryStateStore's (Ruby). */
 #include "lf_ruby.h"
 
 #include "lf_circuit.h"
@@ -49,7 +51,7 @@ static lf_circuit_wrapper *lf_circuit_get(VALUE self)
 }
 
 /* @overload admit(now, probe_ttl)
- *   @return [Integer] 0 send, 1 skip, 2 probe (this caller holds the probe) */
+ *   @return [Integer] SEND, SKIP, or PROBE (this caller holds the probe) */
 static VALUE lf_circuit_m_admit(VALUE self, VALUE now, VALUE probe_ttl)
 {
     lf_circuit_wrapper *w = lf_circuit_get(self);
@@ -145,6 +147,10 @@ void lf_init_circuit(VALUE mod)
     int i;
 
     rb_define_alloc_func(c, lf_circuit_alloc);
+    /* Routes: what a call may do with a target (lf_route). */
+    rb_define_const(c, "SEND", INT2FIX(LF_ROUTE_SEND));
+    rb_define_const(c, "SKIP", INT2FIX(LF_ROUTE_SKIP));
+    rb_define_const(c, "PROBE", INT2FIX(LF_ROUTE_PROBE));
     rb_define_method(c, "admit", lf_circuit_m_admit, 2);
     rb_define_method(c, "record", lf_circuit_m_record, -1);
     rb_define_method(c, "last_change", lf_circuit_m_last_change, 0);

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "lf_redact.h"
+
 #include "lf_banned.h"
 
 static VALUE lf_sym_openai, lf_sym_anthropic;
@@ -277,13 +279,11 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     r->circuit = RTEST(circuit);
 }
 
-/* A memset the compiler cannot drop as a dead store before free. */
-static void *(*const volatile lf_wipe)(void *, int, size_t) = memset;
-
+/* A key or a header line: wiped before it is freed (lf_redact.h owns the rule). */
 static void lf_free_secret(const char *s)
 {
     if (!s) return;
-    lf_wipe((void *)s, 0, strlen(s));
+    lf_wipe((void *)s, strlen(s));
     free((void *)s);
 }
 

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "llm_failover/llm_failover" # Circuit and its route codes (the C core's)
+
 module LlmFailover
   # One call's side of the circuit breaker: asks the state store for the health of
   # the call's targets (once, before the first attempt) and tells it the attempts
@@ -9,11 +11,8 @@ module LlmFailover
   #
   # @api private: built by Call when circuit_threshold > 0
   class CircuitBreaker
-    SEND_ALL = [0, 0, 0, 0].freeze
+    SEND_ALL = [Circuit::SEND, 0, Circuit::SEND, 0].freeze # [route, failures] of two targets
     private_constant :SEND_ALL
-
-    PROBE = 2 # the route of the call that holds a half-open target's probe
-    private_constant :PROBE
 
     # @param token [String] this call's own (its request_id): the store hands it the
     #   probe of a half-open target, and knows it again when the call asks again
@@ -90,7 +89,7 @@ module LlmFailover
     end
 
     def took(index, route, change)
-      (@probes ||= []) << index if route == PROBE && !@probes&.include?(index)
+      (@probes ||= []) << index if route == Circuit::PROBE && !@probes&.include?(index)
       announce(@targets[index], change, nil) if change
     end
 

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "llm_failover/llm_failover" # Circuit and its route codes (the C core's)
+
 module LlmFailover
   # Provider health kept in this process: one Circuit per target (its rules are the
   # C core's), Retry-After cooldowns, the half-open probe and alert windows. Thread
@@ -14,7 +16,7 @@ module LlmFailover
   # The state-store protocol (RedisStateStore speaks it too; any object that does may
   # be a c.state_store):
   #   admit(keys, probe_ttl, token = nil) -> [[route, failures, change], ...] one per
-  #                              key; route 0 send, 1 skip, 2 probe (the caller holds
+  #                              key; route Circuit::SEND, SKIP or PROBE (the caller holds
   #                              it for probe_ttl s; the same token asking again gets
   #                              it again, for probe_ttl more)
   #   record(key, threshold, cooldown, success, hold, error_class, token = nil)
@@ -51,10 +53,10 @@ module LlmFailover
           next CLOSED unless circuit
 
           route = circuit.admit(now, probe_ttl)
-          if route == PROBE
+          if route == Circuit::PROBE
             @probes[key] = token
-          elsif route == SKIP && token && @probes[key] == token && circuit.renew_probe(now, probe_ttl)
-            route = PROBE # its holder asking again
+          elsif route == Circuit::SKIP && token && @probes[key] == token && circuit.renew_probe(now, probe_ttl)
+            route = Circuit::PROBE # its holder asking again
           end
           [route, circuit.failures, circuit.last_change]
         end
@@ -154,11 +156,9 @@ module LlmFailover
       "#<#{self.class.name} targets=#{@circuits.size}>"
     end
 
-    CLOSED = [0, 0, nil].freeze
+    CLOSED = [Circuit::SEND, 0, nil].freeze
     NO_CHANGE = [false, nil].freeze
-    SKIP = 1
-    PROBE = 2
-    private_constant :CLOSED, :NO_CHANGE, :SKIP, :PROBE
+    private_constant :CLOSED, :NO_CHANGE
 
     private
 
