@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "llm_failover/llm_failover" # Circuit and its route codes (the C core's)
+require_relative "circuit_event"
 
 module LlmFailover
   # One call's side of the circuit breaker: asks the state store for the health of

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
-require "llm_failover/llm_failover" # Circuit and its route codes (the C core's)
+require "llm_failover/llm_failover" # the compiled extension: Circuit and its route codes
+require_relative "../quota/quota_counters"
 
 module LlmFailover
   # Provider health kept in this process: one Circuit per target (its rules are the

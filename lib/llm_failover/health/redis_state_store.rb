@@ -2,7 +2,9 @@
 
 require "digest/sha1"
 require "llm_failover/llm_failover" # Circuit's route codes (the C core's)
-require "llm_failover/quota_counters/in_redis"
+require_relative "../errors"
+require_relative "../quota/quota_counters/in_redis"
+require_relative "memory_state_store"
 
 begin
   require "redis-client"
