@@ -1,7 +1,8 @@
 /* LlmFailover::Engine: a connection pool and #run, the core's attempt loop
  * driven from Ruby. This file only binds: the request's conversion is in
- * engine_request.c, the listener and the result in engine_listener.c, the
- * loop (and the quota's pick) in core/lf_failover.c. */
+ * engine_request.c, the listener in engine_listener.c, its waits in
+ * engine_wait.c, the result Hashes in engine_result.c, the loop (and the
+ * quota's pick) in core/lf_failover.c. */
 #include "lf_engine.h"
 
 #include <string.h>
