@@ -108,34 +108,39 @@ module LlmFailover
           content.filter_map { |part| part["text"] if part.is_a?(Hash) && part["text"].is_a?(String) }.join
         end
 
-        # Anthropic: the results of an assistant message's tool_use blocks are tool_result
-        # blocks of the very next (user) message; a result anywhere else is unexpected.
+        # Anthropic: the results of an assistant turn's tool_use blocks are tool_result
+        # blocks of the very next (user) turn; a result anywhere else is unexpected.
+        # Consecutive messages of one role are one turn, as Anthropic merges them (the
+        # recordings hold a result per message after a three-call turn).
         def anthropic_problem
-          @messages.each_index do |i|
-            results_in(i).each_with_object([]) do |result, seen|
-              expected = i.positive? && role(i - 1) == "assistant" ? calls_in(i - 1).map(&:id) : []
+          turns = @messages.each_index.chunk_while { |a, b| role(a) == role(b) }.to_a
+          turns.each_with_index do |turn, t|
+            previous = t.positive? && role(turns[t - 1].first) == "assistant" ? turns[t - 1] : []
+            expected = previous.flat_map { |i| calls_in(i) }.map(&:id)
+            seen = []
+            turn.flat_map { |i| results_in(i) }.each do |result|
+              where = "messages.#{result.message}.content.#{result.position}"
               unless expected.include?(result.id)
-                return ["messages.#{i}.content.#{result.position}: unexpected `tool_use_id` found in `tool_result` " \
-                        "blocks: #{result.id}. Each `tool_result` block must have a corresponding `tool_use` block " \
-                        "in the previous message."]
+                return ["#{where}: unexpected `tool_use_id` found in `tool_result` blocks: #{result.id}. Each " \
+                        "`tool_result` block must have a corresponding `tool_use` block in the previous message."]
               end
               if seen.include?(result.id)
-                return ["messages.#{i}.content.#{result.position}: each tool_use must have a single result. " \
-                        "Found multiple `tool_result` blocks with id: #{result.id}"]
+                return ["#{where}: each tool_use must have a single result. Found multiple `tool_result` blocks " \
+                        "with id: #{result.id}"]
               end
 
               seen << result.id
             end
-            ids = calls_in(i).map(&:id)
-            next if ids.empty?
+            calls = turn.flat_map { |i| calls_in(i) }
+            next if calls.empty?
 
-            answered = results_in(i + 1).map(&:id)
-            missing = ids - answered
+            following = t + 1 < turns.size && role(turns[t + 1].first) == "user" ? turns[t + 1] : []
+            missing = calls.map(&:id) - following.flat_map { |i| results_in(i) }.map(&:id)
             next if missing.empty?
 
-            return ["messages.#{i}: `tool_use` ids were found without `tool_result` blocks immediately after: " \
-                    "#{missing.join(', ')}. Each `tool_use` block must have a corresponding `tool_result` block " \
-                    "in the next message."]
+            return ["messages.#{calls.first.message}: `tool_use` ids were found without `tool_result` blocks " \
+                    "immediately after: #{missing.join(', ')}. Each `tool_use` block must have a corresponding " \
+                    "`tool_result` block in the next message."]
           end
           nil
         end
