@@ -33,6 +33,7 @@ require "llm_failover/call"
 require "llm_failover/idempotency"
 require "llm_failover/cancellation"
 require "llm_failover/chat"
+require "llm_failover/tools"
 
 # LLM chat calls with honest retries and one-level provider failover.
 #
