@@ -12,8 +12,6 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
 
   after { fp.stop }
 
-  PATHS = { openai: "/v1/chat/completions", anthropic: "/v1/messages" }.freeze
-
   def request_body(api, stream: false, messages: [{ "role" => "user", "content" => "Weather in Oslo?" }])
     body = { "model" => api == :anthropic ? "claude-haiku-4-5" : "gpt-4o-mini", "messages" => messages,
              "stream" => stream }
@@ -22,7 +20,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
   end
 
   def ask(api, stream: false, **opts)
-    ToolWire.post(fp.port, PATHS.fetch(api), request_body(api, stream: stream, **opts))
+    ToolWire.post(fp.port, ToolWire::PATHS.fetch(api), request_body(api, stream: stream, **opts))
   end
 
   def answer(api, stream: false, **opts)
@@ -30,8 +28,6 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
     expect(res.status).to eq(200)
     ToolWire.read_answer(api, res.body, stream)
   end
-
-  STOP = { openai: "tool_calls", anthropic: "tool_use" }.freeze
 
   %i[openai anthropic].each do |api|
     [false, true].each do |stream|
@@ -43,7 +39,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
           expect(got["calls"][0]["name"]).to eq("weather")
           expect(JSON.parse(got["calls"][0]["arguments"])).to eq("city" => "Oslo", "days" => [1, 2])
           expect(got["calls"][0]["id"]).to start_with(api == :anthropic ? "toolu_" : "call_")
-          expect(got["stop"]).to eq(STOP[api])
+          expect(got["stop"]).to eq(api == :anthropic ? "tool_use" : "tool_calls")
           expect(got["text"]).to eq("")
         end
 
@@ -55,7 +51,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
           expect(got["calls"].map { |c| c["arguments"].empty? ? {} : JSON.parse(c["arguments"]) })
             .to eq([{ "city" => "Oslo" }, {}, {}])
           expect(got["calls"].map { |c| c["id"] }.uniq.size).to eq(3)
-          expect(got["stop"]).to eq(STOP[api])
+          expect(got["stop"]).to eq(api == :anthropic ? "tool_use" : "tool_calls")
         end
 
         it "puts the text a model says first before its calls" do
@@ -123,7 +119,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
     fp.enqueue({ tool_call: { "a" => 1 } })
     body = request_body(:openai, stream: true)
     body["tool_choice"] = { "type" => "function", "function" => { "name" => "lookup" } }
-    got = ToolWire.read_answer(:openai, ToolWire.post(fp.port, PATHS[:openai], body).body, true)
+    got = ToolWire.read_answer(:openai, ToolWire.post(fp.port, ToolWire::PATHS[:openai], body).body, true)
     expect(got["calls"].map { |c| [c["name"], JSON.parse(c["arguments"])] }).to eq([["lookup", { "a" => 1 }]])
   end
 
@@ -215,7 +211,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
     end
 
     def post(api, body)
-      ToolWire.post(fp.port, PATHS.fetch(api), body)
+      ToolWire.post(fp.port, ToolWire::PATHS.fetch(api), body)
     end
 
     def error_of(res)
@@ -311,7 +307,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
     ToolWire.recordings.select { |r| r["file"].include?("can_use_parallel_tool_calls.json") }.each do |rec|
       interaction = rec["interactions"][1]
       api = interaction["request"]["api"].to_sym
-      ToolWire.post(fp.port, PATHS.fetch(api), interaction["request"]["body"])
+      ToolWire.post(fp.port, ToolWire::PATHS.fetch(api), interaction["request"]["body"])
       req = fp.requests.last
       expect(req.tool_calls.map(&:name)).to eq(%w[weather best_language_to_learn]), rec["file"]
       expect(req.tool_results.map(&:id)).to eq(req.tool_calls.map(&:id))

@@ -41,6 +41,23 @@ module ToolRunnerSpecTools
   class Halting < LlmFailover::Tool
     def execute = raise(Halt, "stop now")
   end
+
+  USER = { openai: { "role" => "user", "content" => "Go" },
+           anthropic: { "role" => "user", "content" => [{ "type" => "text", "text" => "Go" }] } }.freeze
+
+  SCRIPT = [
+    { name: "weather", arguments: { "city" => "Oslo" } },
+    { name: "weather", arguments: '{"city": "Os' },
+    { name: "weather", arguments: '["Oslo"]' },
+    { name: "weather", arguments: {} },
+    { name: "weather", arguments: { "city" => 5 } },
+    { name: "weather", arguments: { "city" => "Oslo", "unit" => "k" } },
+    { name: "teleport", arguments: { "to" => "Mars" } },
+    { name: "boom" },
+    { name: "schedule", arguments: { "window" => { "start" => "9" }, "tags" => ["a", 1], "status" => "later", "x" => 1 } },
+    { name: "schedule", arguments: { "window" => { "start" => "9", "end" => "10" }, "tags" => ["a"], "status" => nil } },
+    { name: "clock" }
+  ].freeze
 end
 
 RSpec.describe LlmFailover::Tools::Runner do
@@ -54,19 +71,15 @@ RSpec.describe LlmFailover::Tools::Runner do
 
   after { fp.stop }
 
-  PATHS = { openai: "/v1/chat/completions", anthropic: "/v1/messages" }.freeze
-  USER = { openai: { "role" => "user", "content" => "Go" },
-           anthropic: { "role" => "user", "content" => [{ "type" => "text", "text" => "Go" }] } }.freeze
-
   def post(api, messages, stream: false)
     body = { "model" => "m", "messages" => messages, "stream" => stream }
     body["max_tokens"] = 100 if api == :anthropic
-    ToolWire.post(fp.port, PATHS.fetch(api), body)
+    ToolWire.post(fp.port, ToolWire::PATHS.fetch(api), body)
   end
 
   # One turn: the calls the model asked for, as ToolCall records.
   def turn(api, stream:)
-    res = post(api, [USER[api]], stream: stream)
+    res = post(api, [ToolRunnerSpecTools::USER[api]], stream: stream)
     expect(res.status).to eq(200)
     ToolWire.read_answer(api, res.body, stream)["calls"].map do |c|
       LlmFailover::ToolCall.new(id: c["id"], name: c["name"], arguments: c["arguments"], provider: api)
@@ -84,36 +97,22 @@ RSpec.describe LlmFailover::Tools::Runner do
         block["is_error"] = true if c.error?
         block
       end
-      [USER[api], { "role" => "assistant", "content" => uses }, { "role" => "user", "content" => results }]
+      [ToolRunnerSpecTools::USER[api], { "role" => "assistant", "content" => uses }, { "role" => "user", "content" => results }]
     else
       tool_calls = calls.map do |c|
         { "id" => c.id, "type" => "function", "function" => { "name" => c.name, "arguments" => c.arguments_json } }
       end
-      [USER[api], { "role" => "assistant", "content" => nil, "tool_calls" => tool_calls },
+      [ToolRunnerSpecTools::USER[api], { "role" => "assistant", "content" => nil, "tool_calls" => tool_calls },
        *calls.map { |c| { "role" => "tool", "tool_call_id" => c.id, "content" => c.content } }]
     end
   end
 
-  SCRIPT = [
-    { name: "weather", arguments: { "city" => "Oslo" } },
-    { name: "weather", arguments: '{"city": "Os' },
-    { name: "weather", arguments: '["Oslo"]' },
-    { name: "weather", arguments: {} },
-    { name: "weather", arguments: { "city" => 5 } },
-    { name: "weather", arguments: { "city" => "Oslo", "unit" => "k" } },
-    { name: "teleport", arguments: { "to" => "Mars" } },
-    { name: "boom" },
-    { name: "schedule", arguments: { "window" => { "start" => "9" }, "tags" => ["a", 1], "status" => "later", "x" => 1 } },
-    { name: "schedule", arguments: { "window" => { "start" => "9", "end" => "10" }, "tags" => ["a"], "status" => nil } },
-    { name: "clock" }
-  ].freeze
-
   %i[openai anthropic].each do |api|
     [false, true].each do |stream|
       it "runs the good calls and answers the bad ones with why, #{api} #{stream ? 'streamed' : 'unstreamed'}" do
-        fp.enqueue({ tool_calls: SCRIPT }, { text: "Done." })
+        fp.enqueue({ tool_calls: ToolRunnerSpecTools::SCRIPT }, { text: "Done." })
         calls = turn(api, stream: stream)
-        expect(calls.map(&:name)).to eq(SCRIPT.map { |s| s[:name] })
+        expect(calls.map(&:name)).to eq(ToolRunnerSpecTools::SCRIPT.map { |s| s[:name] })
         calls.each { |c| runner.run(c) }
 
         expect(calls.map(&:status)).to eq(%i[succeeded rejected rejected rejected rejected rejected rejected failed

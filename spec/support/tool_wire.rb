@@ -9,6 +9,7 @@ require "set"
 # FakeProvider's answers, so that each checks the other.
 module ToolWire
   FIXTURES = File.expand_path("../fixtures/recorded", __dir__)
+  PATHS = { openai: "/v1/chat/completions", anthropic: "/v1/messages" }.freeze
 
   Event = Struct.new(:name, :data) do
     def json
