@@ -122,7 +122,8 @@ module LlmFailover
     def initialize(message = nil, rounds: nil, tool_calls: [])
       @rounds = rounds
       @tool_calls = tool_calls
-      super(message || "the model still asked for tools after #{rounds || 'the most'} rounds (max_tool_rounds)")
+      super(message || (rounds ? "the model still asked for tools after #{rounds} rounds (max_tool_rounds)"
+                               : "the model still asked for tools at max_tool_rounds"))
     end
   end
 
@@ -135,7 +136,8 @@ module LlmFailover
 
     def initialize(message = nil, call_id: nil)
       @call_id = call_id
-      super(message || "tool call #{call_id.inspect} has no result in the transcript")
+      super(message || (call_id ? "tool call #{call_id.inspect} has no result in the transcript"
+                                : "the transcript has a tool call without its one result"))
     end
   end
 
@@ -149,8 +151,9 @@ module LlmFailover
 
     def initialize(message = nil, tool_call: nil)
       @tool_call = tool_call
-      super(message || "tool call #{tool_call&.id.inspect} (#{tool_call&.name}) was interrupted while running " \
-                       "and its tool is not idempotent!: settle it with settle_tool_call, then complete")
+      which = tool_call ? "tool call #{tool_call.id.inspect} (#{tool_call.name})" : "a tool call"
+      super(message || "#{which} was interrupted while running and its tool is not idempotent!: " \
+                       "settle it with settle_tool_call, then complete")
     end
   end
 end
