@@ -295,6 +295,35 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
       expect(fp.request_count).to eq(3)
     end
 
+    it "refuses a call id the provider would not take: Anthropic's pattern, OpenAI's length" do
+      anthropic = request_body(:anthropic, messages: [
+                                 { "role" => "user", "content" => "Go" },
+                                 { "role" => "assistant", "content" => [{ "type" => "tool_use", "id" => "call.1", "name" => "a", "input" => {} }] },
+                                 { "role" => "user", "content" => [{ "type" => "tool_result", "tool_use_id" => "call.1", "content" => "x" }] }
+                               ])
+      res = post(:anthropic, anthropic)
+      expect(res.status).to eq(400)
+      expect(error_of(res)["message"]).to eq("messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
+
+      long = "call_#{'x' * 40}"
+      openai = request_body(:openai, messages: [
+                              { "role" => "user", "content" => "Go" },
+                              { "role" => "assistant", "content" => nil,
+                                "tool_calls" => [{ "id" => long, "type" => "function", "function" => { "name" => "a", "arguments" => "{}" } }] },
+                              { "role" => "tool", "tool_call_id" => long, "content" => "x" }
+                            ])
+      res = post(:openai, openai)
+      expect(res.status).to eq(400)
+      expect(error_of(res)).to eq("message" => "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string " \
+                                               "with maximum length 40, but got a string with length 45 instead.",
+                                  "type" => "invalid_request_error", "param" => "messages[1].tool_calls[0].id",
+                                  "code" => "string_above_max_length")
+      # The same transcripts with ids each provider takes go through.
+      ok = JSON.parse(JSON.generate(anthropic).gsub("call.1", "call_1"))
+      expect(post(:anthropic, ok).status).to eq(200)
+      expect(post(:openai, JSON.parse(JSON.generate(openai).gsub(long, "call_1"))).status).to eq(200)
+    end
+
     it "lets a broken transcript through when strict_transcript is off" do
       fp.strict_transcript = false
       body = request_body(:openai, messages: [{ "role" => "tool", "tool_call_id" => "x", "content" => "1" }])

@@ -57,6 +57,11 @@ module LlmFailover
     #   fp.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Oslo" } }], cut_after: 3 })
     #   fp.enqueue({ json: { "city" => "Paris" } })                # a forced tool call if asked, else JSON text
     #
+    # With `FakeProvider.start(strict_transcript: true)` a request is first checked as a
+    # strict provider checks it: every tool call followed by exactly one result, every
+    # result after its call, ids each protocol takes. One that fails gets that provider's
+    # 400 and takes no step. `fp.requests.last.tool_results` lists what a request sent back.
+    #
     # Faults that act between stream events (`delay_first_token`, `cut_after`, `stall_after`,
     # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed
     # answers, counting text pieces and pieces of tool call arguments alike; `delay_headers`, `reset`, `close` and `headers` apply to every step, and

@@ -12,6 +12,11 @@ module LlmFailover
       # always checks; OpenAI-compatible APIs mostly do. With strict_transcript: true
       # the FakeProvider answers a broken transcript with the provider's own 400.
       class Transcript
+        # Anthropic's rule for a tool_use id (and so for the tool_use_id of its result).
+        ANTHROPIC_ID = /\A[a-zA-Z0-9_-]+\z/.freeze
+        # OpenAI's longest tool call id: a longer one made by another provider is refused.
+        OPENAI_ID_MAX = 40
+
         # A call in an assistant message: message index, block index, id, name.
         Call = Struct.new(:message, :position, :id, :name)
         # A result: message index, block index, the call id it answers, its content as
@@ -39,10 +44,10 @@ module LlmFailover
         # The provider's 400 for a broken transcript, as a FakeProvider step, or nil.
         # @return [Hash, nil]
         def rejection
-          problem = @api == :anthropic ? anthropic_problem : openai_problem
+          problem = @api == :anthropic ? anthropic_id_problem || anthropic_problem : openai_id_problem || openai_problem
           return nil unless problem
 
-          message, param = problem
+          message, param, code = problem
           if @api == :anthropic
             { status: 400, headers: { "x-should-retry" => "false" },
               body: { "type" => "error", "error" => { "type" => "invalid_request_error", "message" => message },
@@ -50,7 +55,7 @@ module LlmFailover
           else
             { status: 400,
               body: { "error" => { "message" => message, "type" => "invalid_request_error", "param" => param,
-                                   "code" => nil } } }
+                                   "code" => code } } }
           end
         end
 
@@ -106,6 +111,35 @@ module LlmFailover
           return "" unless content.is_a?(Array)
 
           content.filter_map { |part| part["text"] if part.is_a?(Hash) && part["text"].is_a?(String) }.join
+        end
+
+        # Anthropic checks every id against its pattern before it pairs calls and results.
+        def anthropic_id_problem
+          calls.each do |c|
+            next if c.id.is_a?(String) && ANTHROPIC_ID.match?(c.id)
+
+            return ["messages.#{c.message}.content.#{c.position}.tool_use.id: String should match pattern " \
+                    "'^[a-zA-Z0-9_-]+$'"]
+          end
+          results.each do |r|
+            next if r.id.is_a?(String) && ANTHROPIC_ID.match?(r.id)
+
+            return ["messages.#{r.message}.content.#{r.position}.tool_result.tool_use_id: String should match " \
+                    "pattern '^[a-zA-Z0-9_-]+$'"]
+          end
+          nil
+        end
+
+        # OpenAI refuses a tool call id longer than it makes them.
+        def openai_id_problem
+          calls.each do |c|
+            next unless c.id.is_a?(String) && c.id.length > OPENAI_ID_MAX
+
+            where = "messages[#{c.message}].tool_calls[#{c.position}].id"
+            return ["Invalid '#{where}': string too long. Expected a string with maximum length #{OPENAI_ID_MAX}, " \
+                    "but got a string with length #{c.id.length} instead.", where, "string_above_max_length"]
+          end
+          nil
         end
 
         # Anthropic: the results of an assistant turn's tool_use blocks are tool_result
