@@ -7,8 +7,8 @@ module LlmFailover
   module Testing
     class FakeProvider
       # The tool calls and tool results of a request's messages, in either protocol, and
-      # the check a strict provider makes of them before it answers: every tool call
-      # followed by exactly one result, every result following its call. Anthropic
+      # the check a strict provider makes of them before it answers: ids it takes, every
+      # tool call followed by exactly one result, every result following its call. Anthropic
       # always checks; OpenAI-compatible APIs mostly do. With strict_transcript: true
       # the FakeProvider answers a broken transcript with the provider's own 400.
       class Transcript
