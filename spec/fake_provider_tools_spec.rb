@@ -129,6 +129,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
     expect { fp.enqueue({ tool_calls: [{ name: "a", argz: {} }] }) }.to raise_error(ArgumentError, /unknown key :argz/)
     expect { fp.enqueue({ tool_calls: [{ name: "a", arguments: 5 }] }) }.to raise_error(ArgumentError, /arguments/)
     expect { fp.enqueue({ tool_calls: [{ name: "a" }], tool_call: {} }) }.to raise_error(ArgumentError, /one of/)
+    expect { fp.enqueue({ tool_calls: [{ name: "a" }], tool_name: "b" }) }.to raise_error(ArgumentError, /name:\), not with tool_name/)
     expect(fp.queue_size).to eq(0)
   end
 

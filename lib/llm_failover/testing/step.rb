@@ -55,6 +55,9 @@ module LlmFailover
 
           answers = ANSWERS & opts.keys
           answers -= [:text] if answers.include?(:tool_calls)
+          if opts.key?(:tool_calls) && opts.key?(:tool_name)
+            raise ArgumentError, "a FakeProvider step names each of its tool_calls itself (name:), not with tool_name"
+          end
           if answers.size > 1
             raise ArgumentError, "a FakeProvider step answers with one of #{ANSWERS.join(', ')}; got #{answers.join(' and ')}"
           end
