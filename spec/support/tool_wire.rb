@@ -8,7 +8,7 @@ require "set"
 # independent of the gem's C parsers, and applied alike to the recordings and to the
 # FakeProvider's answers, so that each checks the other.
 module ToolWire
-  FIXTURES = File.expand_path("../fixtures/recorded", __dir__)
+  FIXTURES = File.expand_path("../fixtures/recorded/function_calling", __dir__)
   PATHS = { openai: "/v1/chat/completions", anthropic: "/v1/messages" }.freeze
 
   Event = Struct.new(:name, :data) do
