@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
-require "llm_failover/tools"
+require "llm_failover/tools/argument_check"
 
 RSpec.describe LlmFailover::Tools::ArgumentCheck do
   def problems(schema, value)

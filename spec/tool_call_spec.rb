@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
-require "llm_failover/tools"
+require "llm_failover/errors"
+require "llm_failover/tools/tool_call"
 
 RSpec.describe LlmFailover::ToolCall do
   def call(**opts)

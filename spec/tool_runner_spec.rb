@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
-require "llm_failover/tools"
+require "llm_failover/tools/runner"
 require "llm_failover/testing"
 require_relative "support/tool_wire"
 

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
 require "json"
-require "llm_failover/tools/argument_check"
-require "llm_failover/tools/tool_call"
-require "llm_failover/tools/toolbox"
+require_relative "argument_check"
+require_relative "tool_call"
+require_relative "toolbox"
 
 module LlmFailover
   module Tools

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require_relative "argument_check"
 
 module LlmFailover
   module Tools
@@ -101,5 +102,3 @@ module LlmFailover
     end
   end
 end
-
-require "llm_failover/tools/argument_check"

@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
 require "json"
-require "llm_failover/answer_format"
-require "llm_failover/tools/schema"
+require_relative "../chat/answer_format"
+require_relative "schema"
 
 module LlmFailover
   # A function the model may call. Subclass it, describe it with the class DSL and

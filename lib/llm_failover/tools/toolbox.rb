@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "llm_failover/tools/tool"
+require_relative "tool"
 
 module LlmFailover
   module Tools
