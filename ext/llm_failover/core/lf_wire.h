@@ -5,8 +5,8 @@
  * The public header of the wire layer, one file per job behind it:
  * lf_wire_request.c (request bodies), lf_wire_answer.c (answers),
  * lf_wire_stream.c (stream events), lf_wire_error.c (error bodies), over
- * lf_utf8 (sanitizing), lf_json_write (the JSON writer), lf_json_read (json-c
- * reading) and lf_wire_jdoc (what the lf_jscan fast paths share). */
+ * lf_utf8 (sanitizing), lf_json_write (the JSON writer) and lf_json_read
+ * (json-c reading: one reader per protocol). */
 #ifndef LF_WIRE_H
 #define LF_WIRE_H
 
@@ -100,9 +100,7 @@ void lf_answer_free(lf_answer *a);
 #define LF_WIRE_INVALID 1       /* not the protocol: not JSON, wrong shape, empty */
 #define LF_WIRE_ERROR_BODY 2    /* a 2xx whose body is an error object; err filled */
 
-/* Parses a non-streamed answer body. The everyday successful answer is read
- * in place with lf_jscan; anything else (error bodies, odd shapes, text
- * outside lf_jscan's subset) by json-c, with the same results. */
+/* Parses a non-streamed answer body (json-c). */
 int lf_wire_parse_response(lf_api api, const char *body, size_t len,
                            lf_answer *out, lf_wire_error *err);
 /* The same for an answer to a schema request: an Anthropic tool_use
@@ -110,13 +108,6 @@ int lf_wire_parse_response(lf_api api, const char *body, size_t len,
  * input is the answer). */
 int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
                                 lf_answer *out, lf_wire_error *err);
-/* The same as lf_wire_parse_response, by json-c alone (tests compare the two). */
-int lf_wire_parse_response_json_c(lf_api api, const char *body, size_t len,
-                                  lf_answer *out, lf_wire_error *err);
-/* The lf_jscan fast path alone: LF_WIRE_OK when it read the body,
- * LF_WIRE_INVALID when out of memory, -1 when it leaves the body to json-c
- * (out is then empty). */
-int lf_wire_parse_response_jscan(lf_api api, const char *body, size_t len, lf_answer *out);
 
 /* Per-stream state: feed it every SSE event of one response. */
 typedef struct lf_stream_state {
@@ -127,7 +118,6 @@ typedef struct lf_stream_state {
     int finished;         /* finish_reason / stop_reason seen */
     int has_usage;
     size_t delta_at;      /* where the current event's text starts in answer.text */
-    int json_c_only;      /* 1: skip the lf_jscan fast path (tests compare the two) */
     int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces are text */
 } lf_stream_state;
 
@@ -144,9 +134,6 @@ void lf_stream_free(lf_stream_state *s);
  * types, pings and comment-only events are ignored (CONTINUE). */
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len);
-/* 1 when the lf_jscan fast path reads this OpenAI event data by itself,
- * 0 when it leaves it to json-c (tests check that it is taken). */
-int lf_stream_fast_reads(const char *data, size_t n);
 /* At end of body: 1 when the stream reached its end (terminal event, or a
  * finish/stop reason was seen), 0 when it was interrupted. */
 int lf_stream_complete(const lf_stream_state *s);

@@ -1,16 +1,13 @@
-/* Stream events of the two protocols, one SSE event at a time: read by
- * json-c, and the everyday OpenAI event read in place by lf_jscan with the
- * same results. */
+/* Stream events of the two protocols, one SSE event at a time, read by
+ * json-c. */
 #include "lf_wire.h"
 
 #include <json-c/json.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "lf_json_read.h"
 #include "lf_utf8.h"
 #include "lf_wire_internal.h"
-#include "lf_wire_jdoc.h"
 
 #include "lf_banned.h"
 
@@ -23,7 +20,6 @@ void lf_stream_init(lf_stream_state *s, lf_api api)
     s->finished = 0;
     s->has_usage = 0;
     s->delta_at = 0;
-    s->json_c_only = 0;
     s->tool_input = 0;
 }
 
@@ -191,60 +187,6 @@ static int lf_stream_took(lf_stream_state *s, int rc, const char **delta, size_t
     return rc;
 }
 
-/* ------------------------------------------- the lf_jscan fast path */
-
-/* lf_stream_openai for an object without "error" whose "choices" is absent,
- * null or an array: 1 done, 0 left to json-c (s untouched), -1 out of
- * memory. */
-static int lf_stream_openai_fast(lf_stream_state *s, const char *data, size_t n)
-{
-    enum { K_ERROR, K_USAGE, K_CHOICES, K_MODEL, K_ID, K_N };
-    static const lf_jkey keys[K_N] = { LF_JKEY("error"), LF_JKEY("usage"), LF_JKEY("choices"),
-                                       LF_JKEY("model"), LF_JKEY("id") };
-    static const lf_jkey choice_keys[3] = { LF_JKEY("index"), LF_JKEY("delta"), LF_JKEY("finish_reason") };
-    lf_jnode nodes[LF_WIRE_EVENT_NODES];
-    lf_jdoc d;
-    uint32_t m[K_N], c[3], choice;
-    lf_js_type choices;
-    lf_fast_usage u;
-
-    lf_jdoc_init(&d, nodes, LF_WIRE_EVENT_NODES);
-    if (lf_jscan_index(&d, data, n) != 0 || d.nodes[0].type != LF_JS_OBJECT) return 0;
-    lf_jdoc_members(&d, 0, keys, K_N, m);
-    /* json-c reads a null member as no member. */
-    if (lf_jdoc_type(&d, m[K_ERROR]) > LF_JS_NULL) return 0;
-    choices = lf_jdoc_type(&d, m[K_CHOICES]);
-    if (choices > LF_JS_NULL && choices != LF_JS_ARRAY) return 0;
-    if (lf_fast_usage_read(&d, m[K_USAGE], lf_openai_usage_keys, &u) != 0) return 0;
-    choice = lf_jdoc_first_choice(&d, m[K_CHOICES], choice_keys, 3, c);
-
-    if (lf_jdoc_take_string(&d, m[K_MODEL], &s->answer.model) != 0 ||
-        lf_jdoc_take_string(&d, m[K_ID], &s->answer.id) != 0)
-        return -1;
-    if (lf_jdoc_type(&d, choice) == LF_JS_OBJECT) {
-        if (lf_jdoc_add_text(&d, lf_jdoc_member(&d, c[1], lf_key_content), &s->answer.text) != 0) return -1;
-        if (lf_jdoc_type(&d, c[2]) == LF_JS_STRING) {
-            if (lf_jdoc_take_string(&d, c[2], &s->answer.finish_reason) != 0) return -1;
-            s->finished = 1;
-        }
-    }
-    /* DeepSeek and Mistral put usage on the finish_reason chunk, OpenAI on a
-     * last chunk of its own. */
-    if (lf_fast_usage_apply(&u, &s->answer)) s->has_usage = 1;
-    return 1;
-}
-
-int lf_stream_fast_reads(const char *data, size_t n)
-{
-    lf_stream_state s;
-    int rc;
-
-    lf_stream_init(&s, LF_API_OPENAI);
-    rc = lf_stream_openai_fast(&s, data, n);
-    lf_stream_free(&s);
-    return rc > 0;
-}
-
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len)
 {
@@ -260,11 +202,6 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
     if (s->api == LF_API_OPENAI && lf_stream_is_done_marker(ev->data, ev->data_len)) {
         s->done = 1;
         return LF_STREAM_DONE;
-    }
-    if (s->api == LF_API_OPENAI && !s->json_c_only) {
-        rc = lf_stream_openai_fast(s, ev->data, ev->data_len);
-        if (rc < 0) return lf_stream_took(s, LF_STREAM_INVALID, delta, delta_len);
-        if (rc > 0) return lf_stream_took(s, LF_STREAM_CONTINUE, delta, delta_len);
     }
     root = lf_json_parse(ev->data, ev->data_len);
     if (!root) return LF_STREAM_INVALID;
