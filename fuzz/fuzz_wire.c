@@ -187,6 +187,7 @@ static void fuzz_build(const char *text)
     lf_buf_init(&err);
     lf_buf_init(&want);
     CHECK(lf_utf8_append_sanitized(&want, text, strlen(text)) == 0);
+    memset(msgs, 0, sizeof msgs);
     msgs[0].role = "system";
     msgs[1].role = "user";
     msgs[2].role = "assistant";

@@ -2,6 +2,7 @@
 #include "lf_wire.h"
 
 #include <json-c/json.h>
+#include <stdlib.h>
 
 #include "lf_json_read.h"
 #include "lf_utf8.h"
@@ -17,6 +18,9 @@ void lf_answer_init(lf_answer *a)
     lf_buf_init(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    a->tool_calls = NULL;
+    a->n_tool_calls = 0;
+    a->cap_tool_calls = 0;
 }
 
 void lf_answer_clear(lf_answer *a)
@@ -27,6 +31,9 @@ void lf_answer_clear(lf_answer *a)
     lf_buf_clear(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    /* The array stays for the next answer; the calls go. */
+    lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
+    a->n_tool_calls = 0;
 }
 
 void lf_answer_free(lf_answer *a)
@@ -37,6 +44,11 @@ void lf_answer_free(lf_answer *a)
     lf_buf_free(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
+    free(a->tool_calls);
+    a->tool_calls = NULL;
+    a->n_tool_calls = 0;
+    a->cap_tool_calls = 0;
 }
 
 /* The choice with index 0 (servers that stream n > 1 interleave choices),
@@ -112,6 +124,62 @@ int lf_wire_anthropic_usage(json_object *usage, lf_answer *a)
     return seen;
 }
 
+/* One complete call into the answer; arguments a string (its text) or any
+ * other JSON value (written as JSON). */
+static int lf_wire_answer_call(lf_answer *out, json_object *id, json_object *name, json_object *arguments)
+{
+    lf_answer_call *c = lf_wire_call_push(&out->tool_calls, NULL, &out->n_tool_calls, &out->cap_tool_calls, 0);
+
+    if (!c) return -1;
+    if ((id && json_object_is_type(id, json_type_string) &&
+         lf_utf8_set_sanitized(&c->id, json_object_get_string(id), (size_t)json_object_get_string_len(id)) != 0) ||
+        (name && json_object_is_type(name, json_type_string) &&
+         lf_utf8_set_sanitized(&c->name, json_object_get_string(name), (size_t)json_object_get_string_len(name)) != 0) ||
+        lf_json_value_text(arguments, &c->arguments) != 0)
+        return -1;
+    return lf_wire_call_done(c);
+}
+
+/* message.tool_calls[]: {id, type: "function", function: {name, arguments}};
+ * a message of an older server may carry one function_call {name,
+ * arguments} instead. */
+static int lf_wire_openai_calls(json_object *message, lf_answer *out)
+{
+    json_object *calls = lf_json_get_typed(message, "tool_calls", json_type_array);
+    json_object *fn;
+    size_t i, n;
+
+    if (!calls) {
+        fn = lf_json_get_typed(message, "function_call", json_type_object);
+        return fn ? lf_wire_answer_call(out, NULL, lf_json_get(fn, "name"), lf_json_get(fn, "arguments")) : 0;
+    }
+    n = json_object_array_length(calls);
+    for (i = 0; i < n; i++) {
+        json_object *call = json_object_array_get_idx(calls, i);
+
+        fn = lf_json_get_typed(call, "function", json_type_object);
+        if (!fn) continue;  /* not a function call: nothing this layer can run */
+        if (lf_wire_answer_call(out, lf_json_get(call, "id"), lf_json_get(fn, "name"), lf_json_get(fn, "arguments")) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Anthropic's tool_use blocks: {type, id, name, input}. */
+static int lf_wire_anthropic_calls(json_object *content, lf_answer *out)
+{
+    size_t i, n = json_object_array_length(content);
+
+    for (i = 0; i < n; i++) {
+        json_object *part = json_object_array_get_idx(content, i);
+
+        if (!lf_json_string_is(part, "type", "tool_use")) continue;
+        if (lf_wire_answer_call(out, lf_json_get(part, "id"), lf_json_get(part, "name"), lf_json_get(part, "input")) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int lf_wire_openai_answer(json_object *root, lf_answer *out, lf_wire_error *err)
 {
     json_object *choices, *choice, *message;
@@ -128,7 +196,8 @@ static int lf_wire_openai_answer(json_object *root, lf_answer *out, lf_wire_erro
     if (lf_wire_append_content(&out->text, lf_json_get(message, "content"), 0) != 0 ||
         lf_json_take_string(choice, "finish_reason", &out->finish_reason) != 0 ||
         lf_json_take_string(root, "model", &out->model) != 0 ||
-        lf_json_take_string(root, "id", &out->id) != 0)
+        lf_json_take_string(root, "id", &out->id) != 0 ||
+        lf_wire_openai_calls(message, out) != 0 || lf_wire_finish_reason(&out->finish_reason) != 0)
         return LF_WIRE_INVALID;
     lf_wire_openai_usage(lf_json_get(root, "usage"), out);
     return LF_WIRE_OK;
@@ -148,6 +217,9 @@ static int lf_wire_anthropic_answer(json_object *root, lf_answer *out, lf_wire_e
         lf_json_take_string(root, "stop_reason", &out->finish_reason) != 0 ||
         lf_json_take_string(root, "model", &out->model) != 0 ||
         lf_json_take_string(root, "id", &out->id) != 0)
+        return LF_WIRE_INVALID;
+    /* A schema answer's forced call is its text, not a call to run. */
+    if (!tool && (lf_wire_anthropic_calls(content, out) != 0 || lf_wire_finish_reason(&out->finish_reason) != 0))
         return LF_WIRE_INVALID;
     lf_wire_anthropic_usage(lf_json_get(root, "usage"), out);
     return LF_WIRE_OK;
