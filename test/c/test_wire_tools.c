@@ -844,8 +844,642 @@ static void test_recorded(void)
     LF_CHECK_INT(tc.crossed, tc.rebuilt);
 }
 
+
+/* ------------------------------------------------- hand-written cases */
+
+static json_object *build(const lf_request_params *p)
+{
+    lf_buf out, err;
+    json_object *o = NULL;
+    int rc;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    rc = lf_wire_build_request(p, &out, &err);
+    if (rc != 0) fprintf(stderr, "build failed: %s\n", lf_buf_cstr(&err));
+    LF_CHECK_INT(rc, 0);
+    if (rc == 0) {
+        LF_CHECK(utf8_valid(out.ptr, out.len));
+        o = parse(out.ptr, out.len);
+        LF_CHECK(o != NULL);
+    }
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+    return o;
+}
+
+#define TEXT(s) .content = (s), .content_len = sizeof(s) - 1
+
+static const lf_tool weather_tools[2] = {
+    { .name = "weather", .description = "Current weather for a city",
+      .parameters = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}" },
+    { .name = "clock" },
+};
+
+/* A long id from one provider, with bytes the other refuses. */
+#define ODD_ID "call/7:\xC3\xA9t\xC3\xA9-0123456789012345678901234567890123456789"
+
+static const lf_tool_call two_calls[2] = {
+    { .id = "toolu_01A", .name = "weather", .arguments = "{\"city\":\"Paris\"}", .arguments_len = 16 },
+    { .id = ODD_ID, .name = "clock" },
+};
+
+static void params_for(lf_request_params *p, lf_api api, const lf_message *m, size_t n)
+{
+    memset(p, 0, sizeof *p);
+    p->api = api;
+    p->model = "m";
+    p->messages = m;
+    p->n_messages = n;
+    p->tools = weather_tools;
+    p->n_tools = 2;
+}
+
+static void test_render_openai(void)
+{
+    const lf_message m[] = {
+        { .role = "user", TEXT("Weather and time?") },
+        { .role = "assistant", .tool_calls = two_calls, .n_tool_calls = 2 },
+        { .role = "tool", TEXT("21 C"), .tool_call_id = "toolu_01A" },
+        { .role = "tool", TEXT("no clock"), .tool_call_id = ODD_ID, .is_error = 1 },
+        { .role = "assistant", TEXT("It is 21 C.") },
+    };
+    lf_request_params p;
+    lf_buf sent;
+    json_object *o, *msgs, *calls, *tools;
+
+    lf_buf_init(&sent);
+    LF_CHECK_INT(lf_wire_call_id(ODD_ID, strlen(ODD_ID), &sent), 0);
+    params_for(&p, LF_API_OPENAI, m, 5);
+    p.tool_choice = LF_TOOL_CHOICE_REQUIRED;
+    p.has_parallel_tool_calls = 1;
+    p.parallel_tool_calls = 0;
+    o = build(&p);
+    msgs = jget(o, "messages");
+    LF_CHECK_INT(json_object_array_length(msgs), 5);
+    /* The assistant's calls: content null, arguments as their text, {} when none. */
+    LF_CHECK(jget(json_object_array_get_idx(msgs, 1), "content") == NULL);
+    LF_CHECK(json_object_object_get_ex(json_object_array_get_idx(msgs, 1), "content", NULL));
+    calls = jget(json_object_array_get_idx(msgs, 1), "tool_calls");
+    LF_CHECK_INT(json_object_array_length(calls), 2);
+    LF_CHECK_STR(jstr(json_object_array_get_idx(calls, 0), "id"), "toolu_01A");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(calls, 0), "type"), "function");
+    LF_CHECK_STR(jstr(jget(json_object_array_get_idx(calls, 0), "function"), "name"), "weather");
+    LF_CHECK_STR(jstr(jget(json_object_array_get_idx(calls, 0), "function"), "arguments"), "{\"city\":\"Paris\"}");
+    LF_CHECK_STR(jstr(jget(json_object_array_get_idx(calls, 1), "function"), "arguments"), "{}");
+    /* The odd id, mapped, in the call and in its result alike. */
+    LF_CHECK_STR(jstr(json_object_array_get_idx(calls, 1), "id"), lf_buf_cstr(&sent));
+    LF_CHECK_STR(jstr(json_object_array_get_idx(msgs, 3), "tool_call_id"), lf_buf_cstr(&sent));
+    LF_CHECK_STR(jstr(json_object_array_get_idx(msgs, 2), "role"), "tool");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(msgs, 2), "tool_call_id"), "toolu_01A");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(msgs, 2), "content"), "21 C");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(msgs, 3), "content"), "no clock");
+    LF_CHECK(jget(json_object_array_get_idx(msgs, 3), "is_error") == NULL);   /* OpenAI has none */
+    tools = jget(o, "tools");
+    LF_CHECK_INT(json_object_array_length(tools), 2);
+    LF_CHECK_STR(jstr(json_object_array_get_idx(tools, 0), "type"), "function");
+    LF_CHECK_STR(jstr(jget(json_object_array_get_idx(tools, 0), "function"), "description"), "Current weather for a city");
+    LF_CHECK_STR(jstr(jget(jget(jget(json_object_array_get_idx(tools, 0), "function"), "parameters"), "properties"), "city") == NULL
+                     ? "object" : "?", "object");
+    LF_CHECK(json_object_is_type(jget(jget(jget(jget(json_object_array_get_idx(tools, 0), "function"), "parameters"),
+                                          "properties"), "city"), json_type_object));
+    LF_CHECK(jget(jget(json_object_array_get_idx(tools, 1), "function"), "description") == NULL);
+    LF_CHECK_STR(jstr(jget(jget(json_object_array_get_idx(tools, 1), "function"), "parameters"), "type"), "object");
+    LF_CHECK_STR(jstr(o, "tool_choice"), "required");
+    LF_CHECK(json_object_is_type(jget(o, "parallel_tool_calls"), json_type_boolean));
+    LF_CHECK(!json_object_get_boolean(jget(o, "parallel_tool_calls")));
+    json_object_put(o);
+
+    /* A named tool; auto; none; no choice and no parallel flag when unset. */
+    p.tool_choice = LF_TOOL_CHOICE_TOOL;
+    p.tool_choice_name = "clock";
+    p.has_parallel_tool_calls = 0;
+    o = build(&p);
+    LF_CHECK_STR(jstr(jget(jget(o, "tool_choice"), "function"), "name"), "clock");
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "type"), "function");
+    LF_CHECK(jget(o, "parallel_tool_calls") == NULL);
+    json_object_put(o);
+    p.tool_choice = LF_TOOL_CHOICE_NONE;
+    o = build(&p);
+    LF_CHECK_STR(jstr(o, "tool_choice"), "none");
+    json_object_put(o);
+    p.tool_choice = LF_TOOL_CHOICE_UNSET;
+    o = build(&p);
+    LF_CHECK(jget(o, "tool_choice") == NULL);
+    json_object_put(o);
+    /* No tools: neither tools nor a choice nor the parallel flag. */
+    p.n_messages = 1;
+    p.n_tools = 0;
+    p.tool_choice = LF_TOOL_CHOICE_NONE;
+    p.has_parallel_tool_calls = 1;
+    o = build(&p);
+    LF_CHECK(jget(o, "tools") == NULL && jget(o, "tool_choice") == NULL && jget(o, "parallel_tool_calls") == NULL);
+    json_object_put(o);
+    lf_buf_free(&sent);
+}
+
+static void test_render_anthropic(void)
+{
+    const lf_tool_call bad_args[1] = { { .id = "c3", .name = "weather", .arguments = "{\"city\": \"Par", .arguments_len = 13 } };
+    const lf_message m[] = {
+        { .role = "system", TEXT("Be brief.") },
+        { .role = "user", TEXT("Weather and time?") },
+        { .role = "assistant", TEXT("Looking."), .tool_calls = two_calls, .n_tool_calls = 2 },
+        { .role = "tool", TEXT("21 C"), .tool_call_id = "toolu_01A" },
+        { .role = "tool", TEXT("no clock"), .tool_call_id = ODD_ID, .is_error = 1 },
+        { .role = "user", TEXT("And tomorrow?") },
+        { .role = "assistant", .tool_calls = bad_args, .n_tool_calls = 1 },
+        { .role = "tool", .tool_call_id = "c3", .is_error = 1 },
+    };
+    lf_request_params p;
+    lf_buf sent;
+    json_object *o, *msgs, *c, *b, *tools;
+
+    lf_buf_init(&sent);
+    LF_CHECK_INT(lf_wire_call_id(ODD_ID, strlen(ODD_ID), &sent), 0);
+    params_for(&p, LF_API_ANTHROPIC, m, 8);
+    p.tool_choice = LF_TOOL_CHOICE_REQUIRED;
+    p.has_parallel_tool_calls = 1;
+    p.parallel_tool_calls = 1;
+    o = build(&p);
+    LF_CHECK_STR(jstr(o, "system"), "Be brief.");
+    msgs = jget(o, "messages");
+    LF_CHECK_INT(json_object_array_length(msgs), 6);
+    /* The assistant: its text, then a tool_use block per call. */
+    c = jget(json_object_array_get_idx(msgs, 1), "content");
+    LF_CHECK_INT(json_object_array_length(c), 3);
+    LF_CHECK_STR(jstr(json_object_array_get_idx(c, 0), "text"), "Looking.");
+    b = json_object_array_get_idx(c, 1);
+    LF_CHECK_STR(jstr(b, "type"), "tool_use");
+    LF_CHECK_STR(jstr(b, "id"), "toolu_01A");
+    LF_CHECK_STR(jstr(jget(b, "input"), "city"), "Paris");
+    b = json_object_array_get_idx(c, 2);
+    LF_CHECK_STR(jstr(b, "id"), lf_buf_cstr(&sent));
+    LF_CHECK(json_object_is_type(jget(b, "input"), json_type_object) && json_object_object_length(jget(b, "input")) == 0);
+    /* Both results in one user message, is_error on the failed one. */
+    LF_CHECK_STR(jstr(json_object_array_get_idx(msgs, 2), "role"), "user");
+    c = jget(json_object_array_get_idx(msgs, 2), "content");
+    LF_CHECK_INT(json_object_array_length(c), 2);
+    LF_CHECK_STR(jstr(json_object_array_get_idx(c, 0), "type"), "tool_result");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(c, 0), "tool_use_id"), "toolu_01A");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(c, 0), "content"), "21 C");
+    LF_CHECK(jget(json_object_array_get_idx(c, 0), "is_error") == NULL);
+    LF_CHECK_STR(jstr(json_object_array_get_idx(c, 1), "tool_use_id"), lf_buf_cstr(&sent));
+    LF_CHECK(json_object_get_boolean(jget(json_object_array_get_idx(c, 1), "is_error")));
+    LF_CHECK_STR(jstr(json_object_array_get_idx(msgs, 3), "content"), "And tomorrow?");
+    /* No text: no empty text block; arguments that are not an object: {}. */
+    c = jget(json_object_array_get_idx(msgs, 4), "content");
+    LF_CHECK_INT(json_object_array_length(c), 1);
+    LF_CHECK_STR(jstr(json_object_array_get_idx(c, 0), "type"), "tool_use");
+    LF_CHECK_INT(json_object_object_length(jget(json_object_array_get_idx(c, 0), "input")), 0);
+    c = jget(json_object_array_get_idx(msgs, 5), "content");
+    LF_CHECK(jget(json_object_array_get_idx(c, 0), "content") == NULL);
+    tools = jget(o, "tools");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(tools, 0), "name"), "weather");
+    LF_CHECK_STR(jstr(json_object_array_get_idx(tools, 0), "description"), "Current weather for a city");
+    LF_CHECK_STR(jstr(jget(json_object_array_get_idx(tools, 0), "input_schema"), "type"), "object");
+    LF_CHECK_STR(jstr(jget(json_object_array_get_idx(tools, 1), "input_schema"), "type"), "object");
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "type"), "any");
+    LF_CHECK(jget(jget(o, "tool_choice"), "disable_parallel_tool_use") == NULL);   /* parallel on */
+    json_object_put(o);
+
+    p.tool_choice = LF_TOOL_CHOICE_TOOL;
+    p.tool_choice_name = "weather";
+    p.parallel_tool_calls = 0;
+    o = build(&p);
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "type"), "tool");
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "name"), "weather");
+    LF_CHECK(json_object_get_boolean(jget(jget(o, "tool_choice"), "disable_parallel_tool_use")));
+    json_object_put(o);
+    /* Parallel calls off with no choice: auto, serial. */
+    p.tool_choice = LF_TOOL_CHOICE_UNSET;
+    o = build(&p);
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "type"), "auto");
+    LF_CHECK(json_object_get_boolean(jget(jget(o, "tool_choice"), "disable_parallel_tool_use")));
+    json_object_put(o);
+    p.tool_choice = LF_TOOL_CHOICE_NONE;
+    o = build(&p);
+    LF_CHECK_STR(jstr(jget(o, "tool_choice"), "type"), "none");
+    LF_CHECK(jget(jget(o, "tool_choice"), "disable_parallel_tool_use") == NULL);
+    json_object_put(o);
+    p.has_parallel_tool_calls = 0;
+    p.tool_choice = LF_TOOL_CHOICE_UNSET;
+    o = build(&p);
+    LF_CHECK(jget(o, "tool_choice") == NULL);
+    json_object_put(o);
+    lf_buf_free(&sent);
+}
+
+static void expect_refused(const lf_request_params *p, int want_rc, const char *why)
+{
+    lf_buf out, err;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    LF_CHECK_INT(lf_wire_build_request(p, &out, &err), want_rc);
+    LF_CHECK_INT(out.len, 0);
+    if (!strstr(lf_buf_cstr(&err), why)) fprintf(stderr, "error \"%s\" lacks \"%s\"\n", lf_buf_cstr(&err), why);
+    LF_CHECK(strstr(lf_buf_cstr(&err), why) != NULL);
+    LF_CHECK(utf8_valid(lf_buf_cstr(&err), err.len));
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+}
+
+static void test_render_refuses(void)
+{
+    const lf_message hi[1] = { { .role = "user", TEXT("hi") } };
+    const lf_message calls[3] = {
+        { .role = "user", TEXT("hi") },
+        { .role = "assistant", .tool_calls = two_calls, .n_tool_calls = 1 },
+        { .role = "tool", TEXT("21 C"), .tool_call_id = "toolu_01A" },
+    };
+    lf_tool bad[2] = { { .name = "weather" }, { .name = "weather" } };
+    lf_request_params p;
+
+    params_for(&p, LF_API_OPENAI, hi, 1);
+    bad[1].name = "has space";
+    p.tools = bad;
+    expect_refused(&p, -1, "has space");
+    bad[1].name = "weather";
+    expect_refused(&p, -1, "given twice");
+    bad[1].name = "other";
+    bad[1].parameters = "[1]";
+    expect_refused(&p, -1, "parameters are not");
+    bad[1].parameters = "{\"type\":";
+    expect_refused(&p, -1, "parameters are not");
+    params_for(&p, LF_API_OPENAI, hi, 1);
+    p.tool_choice = LF_TOOL_CHOICE_TOOL;
+    p.tool_choice_name = "nope";
+    expect_refused(&p, -1, "\"nope\"");
+    p.tool_choice_name = NULL;
+    expect_refused(&p, -1, "not one of the tools");
+    p.n_tools = 0;
+    p.tool_choice = LF_TOOL_CHOICE_REQUIRED;
+    expect_refused(&p, -1, "required needs tools");
+    p.tool_choice = (lf_tool_choice)42;
+    expect_refused(&p, -1, "unknown tool_choice");
+    /* Anthropic: a schema is a forced tool call already; calls need tools. */
+    params_for(&p, LF_API_ANTHROPIC, hi, 1);
+    p.schema = "{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false}";
+    expect_refused(&p, -1, "both a schema and tools");
+    params_for(&p, LF_API_ANTHROPIC, calls, 3);
+    p.n_tools = 0;
+    expect_refused(&p, -1, "needs its tools");
+    /* OpenAI takes a schema beside tools. */
+    params_for(&p, LF_API_OPENAI, calls, 3);
+    p.schema = "{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false}";
+    json_object_put(build(&p));
+}
+
+/* The transcript's invariant: refused before any body, naming the call. */
+static void expect_broken(const lf_message *m, size_t n, const char *id, const char *why)
+{
+    lf_buf err, cid;
+    lf_request_params p;
+    int api;
+
+    lf_buf_init(&err);
+    lf_buf_init(&cid);
+    LF_CHECK_INT(lf_wire_check_transcript(m, n, &err, &cid), LF_WIRE_BAD_TRANSCRIPT);
+    if (!strstr(lf_buf_cstr(&err), why)) fprintf(stderr, "error \"%s\" lacks \"%s\"\n", lf_buf_cstr(&err), why);
+    LF_CHECK(strstr(lf_buf_cstr(&err), why) != NULL);
+    LF_CHECK_STR(lf_buf_cstr(&cid), id);
+    if (id[0] && !strstr(lf_buf_cstr(&err), id)) fprintf(stderr, "error \"%s\" lacks the id %s\n", lf_buf_cstr(&err), id);
+    if (id[0]) LF_CHECK(strstr(lf_buf_cstr(&err), id) != NULL);
+    for (api = 0; api <= 1; api++) {
+        params_for(&p, (lf_api)api, m, n);
+        expect_refused(&p, LF_WIRE_BAD_TRANSCRIPT, why);
+    }
+    lf_buf_free(&err);
+    lf_buf_free(&cid);
+}
+
+static void test_invariant(void)
+{
+    const lf_tool_call c1[1] = { { .id = "c1", .name = "weather" } };
+    const lf_tool_call c12[2] = { { .id = "c1", .name = "weather" }, { .id = "c2", .name = "clock" } };
+    const lf_tool_call noid[1] = { { .id = "", .name = "weather" } };
+    const lf_tool_call noname[1] = { { .id = "c9", .name = "" } };
+    const lf_tool_call c1again[1] = { { .id = "c1", .name = "clock" } };
+    lf_tool_call clash[1] = { { .id = NULL, .name = "clock" } };
+    lf_buf mapped;
+    const lf_message u = { .role = "user", TEXT("hi") };
+    const lf_message a1 = { .role = "assistant", .tool_calls = c1, .n_tool_calls = 1 };
+    const lf_message a12 = { .role = "assistant", .tool_calls = c12, .n_tool_calls = 2 };
+    const lf_message r1 = { .role = "tool", TEXT("ok"), .tool_call_id = "c1" };
+    const lf_message r2 = { .role = "tool", TEXT("ok"), .tool_call_id = "c2" };
+    const lf_message rx = { .role = "tool", TEXT("ok"), .tool_call_id = "cx" };
+    const lf_message rnone = { .role = "tool", TEXT("ok") };
+    const lf_message sys = { .role = "system", TEXT("be brief") };
+    const lf_message text = { .role = "assistant", TEXT("done") };
+
+    {   /* Whole: results in any order, then text. */
+        const lf_message ok[5] = { u, a12, r2, r1, text };
+        LF_CHECK_INT(lf_wire_check_transcript(ok, 5, NULL, NULL), 0);
+    }
+    {   const lf_message m[2] = { u, a1 };
+        expect_broken(m, 2, "c1", "has no result");
+    }
+    {   const lf_message m[4] = { u, a12, r1, text };
+        expect_broken(m, 4, "c2", "has no result");
+    }
+    {   /* A user message between the call and its result. */
+        const lf_message m[4] = { u, a1, u, r1 };
+        expect_broken(m, 4, "c1", "has no result");
+    }
+    {   /* A system message too: OpenAI wants the results right after the call. */
+        const lf_message m[4] = { u, a1, sys, r1 };
+        expect_broken(m, 4, "c1", "has no result");
+    }
+    {   const lf_message m[2] = { u, r1 };
+        expect_broken(m, 2, "c1", "does not follow");
+    }
+    {   const lf_message m[4] = { u, a1, r1, r1 };
+        expect_broken(m, 4, "c1", "second result");
+    }
+    {   const lf_message m[4] = { u, a1, r1, rx };
+        expect_broken(m, 4, "cx", "answers no call");
+    }
+    {   const lf_message m[3] = { u, a1, rnone };
+        expect_broken(m, 3, "", "without a tool_call_id");
+    }
+    {   const lf_message a = { .role = "assistant", .tool_calls = noid, .n_tool_calls = 1 };
+        const lf_message m[2] = { u, a };
+        expect_broken(m, 2, "", "has no id");
+    }
+    {   const lf_message a = { .role = "assistant", .tool_calls = noname, .n_tool_calls = 1 };
+        const lf_message r = { .role = "tool", TEXT("x"), .tool_call_id = "c9" };
+        const lf_message m[3] = { u, a, r };
+        expect_broken(m, 3, "c9", "has no name");
+    }
+    {   /* The same id in two turns. */
+        const lf_message a = { .role = "assistant", .tool_calls = c1again, .n_tool_calls = 1 };
+        const lf_message m[6] = { u, a1, r1, u, a, r1 };
+        expect_broken(m, 6, "c1", "used twice");
+    }
+    {   /* Two ids sent as the same text: one is the other's mapping. */
+        lf_buf_init(&mapped);
+        LF_CHECK_INT(lf_wire_call_id("c.1", 3, &mapped), 0);
+        clash[0].id = lf_buf_cstr(&mapped);
+        {
+            const lf_tool_call odd[1] = { { .id = "c.1", .name = "weather" } };
+            const lf_message a = { .role = "assistant", .tool_calls = odd, .n_tool_calls = 1 };
+            const lf_message b = { .role = "assistant", .tool_calls = clash, .n_tool_calls = 1 };
+            const lf_message ra = { .role = "tool", TEXT("x"), .tool_call_id = "c.1" };
+            const lf_message rb = { .role = "tool", TEXT("x"), .tool_call_id = clash[0].id };
+            const lf_message m[5] = { a, ra, u, b, rb };
+            expect_broken(m, 5, clash[0].id, "sent as another call's id");
+        }
+        lf_buf_free(&mapped);
+    }
+    {   const lf_message bad = { .role = "user", TEXT("hi"), .tool_calls = c1, .n_tool_calls = 1 };
+        const lf_message m[2] = { bad, r1 };
+        expect_broken(m, 2, "c1", "only an assistant");
+    }
+}
+
+static void test_call_id(void)
+{
+    lf_buf a, b;
+    char forty[41], forty1[42];
+    size_t i;
+
+    lf_buf_init(&a);
+    lf_buf_init(&b);
+    memset(forty, 'x', 40);
+    forty[40] = '\0';
+    memset(forty1, 'x', 41);
+    forty1[41] = '\0';
+    /* Valid for both: as it is. */
+    LF_CHECK_INT(lf_wire_call_id("call_N2fJZh6fGguUrjbTlDD9mkbh", 29, &a), 0);
+    CHECK_BUF(a, "call_N2fJZh6fGguUrjbTlDD9mkbh");
+    LF_CHECK_INT(lf_wire_call_id(forty, 40, &a), 0);
+    CHECK_BUF(a, forty);
+    /* Too long, odd bytes, empty: a head and a hash, at most 40, valid. */
+    LF_CHECK_INT(lf_wire_call_id(forty1, 41, &a), 0);
+    LF_CHECK(a.len <= LF_WIRE_CALL_ID_MAX && id_ok_everywhere(lf_buf_cstr(&a)));
+    LF_CHECK(strncmp(lf_buf_cstr(&a), "xxxxxxxxxxxxxxxxxxxxxxx_", 24) == 0);
+    LF_CHECK_INT(lf_wire_call_id(forty, 40, &b), 0);
+    LF_CHECK(!buf_is(&a, lf_buf_cstr(&b)));
+    LF_CHECK_INT(lf_wire_call_id(ODD_ID, strlen(ODD_ID), &a), 0);
+    LF_CHECK(a.len == LF_WIRE_CALL_ID_MAX && id_ok_everywhere(lf_buf_cstr(&a)));
+    LF_CHECK(strncmp(lf_buf_cstr(&a), "call_7___t__-", 13) == 0);
+    /* The same id, the same text; one byte more, another. */
+    LF_CHECK_INT(lf_wire_call_id(ODD_ID, strlen(ODD_ID), &b), 0);
+    CHECK_BUF(b, lf_buf_cstr(&a));
+    LF_CHECK_INT(lf_wire_call_id(ODD_ID "9", strlen(ODD_ID) + 1, &b), 0);
+    LF_CHECK(!buf_is(&b, lf_buf_cstr(&a)));
+    LF_CHECK_INT(lf_wire_call_id("a.b", 3, &a), 0);
+    LF_CHECK_INT(lf_wire_call_id("a:b", 3, &b), 0);
+    LF_CHECK(!buf_is(&a, lf_buf_cstr(&b)));
+    LF_CHECK(strncmp(lf_buf_cstr(&a), "a_b_", 4) == 0 && a.len == 20);
+    LF_CHECK_INT(lf_wire_call_id("", 0, &a), 0);
+    LF_CHECK(a.len == 17 && lf_buf_cstr(&a)[0] == '_' && id_ok_everywhere(lf_buf_cstr(&a)));
+    /* A NUL inside counts: it is not the id cut short. */
+    LF_CHECK_INT(lf_wire_call_id("ab\0c", 4, &a), 0);
+    LF_CHECK(strncmp(lf_buf_cstr(&a), "ab_c_", 5) == 0);
+    for (i = 0; i < 256; i++) {
+        char one[2] = { (char)i, 0 };
+
+        LF_CHECK_INT(lf_wire_call_id(one, 1, &a), 0);
+        LF_CHECK(id_ok_everywhere(lf_buf_cstr(&a)));
+    }
+    lf_buf_free(&a);
+    lf_buf_free(&b);
+}
+
+static int sev(lf_stream_state *s, const char *data, lf_buf *deltas)
+{
+    lf_sse_event e;
+    const char *d = NULL;
+    size_t dn = 0;
+    int rc;
+
+    memset(&e, 0, sizeof e);
+    e.data = data;
+    e.data_len = strlen(data);
+    rc = lf_stream_event(s, &e, &d, &dn);
+    if (deltas && d && dn) lf_buf_append(deltas, d, dn);
+    return rc;
+}
+
+#define OAI(delta, finish) "{\"id\":\"x\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"finish_reason\":" finish "}]}"
+
+static void test_stream_openai(void)
+{
+    lf_stream_state s;
+    lf_buf deltas;
+
+    lf_buf_init(&deltas);
+    /* Two calls interleaved by index, a text, pieces of arguments; the
+     * second call's index comes first. */
+    lf_stream_init(&s, LF_API_OPENAI);
+    LF_CHECK_INT(sev(&s, OAI("{\"content\":\"Let me see.\"}", "null"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":1,\"id\":\"b\",\"type\":\"function\",\"function\":{\"name\":\"clock\",\"arguments\":\"\"}}]}", "null"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"weather\",\"arguments\":\"{\\\"ci\"}}]}", "null"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"ty\\\":\\\"Par\"}},{\"index\":1,\"function\":{\"arguments\":\"{}\"}}]}", "null"), &deltas), LF_STREAM_CONTINUE);
+    /* Nothing is out before the end. */
+    LF_CHECK_INT(s.answer.n_tool_calls, 0);
+    LF_CHECK(!lf_stream_complete(&s));
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"is\\\"}\"}}]}", "null"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, OAI("{}", "\"tool_calls\""), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK(lf_stream_complete(&s));
+    LF_CHECK_INT(s.answer.n_tool_calls, 2);
+    CHECK_BUF(s.answer.tool_calls[0].id, "a");
+    CHECK_BUF(s.answer.tool_calls[0].name, "weather");
+    CHECK_BUF(s.answer.tool_calls[0].arguments, "{\"city\":\"Paris\"}");
+    CHECK_BUF(s.answer.tool_calls[1].id, "b");
+    CHECK_BUF(s.answer.tool_calls[1].arguments, "{}");
+    CHECK_BUF(s.answer.finish_reason, "tool_calls");
+    CHECK_BUF(deltas, "Let me see.");
+    CHECK_BUF(s.answer.text, "Let me see.");
+    /* A piece after the end is ignored; the usage chunk still counts. */
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"junk\"}}]}", "null"), &deltas), LF_STREAM_CONTINUE);
+    CHECK_BUF(s.answer.tool_calls[0].arguments, "{\"city\":\"Paris\"}");
+    LF_CHECK_INT(sev(&s, "{\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}", NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(s.answer.output_tokens, 4);
+    LF_CHECK_INT(sev(&s, "[DONE]", NULL), LF_STREAM_DONE);
+    LF_CHECK_INT(s.answer.n_tool_calls, 2);
+    lf_stream_free(&s);
+
+    /* Every call at index 0 with ids of their own; pieces without an
+     * index go to the last call; a character split between two pieces;
+     * arguments sent as an object; [DONE] without a finish reason. */
+    lf_stream_init(&s, LF_API_OPENAI);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"w\",\"arguments\":\"{\\\"c\\\":\\\"\\u00e9\"}}]}", "null"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"id\":\"b\",\"function\":{\"name\":\"v\",\"arguments\":{\"k\":1}}}]}", "null"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"id\":\"c\",\"function\":{\"name\":\"u\",\"arguments\":\"{\\\"x\\\":\\\"\\u00\"}}]}", "null"), NULL), LF_STREAM_INVALID);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"id\":\"c\",\"function\":{\"name\":\"u\",\"arguments\":\"{\\\"x\\\":\\\"\"}}]}", "null"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"\xE2\x82\"}}]}}]}", NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"\xAC\\\"}\"}}]}}]}", NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"}\"}}]}", "null"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(s.answer.n_tool_calls, 0);
+    LF_CHECK_INT(sev(&s, "[DONE]", NULL), LF_STREAM_DONE);
+    LF_CHECK_INT(s.answer.n_tool_calls, 3);
+    CHECK_BUF(s.answer.tool_calls[0].id, "a");
+    CHECK_BUF(s.answer.tool_calls[0].arguments, "{\"c\":\"\xC3\xA9");
+    CHECK_BUF(s.answer.tool_calls[1].id, "b");
+    CHECK_BUF(s.answer.tool_calls[1].arguments, "{\"k\":1}}");
+    CHECK_BUF(s.answer.tool_calls[2].id, "c");
+    CHECK_BUF(s.answer.tool_calls[2].arguments, "{\"x\":\"\xE2\x82\xAC\"}");
+    lf_stream_free(&s);
+
+    /* Cut in the middle of a call: nothing, and the stream is not complete. */
+    lf_stream_init(&s, LF_API_OPENAI);
+    LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"w\",\"arguments\":\"{\\\"c\"}}]}", "null"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK(!lf_stream_complete(&s));
+    LF_CHECK_INT(s.answer.n_tool_calls, 0);
+    lf_stream_free(&s);
+    lf_buf_free(&deltas);
+}
+
+#define ANT(type, rest) "{\"type\":\"" type "\"" rest "}"
+
+static void test_stream_anthropic(void)
+{
+    lf_stream_state s;
+    lf_buf deltas;
+
+    lf_buf_init(&deltas);
+    lf_stream_init(&s, LF_API_ANTHROPIC);
+    LF_CHECK_INT(sev(&s, ANT("message_start", ",\"message\":{\"id\":\"msg\",\"model\":\"claude\",\"usage\":{\"input_tokens\":9}}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_start", ",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_delta", ",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Checking.\"}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_start", ",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"weather\",\"input\":{}}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_delta", ",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_delta", ",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \"}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_start", ",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"clock\",\"input\":{}}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_delta", ",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"Paris\\\"}\"}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_stop", ",\"index\":1"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(s.answer.n_tool_calls, 0);
+    LF_CHECK_INT(sev(&s, ANT("message_delta", ",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":30}"), &deltas), LF_STREAM_CONTINUE);
+    LF_CHECK(lf_stream_complete(&s));
+    LF_CHECK_INT(s.answer.n_tool_calls, 2);
+    CHECK_BUF(s.answer.tool_calls[0].id, "toolu_1");
+    CHECK_BUF(s.answer.tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+    CHECK_BUF(s.answer.tool_calls[1].name, "clock");
+    CHECK_BUF(s.answer.tool_calls[1].arguments, "{}");
+    CHECK_BUF(s.answer.finish_reason, "tool_calls");
+    CHECK_BUF(deltas, "Checking.");
+    LF_CHECK_INT(sev(&s, ANT("message_stop", ""), &deltas), LF_STREAM_DONE);
+    LF_CHECK_INT(s.answer.n_tool_calls, 2);
+    lf_stream_free(&s);
+
+    /* Cut before message_delta: nothing. */
+    lf_stream_init(&s, LF_API_ANTHROPIC);
+    LF_CHECK_INT(sev(&s, ANT("content_block_start", ",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"weather\",\"input\":{}}"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_delta", ",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_stop", ",\"index\":0"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK(!lf_stream_complete(&s));
+    LF_CHECK_INT(s.answer.n_tool_calls, 0);
+    lf_stream_free(&s);
+
+    /* A schema request: the forced call is the text, not a call to run. */
+    lf_stream_init(&s, LF_API_ANTHROPIC);
+    s.tool_input = 1;
+    LF_CHECK_INT(sev(&s, ANT("content_block_start", ",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"answer\",\"input\":{}}"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("content_block_delta", ",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(sev(&s, ANT("message_delta", ",\"delta\":{\"stop_reason\":\"tool_use\"}"), NULL), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(s.answer.n_tool_calls, 0);
+    CHECK_BUF(s.answer.text, "{}");
+    CHECK_BUF(s.answer.finish_reason, "tool_use");
+    lf_stream_free(&s);
+    lf_buf_free(&deltas);
+}
+
+static void test_plain_answers(void)
+{
+    lf_answer a;
+    lf_wire_error e;
+    const char *b;
+
+    lf_answer_init(&a);
+    lf_wire_error_init(&e);
+    /* Arguments as an object (a server that sends them so), an entry
+     * that is not a function, an older server's function_call. */
+    b = "{\"choices\":[{\"index\":0,\"message\":{\"content\":null,\"tool_calls\":[{\"id\":\"a\",\"type\":\"function\","
+        "\"function\":{\"name\":\"w\",\"arguments\":{\"k\":[1,2]}}},{\"id\":\"z\",\"type\":\"code\"},"
+        "{\"id\":\"b\",\"function\":{\"name\":\"v\"}}]},\"finish_reason\":\"tool_calls\"}]}";
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_OPENAI, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.n_tool_calls, 2);
+    CHECK_BUF(a.tool_calls[0].arguments, "{\"k\":[1,2]}");
+    CHECK_BUF(a.tool_calls[1].id, "b");
+    CHECK_BUF(a.tool_calls[1].arguments, "{}");
+    b = "{\"choices\":[{\"index\":0,\"message\":{\"content\":null,\"function_call\":{\"name\":\"w\",\"arguments\":\"{}\"}},"
+        "\"finish_reason\":\"function_call\"}]}";
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_OPENAI, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.n_tool_calls, 1);
+    CHECK_BUF(a.tool_calls[0].id, "");
+    CHECK_BUF(a.tool_calls[0].name, "w");
+    CHECK_BUF(a.finish_reason, "tool_calls");
+    /* The next answer starts empty. */
+    b = "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}";
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_OPENAI, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.n_tool_calls, 0);
+    /* A schema answer's forced call stays its text. */
+    b = "{\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"answer\",\"input\":{\"a\":1}}],\"stop_reason\":\"tool_use\"}";
+    LF_CHECK_INT(lf_wire_parse_tool_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.n_tool_calls, 0);
+    CHECK_BUF(a.finish_reason, "tool_use");
+    CHECK_BUF(a.text, "{\"a\":1}");
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.n_tool_calls, 1);
+    CHECK_BUF(a.tool_calls[0].arguments, "{\"a\":1}");
+    CHECK_BUF(a.finish_reason, "tool_calls");
+    lf_answer_free(&a);
+    lf_wire_error_free(&e);
+}
+
 int main(void)
 {
     LF_RUN(test_recorded);
+    LF_RUN(test_render_openai);
+    LF_RUN(test_render_anthropic);
+    LF_RUN(test_render_refuses);
+    LF_RUN(test_invariant);
+    LF_RUN(test_call_id);
+    LF_RUN(test_stream_openai);
+    LF_RUN(test_stream_anthropic);
+    LF_RUN(test_plain_answers);
     return lf_test_summary("wire_tools");
 }

@@ -3,10 +3,15 @@
  * answers, stream events and error bodies. Pure functions over json-c.
  *
  * The public header of the wire layer, one file per job behind it:
- * lf_wire_request.c (request bodies), lf_wire_answer.c (answers),
- * lf_wire_stream.c (stream events), lf_wire_error.c (error bodies), over
- * lf_utf8 (sanitizing), lf_json_write (the JSON writer) and lf_json_read
- * (json-c reading: one reader per protocol). */
+ * lf_wire_request.c (request bodies), lf_wire_request_tools.c (their tool
+ * parts), lf_wire_tools.c (the tool-call invariant, call ids, an answer's
+ * calls), lf_wire_answer.c (answers), lf_wire_stream.c (stream events),
+ * lf_wire_error.c (error bodies), over lf_utf8 (sanitizing), lf_json_write
+ * (the JSON writer) and lf_json_read (json-c reading: one reader per
+ * protocol).
+ *
+ * The structs below gain members over time: zero what you do not set
+ * (designated initializers, memset or calloc). */
 #ifndef LF_WIRE_H
 #define LF_WIRE_H
 
@@ -86,7 +91,8 @@ typedef struct lf_request_params {
     const lf_tool *tools;
     size_t n_tools;
     lf_tool_choice tool_choice;    /* needs tools, except UNSET and NONE */
-    const char *tool_choice_name;  /* LF_TOOL_CHOICE_TOOL: one of the tools */
+    const char *tool_choice_name;  /* LF_TOOL_CHOICE_TOOL: one of the tools (Anthropic
+                                    * "tool", OpenAI {"type":"function",...}) */
     /* 1: parallel_tool_calls sent (OpenAI), and when false, Anthropic's
      * tool_choice disable_parallel_tool_use. Only with tools. */
     int has_parallel_tool_calls;
@@ -129,7 +135,9 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
  * tool_call_id); the results of an assistant message's calls come right
  * after it, before any other message. Returns 0, or LF_WIRE_BAD_TRANSCRIPT
  * with errmsg saying what is wrong and call_id (each when non-NULL) set to
- * the id of the call (or of the result) at fault, as the caller gave it. */
+ * the id of the call (or of the result) at fault, as the caller gave it
+ * (the host raises its transcript error from these: Ruby's
+ * ToolTranscriptError); -1 when out of memory. */
 int lf_wire_check_transcript(const lf_message *messages, size_t n, lf_buf *errmsg, lf_buf *call_id);
 
 /* The id a call is sent with, to either protocol: one made by one provider
@@ -162,7 +170,8 @@ int lf_wire_parse_error(const char *body, size_t len, lf_wire_error *e);
 
 /* A complete tool call of an answer; every field valid UTF-8. */
 typedef struct lf_answer_call {
-    lf_buf id;         /* as the provider gave it; empty when it gave none */
+    lf_buf id;         /* as the provider gave it; empty when it gave none (the
+                        * caller gives it one before it enters a transcript) */
     lf_buf name;
     lf_buf arguments;  /* the whole arguments text (OpenAI: as sent; Anthropic: the
                         * input object written as JSON, or its streamed pieces

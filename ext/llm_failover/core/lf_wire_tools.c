@@ -196,7 +196,9 @@ int lf_wire_check_transcript(const lf_message *m, size_t n, lf_buf *errmsg, lf_b
         }
         if (!a->n_tool_calls) continue;
         if (!lf_is_role(a->role, "assistant")) {
-            lf_transcript_fail(errmsg, call_id, a->tool_calls[0].id, "message %zu: only an assistant message makes tool calls", i);
+            lf_transcript_fail(errmsg, call_id, a->tool_calls[0].id,
+                               "message %zu: tool call \"%.80s\" is not an assistant's: only an assistant message makes tool calls",
+                               i, a->tool_calls[0].id ? a->tool_calls[0].id : "");
             goto done;
         }
         for (k = 0; k < a->n_tool_calls; k++) {
