@@ -1364,6 +1364,21 @@ static void test_stream_openai(void)
     CHECK_BUF(s.answer.tool_calls[2].arguments, "{\"x\":\"\xE2\x82\xAC\"}");
     lf_stream_free(&s);
 
+    /* More calls than any answer holds: a malformed stream. */
+    lf_stream_init(&s, LF_API_OPENAI);
+    {
+        char data[256];
+        int i, rc = LF_STREAM_CONTINUE;
+
+        for (i = 0; i < 1100 && rc == LF_STREAM_CONTINUE; i++) {
+            snprintf(data, sizeof data, OAI("{\"tool_calls\":[{\"index\":%d,\"id\":\"c%d\",\"function\":{\"name\":\"w\"}}]}", "null"), i, i);
+            rc = sev(&s, data, NULL);
+        }
+        LF_CHECK_INT(rc, LF_STREAM_INVALID);
+        LF_CHECK_INT(i, 1025);
+    }
+    lf_stream_free(&s);
+
     /* Cut in the middle of a call: nothing, and the stream is not complete. */
     lf_stream_init(&s, LF_API_OPENAI);
     LF_CHECK_INT(sev(&s, OAI("{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"w\",\"arguments\":\"{\\\"c\"}}]}", "null"), NULL), LF_STREAM_CONTINUE);

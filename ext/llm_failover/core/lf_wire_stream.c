@@ -77,8 +77,13 @@ static lf_answer_call *lf_stream_call(lf_stream_state *s, long key)
     return NULL;
 }
 
+/* Far more calls than a model makes in one answer (OpenAI allows 128 tools):
+ * a stream past it is malformed, and each piece's lookup stays short. */
+#define LF_STREAM_MAX_CALLS 1024
+
 static lf_answer_call *lf_stream_new_call(lf_stream_state *s, long key)
 {
+    if (s->n_calls >= LF_STREAM_MAX_CALLS) return NULL;
     return lf_wire_call_push(&s->calls, &s->call_keys, &s->n_calls, &s->cap_calls, key);
 }
 
