@@ -148,6 +148,7 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
   end
 
   it_behaves_like "a half-open probe that a late failure leaves alone"
+  it_behaves_like "a breaker that every success resets"
 
   it "keeps answering while Redis is down (one warning), and shares again once it is back" do
     LlmFailover.configure { |c| c.circuit_cooldown = 60 }

@@ -63,12 +63,36 @@ module LlmFailover
         redis.call('DEL', KEYS[2])
         changed = 1
       end
-      if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[1]) then return {2, failures, changed, tonumber(ARGV[1])} end
       if ARGV[2] ~= '' and redis.call('GET', KEYS[2]) == ARGV[2] then
         redis.call('PEXPIRE', KEYS[2], ARGV[1])
         return {2, failures, changed, tonumber(ARGV[1])}
       end
+      -- a Retry-After that came in while half-open holds the next probe back
+      local untl = tonumber(st[3]) or 0
+      if now < untl then return {1, failures, changed, math.ceil((untl - now) * 1000)} end
+      if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[1]) then return {2, failures, changed, tonumber(ARGV[1])} end
       return {1, failures, changed, math.max(redis.call('PTTL', KEYS[2]), 1)}
+    LUA
+
+    # Mirrors lf_circuit_peek: ADMIT's answer, read-only (route 2: the probe is free,
+    # or the caller's token holds it). KEYS: circuit, probe. ARGV: the caller's token.
+    # Returns {route, failures, open_for}.
+    PEEK = <<~LUA
+      local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
+      local state, failures = st[1], tonumber(st[2]) or 0
+      if not state or state == 'closed' then return {0, failures, 0} end
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+      local untl = tonumber(st[3]) or 0
+      if state == 'open' then
+        if now < untl then return {1, failures, math.ceil((untl - now) * 1000)} end
+        return {2, failures, 0}
+      end
+      local holder = redis.call('GET', KEYS[2])
+      if holder and ARGV[1] ~= '' and holder == ARGV[1] then return {2, failures, 0} end
+      if now < untl then return {1, failures, math.ceil((untl - now) * 1000)} end
+      if holder then return {1, failures, math.max(redis.call('PTTL', KEYS[2]), 1)} end
+      return {2, failures, 0}
     LUA
 
     # The probe lock of a call that ended, when it is still its own. KEYS: probe.
@@ -106,8 +130,10 @@ module LlmFailover
       failures = failures + 1
       if state == 'half_open' then
         if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then
-          to, reason, untl = 'open', 'probe_failed', now + math.max(hold, cooldown)
+          to, reason, untl = 'open', 'probe_failed', math.max(untl, now + math.max(hold, cooldown))
           redis.call('DEL', KEYS[2])
+        elseif hold > 0 and now + hold > untl then
+          untl = now + hold -- another call's Retry-After: no next probe before it is over
         end
       elseif state == 'open' then
         if hold > 0 and now + hold > untl then untl = now + hold end
@@ -124,11 +150,13 @@ module LlmFailover
       redis.call('PEXPIRE', KEYS[1], ARGV[6])
       local open_for = 0
       if to == 'open' then open_for = math.max(math.ceil((untl - now) * 1000), 1) end
-      if to == 'half_open' then open_for = math.max(redis.call('PTTL', KEYS[2]), 0) end -- another's probe is out
+      if to == 'half_open' then -- another's probe is out, or a Retry-After holds the next back
+        open_for = math.max(redis.call('PTTL', KEYS[2]), math.ceil((untl - now) * 1000), 0)
+      end
       return {state, to, reason, failures, open_for}
     LUA
 
-    SCRIPTS = { admit: ADMIT, record: RECORD, release: RELEASE }.freeze
+    SCRIPTS = { admit: ADMIT, peek: PEEK, record: RECORD, release: RELEASE }.freeze
     SHAS = SCRIPTS.transform_values { |src| Digest::SHA1.hexdigest(src) }.freeze
 
     attr_reader :namespace
@@ -166,6 +194,20 @@ module LlmFailover
         replies.each_with_index.map do |(route, failures, changed, open_for), i|
           @fallback.adopt(keys[i], failures, open_for / 1000.0)
           [route, failures, changed == 1 ? %i[open half_open cooldown_elapsed] : nil]
+        end
+      end
+    end
+
+    # ADMIT's answer without taking a probe or moving a circuit (read-only).
+    def peek(keys, token = nil)
+      token = token.to_s
+      shared(:peek, keys, token) do |redis|
+        replies = redis.pipelined do |p|
+          keys.each { |key| p.call("EVALSHA", SHAS[:peek], 2, circuit_key(key), probe_key(key), token) }
+        end
+        replies.each_with_index.map do |(route, failures, open_for), i|
+          @fallback.adopt(keys[i], failures, open_for / 1000.0)
+          [route, failures, nil]
         end
       end
     end
