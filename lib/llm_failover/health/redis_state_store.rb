@@ -2,7 +2,9 @@
 
 require "digest/sha1"
 require "set"
-require "llm_failover/quota_counters/in_redis"
+require_relative "../errors"
+require_relative "../quota/quota_counters/in_redis"
+require_relative "memory_state_store"
 
 begin
   require "redis-client"
