@@ -66,6 +66,25 @@ RSpec.shared_examples "a breaker that every success resets" do
     slow&.join
   end
 
+  it "closes a circuit that opened meanwhile on a late success whose call knew of no failure" do
+    LlmFailover.configure do |c|
+      c.circuit_threshold = 2
+      c.circuit_cooldown = 60
+    end
+    backup.default = { text: "backup" }
+    primary.enqueue({ text: "late but whole", delay_headers: SpecTime.scaled(1.5) })
+    primary.default = { error: :unavailable }
+    late = Thread.new { failover_chat.ask("slow") }
+    wait_for { primary.request_count == 1 }
+    2.times { expect(failover_chat.ask("fails over").provider).to eq(:anthropic) }
+    expect(circuit_of("gpt-4o")).to include(state: :open)
+    expect(late).to be_alive # the premise: it began before any failure and is still under way
+    expect(late.value.provider).to eq(:openai)
+    expect(circuit_of("gpt-4o")).to include(state: :closed, failures: 0)
+  ensure
+    late&.join
+  end
+
   it "takes a recovering backup's probe only when the call sends to it" do
     LlmFailover.configure do |c|
       c.circuit_threshold = 1
