@@ -902,9 +902,8 @@ static double breaker_now = 1000;
 static int breaker_health(void *ud, size_t n, lf_health *out)
 {
     size_t i;
-    lf_circuit_change chg;
     for (i = 0; i < n; i++) {
-        out[i].route = lf_circuit_admit(&breaker_circuits[i], breaker_now, 60, &chg);
+        out[i].route = lf_circuit_peek(&breaker_circuits[i], breaker_now); /* admit takes a probe */
         out[i].failures = breaker_circuits[i].failures;
     }
     return 0;
@@ -1006,7 +1005,7 @@ static void test_breaker_opens_mid_call_then_skips(void)
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
-    LF_CHECK_INT(breaker_reports, 2); /* the backup's success had nothing to report */
+    LF_CHECK_INT(breaker_reports, 3); /* two failures, and the backup's success */
 
     LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
@@ -1017,7 +1016,7 @@ static void test_breaker_opens_mid_call_then_skips(void)
     LF_CHECK_INT(f.srv[0].served, 2);
 }
 
-/* Healthy circuits: every target sends, a success has nothing to report,
+/* Every success is reported, so that failures the store knew of start over;
  * counted failures are reported and open the circuit. A breaker is health
  * and report together: one without the other is a bad argument. */
 static void test_breaker_healthy_then_counted(void)
@@ -1033,15 +1032,17 @@ static void test_breaker_healthy_then_counted(void)
     f.srv[1].n_script = 1;
     fixture_serve(&f, 0);
     fixture_serve(&f, 1);
+    breaker_circuits[0].failures = 1; /* other calls' failure: this call's success resets it */
     LF_CHECK_INT(fixture_run(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
-    LF_CHECK_INT(breaker_reports, 0);
+    LF_CHECK_INT(breaker_reports, 1);
+    LF_CHECK_INT(breaker_circuits[0].failures, 0);
 
     LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
-    LF_CHECK_INT(breaker_reports, 2);
+    LF_CHECK_INT(breaker_reports, 4);
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
 
     f.l.health = NULL;
@@ -1082,6 +1083,41 @@ static void test_breaker_probe_and_every_target_open(void)
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:ok|");
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_CLOSED);
     fixture_free(&f);
+}
+
+/* The backup is past its cooldown (its probe free) and the primary answers:
+ * the call never takes the backup's probe, so other calls may. */
+static void test_breaker_backup_probe_taken_only_when_sent(void)
+{
+    fixture f;
+    lf_circuit_change chg;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    lf_circuit_record(&breaker_circuits[1], &(lf_circuit_rules){ .threshold = 1, .cooldown = 60 },
+                      &(lf_circuit_outcome){ .now = 1000 }, &chg);
+    breaker_now = 1061;
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].script[1] = UNAUTHORIZED;
+    f.srv[0].n_script = 2;
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
+    LF_CHECK_INT(breaker_admits, 0);
+    LF_CHECK_INT(breaker_circuits[1].state, LF_CIRCUIT_OPEN);
+    LF_CHECK(breaker_circuits[1].probe_until == 0);
+
+    /* the primary's 503s send the next call to the backup: it takes the probe then */
+    breaker_threshold = 1;
+    f.srv[0].script[1] = UNAVAILABLE;
+    LF_CHECK_INT(fixture_rerun(&f, 2), 0);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t1:ok|");
+    LF_CHECK_INT(breaker_admits, 1);
+    LF_CHECK_INT(breaker_circuits[1].state, LF_CIRCUIT_CLOSED);
+    fixture_free(&f);
+    breaker_threshold = 2;
 }
 
 /* A deterministic 4xx never counts; the open backup gets a skip record only
@@ -1137,6 +1173,7 @@ int main(void)
         LF_RUN(test_breaker_healthy_then_counted);
         LF_RUN(test_breaker_probe_and_every_target_open);
         LF_RUN(test_breaker_ignores_4xx);
+        LF_RUN(test_breaker_backup_probe_taken_only_when_sent);
         LF_RUN(test_breaker_retry_asks_again);
     }
     curl_global_cleanup();

@@ -192,8 +192,10 @@ static int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
 
     if (c->stopped || !c->breaker) return 0;
     counted = !a->success && lf_circuit_counts(a->verdict.kind);
-    /* A success is news only where the store knew of failures or an open circuit. */
-    if (counted || (a->success && (h->failures > 0 || h->route != LF_ROUTE_SEND))) {
+    /* Every success, whatever the store said when the call began: a slow
+     * answer started before other calls' failures still resets their count,
+     * and closes a circuit they opened meanwhile. */
+    if (counted || a->success) {
         double hold = counted ? lf_circuit_hold(a->verdict.kind, a->retry_after, c->pol->backoff.max_interval) : 0;
         lf_circuit_report r = {
             .target = a->target_index,
@@ -324,7 +326,10 @@ static void lf_try_targets(lf_call *c, size_t first, lf_health *health, lf_outco
     size_t ti;
 
     for (ti = first; ti < c->n_targets; ti++) {
-        if (ti > first && health[ti].route != LF_ROUTE_SKIP && lf_readmit(c, (int)ti, health) != 0) {
+        /* health only told which probe is free: the call takes a probe when
+         * it sends to that target, not before (its primary may answer). */
+        if (((ti > first && health[ti].route != LF_ROUTE_SKIP) || health[ti].route == LF_ROUTE_PROBE) &&
+            lf_readmit(c, (int)ti, health) != 0) {
             lf_stopped(o);
             return;
         }
