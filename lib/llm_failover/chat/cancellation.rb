@@ -59,9 +59,10 @@ module LlmFailover
       self
     end
 
-    # An attribute reader: the streamed path reads it twice per chunk (Call#on_chunk).
-    attr_reader :requested
-    alias cancelled? requested
+    # Whether #cancel! was called.
+    def cancelled?
+      @requested
+    end
 
     # Runs the block (the call's Engine#run) so that #cancel! stops it.
     # @return [Object, nil] the block's value; nil when the call was cancelled (its

@@ -38,17 +38,6 @@ module LlmFailover
       freeze
     end
 
-    # @api private: the Reply to the engine's result Hash (Engine#run), +content+ as
-    # the user gets it (placeholders restored). One per call:
-    # through #new's keywords a Reply cost ~16k instructions, which the speed guard
-    # (bench/README.md: chat.ask within 2x the libcurl floor) cannot spare.
-    def self.from_engine(result, content, provider, request_id, attempts, streamed, chunk_count, json = nil)
-      reply = allocate
-      reply.__send__(:take_engine_result, result, content, provider, request_id, attempts, streamed, chunk_count,
-                     json)
-      reply
-    end
-
     # @return [Hash, nil] with JSON mode or a schema, the answer's object (checked by
     #   the engine; content is its text as the provider sent it); nil for text
     def json
@@ -84,28 +73,6 @@ module LlmFailover
     def inspect
       "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
         "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?}#{' cancelled' if cancelled?} request_id=#{request_id}>"
-    end
-  
-    private
-
-    def take_engine_result(result, content, provider, request_id, attempts, streamed, chunk_count, json)
-      @content = content
-      @model = result[:model]
-      @provider = provider
-      @input_tokens = result[:input_tokens]
-      @output_tokens = result[:output_tokens]
-      @request_id = request_id
-      @attempts = attempts
-      # A backup the quota picked first is not a failover: nothing failed.
-      @failover = result[:target] != result[:first_target]
-      @finish_reason = result[:finish_reason]
-      @provider_request_id = result[:provider_request_id]
-      @streamed = streamed
-      @chunk_count = chunk_count
-      @cached = false
-      @cancelled = false
-      @json = json
-      freeze
     end
   end
 end
