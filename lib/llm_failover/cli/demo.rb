@@ -3,6 +3,8 @@
 require_relative "../../llm_failover"
 require_relative "../testing"
 require_relative "../cli"
+require_relative "attempts_table"
+require_relative "style"
 
 module LlmFailover
   # `llm_failover demo`: one failover, end to end, with no keys and no network.
