@@ -13,9 +13,8 @@ module LlmFailover
   # done. Running Ruby code inside the call (the store, the sinks, the user's block),
   # the thread is never cut: the listener reads the flag when that code returns to
   # the engine.
-  # Nothing is raised into the thread from outside, so no interrupt mask is needed
-  # (Thread.handle_interrupt, ~4k instructions each, cost ~16k per call and ~4k per
-  # streamed chunk: bench/README.md).
+  # Nothing is raised into the thread from outside, so no interrupt mask
+  # (Thread.handle_interrupt) is needed around the store, the sinks or the block.
   #
   # Under a Fiber scheduler the thread runs other fibers too, so it is not woken.
   # The call's wake_io (a pipe's read end) is watched by the engine beside the

@@ -223,7 +223,8 @@ module LlmFailover
                       targets: engine_targets, messages: messages, temperature: temperature, max_tokens: max_tokens,
                       feature: @options.feature, quota: quota, block: block)
       call.answer_format = format
-      call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens, format)
+      request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
+      call.response_cache = response_cache(cache, quota: quota, request: request, max_tokens: max_tokens)
       call.scrubbing = scrubbing
       call.quota_reservation = reservation
       cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval)
@@ -248,14 +249,14 @@ module LlmFailover
     # ModelPicker). An answer is written under the key of the target that produced it
     # (see Call), so a backup's answer never serves a later call to the primary, which
     # may be healthy again by then.
-    def response_cache(cache, quota, messages, temperature, max_tokens, format)
+    def response_cache(cache, quota:, request:, max_tokens:)
       store = cache == true ? @config.cache : cache
       return nil unless store
 
       lookup = backup_first?(quota) ? [@primary_target, @backup_target] : [@primary_target]
       ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger,
                         namespace: @options.cache_namespace,
-                        request: [messages, temperature&.to_f, max_tokens, format&.cache_key], lookup: lookup,
+                        request: request, lookup: lookup,
                         max_tokens: max_tokens)
     end
 

@@ -27,8 +27,7 @@ module LlmFailover
     end
 
     # Engine#run's :circuit: :report alone while the store says it knows no failure
-    # (quiet?), so the call skips asking for health (~6k instructions per call,
-    # bench/README.md); true otherwise (circuit_health first, then circuit_report).
+    # (quiet?), so the call skips asking for health; true otherwise (circuit_health first, then circuit_report).
     def engine_mode
       store = @config.state_store
       store.respond_to?(:quiet?) && store.quiet? ? :report : true
