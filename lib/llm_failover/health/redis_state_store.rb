@@ -4,6 +4,7 @@ require "digest/sha1"
 require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
 require_relative "memory_state_store"
+require_relative "../config/provider_config" # ProviderConfig.shown_url
 
 begin
   require "redis-client"
@@ -236,7 +237,7 @@ module LlmFailover
     end
 
     def inspect
-      "#<#{self.class.name} #{@config.server_url.sub(%r{//[^@/]*@}, '//[REDACTED]@')} namespace=#{@namespace.inspect}>"
+      "#<#{self.class.name} #{ProviderConfig.shown_url(@config.server_url)} namespace=#{@namespace.inspect}>"
     end
 
     private
