@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../records/warnings"
+
 module LlmFailover
   # Stops one running call from another thread (Chat#cancel!) or another process
   # (a chat record's cancel_requested_at column, polled by the process's
@@ -34,9 +36,11 @@ module LlmFailover
     #   (truthy cancels it). An object with #watch(cancellation, interval:) arranges for
     #   cancellation.cancel! itself and returns what #stop ends, or nil (a chat record's
     #   CancelRequest: one watcher thread per process for every such call).
-    def initialize(check: nil, interval: 0.2)
+    # @param logger [#warn, nil] where a raising check is reported (the chat's)
+    def initialize(check: nil, interval: 0.2, logger: nil)
       @check = check
       @interval = interval
+      @logger = logger
       @lock = Mutex.new
       @requested = false
       @thread = nil
@@ -125,15 +129,16 @@ module LlmFailover
     def start_watch
       return @check.watch(self, interval: @interval) if @check.respond_to?(:watch)
 
-      Poller.new(@check, self, @interval)
+      Poller.new(@check, self, @interval, @logger)
     end
 
     # A callable check's thread: polls it until the call ends. It is stopped by a flag,
     # never killed: a thread killed inside a query would hand a broken connection back
     # to its pool.
     class Poller
-      def initialize(check, cancellation, interval)
+      def initialize(check, cancellation, interval, logger)
         @check = check
+        @logger = logger
         @cancellation = cancellation
         @interval = interval
         @lock = Mutex.new
@@ -172,7 +177,7 @@ module LlmFailover
       rescue StandardError => e
         unless @warned
           @warned = true
-          Kernel.warn("llm_failover: the cancel check raised #{e.class}: #{e.message} (the call goes on)")
+          Warnings.warn("the cancel check raised #{e.class}: #{e.message} (the call goes on)", logger: @logger)
         end
         false
       end

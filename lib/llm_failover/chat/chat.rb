@@ -15,6 +15,7 @@ require_relative "idempotency"
 require_relative "memory_store"
 require_relative "model_name"
 require_relative "text"
+require_relative "../records/warnings"
 
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
@@ -227,7 +228,8 @@ module LlmFailover
       call.response_cache = response_cache(cache, quota: quota, request: request, max_tokens: max_tokens)
       call.scrubbing = scrubbing
       call.quota_reservation = reservation
-      cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval)
+      cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
+                                      logger: @config.logger)
       call.cancellation = cancellation
       @running_lock.synchronize { @running << cancellation }
       begin
@@ -339,8 +341,7 @@ module LlmFailover
     end
 
     def warn_config(message)
-      message = "llm_failover: #{message}"
-      @config.logger ? @config.logger.warn(message) : Kernel.warn(message)
+      Warnings.warn(message, logger: @config.logger)
     end
   end
 end

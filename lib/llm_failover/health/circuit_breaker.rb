@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "circuit_event"
+require_relative "../records/warnings"
 
 module LlmFailover
   # One call's side of the circuit breaker: asks the state store for the health of
@@ -134,11 +135,7 @@ module LlmFailover
     end
 
     def warn(message)
-      message = "llm_failover: #{message}"
-      logger = @config.logger
-      logger ? logger.warn(message) : Kernel.warn(message)
-    rescue StandardError
-      nil
+      Warnings.warn(message, logger: @config.logger)
     end
   end
 end
