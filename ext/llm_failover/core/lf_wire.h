@@ -65,6 +65,11 @@ const char *lf_wire_path(lf_api api);
  * Returns 0, or -1 on bad params (errmsg filled when non-NULL). */
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
 
+/* 1 when the +len+ bytes at +name+ are what both providers accept as a schema's
+ * (OpenAI) or a tool's (Anthropic) name: 1 to 64 of A-Z a-z 0-9 _ -. The one owner
+ * of that rule: AnswerFormat asks it before any call (AnswerFormat.__name_ok?). */
+int lf_wire_name_ok(const char *name, size_t len);
+
 typedef struct lf_wire_error {
     lf_buf type;     /* error.type (OpenAI, Anthropic) or error.status (Gemini) */
     lf_buf code;     /* error.code, numbers written as decimal text */

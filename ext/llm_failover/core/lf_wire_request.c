@@ -53,13 +53,12 @@ static lf_role lf_wire_role(const char *role)
     return LF_ROLE_UNKNOWN;
 }
 
-/* What both providers accept as a schema's (OpenAI) or a tool's (Anthropic) name. */
-static int lf_wire_tool_name_ok(const char *name)
+int lf_wire_name_ok(const char *name, size_t len)
 {
-    size_t i, n = strlen(name);
+    size_t i;
 
-    if (n < 1 || n > 64) return 0;
-    for (i = 0; i < n; i++) {
+    if (!name || len < 1 || len > 64) return 0;
+    for (i = 0; i < len; i++) {
         char c = name[i];
 
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
@@ -124,7 +123,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "the request has no messages");
         return -1;
     }
-    if (p->schema_name && !lf_wire_tool_name_ok(p->schema_name)) {
+    if (p->schema_name && !lf_wire_name_ok(p->schema_name, strlen(p->schema_name))) {
         lf_wire_fail(errmsg, "schema name \"%.64s\" is not 1 to 64 of A-Z a-z 0-9 _ -", p->schema_name);
         return -1;
     }
