@@ -16,6 +16,7 @@ require_relative "memory_store"
 require_relative "model_name"
 require_relative "text"
 require_relative "../records/warnings"
+require_relative "target"
 
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
@@ -183,8 +184,8 @@ module LlmFailover
     end
 
     def inspect
-      backup = backup? ? " backup=#{@backup_provider}/#{@backup_model}" : ""
-      "#<#{self.class.name} #{@provider}/#{@model}#{backup} feature=#{@options.feature.inspect} " \
+      backup = backup? ? " backup=#{Target.label(@backup_provider, @backup_model)}" : ""
+      "#<#{self.class.name} #{Target.label(@provider, @model)}#{backup} feature=#{@options.feature.inspect} " \
         "quota=#{@options.quota.inspect} store=#{@options.store.class.name}>"
     end
     alias to_s inspect

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "target"
+
 module LlmFailover
   # One streamed piece of an answer, handed to the block of Chat#ask / #complete.
   #
@@ -37,7 +39,7 @@ module LlmFailover
     end
 
     def inspect
-      "#<LlmFailover::Chunk #{reset? ? 'RESET' : content.inspect} #{provider}/#{model} ##{index}>"
+      "#<LlmFailover::Chunk #{reset? ? 'RESET' : content.inspect} #{Target.label(provider, model)} ##{index}>"
     end
   end
 end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "target"
+
 module LlmFailover
   # The answer to one logical call, and who really gave it.
   class Reply
@@ -71,7 +73,7 @@ module LlmFailover
     end
 
     def inspect
-      "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
+      "#<#{self.class.name} #{Target.label(provider, model)} #{content.length} chars " \
         "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?}#{' cancelled' if cancelled?} request_id=#{request_id}>"
     end
   end

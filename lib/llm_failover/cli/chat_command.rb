@@ -6,6 +6,7 @@ require_relative "usage_error"
 require_relative "attempts_table"
 require_relative "stream_printer"
 require_relative "../chat/model_name"
+require_relative "../chat/target"
 
 module LlmFailover
   class CLI
@@ -185,7 +186,7 @@ module LlmFailover
       end
 
       def summary(reply)
-        "answered by #{reply.provider}/#{reply.model} after #{plural(reply.attempts.size, 'attempt')}, " \
+        "answered by #{Target.label(reply.provider, reply.model)} after #{plural(reply.attempts.size, 'attempt')}, " \
           "failover: #{reply.failover? ? 'yes' : 'no'} " \
           "(tokens: #{reply.input_tokens || '?'} in, #{reply.output_tokens || '?'} out)"
       end

@@ -2,6 +2,7 @@
 
 require "json"
 require "time"
+require_relative "../chat/target"
 
 module LlmFailover
   # One HTTP attempt of a logical call (retries and failover included). Every attempt
@@ -114,7 +115,7 @@ module LlmFailover
     def inspect
       outcome = success? ? (cached? ? "cached" : "ok") : "#{error_class}#{" #{http_status}" if http_status}"
       outcome += " skipped" if skipped?
-      "#<#{self.class.name} #{request_id} ##{attempt} #{provider}/#{model} #{outcome}>"
+      "#<#{self.class.name} #{request_id} ##{attempt} #{Target.label(provider, model)} #{outcome}>"
     end
   end
 end

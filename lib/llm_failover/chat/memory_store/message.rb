@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../target"
+
 module LlmFailover
   class MemoryStore
     # A stored message. Only the store mutates it.
@@ -47,7 +49,7 @@ module LlmFailover
 
       def inspect
         "#<#{self.class.name} #{role} #{status} #{content.to_s[0, 40].inspect}" \
-          "#{" #{provider}/#{model}" if model}>"
+          "#{" #{Target.label(provider, model)}" if model}>"
       end
     end
   end
