@@ -393,8 +393,8 @@ RSpec.describe "Retries and failover" do
       backup.enqueue({ text: "from claude", model: "claude-sonnet-4-6-20260101", usage: { input: 7, output: 3 } })
       reply = failover_chat(max_retries: 1).ask("Hi")
 
-      expect([reply.model, reply.provider, reply.input_tokens, reply.output_tokens])
-        .to eq(["claude-sonnet-4-6-20260101", :anthropic, 7, 3])
+      expect([reply.model, reply.response_model, reply.provider, reply.input_tokens, reply.output_tokens])
+        .to eq(["claude-sonnet-4-6", "claude-sonnet-4-6-20260101", :anthropic, 7, 3])
       expect(reply.attempts.map(&:attempt)).to eq([1, 2, 3])
       expect(reply.attempts.map(&:provider)).to eq(%i[openai openai anthropic])
       expect(reply.attempts.map(&:model)).to eq(["gpt-4o", "gpt-4o", "claude-sonnet-4-6"])

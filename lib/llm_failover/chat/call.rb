@@ -225,7 +225,7 @@ module LlmFailover
       if failover
         log(:info, "answered by #{target.label} after failing over from #{@targets[result[:first_target]].label}")
       end
-      Reply.new(content: content, model: result[:model], provider: target.name,
+      Reply.new(content: content, model: target.model, response_model: result[:model], provider: target.name,
                 input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
                 request_id: @request_id, attempts: @records.to_a, failover: failover,
                 finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
@@ -241,17 +241,19 @@ module LlmFailover
       started_at = Time.now
       provider = cached.provider
       content = restored(cached.content)
+      model = cached.requested_model || cached.model # entries written before requested_model was kept
       begin
-        @delivery.whole(content, model: cached.model, provider: provider)
+        @delivery.whole(content, model: model, stored_model: cached.model, provider: provider)
         @delivery.finish(0, content: content, model: cached.model, provider: provider, input_tokens: 0,
                             output_tokens: 0)
       ensure
         @delivery.mark_failed(0, named: false) # a no-op once finished
       end
-      @records.cache_hit(provider: provider, model: cached.requested_model || cached.model,
+      @records.cache_hit(provider: provider, model: model,
                          latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0,
                          started_at: started_at, provider_request_id: cached.provider_request_id)
-      Reply.new(content: content, model: cached.model, provider: provider, input_tokens: 0, output_tokens: 0,
+      Reply.new(content: content, model: model, response_model: cached.model, provider: provider,
+                input_tokens: 0, output_tokens: 0,
                 request_id: @request_id, attempts: @records.to_a, failover: false,
                 finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
                 streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, cached: true,

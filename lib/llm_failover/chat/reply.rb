@@ -7,8 +7,12 @@ module LlmFailover
   class Reply
     # @return [String] the full answer text
     attr_reader :content
-    # @return [String] the model the provider says answered
+    # @return [String] the model asked of the target that answered: what "model" means
+    #   on chunks and attempt records too (the backup's model after a failover)
     attr_reader :model
+    # @return [String, nil] the model the provider says answered (often a dated
+    #   snapshot of #model, e.g. "gpt-4o-2024-08-06"); nil when no answer came
+    attr_reader :response_model
     # @return [Symbol] the configured provider name that answered
     attr_reader :provider
     attr_reader :input_tokens, :output_tokens, :finish_reason, :provider_request_id
@@ -21,9 +25,10 @@ module LlmFailover
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
-                   cached: false, cancelled: false, json: nil)
+                   cached: false, cancelled: false, json: nil, response_model: nil)
       @content = content
       @model = model
+      @response_model = response_model
       @provider = provider
       @input_tokens = input_tokens
       @output_tokens = output_tokens

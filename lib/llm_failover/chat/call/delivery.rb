@@ -60,8 +60,9 @@ module LlmFailover
 
       # A whole answer at once (the response cache's): to a block in word-sized
       # chunks, as a streamed one would come; without one, to the store in one piece.
-      def whole(content, model:, provider:)
-        @message = @store.start_assistant(model: model, provider: provider.name)
+      # +model+ is the model asked (the chunks'), +stored_model+ the one the store records.
+      def whole(content, model:, stored_model:, provider:)
+        @message = @store.start_assistant(model: stored_model, provider: provider.name)
         return @store.append_assistant(@message, content) unless @block
 
         ResponseCache.chunks(content).each do |text|
