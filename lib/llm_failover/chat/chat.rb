@@ -4,8 +4,6 @@ require_relative "../errors"
 require_relative "../cache/response_cache"
 require_relative "../quota/model_picker"
 require_relative "../quota/quota"
-require_relative "../quota/quota_reservation"
-require_relative "../quota/quota_window"
 require_relative "../scrubber/scrubber"
 require_relative "answer_format"
 require_relative "call"
@@ -219,8 +217,8 @@ module LlmFailover
       # hashes: scrubbed when a scrubber is configured.
       scrubbing = scrub_session
       messages.each { |m| m[1] = scrubbing.scrub(m[1]) } if scrubbing
-      reservation = quota_reservation
-      quota = reservation ? reservation.reserve : quota_figures
+      reservation = @options.quota_reservation(@config.state_store)
+      quota = reservation ? reservation.reserve : @options.quota_figures
       call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
                       targets: engine_targets, messages: messages, temperature: temperature, max_tokens: max_tokens,
                       feature: @options.feature, quota: quota, block: block)
@@ -276,33 +274,6 @@ module LlmFailover
     # where to start from the quota.
     def engine_targets
       @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
-    end
-
-    # What the engine picks from, read just before the call. Without a limit (nil or
-    # 0, which means unlimited) there is nothing to pick: quota_used is not even asked.
-    def quota_figures
-      return nil if @options.quota.nil? || @options.quota.zero?
-
-      quota = Quota.new(limit: @options.quota, used: quota_used_now) # its own checks of the figures
-      { limit: quota.limit, used: quota.used, enforce: @options.enforce_quota }
-    end
-
-    # A shared quota (quota_key:) is counted in the state store: one reservation per
-    # call. Without a limit (nil or 0) nothing is reserved.
-    def quota_reservation
-      return nil if @options.quota_key.nil? || @options.quota.nil? || @options.quota.zero?
-
-      QuotaReservation.new(store: @config.state_store, key: @options.quota_key, limit: @options.quota,
-                           window: @options.quota_window, by: @options.quota_by, enforce: @options.enforce_quota)
-    end
-
-    def quota_used_now
-      used = @options.quota_used.respond_to?(:call) ? @options.quota_used.call : @options.quota_used
-      unless used.is_a?(Numeric) && used.real?
-        raise ConfigurationError, "quota_used must give a number, got #{used.inspect}"
-      end
-
-      used
     end
 
     def set_primary(model, provider)

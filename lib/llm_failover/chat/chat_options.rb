@@ -1,12 +1,15 @@
 # frozen_string_literal: true
 
 require_relative "../errors"
+require_relative "../quota/quota"
+require_relative "../quota/quota_reservation"
 require_relative "../quota/quota_window"
 
 module LlmFailover
   class Chat
     # The options of one chat (the keywords of LlmFailover.chat other than the targets),
-    # each checked once, so that a bad value raises before anything is stored. Frozen:
+    # each checked once, so that a bad value raises before anything is stored; and what
+    # a call reads of its quota options. Frozen:
     # Chat#with_temperature and #with_max_tokens make a copy (#with). The checks of
     # what #ask and #complete take per call are the class methods.
     #
@@ -48,6 +51,27 @@ module LlmFailover
         copy = dup
         copy.sampling(self.class.temperature(temperature), self.class.max_tokens(max_tokens))
         copy.freeze
+      end
+
+      # What the engine picks the first target from, read just before the call. Without
+      # a limit (nil or 0, which means unlimited) there is nothing to pick: quota_used is
+      # not even asked.
+      # @return [Hash, nil] { limit:, used:, enforce: }
+      def quota_figures
+        return nil if @quota.nil? || @quota.zero?
+
+        quota = Quota.new(limit: @quota, used: quota_used_now) # its own checks of the figures
+        { limit: quota.limit, used: quota.used, enforce: @enforce_quota }
+      end
+
+      # A shared quota (quota_key:) is counted in the state store: one reservation per
+      # call. Without a limit (nil or 0) nothing is reserved.
+      # @return [QuotaReservation, nil]
+      def quota_reservation(state_store)
+        return nil if @quota_key.nil? || @quota.nil? || @quota.zero?
+
+        QuotaReservation.new(store: state_store, key: @quota_key, limit: @quota, window: @quota_window,
+                             by: @quota_by, enforce: @enforce_quota)
       end
 
       class << self
@@ -144,6 +168,13 @@ module LlmFailover
       end
 
       private
+
+      def quota_used_now
+        used = @quota_used.respond_to?(:call) ? @quota_used.call : @quota_used
+        raise ConfigurationError, "quota_used must give a number, got #{used.inspect}" unless used.is_a?(Numeric) && used.real?
+
+        used
+      end
 
       # A shared quota (quota_key:) is counted in the state store, which must keep
       # quota counters; quota_used: would be a second count.
