@@ -15,6 +15,14 @@ module LlmFailover
     # @return [String, nil]
     attr_reader :schema_name
 
+    # @api private: whether both providers accept +name+ for a schema or a tool (1 to
+    # 64 of A-Z a-z 0-9 _ -). The wire layer's rule (lf_wire_name_ok), asked here so
+    # that a bad name fails where it is given, before any call; Tool asks it too.
+    # @param name [String]
+    def self.name_ok?(name)
+      __name_ok?(name)
+    end
+
     # @return [AnswerFormat] one JSON object, any shape
     def self.json_mode
       JSON_MODE
@@ -27,8 +35,7 @@ module LlmFailover
       raise ArgumentError, "the schema must be a Hash, got #{schema.class}" unless schema.is_a?(Hash)
 
       name = name.to_s if name.is_a?(Symbol)
-      # The wire layer's rule (lf_wire_name_ok), asked here so that it fails before any call.
-      unless name.is_a?(String) && __name_ok?(name)
+      unless name.is_a?(String) && name_ok?(name)
         raise ArgumentError, "the schema name must be 1 to 64 of A-Z a-z 0-9 _ -, got #{name.inspect}"
       end
 
