@@ -76,7 +76,7 @@ module LlmFailover
           end
         end
       rescue ::ActiveRecord::ActiveRecordError => e
-        Kernel.warn("llm_failover: could not settle abandoned assistant messages: #{e.class}: #{e.message}")
+        Warnings.warn("could not settle abandoned assistant messages: #{e.class}: #{e.message}")
         0
       end
 
