@@ -2,6 +2,7 @@
 
 require "llm_failover/llm_failover" # Circuit and its route codes (the C core's)
 require_relative "circuit_event"
+require_relative "../records/warnings"
 
 module LlmFailover
   # One call's side of the circuit breaker: asks the state store for the health of
@@ -131,11 +132,7 @@ module LlmFailover
     end
 
     def warn(message)
-      message = "llm_failover: #{message}"
-      logger = @config.logger
-      logger ? logger.warn(message) : Kernel.warn(message)
-    rescue StandardError
-      nil
+      Warnings.warn(message, logger: @config.logger)
     end
   end
 end
