@@ -374,7 +374,7 @@ module LlmFailover
         raise ConfigurationError, "feature must be a String, got #{feature.class}"
       end
 
-      feature.to_s.dup.freeze
+      option_text(feature.to_s, "feature")
     end
 
     # true: the configured cache; false: none; or a store for this chat alone.
@@ -391,7 +391,16 @@ module LlmFailover
         raise ConfigurationError, "cache_namespace must be a non-empty String, got #{value.inspect}"
       end
 
-      value.to_s.dup.freeze
+      option_text(value.to_s, "cache_namespace")
+    end
+
+    # A name that goes into keys, records and log lines as text: Rack gives header
+    # values as binary, read here as UTF-8 (anything else converted), so that no
+    # serialisation fails later, after the prompt was stored.
+    def option_text(value, name)
+      Text.utf8(value, name).dup.freeze
+    rescue ArgumentError => e
+      raise ConfigurationError, e.message
     end
 
     def validate_temperature(value)
