@@ -61,3 +61,84 @@ RSpec.describe "Hardening: chat options that become keys and records" do
     expect(JSON.parse(log.string.lines.grep(/request_id/).last[/\{.*\}/])["feature"]).to eq("résumé")
   end
 end
+
+RSpec.describe "Hardening: JSON answers" do
+  include_context "with fake providers"
+
+  before { LlmFailover.configure { |c| c.max_retries = 0 } }
+
+  it "takes exactly the objects a strict JSON reader takes: one rule, in the answer check" do
+    texts = ['{"x": NaN}', '{"x": Infinity}', '{"x": -Infinity}', "{'x': 1}", %({"x": "a\tb"}), %({"x": "a\nb"}),
+             '{"x": "\ud800"}', '{"x": "\udc00 "}', '{"x": 5.}', '{"x": .5}', '{"x": 01}', '{"x": +1}', '{"x": 1,}',
+             '{"x": 1} // c', '{"x": "\ud83d\ude00"}', '{"x": 1e400}', '{"x": -0.5E-3}', '{"x": [true, false, null]}',
+             '{"x": "\u00e9\\u00e9\\/"}', '{"x": 12345678901234567890123}', '{"x": nulll}', '{"x": tru}']
+    verdicts = texts.map do |text|
+      strict = begin
+        JSON.parse(text)
+        true
+      rescue JSON::ParserError
+        false
+      end
+      [text, !LlmFailover::AnswerFormat.json_mode.check(text).nil?, strict]
+    end
+    expect(verdicts.reject { |_, checked, strict| checked == strict }).to eq([])
+  end
+
+  it "fails an attempt whose object holds NaN or Infinity over to the backup, and never caches it" do
+    LlmFailover.configure { |c| c.cache = LlmFailover::MemoryCache.new }
+    primary.enqueue({ text: '{"x": NaN}' }, { text: '{"x": Infinity}' })
+    backup.enqueue({ text: '{"x": 1}' })
+    reply = failover_chat.with_json_mode.ask("x")
+    expect(reply.json).to eq("x" => 1)
+    expect(reply.attempts.first.error_class).to eq("LlmFailover::InvalidResponseError")
+    expect(reply.attempts.first.error_message).to include("not standard JSON")
+
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai).with_json_mode
+    expect { chat.ask("y") }.to raise_error(LlmFailover::InvalidResponseError)
+    primary.enqueue({ text: '{"x": 2}' })
+    expect(chat.ask("y").json).to eq("x" => 2)
+    expect(primary.request_count).to eq(3)
+  end
+
+  it "gives integers beyond 64 bits exactly, from the answer, the cache and an idempotent replay" do
+    LlmFailover.configure { |c| c.cache = LlmFailover::MemoryCache.new }
+    big = 123_456_789_012_345_678_901_234_567_890
+    primary.enqueue({ text: %({"n": #{big}, "m": -#{big}}) })
+    chat = failover_chat.with_json_mode
+    expect(chat.ask("n?", idempotency_key: "k").json).to eq("n" => big, "m" => -big)
+    expect(failover_chat.with_json_mode.ask("n?").tap { |r| expect(r).to be_cached }.json).to eq("n" => big, "m" => -big)
+    expect(chat.ask("n?", idempotency_key: "k").json).to eq("n" => big, "m" => -big)
+    expect(primary.request_count).to eq(1)
+  end
+end
+
+RSpec.describe "Hardening: placeholders restored into a JSON answer" do
+  include_context "with fake providers"
+
+  # A custom rule whose value holds what JSON must escape: a quote, a backslash, a newline.
+  let(:secret) { "-----BEGIN KEY-----\nab\"c\\d\n-----END KEY-----" }
+  let(:scrubber) do
+    value = secret
+    Class.new do
+      define_method(:scrub) { |text| [text.gsub(value, "[KEY_1]"), text.include?(value) ? { "KEY_1" => value } : {}] }
+    end.new
+  end
+
+  before { LlmFailover.configure { |c| c.scrubber = scrubber } }
+
+  it "escapes the value, so content, the stored answer, reply.json and an idempotent replay agree" do
+    primary.enqueue({ text: '{"key": "[KEY_1]", "[KEY_1]": 1}' }, { text: '{"key": "[KEY_1]"}' })
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai).with_json_mode
+    reply = chat.ask("keep #{secret}", idempotency_key: "k1")
+    expect(primary.requests.first.body).not_to include("BEGIN KEY")
+    expect(reply.json).to eq("key" => secret, secret => 1)
+    expect(JSON.parse(reply.content)).to eq(reply.json)
+    expect(JSON.parse(chat.messages.last.content)).to eq(reply.json)
+    expect(chat.ask("keep #{secret}", idempotency_key: "k1").json).to eq(reply.json)
+
+    chunks, collect = collect_chunks
+    streamed = chat.ask("again #{secret}", &collect)
+    expect(chunks.map(&:content).join).to eq(streamed.content)
+    expect(JSON.parse(streamed.content)).to eq("key" => secret)
+  end
+end

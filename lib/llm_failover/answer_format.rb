@@ -53,16 +53,18 @@ module LlmFailover
       [true, @schema_name, @schema_json]
     end
 
-    # @param text [String] the checked object as strict JSON (the engine's :json)
+    # @param text [String] the checked object as the answer wrote it (the engine's
+    #   :json, or #check's), standard JSON by then
     # @return [Hash]
     def parse(text)
-      JSON.parse(text)
+      # The check took the last of two equal keys, as json-c does; JSON 3 would raise.
+      JSON.parse(text, allow_duplicate_key: true)
     end
 
     # The core's check of an answer's text, for an answer that comes back without a
     # call (an idempotent repeat returns the stored answer).
-    # @return [String, nil] the object as strict JSON (parse it with #parse), nil when
-    #   +text+ is not one JSON object or breaks the schema
+    # @return [String, nil] the object's text (parse it with #parse), nil when +text+
+    #   is not one standard JSON object or breaks the schema
     def check(text)
       AnswerFormat.__send__(:__check, text, @schema_json)
     end

@@ -21,10 +21,15 @@ module LlmFailover
     def scrubbing=(session)
       @scrubbing = session
       # A streamed answer may split a placeholder across deltas.
-      @restorer = session&.restoring? && @block ? session.stream : nil
+      @restorer = session&.restoring? && @block ? session.stream(json: !@answer_format.nil?) : nil
     end
     # @return [AnswerFormat, nil] JSON mode or a schema; nil for text
-    attr_accessor :answer_format
+    attr_reader :answer_format
+
+    def answer_format=(format)
+      @answer_format = format
+      self.scrubbing = @scrubbing if @scrubbing # a JSON answer restores escaped
+    end
 
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
@@ -224,8 +229,9 @@ module LlmFailover
     end
 
     # @return [String, nil] +text+ with the request's placeholders back to their values
+    #   (escaped for JSON in a JSON answer, so that it stays one)
     def restored(text)
-      @scrubbing ? @scrubbing.restore(text) : text
+      @scrubbing ? @scrubbing.restore(text, json: !@answer_format.nil?) : text
     end
 
     # The primary's requests (not a skip past an open circuit) keep the shared quota's
@@ -245,23 +251,12 @@ module LlmFailover
       @chunk_sources[target] = Chunk::Source.new(t.model, t.name, @request_id, false).freeze
     end
 
-    # reply.json: the checked object, its strings restored one by one (restoring the
-    # JSON text would break it where an original holds a quote).
+    # reply.json: the checked object's text as the answer wrote it, restored as
+    # reply.content is, so that both say the same.
     def parsed_json(json_text)
       return nil unless json_text && @answer_format
 
-      restore_strings(@answer_format.parse(json_text))
-    end
-
-    def restore_strings(value)
-      return value unless @scrubbing
-
-      case value
-      when String then restored(value)
-      when Array then value.map { |v| restore_strings(v) }
-      when Hash then value.to_h { |k, v| [restored(k), restore_strings(v)] }
-      else value
-      end
+      @answer_format.parse(restored(json_text))
     end
 
     # The stored assistant message, started by the first thing that needs it: a call

@@ -1,5 +1,5 @@
-/* What JSON mode and a schema ask of an answer's text: one JSON object
- * (alone, or inside one Markdown code fence), and for a schema, the checked
+/* What JSON mode and a schema ask of an answer's text: one standard JSON
+ * object (alone, or inside one Markdown code fence), and for a schema, the checked
  * subset of JSON Schema that OpenAI's strict mode allows:
  *   type (a name or an array of names), properties, required,
  *   additionalProperties (false, or a schema), items, enum, const, anyOf,
@@ -21,8 +21,9 @@
 json_object *lf_json_schema_parse(const char *text, size_t len, lf_buf *why);
 
 /* Checks an answer's text. On LF_JSON_ANSWER_OK json_out holds the object
- * as strict, compact JSON (json-c's writing of it, members in the answer's
- * order; a fence and surrounding whitespace gone); on
+ * as the answer wrote it (a fence and surrounding whitespace gone): standard
+ * JSON (RFC 8259: no NaN, Infinity, single quotes, raw control characters or
+ * unpaired surrogates), so any strict reader reads it, big integers intact; on
  * LF_JSON_ANSWER_BAD why says what is wrong, with a path like $.items[2].id.
  * schema may be NULL (JSON mode). Returns -1 when out of memory. */
 int lf_json_answer_check(const char *text, size_t len, json_object *schema,

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "json"
+
 module LlmFailover
   class Scrubber
     # The scrubbing of one call: every message and the instructions go through the
@@ -55,16 +57,21 @@ module LlmFailover
         !@mapping.empty?
       end
 
+      # @param json [Boolean] +text+ is a JSON answer: a placeholder stands inside a JSON
+      #   string there, so its value goes back escaped (a quote, a backslash or a
+      #   newline in a PEM key must not break the object)
       # @return [String] +text+ with every placeholder of this call back to its value
-      def restore(text)
+      def restore(text, json: false)
         return text if @mapping.empty? || text.nil?
 
-        text.gsub(@restore ||= Regexp.union(@mapping.keys.sort_by { |p| -p.length }), @mapping)
+        text.gsub(@restore ||= Regexp.union(@mapping.keys.sort_by { |p| -p.length }),
+                  json ? json_mapping : @mapping)
       end
 
+      # @param json [Boolean] see #restore
       # @return [StreamRestorer] for the chunks of one streamed answer
-      def stream
-        StreamRestorer.new(self)
+      def stream(json: false)
+        StreamRestorer.new(self, json: json)
       end
 
       # Counts only: the values are what must not be shown.
@@ -79,7 +86,13 @@ module LlmFailover
 
       private
 
+      # placeholder => the value as the inside of a JSON string
+      def json_mapping
+        @json_mapping ||= @mapping.transform_values { |value| JSON.generate(value)[1...-1] }
+      end
+
       def adopt(placeholder, value)
+        @json_mapping = nil
         @mapping[placeholder] = value
         @by_value[value] ||= placeholder
         number = placeholder[PLACEHOLDER_NUMBER, 1]
