@@ -142,3 +142,30 @@ RSpec.describe "Hardening: placeholders restored into a JSON answer" do
     expect(JSON.parse(streamed.content)).to eq("key" => secret)
   end
 end
+
+RSpec.describe "Hardening: schemas checked as the providers check them" do
+  include_context "with fake providers"
+
+  def strict(properties)
+    { type: "object", additionalProperties: false, required: properties.keys.map(&:to_s), properties: properties }
+  end
+
+  it "takes a strict schema with a property or a $defs entry named like a keyword" do
+    schema = strict(properties: { type: "string" }, items: { "$ref" => "#/$defs/properties" })
+             .merge("$defs" => { "properties" => strict(type: { type: "string" }) })
+    primary.enqueue({ text: '{"properties": "p", "items": {"type": "t"}}' })
+    reply = LlmFailover.chat(model: "gpt-4o", provider: :openai).with_schema(schema).ask("x")
+    expect(reply.json).to eq("properties" => "p", "items" => { "type" => "t" })
+  end
+
+  it "refuses, before any request, a root OpenAI's strict mode and Anthropic refuse" do
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+    [{ type: "array", items: { type: "string" } }, { type: "string" }, {},
+     { anyOf: [strict(a: { type: "string" }), strict(b: { type: "string" })] }].each do |root|
+      expect { chat.with_schema(root) }.to raise_error(ArgumentError, /root must be one object schema/)
+    end
+    expect { chat.with_schema(strict(a: { type: "object", properties: {} })) }
+      .to raise_error(ArgumentError, /\$\.properties\.a: .*additionalProperties/)
+    expect(primary.request_count).to eq(0)
+  end
+end

@@ -28,7 +28,9 @@ static int check(const char *text, int with_schema)
 
     lf_buf_init(&err);
     if (with_schema) {
-        schema = lf_json_schema_parse(SCHEMA, strlen(SCHEMA), &err);
+        /* Not a strict schema ("stops" is optional): the answer check
+         * follows any schema it is given. */
+        schema = json_tokener_parse(SCHEMA);
         LF_CHECK(schema != NULL);
     }
     rc = lf_json_answer_check(text, strlen(text), schema, &json, &why);
@@ -123,20 +125,62 @@ static void test_any_of_and_bad_schemas(void)
     lf_buf err;
 
     lf_buf_init(&err);
-    schema = lf_json_schema_parse(s, strlen(s), &err);
+    /* Roots no provider takes (lf_json_schema_parse refuses them): the
+     * answer check still follows them. */
+    LF_CHECK(lf_json_schema_parse(s, strlen(s), &err) == NULL);
+    schema = json_tokener_parse(s);
     LF_CHECK_INT(lf_json_answer_check("{\"b\":1}", 7, schema, &json, &why), LF_JSON_ANSWER_OK);
     LF_CHECK_INT(lf_json_answer_check("{\"c\":1}", 7, schema, &json, &why), LF_JSON_ANSWER_BAD);
     LF_CHECK_STR(lf_buf_cstr(&why), "the answer does not match the schema: $: matches none of anyOf");
     json_object_put(schema);
 
     /* A $ref loop ends at the depth limit instead of the stack's. */
-    schema = lf_json_schema_parse(loop, strlen(loop), &err);
+    schema = json_tokener_parse(loop);
     LF_CHECK_INT(lf_json_answer_check("{}", 2, schema, &json, &why), LF_JSON_ANSWER_BAD);
     json_object_put(schema);
 
     LF_CHECK(lf_json_schema_parse("[1]", 3, &err) == NULL);
     LF_CHECK_STR(lf_buf_cstr(&err), "the schema is not a JSON object");
     LF_CHECK(lf_json_schema_parse("{", 1, &err) == NULL);
+    lf_buf_free(&err);
+}
+
+/* What OpenAI's strict mode and Anthropic refuse, and no more. */
+static void test_strict_schemas(void)
+{
+    static const char *const refused[][2] = {
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\"}}", "schema $: the root must be one object schema"},
+        {"{\"type\":\"string\"}", "schema $: the root must be one object schema"},
+        {"{}", "schema $: the root must be one object schema"},
+        {"{\"type\":\"object\",\"additionalProperties\":false,\"anyOf\":[]}", "schema $: the root must be"},
+        {"{\"type\":\"object\",\"properties\":{}}", "schema $: strict mode needs \"additionalProperties\": false"},
+        {"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[],\"properties\":{\"a\":{}}}",
+         "schema $: strict mode needs every property in \"required\" (missing a;"},
+        {"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"a\"],\"properties\":{\"a\":"
+         "{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"object\"}]}}}}",
+         "schema $.properties.a.items.anyOf[1]: strict mode needs"},
+        {"{\"type\":\"object\",\"additionalProperties\":false,\"$defs\":{\"x\":{\"properties\":{}}}}",
+         "schema $.$defs.x: strict mode needs"},
+    };
+    /* Keyword names used as property and $defs names are names. */
+    static const char *ok = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"properties\",\"type\"],"
+                            "\"properties\":{\"properties\":{\"$ref\":\"#/$defs/properties\"},\"type\":{\"type\":\"string\"}},"
+                            "\"$defs\":{\"properties\":{\"type\":\"object\",\"additionalProperties\":false,"
+                            "\"required\":[\"required\"],\"properties\":{\"required\":{\"type\":[\"string\",\"null\"]}}}}}";
+    json_object *schema;
+    lf_buf err;
+    size_t i;
+
+    lf_buf_init(&err);
+    for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        LF_CHECK(lf_json_schema_parse(refused[i][0], strlen(refused[i][0]), &err) == NULL);
+        LF_CHECK(strncmp(lf_buf_cstr(&err), refused[i][1], strlen(refused[i][1])) == 0);
+    }
+    schema = lf_json_schema_parse(ok, strlen(ok), &err);
+    LF_CHECK(schema != NULL);
+    LF_CHECK_INT(lf_json_answer_check("{\"properties\":{\"required\":null},\"type\":\"t\"}", 43, schema, &json, &why),
+                 LF_JSON_ANSWER_OK);
+    json_object_put(schema);
     lf_buf_free(&err);
 }
 
@@ -149,6 +193,7 @@ int main(void)
     LF_RUN(test_code_fence);
     LF_RUN(test_schema);
     LF_RUN(test_any_of_and_bad_schemas);
+    LF_RUN(test_strict_schemas);
     lf_buf_free(&why);
     lf_buf_free(&json);
     return lf_test_summary("json_answer");

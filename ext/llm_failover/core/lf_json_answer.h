@@ -17,7 +17,11 @@
 #define LF_JSON_ANSWER_BAD 1   /* not one object, or it breaks the schema: why says what */
 
 /* Parses a schema given as JSON text; NULL with why filled when the text is
- * not one JSON object. The caller puts the result with json_object_put. */
+ * not one JSON object or not a schema both providers take: the root an object
+ * schema ("type": "object", no anyOf), every object schema in it with
+ * "additionalProperties": false and every property in "required" (what
+ * OpenAI's strict mode refuses; Anthropic's input_schema needs the root).
+ * The caller puts the result with json_object_put. */
 json_object *lf_json_schema_parse(const char *text, size_t len, lf_buf *why);
 
 /* Checks an answer's text. On LF_JSON_ANSWER_OK json_out holds the object
