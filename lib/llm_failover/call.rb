@@ -34,12 +34,10 @@ module LlmFailover
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
 
-    # @param targets [Array<Target>] the primary, then the backup if there is one
+    # @param targets [Array<Target>] where the call starts (the quota's pick: the backup
+    #   alone when the primary's quota is used up), then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
-    # @param quota [Hash, nil] the primary's { limit:, used:, enforce: }: the engine picks
-    #   the first target from it
-    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:,
-                   quota:, block:)
+    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:, block:)
       @engine = engine
       @config = config
       @store = store
@@ -48,7 +46,6 @@ module LlmFailover
       @temperature = temperature
       @max_tokens = max_tokens
       @feature = feature
-      @quota = quota
       @block = block
       @usage_log = config.usage_log_emitter
       @request_id = Engine.uuid
@@ -60,20 +57,24 @@ module LlmFailover
       @answering = 0 # the target whose text @partial holds
       @partial = +"" # the streamed text of the current answer, for a cancelled result
       @attempts_seen = 0
+      @primary_reached = false # a request may have reached the shared quota's target
+      @primary_tokens = 0
     end
 
     # @return [Reply]
     # @raise [Error] the final error, with every attempt attached
-    # @raise [QuotaExceededError] the engine refused the call before any request
     def run
-      if @response_cache && (cached = @response_cache.read)
-        # An entry without the checked object cannot answer a JSON call.
-        return serve_cached(cached) unless @answer_format && cached.json_text.nil?
-      end
-
-      settled = false
+      settled = sending = false
       @cancellation ||= Cancellation.new
       begin
+        cached = @response_cache&.read
+        # An entry without the checked object cannot answer a JSON call.
+        if cached && !(@answer_format && cached.json_text.nil?)
+          settled = true # serve_cached settles the store and the quota itself
+          return serve_cached(cached)
+        end
+
+        sending = true
         attempt_started
         request = engine_request
         result = @cancellation.run { @engine.run(request, self) } || cancelled_result
@@ -84,8 +85,12 @@ module LlmFailover
         end
       ensure
         # The block raised, the thread was killed, a Timeout fired: the partial answer
-        # must never be sent again as if it were complete.
-        fail_stored_message unless settled
+        # must never be sent again as if it were complete, and a quota unit is kept
+        # only if a request may have reached the primary.
+        unless settled
+          fail_stored_message if sending # stopped while reading the cache: nothing to settle in the store
+          settle_quota
+        end
         @breaker&.finish
       end
     end
@@ -184,12 +189,16 @@ module LlmFailover
       success = attempt[:success]
       unless success
         # Cut by the caller: the exception that did it is on its way up.
-        return record_stopped(attempt, target) if attempt.key?(:stopped_by)
+        if attempt.key?(:stopped_by)
+          count_for_quota(attempt, target)
+          return record_stopped(attempt, target)
+        end
 
         # No request: the target's circuit was open.
         attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
         @failures << [attempt, target]
       end
+      count_for_quota(attempt, target)
       record = AttemptRecord.from_engine(attempt, @request_id, target, @feature, @scrubbing&.counts)
       @records << record
       @usage_log.emit(record)
@@ -234,15 +243,24 @@ module LlmFailover
       @scrubbing ? @scrubbing.restore(text, json: !@answer_format.nil?) : text
     end
 
-    # The primary's requests (not a skip past an open circuit) keep the shared quota's
-    # unit; with quota_by: :tokens, it becomes the tokens they used.
+    # A request that may have reached the primary keeps the shared quota's unit; with
+    # quota_by: :tokens, it becomes the tokens they used.
     def settle_quota
-      return unless @quota_reservation
+      @quota_reservation&.settle(primary_sent: @primary_reached, tokens: @primary_tokens)
+    end
 
-      primary = @targets[0]
-      sent = @records.select { |r| r.provider == primary.name && r.model == primary.model && !r.skipped? && !r.cached? }
-      tokens = sent.sum { |r| r.input_tokens.to_i + r.output_tokens.to_i }
-      @quota_reservation.settle(primary_sent: !sent.empty?, tokens: tokens)
+    # What an attempt on the shared quota's target owes it. No request reached the
+    # target when its circuit was open (a skip), when the connection was refused, or
+    # when connecting timed out; any other attempt, cut or not, may have been billed.
+    def count_for_quota(attempt, target)
+      return unless @quota_reservation && target.equal?(@quota_reservation.target)
+
+      klass = attempt[:error_class]
+      return if attempt[:skipped] || klass == ConnectionRefusedError
+      return if klass.is_a?(Class) && klass <= TimeoutError && attempt[:phase] == :connect
+
+      @primary_reached = true
+      @primary_tokens += attempt[:input_tokens].to_i + attempt[:output_tokens].to_i
     end
 
     # What every Chunk from target index +target+ shares, made once per target.
@@ -271,7 +289,7 @@ module LlmFailover
     def engine_request
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
-                  quota: @quota, policy: @config.engine_policy, circuit: @breaker&.engine_mode }
+                  policy: @config.engine_policy, circuit: @breaker&.engine_mode }
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end
 
@@ -385,9 +403,6 @@ module LlmFailover
       else
         @store.fail_assistant(message, model: target.model, provider: target.name.name)
       end
-      # Cancelled before its first request (a Stop pressed while the job was queued):
-      # nothing was sent, so nothing counts against a shared quota.
-      sent = @cancelled_record || !@records.empty?
       # The engine's record of the attempt it cut; without one (cancelled between
       # attempts, or before the first), one from what the cancellation saw.
       record = @cancelled_record ||
@@ -397,7 +412,9 @@ module LlmFailover
                                  started_at: result[:started_at], cancelled: true, scrubbed: @scrubbing&.counts)
       @records << record unless @cancelled_record
       @usage_log.emit(record)
-      sent ? settle_quota : @quota_reservation&.release # a request that was sent counts like any other
+      # Cancelled before its first request (a Stop pressed while the job was queued):
+      # nothing was sent, so nothing counts against a shared quota.
+      settle_quota
       log(:info, "cancelled on #{target.label} after #{partial.length} characters")
       Reply.new(content: partial, model: target.model, provider: target.name, input_tokens: nil, output_tokens: nil,
                 request_id: @request_id, attempts: @records.freeze, failover: index.positive?,
@@ -406,8 +423,6 @@ module LlmFailover
 
     def fail_with(result)
       target = @targets.fetch(result[:target]) { @targets[0] }
-      raise QuotaExceededError, "#{target.name}: #{result[:message]}" if result[:error_class] == QuotaExceededError
-
       @quota_reservation&.release # no target answered
       fail_stored_message(target)
       error = build_error(result[:error_class], result[:message], target,

@@ -209,21 +209,26 @@ module LlmFailover
       scrubbing = scrub_session
       messages.each { |m| m[1] = scrubbing.scrub(m[1]) } if scrubbing
       reservation = quota_reservation
-      quota = reservation ? reservation.reserve : quota_figures
-      call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: engine_targets,
-                      messages: messages, temperature: temperature, max_tokens: max_tokens,
-                      feature: @feature, quota: quota, block: block)
-      call.answer_format = format
-      call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens, format)
-      call.scrubbing = scrubbing
-      call.quota_reservation = reservation
-      cancellation = Cancellation.new(check: @cancel_check, interval: @config.cancel_poll_interval)
-      call.cancellation = cancellation
-      @running_lock.synchronize { @running << cancellation }
+      running = false
       begin
-        call.run
+        backup_first = backup_first?(reservation)
+        targets = backup_first ? [@backup_target].freeze : engine_targets
+        call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: targets,
+                        messages: messages, temperature: temperature, max_tokens: max_tokens,
+                        feature: @feature, block: block)
+        call.answer_format = format
+        call.response_cache = response_cache(cache, backup_first, messages, temperature, max_tokens, format)
+        call.scrubbing = scrubbing
+        call.quota_reservation = reservation
+        cancellation = Cancellation.new(check: @cancel_check, interval: @config.cancel_poll_interval)
+        call.cancellation = cancellation
+        @running_lock.synchronize { @running << cancellation }
+        running = true
+        call.run # settles the reservation, however it ends
       ensure
-        @running_lock.synchronize { @running.delete(cancellation) }
+        # Stopped (or failed) before the call ran: no request was sent.
+        reservation&.release unless running
+        @running_lock.synchronize { @running.delete(cancellation) } if cancellation
       end
     end
 
@@ -239,38 +244,35 @@ module LlmFailover
     # ModelPicker). An answer is written under the key of the target that produced it
     # (see Call), so a backup's answer never serves a later call to the primary, which
     # may be healthy again by then.
-    def response_cache(cache, quota, messages, temperature, max_tokens, format)
+    def response_cache(cache, backup_first, messages, temperature, max_tokens, format)
       store = cache == true ? @config.cache : cache
       return nil unless store
 
-      lookup = backup_first?(quota) ? [@primary_target, @backup_target] : [@primary_target]
+      lookup = backup_first ? [@primary_target, @backup_target] : [@primary_target]
       ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger, namespace: @cache_namespace,
                         request: [messages, temperature&.to_f, max_tokens, format&.cache_key], lookup: lookup,
                         max_tokens: max_tokens)
     end
 
-    def backup_first?(quota)
-      return false unless quota && @backup_target
+    # The call's one quota pick, made before anything else reads it (the cache key,
+    # the engine's targets): the core's lf_pick, through ModelPicker, over the
+    # primary's quota as it stands before this call. A shared quota reserves its unit
+    # here. Without a limit (nil or 0, which means unlimited) there is nothing to
+    # pick: quota_used is not even asked.
+    # @raise [QuotaExceededError] with enforce_quota, the quota used up and no backup
+    def backup_first?(reservation)
+      quota = if reservation then reservation.reserve
+              elsif @quota && !@quota.zero? then Quota.new(limit: @quota, used: quota_used_now)
+              end
+      return false unless quota
 
-      picker = ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
-                               backup_provider: @backup_provider,
-                               quota: Quota.new(limit: quota[:limit], used: quota[:used]))
-      picker.pick == [@backup_model, @backup_provider]
+      ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
+                      backup_provider: @backup_provider, quota: quota, enforce_quota: @enforce_quota).backup_first?
     end
 
-    # The primary, then the backup if there is one; the engine's attempt loop picks
-    # where to start from the quota.
+    # The primary, then the backup if there is one.
     def engine_targets
       @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
-    end
-
-    # What the engine picks from, read just before the call. Without a limit (nil or
-    # 0, which means unlimited) there is nothing to pick: quota_used is not even asked.
-    def quota_figures
-      return nil if @quota.nil? || @quota.zero?
-
-      quota = Quota.new(limit: @quota, used: quota_used_now) # its own checks of the figures
-      { limit: quota.limit, used: quota.used, enforce: @enforce_quota }
     end
 
     # A shared quota (quota_key:) is counted in the state store: one reservation per
@@ -279,7 +281,7 @@ module LlmFailover
       return nil if @quota_key.nil? || @quota.nil? || @quota.zero?
 
       QuotaReservation.new(store: @config.state_store, key: @quota_key, limit: @quota, window: @quota_window,
-                           by: @quota_by, enforce: @enforce_quota)
+                           by: @quota_by, target: @primary_target)
     end
 
     def set_shared_quota(key, window, by, used)
