@@ -68,7 +68,8 @@ module LlmFailover
     # idempotency_key: stores the prompt once per key (a job's id): asked again, a turn
     # without a complete answer is answered again and a complete answer is returned
     # as it was stored, without a request (the block is not called; Reply#attempts is
-    # empty). See Idempotency.
+    # empty). While another call answers the same key, this one waits for its answer
+    # (up to idempotency_wait, then IdempotencyConflict). See Idempotency.
     # @return [Reply]
     # @raise [Error] the provider call failed; the user message stays stored
     # json: true asks for one JSON object (reply.json) for this call, json: false for
@@ -83,11 +84,13 @@ module LlmFailover
       format = format_for(json)
       if idempotency_key.nil?
         @store.add_user(text)
-      else
-        stored = Idempotency.store_prompt(@store, text, idempotency_key, format)
-        return stored if stored
+        return answer(temperature, max_tokens, block, cache, format)
       end
-      answer(temperature, max_tokens, block, cache, format)
+
+      Idempotency.ask(@store, text, idempotency_key, format, wait: @config.idempotency_wait,
+                                                             stale_after: @config.idempotency_claim_ttl) do
+        answer(temperature, max_tokens, block, cache, format)
+      end
     end
 
     # Answers from the stored messages without storing a user message: after a

@@ -72,6 +72,35 @@ module LlmFailover
         false
       end
 
+      # Claims the turn of +key+ for one call (Idempotency), across processes: one
+      # conditional UPDATE of the user row's status, which one writer wins. A claim
+      # older than +stale_after+ seconds is a dead process's and can be taken. Without
+      # an updated_at column no claim could ever be told stale: every caller answers.
+      def claim_turn(key, stale_after:)
+        return true unless @klass.column_names.include?("updated_at")
+
+        column = idempotency_column
+        status = @columns[:status]
+        with_connection do
+          now = Time.current
+          user = proxy.where(column => key, @columns[:role] => "user")
+          free = user.where(status => "complete")
+                     .or(user.where(status => Idempotency::ANSWERING).where(updated_at: ...(now - stale_after)))
+          free.update_all(status => Idempotency::ANSWERING, "updated_at" => now) == 1
+        end
+      end
+
+      # Frees the turn of +key+ (its call has ended, however it ended).
+      def release_turn(key)
+        return unless @klass.column_names.include?("updated_at")
+
+        with_connection do
+          proxy.where(idempotency_column => key, @columns[:role] => "user", @columns[:status] => Idempotency::ANSWERING)
+               .update_all(@columns[:status] => "complete", "updated_at" => Time.current)
+        end
+        nil
+      end
+
       def add_system(content)
         create(role: "system", content: content, status: "complete")
       end
