@@ -33,6 +33,14 @@ RSpec.describe "Hardening against hostile input" do
       expect(again).to be_cached
       expect(primary.request_count).to eq(2)
     end
+
+    it "keeps a bounded part of a huge x-request-id, so that no record column refuses it" do
+      primary.enqueue({ text: "hello", headers: { "x-request-id" => "r#{'é' * 5000}" } })
+      reply = failover_chat.ask("hi")
+      expect(reply.provider_request_id).to be_valid_encoding
+      expect(reply.provider_request_id.bytesize).to be <= 200
+      expect(reply.attempts.last.provider_request_id).to start_with("ré")
+    end
   end
 end
 
