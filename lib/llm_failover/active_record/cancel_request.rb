@@ -1,5 +1,8 @@
 # frozen_string_literal: true
 
+require_relative "../chat/idempotency"
+require_relative "message_store"
+
 module LlmFailover
   module ActiveRecord
     # How a chat record's call sees cancel! made elsewhere (a Stop button's request,

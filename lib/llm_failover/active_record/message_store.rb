@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../chat/idempotency"
+
 module LlmFailover
   module ActiveRecord
     # The message store (the interface MemoryStore implements) over a chat record's

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "llm_failover/quota"
+require_relative "quota"
 
 module LlmFailover
   # One call's hold on a shared quota (Chat's quota_key:): a unit reserved in the state

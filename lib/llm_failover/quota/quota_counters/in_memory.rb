@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "llm_failover/quota"
+require_relative "../quota"
 
 module LlmFailover
   module QuotaCounters
