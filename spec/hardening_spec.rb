@@ -243,3 +243,18 @@ RSpec.describe "Hardening: a shared quota's unit when nothing reached the primar
     black_hole&.close
   end
 end
+
+RSpec.describe "Hardening: a scrubber's values given back into the answer" do
+  include_context "with fake providers"
+
+  it "restores a value the scrubber gave as binary as text, after the answer" do
+    binary = Class.new do
+      def scrub(text)
+        [text.sub("café", "[NAME_1]"), { "NAME_1" => "caf\xC3\xA9".b }]
+      end
+    end.new
+    LlmFailover.configure { |c| c.scrubber = binary }
+    primary.enqueue({ text: "Hello [NAME_1]" })
+    expect(LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("I am café").content).to eq("Hello café")
+  end
+end

@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require "json"
+require_relative "../errors"
+require_relative "../chat/text"
 
 module LlmFailover
   class Scrubber
@@ -36,7 +38,7 @@ module LlmFailover
         renames = nil
         mapping.each_pair do |placeholder, value|
           placeholder = bracketed(placeholder)
-          value = value.to_s
+          value = original(value)
           final = @by_value[value] || (@mapping.key?(placeholder) ? next_placeholder(placeholder) : placeholder)
           (renames ||= {})[placeholder] = final unless final == placeholder
           adopt(final, value)
@@ -85,6 +87,14 @@ module LlmFailover
       end
 
       private
+
+      # A mapping's value as UTF-8 text: it goes back into the answer, which is text,
+      # after the call (a binary String would fail there, with the answer paid for).
+      def original(value)
+        Text.utf8(value.to_s, "a value #{@scrubber.class}#scrub replaced")
+      rescue ArgumentError => e
+        raise ConfigurationError, e.message
+      end
 
       # placeholder => the value as the inside of a JSON string
       def json_mapping
