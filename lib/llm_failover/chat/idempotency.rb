@@ -62,7 +62,15 @@ module LlmFailover
           check(turn, text, key)
           return replay(turn.answer, format) if turn.answer
         end
-        return answer(store, key, claims) { yield } if !claims || store.claim_turn(key, stale_after: stale_after)
+        return answer(store, key, claims) { yield } unless claims
+        if store.claim_turn(key, stale_after: stale_after)
+          return answer(store, key, claims) do
+            # The call this one waited for may have stored its answer and let go
+            # between the read above and the claim: read again under the claim.
+            answered = store.find_turn(key)&.answer
+            answered ? replay(answered, format) : yield
+          end
+        end
         if now >= deadline
           raise IdempotencyConflict, "another call is still answering idempotency_key #{key.inspect} after " \
                                      "#{wait} s (idempotency_wait): no request was sent; ask again later for its answer"
