@@ -110,6 +110,22 @@ RSpec.describe "Hardening: JSON answers" do
     expect(primary.request_count).to eq(3)
   end
 
+  it "takes a cached object the answer check refuses (an older version cached NaN) for a miss" do
+    entries = {}
+    store = Object.new
+    store.define_singleton_method(:read) { |key| entries[key] }
+    store.define_singleton_method(:write) { |key, value, **| entries[key] = value }
+    LlmFailover.configure { |c| c.cache = store }
+    primary.enqueue({ text: '{"x": 1}' }, { text: '{"x": 2}' })
+    chat = -> { LlmFailover.chat(model: "gpt-4o", provider: :openai).with_json_mode }
+    chat.call.ask("x")
+    entries.transform_values! do |value|
+      JSON.generate(JSON.parse(value).merge("content" => '{"x": NaN}', "json_text" => '{"x":NaN}'))
+    end
+    expect(chat.call.ask("x").json).to eq("x" => 2)
+    expect(primary.request_count).to eq(2)
+  end
+
   it "gives integers beyond 64 bits exactly, from the answer, the cache and an idempotent replay" do
     LlmFailover.configure { |c| c.cache = LlmFailover::MemoryCache.new }
     big = 123_456_789_012_345_678_901_234_567_890

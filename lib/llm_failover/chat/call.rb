@@ -78,8 +78,9 @@ module LlmFailover
       @cancellation ||= Cancellation.new
       begin
         cached = @response_cache&.read
-        # An entry without the checked object cannot answer a JSON call.
-        if cached && !(@answer_format && cached.json_text.nil?)
+        # An entry without the checked object cannot answer a JSON call, nor one whose
+        # object the answer check refuses now (an older version cached NaN).
+        if cached && !(@answer_format && (cached.json_text.nil? || @answer_format.check(cached.json_text).nil?))
           settled = true # serve_cached settles the store and the quota itself
           return serve_cached(cached)
         end
