@@ -234,11 +234,8 @@ module LlmFailover
         found
       end
 
-      # The longest a call can run: every attempt on both targets taking its whole
-      # request_timeout and the longest wait between them.
       def longest_call
-        config = LlmFailover.configuration
-        2 * (config.max_retries + 1) * (config.request_timeout + config.retry_max_interval)
+        LlmFailover.configuration.longest_call
       end
 
       def idempotency_column

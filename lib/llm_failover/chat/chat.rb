@@ -103,7 +103,7 @@ module LlmFailover
       end
 
       Idempotency.ask(@store, text, idempotency_key, format, wait: @config.idempotency_wait,
-                                                             stale_after: @config.idempotency_claim_ttl) do
+                                                             stale_after: @config.longest_call) do
         answer(temperature, max_tokens, block, cache, format)
       end
     end

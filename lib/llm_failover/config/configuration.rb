@@ -195,11 +195,12 @@ module LlmFailover
       @idempotency_wait = number(:idempotency_wait, value, positive: true)
     end
 
-    # Seconds after which a claim on an idempotency_key's turn is taken for its dead
-    # owner's (a process killed mid-call) and answered again: the longest a call can
-    # run, every attempt on both targets taking its whole request_timeout.
+    # Seconds: the longest a call can run, every attempt on both targets taking its
+    # whole request_timeout and the longest wait between them. Past it, what a call
+    # left unfinished is a dead process's (a claim on an idempotency_key's turn, a
+    # streaming row).
     # @api private
-    def idempotency_claim_ttl
+    def longest_call
       2 * (max_retries + 1) * (request_timeout + retry_max_interval)
     end
 
