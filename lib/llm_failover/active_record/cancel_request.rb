@@ -2,6 +2,7 @@
 
 require_relative "../chat/idempotency"
 require_relative "message_store"
+require_relative "../records/warnings"
 
 module LlmFailover
   module ActiveRecord
@@ -64,7 +65,7 @@ module LlmFailover
         end
         [since, requested]
       rescue StandardError => e
-        Kernel.warn("llm_failover: looking for cancel! raised #{e.class}: #{e.message} (the call goes on)")
+        Warnings.warn("looking for cancel! raised #{e.class}: #{e.message} (the call goes on)")
         [Time.current, false]
       end
 
