@@ -38,6 +38,7 @@ typedef struct lf_circuit {
     double opened_at;         /* epoch seconds the incident began; 0 when closed */
     double until;             /* open until then (epoch seconds) */
     double probe_until;       /* a probe is out until then; 0 when none */
+    int probes_failed;        /* failed probes since it opened: how far the schedule has grown */
 } lf_circuit;
 
 typedef struct lf_circuit_change {
@@ -57,6 +58,25 @@ int lf_circuit_counts(lf_kind kind);
  * else 0. */
 double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval);
 
+/* The recovery schedule: how long a circuit stays open before its next probe,
+ * after `probes_failed` failed probes. The first wait is `first` (the host's
+ * circuit_first_probe, 5 s by default), each failed probe multiplies it by
+ * LF_CIRCUIT_GROWTH, and `cooldown` caps it (60 s by default):
+ * 5, 7.5, 11.25, 16.9, 25.3, 38, 57, 60, 60... A first wait longer than the
+ * cooldown is the cooldown (the old fixed schedule).
+ *
+ * Why 5 s and 1.5: a target is back in use at most one interval after it
+ * recovered, and each interval is one probe request to a dead target. 5 s
+ * first serves a blip of a few seconds (most 503 storms) with one failed
+ * probe at most; growing by 1.5 rather than 2 keeps the wait after an outage
+ * of about a minute short (probes at 5, 12.5, 23.8, 40.6, 65.9 s: a target
+ * back at 60 s is used again at 65.9 s; doubling's 5, 15, 35, 75 would say
+ * 75 s) for two more probes; a ten-minute outage costs 14 probes for the
+ * whole fleet (the fixed 60 s: 10). RedisStateStore's Lua reads
+ * LF_CIRCUIT_GROWTH from here (Circuit::GROWTH) and applies the same formula. */
+#define LF_CIRCUIT_GROWTH 1.5
+double lf_circuit_interval(double first, double cooldown, int probes_failed);
+
 /* Whether a call may send to the target at `now`. An open circuit whose
  * cooldown has elapsed turns half-open; a half-open circuit whose probe is
  * free hands the probe to this call (for `probe_ttl` seconds, after which a
@@ -72,7 +92,8 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
 lf_route lf_circuit_peek(const lf_circuit *c, double now);
 
 /* Applies an attempt's outcome: `success`, or a counted failure asking for
- * `hold` seconds of cooldown. `threshold` > 0; `cooldown` in seconds. `probe`
+ * `hold` seconds of cooldown. `threshold` > 0; `first` and `cooldown` in
+ * seconds, the recovery schedule's (lf_circuit_interval). `probe`
  * is 1 when the store saw the reporting call's token on the half-open probe
  * (the call it handed the probe to); the probe is its outcome only while it
  * has not expired. Returns 1 and fills *chg when the state changed.
@@ -85,8 +106,8 @@ lf_route lf_circuit_peek(const lf_circuit *c, double now);
  * is over. Any success closes the circuit, whoever sent it, as it does from
  * open: the target answered, and the probe's own outcome then counts as a
  * closed circuit's. */
-int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
-                      int probe, lf_circuit_change *chg);
+int lf_circuit_record(lf_circuit *c, int threshold, double first, double cooldown, double now, int success,
+                      double hold, int probe, lf_circuit_change *chg);
 
 /* The caller that holds a half-open circuit's probe asks again (before its
  * retry, or a later target of its call): the probe stays its own for

@@ -35,6 +35,7 @@ module LlmFailover
       scrubber: nil,
       circuit_threshold: 5,
       circuit_cooldown: 60,
+      circuit_first_probe: 5,
       state_store: nil,
       on_circuit_change: nil,
       circuit_log: nil,
@@ -202,6 +203,14 @@ module LlmFailover
     # Seconds a circuit stays open before one request probes it (fractions allowed).
     def circuit_cooldown=(value)
       @circuit_cooldown = number(:circuit_cooldown, value, positive: true)
+    end
+
+    # Seconds an opened circuit waits before its first half-open probe; each failed
+    # probe makes the next wait 1.5 times longer, up to circuit_cooldown (the
+    # schedule is lf_circuit_interval's, in the C core). A value at or above
+    # circuit_cooldown keeps the fixed schedule of one probe per cooldown.
+    def circuit_first_probe=(value)
+      @circuit_first_probe = number(:circuit_first_probe, value, positive: true)
     end
 
     # Where circuit state lives: a MemoryStateStore (per process, the default), a
