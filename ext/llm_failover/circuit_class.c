@@ -120,13 +120,14 @@ static VALUE lf_circuit_m_probes_failed(VALUE self)
     return INT2NUM(lf_circuit_get(self)->c.probes_failed);
 }
 
-/* @overload interval(first, cooldown, probes_failed)
- *   The recovery schedule (lf_circuit_interval): seconds open before the next probe.
+/* @overload interval(first, cooldown, elapsed)
+ *   The recovery schedule (lf_circuit_interval): seconds open before the next probe,
+ *   elapsed seconds into the incident.
  *   @return [Float] */
-static VALUE lf_circuit_s_interval(VALUE klass, VALUE first, VALUE cooldown, VALUE probes_failed)
+static VALUE lf_circuit_s_interval(VALUE klass, VALUE first, VALUE cooldown, VALUE elapsed)
 {
     (void)klass;
-    return DBL2NUM(lf_circuit_interval(NUM2DBL(first), NUM2DBL(cooldown), NUM2INT(probes_failed)));
+    return DBL2NUM(lf_circuit_interval(NUM2DBL(first), NUM2DBL(cooldown), NUM2DBL(elapsed)));
 }
 
 /* A forked child does not inherit its parent's probe. */
@@ -160,8 +161,8 @@ void lf_init_circuit(VALUE mod)
     rb_define_method(c, "record", lf_circuit_m_record, -1);
     rb_define_method(c, "probes_failed", lf_circuit_m_probes_failed, 0);
     rb_define_singleton_method(c, "interval", lf_circuit_s_interval, 3);
-    /* the schedule's growth, for RedisStateStore's Lua (the formula's one owner is lf_circuit.c) */
-    rb_define_const(c, "GROWTH", DBL2NUM(LF_CIRCUIT_GROWTH));
+    /* the schedule's share of the incident's age, for RedisStateStore's Lua (lf_circuit.h owns it) */
+    rb_define_const(c, "RECOVERY_SHARE", DBL2NUM(LF_CIRCUIT_RECOVERY_SHARE));
     rb_define_method(c, "last_change", lf_circuit_m_last_change, 0);
     rb_define_method(c, "state", lf_circuit_m_state, 0);
     rb_define_method(c, "failures", lf_circuit_m_failures, 0);

@@ -31,12 +31,11 @@ double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval)
     return retry_after;
 }
 
-double lf_circuit_interval(double first, double cooldown, int probes_failed)
+double lf_circuit_interval(double first, double cooldown, double elapsed)
 {
-    double wait = first > 0 && first < cooldown ? first : cooldown;
-    int i;
+    double wait = elapsed * LF_CIRCUIT_RECOVERY_SHARE;
 
-    for (i = 0; i < probes_failed && wait < cooldown; i++) wait *= LF_CIRCUIT_GROWTH;
+    if (!(wait > first)) wait = first;
     return wait < cooldown ? wait : cooldown;
 }
 
@@ -108,7 +107,7 @@ int lf_circuit_record(lf_circuit *c, int threshold, double first, double cooldow
             return 0;
         }
         c->probes_failed++;
-        wait = lf_circuit_interval(first, cooldown, c->probes_failed);
+        wait = lf_circuit_interval(first, cooldown, now - c->opened_at);
         until = now + (hold > wait ? hold : wait);
         c->state = LF_CIRCUIT_OPEN;
         if (until > c->until) c->until = until; /* a Retry-After kept while half-open may be longer */

@@ -205,10 +205,11 @@ module LlmFailover
       @circuit_cooldown = number(:circuit_cooldown, value, positive: true)
     end
 
-    # Seconds an opened circuit waits before its first half-open probe; each failed
-    # probe makes the next wait 1.5 times longer, up to circuit_cooldown (the
-    # schedule is lf_circuit_interval's, in the C core). A value at or above
-    # circuit_cooldown keeps the fixed schedule of one probe per cooldown.
+    # Seconds an opened circuit waits before its first half-open probe. Later waits
+    # grow with the outage (a sixth of its age so far, at least this, at most
+    # circuit_cooldown: lf_circuit_interval, in the C core), so that a target is back
+    # in use within a sixth of its outage. A value at or above circuit_cooldown keeps
+    # the fixed schedule of one probe per cooldown.
     def circuit_first_probe=(value)
       @circuit_first_probe = number(:circuit_first_probe, value, positive: true)
     end

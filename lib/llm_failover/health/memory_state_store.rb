@@ -30,8 +30,8 @@ module LlmFailover
   #                              stays out); any success closes; every success is
   #                              reported, whenever its call began. An optional
   #                              8th, first_probe: the recovery schedule's first
-  #                              wait (each failed probe's wait grows by
-  #                              Circuit::GROWTH up to cooldown); probes_failed is
+  #                              wait (later ones grow with the incident's age up
+  #                              to cooldown, Circuit.interval); probes_failed is
   #                              shared with the rest of the circuit
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
@@ -123,7 +123,8 @@ module LlmFailover
     # @param token [String, nil] the reporting call's: the outcome is the probe's when
     #   that call holds +key+'s probe (the core checks it has not expired)
     # @param first_probe [Numeric, nil] seconds before the first half-open probe, the
-    #   next ones growing to +cooldown+ (lf_circuit_interval); nil: every wait +cooldown+
+    #   next ones growing with the incident to +cooldown+ (lf_circuit_interval); nil:
+    #   every wait +cooldown+
     # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
     def record(key, threshold, cooldown, success, hold, error_class, token = nil, first_probe = nil)
       # Every success is reported (whenever its call began); with no circuit in this

@@ -107,15 +107,15 @@ module LlmFailover
 
     # Mirrors lf_circuit_record. KEYS: circuit, probe. ARGV: threshold, cooldown (s),
     # success (0/1), hold (s), error class, key ttl (ms), the caller's token, the first
-    # probe's wait (s). The wait before the next probe is lf_circuit_interval's: the
-    # first wait times GROWTH (Circuit::GROWTH, from the C core) per failed probe,
-    # capped by the cooldown; the count of failed probes is the hash's `probes`. Returns
+    # probe's wait (s). The wait before the next probe is lf_circuit_interval's: SHARE
+    # (Circuit::RECOVERY_SHARE, from the C core) of the incident's age, at least the
+    # first wait, at most the cooldown; the hash's `probes` counts failed probes. Returns
     # {from, to, reason, failures, open_for (ms: while open, or while another call's
     # probe is out; else 0)}. While half-open only
     # the probe lock's holder's failure reopens; another call's is counted and leaves
     # the lock alone.
-    # GROWTH: lf_circuit.h's, so that the schedule's numbers have one owner.
-    RECORD = <<~LUA.sub("GROWTH", format("%.17g", Circuit::GROWTH)).freeze
+    # SHARE: lf_circuit.h's, so that the schedule's numbers have one owner.
+    RECORD = <<~LUA.sub("SHARE", format("%.17g", Circuit::RECOVERY_SHARE)).freeze
       local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until', 'opened_at', 'probes')
       local state = st[1] or 'closed'
       local failures = tonumber(st[2]) or 0
@@ -134,11 +134,9 @@ module LlmFailover
       local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
       local threshold, cooldown, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
       local first = tonumber(ARGV[8]) or cooldown
-      local function interval(n) -- lf_circuit_interval
-        local wait = cooldown
-        if first > 0 and first < cooldown then wait = first end
-        local i = 0
-        while i < n and wait < cooldown do wait = wait * GROWTH; i = i + 1 end
+      local function interval(elapsed) -- lf_circuit_interval
+        local wait = elapsed * SHARE
+        if not (wait > first) then wait = first end
         return math.min(wait, cooldown)
       end
       local to, reason = state, ''
@@ -147,7 +145,7 @@ module LlmFailover
       if state == 'half_open' then
         if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then
           probes = probes + 1
-          to, reason, untl = 'open', 'probe_failed', math.max(untl, now + math.max(hold, interval(probes)))
+          to, reason, untl = 'open', 'probe_failed', math.max(untl, now + math.max(hold, interval(now - opened)))
           redis.call('DEL', KEYS[2])
         elseif hold > 0 and now + hold > untl then
           untl = now + hold -- another call's Retry-After: no next probe before it is over
