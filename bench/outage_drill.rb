@@ -224,6 +224,7 @@ module OutageDrill
     return "local" if local
     return "probe" if route == 2
     return "before_open" if opened.nil? || sent < opened
+    return "other" if admitted.nil? # sent without the store being asked (it had never seen a failure)
     return "late_retry" if attempt > 1 && admitted < opened
 
     admitted < opened ? "late_start" : "other"

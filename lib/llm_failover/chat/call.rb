@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "time"
 require_relative "../errors"
 require "llm_failover/llm_failover" # the compiled extension
 require_relative "../cache/response_cache"
@@ -38,6 +39,8 @@ module LlmFailover
 
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
+    # @return [Numeric, nil] the chat's max_wait_in_call when it has its own (else the config's)
+    attr_accessor :max_wait_in_call
 
     # @param targets [Array<Target>] the primary, then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
@@ -286,8 +289,16 @@ module LlmFailover
     def engine_request
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
-                  quota: @quota, policy: @config.engine_policy, circuit: @breaker&.engine_mode }
+                  quota: @quota, policy: policy, circuit: @breaker&.engine_mode }
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
+    end
+
+    # The config's policy, or the chat's own max_wait_in_call bounding its waits.
+    def policy
+      policy = @config.engine_policy
+      return policy if @max_wait_in_call.nil?
+
+      policy.merge(retry_max_interval: [@config.retry_max_interval, @max_wait_in_call].min.to_f)
     end
 
     def succeed(result)
@@ -430,10 +441,61 @@ module LlmFailover
                           retryable: result[:retryable], partial_content: restored(result[:partial_content]),
                           provider_request_id: result[:provider_request_id], error_type: result[:error_type],
                           error_code: result[:error_code], phase: result[:phase])
+      error.retry_at, reason = later(error)
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")
       alert(error) if chain_exhausted?
       cause = earlier_target_error(result[:target])
-      cause ? raise(error, cause: cause) : raise(error)
+      begin
+        cause ? raise(error, cause: cause) : raise(error)
+      rescue Error
+        # Past what the call may wait: raised from here, its cause is +error+.
+        raise retry_later(error, reason) if error.retry_at && error.retry_at - Time.now > max_wait
+
+        raise
+      end
+    end
+
+    def max_wait
+      @max_wait_in_call || @config.max_wait_in_call
+    end
+
+    # When trying again may help, and why: the final error's Retry-After, or the end of
+    # the cooldown of the call's circuits when every one of them is open (the later of
+    # the two). Only for errors that mean "later": a 4xx never gets one.
+    # @return [Array(Time, Symbol), nil]
+    def later(error)
+      return nil unless error.is_a?(RetryableError)
+
+      now = Time.now.to_f
+      after = now + error.retry_after if error.retry_after.is_a?(Numeric) && error.retry_after.positive?
+      circuits = circuits_reopen_at(now)
+      return nil unless after || circuits
+      return [Time.at(after), :retry_after] if circuits.nil? || (after && after >= circuits - 1)
+
+      [Time.at([circuits, after.to_f].max), :circuits_open]
+    end
+
+    # When the first of the call's targets lets a request through, when all are open.
+    def circuits_reopen_at(now)
+      store = @config.state_store
+      return nil unless @breaker && store.respond_to?(:reopens_at)
+
+      times = store.reopens_at(@targets.map(&:circuit_key))
+      times.any?(&:nil?) ? nil : [times.min, now].max
+    rescue StandardError => e
+      log(:warn, "state store failed (#{e.class}: #{e.message}); no retry_at from the circuits")
+      nil
+    end
+
+    # The error a job reschedules on (LlmFailover::Job): the same details, the time
+    # to come back, and the error itself as its cause.
+    def retry_later(error, reason)
+      RetryLater.new("#{error.message} (try again at #{error.retry_at.utc.iso8601}, past max_wait_in_call #{max_wait}s)",
+                     retry_at: error.retry_at, reason: reason, status: error.status, body: error.body,
+                     provider: error.provider, model: error.model, request_id: error.request_id,
+                     retry_after: error.retry_after, attempts: error.attempts,
+                     provider_request_id: error.provider_request_id, error_type: error.error_type,
+                     error_code: error.error_code)
     end
 
     def build_error(klass, message, target, phase: nil, **details)

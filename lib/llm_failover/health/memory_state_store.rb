@@ -35,6 +35,8 @@ module LlmFailover
   #                              shared with the rest of the circuit
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
+  #   reopens_at(keys) (optional) -> [epoch seconds or nil, ...]: when each open
+  #                              circuit lets a request through again (nil: closed)
   #   quiet? (optional) -> true when admit would say "send, 0 failures" for every key
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
@@ -142,6 +144,21 @@ module LlmFailover
         state = circuit.state
         @probes.delete(key) unless state == :half_open # the probe ended with the circuit's change
         [state != :closed, circuit.last_change]
+      end
+    end
+
+    # When each key's circuit lets a request through again: its cooldown's end (epoch
+    # seconds, maybe past: half-open) while it is not closed, nil when closed. Read on a
+    # call's failure, to tell when trying again may help (Error#retry_at).
+    # @return [Array<Float, nil>]
+    def reopens_at(keys)
+      return keys.map { nil } if @circuits.empty?
+
+      synchronize do
+        keys.map do |key|
+          circuit = @circuits[key]
+          circuit && circuit.state != :closed ? circuit.cooldown_until : nil
+        end
       end
     end
 

@@ -239,6 +239,15 @@ module LlmFailover
       end
     end
 
+    # When each key's circuit lets a request through again (MemoryStateStore#reopens_at),
+    # from Redis: one pipelined HMGET per key.
+    def reopens_at(keys)
+      shared(:reopens_at, keys) do |redis|
+        replies = redis.pipelined { |p| keys.each { |key| p.call("HMGET", circuit_key(key), "state", "until") } }
+        replies.map { |state, untl| state.nil? || state == "closed" ? nil : untl.to_f }
+      end
+    end
+
     # Frees the probe lock of +key+ when +token+'s call still holds it.
     def release(key, token)
       shared(:release, key, token) do |redis|
