@@ -39,8 +39,6 @@ module LlmFailover
 
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
-    # @return [Numeric, nil] the chat's max_wait_in_call when it has its own (else the config's)
-    attr_accessor :max_wait_in_call
 
     # @param targets [Array<Target>] the primary, then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
@@ -289,16 +287,8 @@ module LlmFailover
     def engine_request
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
-                  quota: @quota, policy: policy, circuit: @breaker&.engine_mode }
+                  quota: @quota, policy: @config.engine_policy, circuit: @breaker&.engine_mode }
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
-    end
-
-    # The config's policy, or the chat's own max_wait_in_call bounding its waits.
-    def policy
-      policy = @config.engine_policy
-      return policy if @max_wait_in_call.nil?
-
-      policy.merge(retry_max_interval: [@config.retry_max_interval, @max_wait_in_call].min.to_f)
     end
 
     def succeed(result)
@@ -456,7 +446,7 @@ module LlmFailover
     end
 
     def max_wait
-      @max_wait_in_call || @config.max_wait_in_call
+      @config.max_wait_in_call
     end
 
     # When trying again may help, and why: the final error's Retry-After, or the end of

@@ -44,7 +44,7 @@ module LlmFailover
                    quota_used: 0, enforce_quota: false, feature: nil, store: nil, temperature: nil,
                    max_tokens: nil, engine: nil, cache: true, cache_namespace: nil, scrub: true, quota_key: nil,
                    quota_window: :month, quota_by: :calls,
-                   cancel_check: nil, max_wait_in_call: nil)
+                   cancel_check: nil)
       @config = config
       @engine = engine
       @store = store.nil? ? MemoryStore.new : validate_store(store)
@@ -71,7 +71,6 @@ module LlmFailover
       end
 
       @cancel_check = cancel_check
-      @max_wait_in_call = max_wait_in_call.nil? ? nil : validate_max_wait(max_wait_in_call)
       @running = []
       @running_lock = Mutex.new
       @answer_format = nil
@@ -235,7 +234,6 @@ module LlmFailover
       call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens, format)
       call.scrubbing = scrubbing
       call.quota_reservation = reservation
-      call.max_wait_in_call = @max_wait_in_call
       cancellation = Cancellation.new(check: @cancel_check, interval: @config.cancel_poll_interval)
       call.cancellation = cancellation
       @running_lock.synchronize { @running << cancellation }
@@ -252,19 +250,10 @@ module LlmFailover
     # max_wait_in_call, a RetryLater a job reschedules on; else the error, with retry_at.
     def quota_later(error)
       error.retry_at ||= Time.now + @quota_window.at[1]
-      wait = @max_wait_in_call || @config.max_wait_in_call
-      return error if error.retry_at - Time.now <= wait
+      return error if error.retry_at - Time.now <= @config.max_wait_in_call
 
       RetryLater.new("#{error.message} (the quota's window ends at #{error.retry_at.utc.iso8601})",
                      retry_at: error.retry_at, reason: :quota, provider: @provider, model: @model)
-    end
-
-    def validate_max_wait(value)
-      unless value.is_a?(Numeric) && value.real? && value >= 0 && (!value.is_a?(Float) || value.finite?)
-        raise ConfigurationError, "max_wait_in_call must be a number of seconds, at least 0, got #{value.inspect}"
-      end
-
-      value
     end
 
     # @return [Scrubber::Session, nil] nil when no scrubber is configured or scrub: false
