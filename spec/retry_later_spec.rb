@@ -93,5 +93,11 @@ RSpec.describe LlmFailover::RetryLater do
     expect(error.cause).to be_a(LlmFailover::QuotaExceededError)
     window_end = Time.at((Time.now.to_i / 3600 + 1) * 3600)
     expect(error.retry_at).to be_within(1).of(window_end)
+    caught = begin
+      chat.ask("again")
+    rescue LlmFailover::QuotaExceededError => e # as before RetryLater existed
+      e
+    end
+    expect(caught).to be_a(described_class)
   end
 end

@@ -7,11 +7,19 @@ module LlmFailover
   # Raised before any HTTP: the chat names a model or provider nobody configured.
   class ModelNotFoundError < StandardError; end
 
-  # Raised only with enforce_quota: true when the quota is used up and no backup exists,
-  # and only when its window ends within max_wait_in_call (past it: RetryLater).
+  # Raised only with enforce_quota: true when the quota is used up and no backup exists:
+  # itself when its window ends within max_wait_in_call, else a RetryLater (reason
+  # :quota) that `rescue QuotaExceededError` still catches.
   class QuotaExceededError < StandardError
     # @return [Time, nil] when the quota's window ends (its count starts again)
     attr_accessor :retry_at
+
+    # The RetryLater that stands for an exhausted quota (its window ends past
+    # max_wait_in_call) is caught by `rescue QuotaExceededError` too, as before it
+    # existed; its #cause is the QuotaExceededError itself.
+    def self.===(other)
+      super || (other.is_a?(RetryLater) && other.reason == :quota)
+    end
   end
 
   # A provider call failed. Carries what a caller needs to decide and to debug,
