@@ -286,8 +286,9 @@ module OutageDrill
     results << run_mode("RedisStateStore, fixed", redis_store, first_probe: COOLDOWN)
     results << run_mode("RedisStateStore, long", redis_store, outage: LONG_OUTAGE)
     results << run_mode("RedisStateStore, long, fixed", redis_store, outage: LONG_OUTAGE, first_probe: COOLDOWN)
+    columns = %i[mode outage_s calls dead_requests p50_ms p99_ms failed recover_s]
     puts table(%w[mode outage_s calls requests_to_dead_primary p50_ms_during p99_ms_during failed_calls recovered_after_s],
-               results.map { |r| r.values_at(:mode, :outage_s, :calls, :dead_requests, :p50_ms, :p99_ms, :failed, :recover_s) })
+               results.map { |r| r.values_at(*columns) })
     puts
     puts "requests to the dead primary by cause (target with Redis: threshold + one probe per wait = " \
          "#{THRESHOLD} + #{probes(OUTAGE, FIRST_PROBE)} adaptive, #{THRESHOLD} + #{probes(OUTAGE, COOLDOWN)} fixed over " \

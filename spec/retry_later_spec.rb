@@ -81,7 +81,9 @@ RSpec.describe LlmFailover::RetryLater do
     primary.enqueue({ error: :bad_request, retry_after: 40 })
     expect { primary_only.ask("hi") }.to raise_error(LlmFailover::BadRequestError) { |e| expect(e.retry_at).to be_nil }
     primary.enqueue({ error: :unauthorized, retry_after: 40 })
-    expect { primary_only.ask("hi") }.to raise_error(LlmFailover::UnauthorizedError) { |e| expect(e.retry_at).to be_nil }
+    expect { primary_only.ask("hi") }.to raise_error(LlmFailover::UnauthorizedError) do |e|
+      expect(e.retry_at).to be_nil
+    end
   end
 
   it "comes from an exhausted quota with enforce_quota, at the end of its window" do

@@ -56,7 +56,8 @@ RSpec.shared_examples "a state store" do
       sleep [h[:cooldown_until].to_f - Time.now.to_f, 0].max + 0.002
       expect(store.admit([key], 1, "probe").first[0]).to eq(2)
       t0 = Time.now.to_f
-      expect(store.record(key, 1, cooldown, false, 0, err, "probe", first)).to eq([true, %i[half_open open probe_failed]])
+      expect(store.record(key, 1, cooldown, false, 0, err, "probe", first))
+        .to eq([true, %i[half_open open probe_failed]])
       t1 = Time.now.to_f
       h = store.health.first
       expect(h[:probes_failed]).to eq(waits.size + 1)

@@ -480,7 +480,8 @@ module LlmFailover
     # The error a job reschedules on (LlmFailover::Job): the same details, the time
     # to come back, and the error itself as its cause.
     def retry_later(error, reason)
-      RetryLater.new("#{error.message} (try again at #{error.retry_at.utc.iso8601}, past max_wait_in_call #{max_wait}s)",
+      RetryLater.new("#{error.message} (try again at #{error.retry_at.utc.iso8601}, " \
+                     "past max_wait_in_call #{max_wait}s)",
                      retry_at: error.retry_at, reason: reason, status: error.status, body: error.body,
                      provider: error.provider, model: error.model, request_id: error.request_id,
                      retry_after: error.retry_after, attempts: error.attempts,

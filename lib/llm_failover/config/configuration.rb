@@ -299,7 +299,8 @@ module LlmFailover
     def engine_policy
       @engine_policy ||= {
         max_retries: @max_retries, retry_interval: @retry_interval.to_f,
-        retry_backoff_factor: @retry_backoff_factor.to_f, retry_max_interval: [@retry_max_interval, @max_wait_in_call].min.to_f,
+        retry_backoff_factor: @retry_backoff_factor.to_f,
+        retry_max_interval: [@retry_max_interval, @max_wait_in_call].min.to_f, # no wait past max_wait_in_call
         retry_interval_randomness: @retry_interval_randomness.to_f, connect_timeout: @connect_timeout.to_f,
         first_token_timeout: @first_token_timeout.to_f, idle_timeout: @idle_timeout.to_f,
         request_timeout: @request_timeout.to_f, failover_on_context_length: @failover_on_context_length,

@@ -177,7 +177,8 @@ module LlmFailover
       synchronize do
         @circuits.map do |key, c|
           provider, model = key.split(":", 2)
-          { provider: provider.to_sym, model: model, state: c.state, failures: c.failures, probes_failed: c.probes_failed,
+          { provider: provider.to_sym, model: model, state: c.state, failures: c.failures,
+            probes_failed: c.probes_failed,
             opened_at: c.opened_at && Time.at(c.opened_at), cooldown_until: c.cooldown_until && Time.at(c.cooldown_until),
             last_error: @last_errors[key] }
         end
