@@ -124,6 +124,12 @@ module LlmFailover
   class StreamInterruptedError < RetryableError; end
   class InvalidResponseError < RetryableError; end
 
+  # Another call is answering the same idempotency_key (a double submit, a job run
+  # twice at once) and did not finish within idempotency_wait. No request was sent and
+  # nothing was stored; retried later, the ask returns that call's stored answer. A
+  # RetryableError so that `retry_on LlmFailover::RetryableError` retries it.
+  class IdempotencyConflict < RetryableError; end
+
   # The account is out of money: fail over, never retry the same target.
   class ProviderQuotaError < Error; end
 

@@ -40,7 +40,8 @@ module LlmFailover
       state_store: nil,
       on_circuit_change: nil,
       circuit_log: nil,
-      cancel_poll_interval: 0.2
+      cancel_poll_interval: 0.2,
+      idempotency_wait: 60
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -197,6 +198,21 @@ module LlmFailover
     # time, however many calls run (ActiveRecord::CancelWatcher).
     def cancel_poll_interval=(value)
       @cancel_poll_interval = number(:cancel_poll_interval, value, positive: true)
+    end
+
+    # Seconds an ask waits for another call answering the same idempotency_key (a
+    # double-submitted form, a job run twice) before IdempotencyConflict.
+    def idempotency_wait=(value)
+      @idempotency_wait = number(:idempotency_wait, value, positive: true)
+    end
+
+    # Seconds: the longest a call can run, every attempt on both targets taking its
+    # whole request_timeout and the longest wait between them. Past it, what a call
+    # left unfinished is a dead process's (a claim on an idempotency_key's turn, a
+    # streaming row).
+    # @api private
+    def longest_call
+      2 * (max_retries + 1) * (request_timeout + retry_max_interval)
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.
