@@ -6,6 +6,9 @@
 # the page, under its own file name and line, so a backtrace points into the Markdown.
 # One JSON line per block goes to RESULTS.jsonl: its line, whether it ran, its error.
 #
+# A line `EXPRESSION # => VALUE` is checked: when VALUE (the comment up to a ": ", " (" or
+# "; " that starts the prose) is a Ruby value, EXPRESSION must equal it.
+#
 # Nothing leaves the machine: every provider the page declares is answered by a
 # FakeProvider of its own on loopback (the page's base_url, when it names a public host,
 # is replaced by the FakeProvider's: the gem's own code runs unchanged from there on), and
@@ -15,6 +18,7 @@
 $LOAD_PATH.unshift(File.expand_path("../../lib", __dir__))
 require "json"
 require "logger"
+require "ripper"
 require "timeout"
 require "llm_failover"
 require "llm_failover/testing"
@@ -36,11 +40,50 @@ module DocsRunner
     end
   end
 
-  # The methods a `<!-- docs_spec: before ... -->` line may call.
+  # The methods a `<!-- docs_spec: before ... -->` line may call, and the check of a
+  # `# =>` comment.
   module Helpers
     def fake(name)
       DocsRunner.fake(name)
     end
+
+    def __docs_says(line, actual, expected_source)
+      expected = eval(expected_source, TOPLEVEL_BINDING) # rubocop:disable Security/Eval -- checked by DocsRunner.value
+      return actual if actual == expected
+
+      raise DocsRunner::Mismatch, "line #{line}: #{actual.inspect}, where the page says # => #{expected_source}"
+    end
+  end
+
+  class Mismatch < StandardError; end
+
+  COMMENT = /\A(?<code>.*\S)\s+# => (?<says>.+)\z/
+
+  # The block with each checkable `EXPRESSION # => VALUE` line wrapped in a check, on the
+  # same line so that line numbers stay.
+  def self.checked(code, first_line)
+    code.lines.each_with_index.map do |text, i|
+      m = COMMENT.match(text.chomp)
+      source = m && Ripper.sexp(m[:code]) && value(m[:says])
+      source ? "__docs_says(#{first_line + i}, (#{m[:code]}), #{source.inspect})\n" : text
+    end.join
+  end
+
+  # The leading Ruby value of a `# =>` comment's text, or nil when it is prose.
+  def self.value(says)
+    cuts = [says.size, *[": ", " (", "; "].map { |sep| says.index(sep) }.compact].uniq.sort.reverse
+    cuts.each do |cut|
+      candidate = says[0, cut].strip
+      next unless Ripper.sexp(candidate)
+
+      begin
+        eval(candidate, TOPLEVEL_BINDING) # rubocop:disable Security/Eval -- a literal from the page
+        return candidate
+      rescue StandardError, ScriptError
+        next
+      end
+    end
+    nil
   end
 end
 
@@ -62,7 +105,7 @@ blocks.each do |block|
   begin
     Timeout.timeout(60) do
       block["before"].each { |code| page.eval(code, "#{block['path']} (docs_spec before)", block["line"]) }
-      page.eval(block["code"], block["path"], block["line"])
+      page.eval(DocsRunner.checked(block["code"], block["line"]), block["path"], block["line"])
     end
   rescue Exception => e # rubocop:disable Lint/RescueException -- a page's exit or interrupt is its failure too
     error = "#{e.class}: #{e.message}\n#{e.backtrace&.first(8)&.join("\n")}"
