@@ -95,8 +95,14 @@ RSpec.describe "the documentation's Ruby examples" do
         ```ruby
         chat.ask("Hi")
         ```
+
+        ```ruby
+        [1 + 1, 2].max   # => 2: prose after the value
+        chat.ask("Hi").content.size   # => 3 (it is 23)
+        ```
       MD
-      expect(results).to eq([[true, nil], [false, "NameError"], [false, "LlmFailover::UnauthorizedError"]])
+      expect(results).to eq([[true, nil], [false, "NameError"], [false, "LlmFailover::UnauthorizedError"],
+                             [false, "DocsRunner::Mismatch"]])
       expect(output).to include("Hello from FakeProvider")
     end
 
