@@ -5,6 +5,7 @@ require "json"
 require "open3"
 require "tmpdir"
 require_relative "support/doc_blocks"
+require_relative "support/redis_server"
 
 # Every ```ruby block of README.md and doc/**/*.md (guides added later included) is run,
 # or is a verbatim part of a file a spec runs, or says in its first line why it is not
@@ -14,8 +15,19 @@ RSpec.describe "the documentation's Ruby examples" do
   root = File.expand_path("..", __dir__)
   runner = File.join(root, "spec/support/docs_runner.rb")
   # Fake keys: a developer's real ones must never turn a page into a live call.
+  # REDIS_URL: a redis-server of the spec's own, for the pages' RedisStateStore.
   env = { "OPENAI_API_KEY" => "sk-docs-fake-openai", "ANTHROPIC_API_KEY" => "sk-ant-docs-fake",
-          "GROQ_API_KEY" => "gsk_docs_fake", "LLM_FAILOVER_LIVE" => nil }
+          "GROQ_API_KEY" => "gsk_docs_fake", "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
+  redis = nil
+
+  before(:all) do
+    if RedisServer.available?
+      redis = RedisServer.new.start
+      env["REDIS_URL"] = redis.url
+    end
+  end
+
+  after(:all) { redis&.stop }
   # A file a spec runs as a whole, without naming it: the fixture app is copied whole
   # (spec/rails_app_spec.rb) and the generators' templates are what the generator specs
   # generate and run.
