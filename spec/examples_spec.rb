@@ -65,6 +65,13 @@ RSpec.describe "examples/" do
                               "with_timeout ended the silent call; stored: assistant (failed)"])
   end
 
+  it "testing/summaries_spec.rb: an app's specs against the FakeProvider pass in any order (doc/testing.md)" do
+    out, err, status = Open3.capture3(clean_env, "bundle", "exec", "rspec", "examples/testing/summaries_spec.rb",
+                                      "--order", "defined", chdir: root)
+    expect(status.exitstatus).to eq(0), "examples/testing/summaries_spec.rb failed:\n#{out}#{err}"
+    expect(out).to include("8 examples, 0 failures")
+  end
+
   it "streaming_consumer.rb: erases the partial answer on a terminal" do
     output = +""
     code = nil
