@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# The fenced ```ruby blocks of a Markdown file, each with what spec/docs_spec.rb must do
+# The fenced ```ruby (or ```rb) blocks of a Markdown file, each with what spec/docs_spec.rb must do
 # with it. A block is one of:
 #
 # - run (the default): evaluated by spec/support/docs_runner.rb, in order with the other
@@ -28,7 +28,7 @@ class DocBlocks
   end
 
   DIRECTIVE = /\A\s*<!--\s*docs_spec:\s*(\w+)\s+(.*?)\s*-->\s*\z/
-  FENCE_OPEN = /\A(\s*)```ruby\s*\z/
+  FENCE_OPEN = /\A(\s*)```(?:ruby|rb)\s*\z/
   NOT_RUN = /\A#\s*not run:\s*(\S.*)\z/
 
   # @param path [String] the Markdown file
