@@ -1,38 +1,28 @@
 # frozen_string_literal: true
 
-require "llm_failover/version"
-require "llm_failover/errors"
-require "llm_failover/llm_failover" # the compiled extension: Engine and the C core
+require_relative "llm_failover/version"
+require_relative "llm_failover/errors"
+require "llm_failover/llm_failover" # the compiled extension (Engine and the C core), put in lib/ by rake compile
 
-require "llm_failover/provider_config"
-require "llm_failover/configuration"
-require "llm_failover/model_name"
-require "llm_failover/quota"
-require "llm_failover/quota_window"
-require "llm_failover/quota_reservation"
-require "llm_failover/model_picker"
-require "llm_failover/memory_store/message"
-require "llm_failover/memory_store"
-require "llm_failover/chunk"
-require "llm_failover/reply"
-require "llm_failover/attempt_record"
-require "llm_failover/usage_log"
-require "llm_failover/alert"
-require "llm_failover/alerts"
-require "llm_failover/target"
-require "llm_failover/answer_format"
-require "llm_failover/memory_cache"
-require "llm_failover/response_cache"
-require "llm_failover/text"
-require "llm_failover/scrubber"
-require "llm_failover/circuit_event"
-require "llm_failover/quota_counters"
-require "llm_failover/memory_state_store"
-require "llm_failover/circuit_breaker"
-require "llm_failover/call"
-require "llm_failover/idempotency"
-require "llm_failover/cancellation"
-require "llm_failover/chat"
+# Each file requires what it uses; these are the folders, by concern (doc/architecture.md).
+require_relative "llm_failover/config/configuration"
+require_relative "llm_failover/config/provider_config"
+require_relative "llm_failover/chat/chat"
+require_relative "llm_failover/chat/call"
+require_relative "llm_failover/chat/chunk"
+require_relative "llm_failover/chat/reply"
+require_relative "llm_failover/chat/target"
+require_relative "llm_failover/chat/memory_store"
+require_relative "llm_failover/health/circuit_breaker"
+require_relative "llm_failover/health/memory_state_store"
+require_relative "llm_failover/cache/memory_cache"
+require_relative "llm_failover/cache/response_cache"
+require_relative "llm_failover/scrubber/scrubber"
+require_relative "llm_failover/quota/quota"
+require_relative "llm_failover/quota/model_picker"
+require_relative "llm_failover/records/attempt_record"
+require_relative "llm_failover/records/usage_log"
+require_relative "llm_failover/records/alerts"
 
 # LLM chat calls with honest retries and one-level provider failover.
 #
@@ -49,7 +39,7 @@ module LlmFailover
                     quota_key quota_window quota_by cancel_check].freeze
 
   # Loaded on first use: only apps that share state through Redis need redis-client.
-  autoload :RedisStateStore, "llm_failover/redis_state_store"
+  autoload :RedisStateStore, File.expand_path("llm_failover/health/redis_state_store", __dir__)
 
   @lock = Mutex.new
 
@@ -113,4 +103,4 @@ module LlmFailover
   end
 end
 
-require "llm_failover/railtie" if defined?(::Rails::Railtie)
+require_relative "llm_failover/railtie" if defined?(::Rails::Railtie)

@@ -4,7 +4,7 @@ require "spec_helper"
 require "open3"
 require "pty"
 require "rbconfig"
-require "llm_failover/demo"
+require "llm_failover/cli/demo"
 
 # The command, run as a subprocess. Chat talks to FakeProviders started in this
 # process through --base-url: no key of a real provider, no network.

@@ -3,7 +3,7 @@
  * A Quota wraps the core's lf_quota, so its answers are the attempt loop's
  * answers, and keeps the limit and used values exactly as given (an Integer
  * stays an Integer) for #limit, #used and #inspect. Keyword arguments and
- * validation live in lib/llm_failover/quota.rb and model_picker.rb. */
+ * validation live in lib/llm_failover/quota/quota.rb and model_picker.rb. */
 #include "lf_ruby.h"
 
 #include "lf_quota.h"

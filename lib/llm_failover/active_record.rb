@@ -32,19 +32,19 @@
 # whole call (on SQLite, the database's write lock): better to call outside one.
 
 require "active_record"
-require "llm_failover"
-require "llm_failover/active_record/schema"
-require "llm_failover/active_record/surviving_write"
-require "llm_failover/active_record/attempt_log"
-require "llm_failover/active_record/circuit_log"
-require "llm_failover/active_record/message_store"
-require "llm_failover/active_record/quota_counter"
-require "llm_failover/active_record/message_record"
-require "llm_failover/active_record/cancel_watcher"
-require "llm_failover/active_record/cancel_request"
-require "llm_failover/active_record/chat_record"
-require "llm_failover/active_record/acts_as"
-require "llm_failover/active_record/not_secret"
+require_relative "../llm_failover"
+require_relative "active_record/schema"
+require_relative "active_record/surviving_write"
+require_relative "active_record/attempt_log"
+require_relative "active_record/circuit_log"
+require_relative "active_record/message_store"
+require_relative "active_record/quota_counter"
+require_relative "active_record/message_record"
+require_relative "active_record/cancel_watcher"
+require_relative "active_record/cancel_request"
+require_relative "active_record/chat_record"
+require_relative "active_record/acts_as"
+require_relative "active_record/not_secret"
 
 module LlmFailover
   # Named after the integration; inside LlmFailover, the gem itself is ::ActiveRecord.

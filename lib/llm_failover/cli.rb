@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
 require "optparse"
-require "llm_failover/version"
-require "llm_failover/model_name"
-require "llm_failover/cli/usage_error"
-require "llm_failover/cli/attempts_table"
-require "llm_failover/cli/stream_printer"
+require_relative "version"
+require_relative "chat/model_name"
+require_relative "cli/usage_error"
+require_relative "cli/attempts_table"
+require_relative "cli/stream_printer"
 
 module LlmFailover
   # The `llm_failover` command: `demo`, `chat`, `report`, `help`, `--version`.
@@ -135,7 +135,7 @@ module LlmFailover
       raise UsageError, "demo takes no arguments, got #{rest.first.inspect}" unless rest.empty?
 
       load_gem
-      require "llm_failover/demo"
+      require_relative "cli/demo"
       Demo.new(out: @out, color: opts.fetch(:color) { color?(@out) }).run
     end
 
@@ -330,7 +330,7 @@ module LlmFailover
 
     def report(argv)
       begin
-        require "llm_failover/report/cli"
+        require_relative "report/cli"
       rescue LoadError => e
         error_line("report needs the ActiveRecord integration (#{e.message})")
         return USAGE
@@ -363,7 +363,7 @@ module LlmFailover
 
       load_gem
       require "logger"
-      require "llm_failover/report/table"
+      require_relative "report/table"
       store = LlmFailover::RedisStateStore.new(url: url, namespace: opts[:namespace] || "llm_failover",
                                                logger: Logger.new(@err, formatter: ->(*, msg) { "#{msg}\n" }))
       targets = store.health
@@ -380,7 +380,7 @@ module LlmFailover
     end
 
     def load_gem
-      require "llm_failover"
+      require_relative "../llm_failover"
     rescue LoadError => e
       raise unless e.path.to_s.include?("llm_failover/llm_failover")
 

@@ -13,7 +13,7 @@ module LlmFailover
   # It is required before the app's initializers, which name AttemptLog.
   class Railtie < ::Rails::Railtie
     initializer "llm_failover.active_record", before: :load_config_initializers do
-      require "llm_failover/active_record" if defined?(::ActiveRecord::Railtie)
+      require_relative "active_record" if defined?(::ActiveRecord::Railtie)
     end
 
     # After the app's initializers: ActiveRecord's own hook has copied filter_parameters

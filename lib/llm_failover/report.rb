@@ -1,12 +1,12 @@
 # frozen_string_literal: true
 
 require "active_record"
-require "llm_failover/active_record/attempt"
-require "llm_failover/active_record/circuit_transition"
-require "llm_failover/report/table"
-require "llm_failover/report/rows"
-require "llm_failover/report/tally"
-require "llm_failover/report/calls"
+require_relative "active_record/attempt"
+require_relative "active_record/circuit_transition"
+require_relative "report/table"
+require_relative "report/rows"
+require_relative "report/tally"
+require_relative "report/calls"
 
 module LlmFailover
   # What the attempts table says about a period: failure rates per provider and model,
@@ -477,6 +477,6 @@ module LlmFailover
 end
 
 # The renderers read the constants above.
-require "llm_failover/report/tables"
-require "llm_failover/report/text"
-require "llm_failover/report/html"
+require_relative "report/tables"
+require_relative "report/text"
+require_relative "report/html"

@@ -2,7 +2,7 @@
  * (provider + model), when its circuit opens, when one request may probe it,
  * and what a Retry-After asks of the whole fleet. The state itself lives in a
  * store (the host's): these functions only move one lf_circuit from one state
- * to the next. RedisStateStore's Lua scripts (lib/llm_failover/
+ * to the next. RedisStateStore's Lua scripts (lib/llm_failover/health/
  * redis_state_store.rb) run the same transitions inside Redis, where a fleet
  * needs them atomic; spec/state_store_spec.rb holds both to one contract. */
 #ifndef LF_CIRCUIT_H

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "quota_counter"
+
 module LlmFailover
   module ActiveRecord
     # acts_as_llm_chat / acts_as_llm_message, extended onto ActiveRecord::Base.

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "surviving_write"
+
 module LlmFailover
   module ActiveRecord
     # A usage sink writing one llm_failover_attempts row per attempt.

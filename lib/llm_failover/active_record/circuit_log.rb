@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "surviving_write"
+
 module LlmFailover
   module ActiveRecord
     # Writes one llm_failover_circuit_events row per circuit change, so that the report

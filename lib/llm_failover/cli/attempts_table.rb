@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "llm_failover/report/table"
-require "llm_failover/cli/style"
+require_relative "../report/table"
+require_relative "style"
 
 module LlmFailover
   class CLI

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "llm_failover/cli/style"
-require "llm_failover/cli/terminal_eraser"
+require_relative "style"
+require_relative "terminal_eraser"
 
 module LlmFailover
   class CLI

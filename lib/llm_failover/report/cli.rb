@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
-require "llm_failover/report"
+require_relative "../report"
 
 module LlmFailover
   class Report

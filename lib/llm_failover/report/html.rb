@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
 require "time"
-require "llm_failover/report/markup"
-require "llm_failover/report/bar_chart"
-require "llm_failover/report/timeline_chart"
+require_relative "markup"
+require_relative "bar_chart"
+require_relative "timeline_chart"
 
 module LlmFailover
   class Report

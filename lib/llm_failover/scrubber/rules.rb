@@ -1,5 +1,9 @@
 # frozen_string_literal: true
 
+require "llm_failover/llm_failover" # the compiled extension: Scrubber::Prescan
+require_relative "rule"
+require_relative "checks"
+
 module LlmFailover
   class Scrubber
     # The built-in rules. Their patterns are binary (/n) and run on the bytes of the

@@ -5,7 +5,7 @@ namespace :llm_failover do
   desc "Failure rates, failovers and tokens from the attempt log (SINCE=7d|24h|30m, TABLE=llm_failover_attempts, " \
        "FORMAT=html with OUTPUT=tmp/llm_failover_report.html for a page with charts)"
   task report: :environment do
-    require "llm_failover/report/cli"
+    require_relative "../report/cli"
     since = LlmFailover::Report::CLI.duration(ENV.fetch("SINCE", "7d"))
     format = ENV.fetch("FORMAT", "text")
     abort("llm_failover:report: FORMAT is text or html, not #{format.inspect}") unless %w[text html].include?(format)

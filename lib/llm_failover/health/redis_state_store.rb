@@ -1,7 +1,9 @@
 # frozen_string_literal: true
 
 require "digest/sha1"
-require "llm_failover/quota_counters/in_redis"
+require_relative "../errors"
+require_relative "../quota/quota_counters/in_redis"
+require_relative "memory_state_store"
 
 begin
   require "redis-client"

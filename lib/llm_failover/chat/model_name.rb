@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "llm_failover/errors"
+require_relative "../errors"
 
 module LlmFailover
   # The one check of a model name, shared by Chat, ModelPicker and the CLI: a name is

@@ -1,5 +1,15 @@
 # frozen_string_literal: true
 
+require_relative "../errors"
+require "llm_failover/llm_failover" # the compiled extension
+require_relative "../cache/response_cache"
+require_relative "../health/circuit_breaker"
+require_relative "../records/attempt_record"
+require_relative "cancellation"
+require_relative "chunk"
+require_relative "reply"
+require_relative "target"
+
 module LlmFailover
   # One logical call: runs the engine's attempt loop and is its listener. It turns
   # the engine's events into the user's Chunks, the store's writes and the attempt

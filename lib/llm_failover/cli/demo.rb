@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-require "llm_failover"
-require "llm_failover/testing"
-require "llm_failover/cli"
+require_relative "../../llm_failover"
+require_relative "../testing"
+require_relative "../cli"
 
 module LlmFailover
   # `llm_failover demo`: one failover, end to end, with no keys and no network.

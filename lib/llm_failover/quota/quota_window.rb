@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../errors"
+
 module LlmFailover
   # The period a shared quota counts over: :hour, :day or :month (UTC calendar
   # periods), or a number of seconds (periods aligned on the Unix epoch). Each period

@@ -2,6 +2,7 @@
 
 require "digest"
 require "json"
+require_relative "../records/usage_log"
 
 module LlmFailover
   # The exact response cache in front of the providers: how a call's key is made, what

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "alert"
+
 module LlmFailover
   # Throttles on_chain_exhausted: at most one Alert per feature x error class per
   # window, so an outage pages someone once instead of once per job. Process-wide and

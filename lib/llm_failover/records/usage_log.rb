@@ -2,6 +2,7 @@
 
 require "json"
 require "set"
+require_relative "../errors"
 
 module LlmFailover
   # Hands every AttemptRecord to the configured sinks, as the attempts happen.

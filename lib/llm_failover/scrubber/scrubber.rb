@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
-require "llm_failover/scrubber/rule"
-require "llm_failover/scrubber/checks"
-require "llm_failover/scrubber/table"
-require "llm_failover/scrubber/rules"
-require "llm_failover/scrubber/session"
-require "llm_failover/scrubber/stream_restorer"
+require_relative "../errors"
+require "llm_failover/llm_failover" # the compiled extension
+require_relative "rule"
+require_relative "checks"
+require_relative "table"
+require_relative "rules"
+require_relative "session"
+require_relative "stream_restorer"
 
 module LlmFailover
   # Replaces sensitive values in a text with placeholders ([CARD_1], [API_KEY_1]) before

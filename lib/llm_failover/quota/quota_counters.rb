@@ -15,4 +15,4 @@ module LlmFailover
   end
 end
 
-require "llm_failover/quota_counters/in_memory"
+require_relative "quota_counters/in_memory"

@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
-require "llm_failover/errors"
-require "llm_failover/quota"
-require "llm_failover/model_name"
+require_relative "../errors"
+require "llm_failover/llm_failover" # the compiled extension
+require_relative "../chat/model_name"
+require_relative "quota"
 
 module LlmFailover
   # Chooses the target of a call before any network: the backup when a backup is

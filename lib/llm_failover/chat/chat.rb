@@ -1,5 +1,20 @@
 # frozen_string_literal: true
 
+require_relative "../errors"
+require_relative "../cache/response_cache"
+require_relative "../quota/model_picker"
+require_relative "../quota/quota"
+require_relative "../quota/quota_reservation"
+require_relative "../quota/quota_window"
+require_relative "../scrubber/scrubber"
+require_relative "answer_format"
+require_relative "call"
+require_relative "cancellation"
+require_relative "idempotency"
+require_relative "memory_store"
+require_relative "model_name"
+require_relative "text"
+
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
   # store (MemoryStore unless another is given); every #ask / #complete is one logical

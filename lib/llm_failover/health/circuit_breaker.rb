@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "circuit_event"
+
 module LlmFailover
   # One call's side of the circuit breaker: asks the state store for the health of
   # the call's targets (once, before the first attempt) and tells it the attempts

@@ -1,5 +1,8 @@
 # frozen_string_literal: true
 
+require "llm_failover/llm_failover" # the compiled extension
+require_relative "../quota/quota_counters"
+
 module LlmFailover
   # Provider health kept in this process: one Circuit per target (its rules are the
   # C core's), Retry-After cooldowns, the half-open probe and alert windows. Thread

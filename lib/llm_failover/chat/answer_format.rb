@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require "llm_failover/llm_failover" # the compiled extension
 
 module LlmFailover
   # What a call asks the answer to be, beyond text: one JSON object (JSON mode), or

@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
-require "llm_failover/errors"
-require "llm_failover/llm_failover"
+require_relative "../errors"
+require "llm_failover/llm_failover" # the compiled extension
+require_relative "quota_window"
 
 module LlmFailover
   # A spending budget for the primary model: how much may be used and how much has

@@ -1,5 +1,10 @@
 # frozen_string_literal: true
 
+require_relative "../errors"
+require_relative "../health/memory_state_store"
+require_relative "../records/usage_log"
+require_relative "provider_config"
+
 module LlmFailover
   # The providers and the call policy. Every setter validates at once, so a bad value
   # fails at boot with ConfigurationError rather than on the first call in production.

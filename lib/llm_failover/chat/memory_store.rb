@@ -1,5 +1,8 @@
 # frozen_string_literal: true
 
+require_relative "idempotency"
+require_relative "memory_store/message"
+
 module LlmFailover
   # The default message store: one chat's messages in memory, in order. Implements
   # the store interface the ActiveRecord store shares (see Chat).

@@ -1,5 +1,8 @@
 # frozen_string_literal: true
 
+require_relative "../errors"
+require_relative "reply"
+
 module LlmFailover
   # chat.ask(text, idempotency_key: key): the prompt is stored once per key and chat.
   # Asked again with the same key (a retried job, a double-submitted form), the turn

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../errors"
+
 module LlmFailover
   # The response cache the gem ships: an in-process LRU with per-entry expiry, safe to
   # share between threads. Any object with #read(key) and #write(key, value, expires_in:)

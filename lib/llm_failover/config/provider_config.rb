@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require "uri"
+require_relative "../errors"
+require_relative "../chat/target"
 
 module LlmFailover
   # One configured provider: a name the app chooses (:openai, :groq, ...), the wire
