@@ -132,6 +132,22 @@ RSpec.describe "the documentation's Ruby examples" do
     end
   end
 
+  it "lists every default of LlmFailover::Configuration in the README's defaults line, with its value" do
+    require "llm_failover"
+    line = File.read(File.join(root, "README.md"))[/^\*\*Defaults\*\*.*?(?=\n\n)/m].tr("\n", " ")
+    expect(line).not_to be_nil
+    LlmFailover::Configuration::DEFAULTS.each do |name, value|
+      said = line[/`#{name}\b`?([^,`(]*)/, 1]&.strip
+      expect(said).not_to be_nil, "the defaults line leaves out #{name}"
+      next unless value.is_a?(Numeric) || value == false
+
+      shown = [value.to_s, value.to_s.reverse.scan(/\d{1,3}/).join("_").reverse,
+               ("#{value / (1024 * 1024)} MiB" if value.is_a?(Integer) && (value % (1024 * 1024)).zero? && value.positive?)]
+      expect(shown.compact.any? { |v| said.start_with?(v) }).to be(true),
+                                                             "the defaults line says #{name} #{said}, the code #{value}"
+    end
+  end
+
   it "parses the three forms" do
     blocks = DocBlocks.parse("x.md", <<~MD)
       <!-- docs_spec: file examples/script.rb -->
