@@ -16,6 +16,11 @@ module LlmFailover
       require_relative "active_record" if defined?(::ActiveRecord::Railtie)
     end
 
+    # LlmFailover::Job for the app's jobs, without a require, once ActiveJob loads.
+    initializer "llm_failover.active_job" do
+      ActiveSupport.on_load(:active_job) { require "llm_failover/job" }
+    end
+
     # After the app's initializers: ActiveRecord's own hook has copied filter_parameters
     # into filter_attributes by the time this one runs.
     config.after_initialize do

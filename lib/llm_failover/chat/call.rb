@@ -8,6 +8,7 @@ require_relative "reply"
 require_relative "target"
 require_relative "call/delivery"
 require_relative "call/failure"
+require_relative "call/later"
 require_relative "call/records"
 
 module LlmFailover
@@ -289,10 +290,19 @@ module LlmFailover
       @quota_reservation&.release # no target answered
       @delivery.mark_failed(@targets.index(target))
       error = failure.error
+      later = Later.new(config: @config, targets: @targets, breaker: !@breaker.nil?, log: method(:log))
+      error.retry_at, reason = later.at(error)
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")
       alert(error) if @records.chain_exhausted?
       cause = failure.cause
-      cause ? raise(error, cause: cause) : raise(error)
+      begin
+        cause ? raise(error, cause: cause) : raise(error)
+      rescue Error
+        # Past what the call may wait: raised from here, its cause is +error+.
+        raise later.retry_later(error, reason) if later.too_far?(error)
+
+        raise
+      end
     end
 
     def alert(error)

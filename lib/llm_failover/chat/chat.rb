@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "time"
+
 require_relative "../errors"
 require_relative "../cache/response_cache"
 require_relative "../quota/model_picker"
@@ -236,6 +238,18 @@ module LlmFailover
       ensure
         @running_lock.synchronize { @running.delete(cancellation) }
       end
+    rescue QuotaExceededError => e
+      raise quota_later(e) # raised from here: a RetryLater's cause is the QuotaExceededError
+    end
+
+    # An exhausted quota (enforce_quota) means "later": when its window ends. Past
+    # max_wait_in_call, a RetryLater a job reschedules on; else the error, with retry_at.
+    def quota_later(error)
+      error.retry_at ||= Time.now + @options.quota_window.at[1]
+      return error if error.retry_at - Time.now <= @config.max_wait_in_call
+
+      RetryLater.new("#{error.message} (the quota's window ends at #{error.retry_at.utc.iso8601})",
+                     retry_at: error.retry_at, reason: :quota, provider: @provider, model: @model)
     end
 
     # @return [Scrubber::Session, nil] nil when no scrubber is configured or scrub: false

@@ -35,6 +35,8 @@ module LlmFailover
       scrubber: nil,
       circuit_threshold: 5,
       circuit_cooldown: 60,
+      circuit_first_probe: 5,
+      max_wait_in_call: 10,
       state_store: nil,
       on_circuit_change: nil,
       circuit_log: nil,
@@ -89,6 +91,15 @@ module LlmFailover
     def retry_backoff_factor=(value)
       # Below 1 the waits would shrink, which is never what a backoff means.
       @retry_backoff_factor = number(:retry_backoff_factor, value, min: 1)
+      @engine_policy = nil
+    end
+
+    # The longest a call sleeps in one wait (a Retry-After, a backoff) before its next
+    # attempt; a longer Retry-After fails over at once, and a call that ends on an error
+    # meaning "later" further away than this raises RetryLater (retry_at, retry_in)
+    # instead of sleeping. Per chat: LlmFailover.chat(max_wait_in_call: 30).
+    def max_wait_in_call=(value)
+      @max_wait_in_call = number(:max_wait_in_call, value, min: 0)
       @engine_policy = nil
     end
 
@@ -204,6 +215,15 @@ module LlmFailover
       @circuit_cooldown = number(:circuit_cooldown, value, positive: true)
     end
 
+    # Seconds an opened circuit waits before its first half-open probe. Later waits
+    # grow with the outage (a sixth of its age so far, at least this, at most
+    # circuit_cooldown: lf_circuit_interval, in the C core), so that a target is back
+    # in use within a sixth of its outage. A value at or above circuit_cooldown keeps
+    # the fixed schedule of one probe per cooldown.
+    def circuit_first_probe=(value)
+      @circuit_first_probe = number(:circuit_first_probe, value, positive: true)
+    end
+
     # Where circuit state lives: a MemoryStateStore (per process, the default), a
     # RedisStateStore (a fleet), or any object speaking their protocol.
     def state_store=(value)
@@ -279,7 +299,8 @@ module LlmFailover
     def engine_policy
       @engine_policy ||= {
         max_retries: @max_retries, retry_interval: @retry_interval.to_f,
-        retry_backoff_factor: @retry_backoff_factor.to_f, retry_max_interval: @retry_max_interval.to_f,
+        retry_backoff_factor: @retry_backoff_factor.to_f,
+        retry_max_interval: [@retry_max_interval, @max_wait_in_call].min.to_f, # no wait past max_wait_in_call
         retry_interval_randomness: @retry_interval_randomness.to_f, connect_timeout: @connect_timeout.to_f,
         first_token_timeout: @first_token_timeout.to_f, idle_timeout: @idle_timeout.to_f,
         request_timeout: @request_timeout.to_f, failover_on_context_length: @failover_on_context_length,
