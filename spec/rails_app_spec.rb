@@ -19,6 +19,8 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
       @app = dir
       FileUtils.cp_r(File.join(fixture, "."), dir)
       FileUtils.mkdir_p(%w[storage log tmp db].map { |d| File.join(dir, d) })
+      # The job doc/rails.md shows, as a reader copies it.
+      FileUtils.cp(File.join(gem_root, "examples/rails/answer_job.rb"), File.join(dir, "app/jobs/answer_job.rb"))
       example.run
     end
   end

@@ -25,7 +25,7 @@ module LlmFailover
 
       def create_once(source, path)
         if File.exist?(File.join(destination_root, path))
-          say_status :skip, "#{path} (exists; see the README for what it needs)", :yellow
+          say_status :skip, "#{path} (exists; the gem's doc/rails.md, \"Upgrading\", says what it needs)", :yellow
         else
           template "#{source}.tt", path
         end
