@@ -38,7 +38,8 @@ module LlmFailover
       state_store: nil,
       on_circuit_change: nil,
       circuit_log: nil,
-      cancel_poll_interval: 0.2
+      cancel_poll_interval: 0.2,
+      trace_content: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -186,6 +187,15 @@ module LlmFailover
     # time, however many calls run (ActiveRecord::CancelWatcher).
     def cancel_poll_interval=(value)
       @cancel_poll_interval = number(:cancel_poll_interval, value, positive: true)
+    end
+
+    # Whether OpenTelemetry spans carry the prompt and the answer (gen_ai.prompt,
+    # gen_ai.completion): off by default, since a trace backend is seldom where an app
+    # keeps what its users wrote.
+    def trace_content=(value)
+      raise ConfigurationError, "trace_content must be true or false, got #{value.inspect}" unless [true, false].include?(value)
+
+      @trace_content = value
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.
