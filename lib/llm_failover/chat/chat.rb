@@ -6,6 +6,7 @@ require_relative "../quota/model_picker"
 require_relative "../quota/quota"
 require_relative "../quota/quota_reservation"
 require_relative "../quota/quota_window"
+require_relative "../records/tracing"
 require_relative "../scrubber/scrubber"
 require_relative "answer_format"
 require_relative "call"
@@ -236,7 +237,7 @@ module LlmFailover
       call.cancellation = cancellation
       @running_lock.synchronize { @running << cancellation }
       begin
-        call.run
+        Tracing.trace(chat: self, messages: messages, temperature: temperature, max_tokens: max_tokens) { call.run }
       ensure
         @running_lock.synchronize { @running.delete(cancellation) }
       end
