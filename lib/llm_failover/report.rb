@@ -27,6 +27,9 @@ module LlmFailover
   class Report
     BUCKET_SECONDS = 300
 
+    # The report as a page an app mounts; loaded when a route names it.
+    autoload :App, File.expand_path("report/app", __dir__)
+
     FailureRate = Struct.new(:provider, :model, :attempts, :failures, :failover_eligible, :top_error,
                              keyword_init: true) do
       def rate
