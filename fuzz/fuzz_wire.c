@@ -38,11 +38,21 @@ static void check_buf(const lf_buf *b)
 
 static void check_answer(const lf_answer *a)
 {
+    size_t i;
+
     check_buf(&a->text);
     check_buf(&a->model);
     check_buf(&a->finish_reason);
     check_buf(&a->id);
     CHECK(a->input_tokens >= -1 && a->output_tokens >= -1);
+    /* Tool calls: whole, valid UTF-8, arguments never empty. */
+    CHECK(a->n_tool_calls <= a->cap_tool_calls);
+    for (i = 0; i < a->n_tool_calls; i++) {
+        check_buf(&a->tool_calls[i].id);
+        check_buf(&a->tool_calls[i].name);
+        check_buf(&a->tool_calls[i].arguments);
+        CHECK(a->tool_calls[i].arguments.len > 0);
+    }
 }
 
 static void check_error(const lf_wire_error *e)
@@ -109,8 +119,9 @@ static void stream_check_event(stream_check *c, const char *event, size_t event_
     }
     check_answer(&c->st.answer);
     check_error(&c->st.error);
-    /* Once complete, a stream stays complete. */
+    /* Once complete, a stream stays complete; before, it shows no call. */
     if (c->was_complete) CHECK(lf_stream_complete(&c->st));
+    if (!lf_stream_complete(&c->st)) CHECK(c->st.answer.n_tool_calls == 0);
     c->was_complete = lf_stream_complete(&c->st);
 }
 
@@ -187,6 +198,7 @@ static void fuzz_build(const char *text)
     lf_buf_init(&err);
     lf_buf_init(&want);
     CHECK(lf_utf8_append_sanitized(&want, text, strlen(text)) == 0);
+    memset(msgs, 0, sizeof msgs);
     msgs[0].role = "system";
     msgs[1].role = "user";
     msgs[2].role = "assistant";
@@ -222,6 +234,68 @@ static void fuzz_build(const char *text)
     lf_buf_free(&out);
     lf_buf_free(&err);
     lf_buf_free(&want);
+}
+
+/* The input (up to its first NUL) as a tool call's id, name and arguments
+ * and its result's content, in both protocols: the body is strict JSON, the
+ * id it carries (both in the call and in the result) is the mapped one. */
+static void fuzz_build_tools(const char *text)
+{
+    lf_tool tool = { .name = "t" };
+    lf_tool_call call = { .id = text, .name = text[0] ? text : "n", .arguments = text, .arguments_len = strlen(text) };
+    lf_message msgs[3];
+    lf_request_params p;
+    lf_buf out, err, sent;
+    json_object *o;
+    struct json_tokener *tok;
+    int api, rc;
+
+    memset(msgs, 0, sizeof msgs);
+    msgs[0].role = "user";
+    msgs[0].content = "hi";
+    msgs[0].content_len = 2;
+    msgs[1].role = "assistant";
+    msgs[1].tool_calls = &call;
+    msgs[1].n_tool_calls = 1;
+    msgs[2].role = "tool";
+    msgs[2].tool_call_id = text;
+    msgs[2].content = text;
+    msgs[2].content_len = strlen(text);
+    msgs[2].is_error = text[0] & 1;
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    lf_buf_init(&sent);
+    CHECK(lf_wire_call_id(text, strlen(text), &sent) == 0);
+    CHECK(sent.len >= 1 && sent.len <= LF_WIRE_CALL_ID_MAX);
+    for (api = 0; api <= 1; api++) {
+        memset(&p, 0, sizeof p);
+        p.api = (lf_api)api;
+        p.model = "m";
+        p.messages = msgs;
+        p.n_messages = 3;
+        p.tools = &tool;
+        p.n_tools = 1;
+        rc = lf_wire_build_request(&p, &out, &err);
+        CHECK(rc == 0 || rc == LF_WIRE_BAD_TRANSCRIPT);
+        check_buf(&err);
+        /* An empty id is the only broken transcript here. */
+        CHECK((rc == LF_WIRE_BAD_TRANSCRIPT) == (text[0] == '\0'));
+        if (rc != 0) {
+            CHECK(out.len == 0 && err.len > 0);
+            continue;
+        }
+        tok = json_tokener_new();
+        CHECK(tok != NULL);
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, out.ptr, (int)out.len);
+        CHECK(o != NULL && json_tokener_get_parse_end(tok) == out.len);
+        json_tokener_free(tok);
+        CHECK(strstr(out.ptr, sent.ptr) != NULL);
+        json_object_put(o);
+    }
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+    lf_buf_free(&sent);
 }
 
 /* The first 17 bytes as temperature, max_tokens and flags: non-finite
@@ -294,6 +368,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
     fuzz_stream(text, size);
     fuzz_build(text);
+    fuzz_build_tools(text);
     free(text);
     fuzz_build_params(data, size);
     return 0;

@@ -18,7 +18,8 @@ FileUtils.mkdir_p(corpus)
 
 seeds = []
 
-Dir[File.join(fixtures, "*.json")].sort.each do |path|
+# function_calling/: tool calls, whole and streamed in pieces.
+Dir[File.join(fixtures, "*.json"), File.join(fixtures, "function_calling", "*.json")].sort.each do |path|
   JSON.parse(File.read(path))["interactions"].each do |interaction|
     body = interaction.dig("response", "body").to_s
     seeds << body
@@ -26,6 +27,8 @@ Dir[File.join(fixtures, "*.json")].sort.each do |path|
     next unless interaction.dig("response", "headers", "content-type").to_s.include?("event-stream")
 
     seeds << body[0, 4096]
+    # Every event's data on a line of its own: the fuzz target's stream of events.
+    seeds << body.scan(/^data: ?(.*)$/).flatten.join("\n")[0, 8192]
     body.split(/\r?\n\r?\n/).each do |event|
       name = event[/^event: ?(.*)$/, 1]
       data = event.scan(/^data: ?(.*)$/).flatten.join("\n")

@@ -23,6 +23,9 @@ require_relative "llm_failover/quota/model_picker"
 require_relative "llm_failover/records/attempt_record"
 require_relative "llm_failover/records/usage_log"
 require_relative "llm_failover/records/alerts"
+require_relative "llm_failover/tools/tool"
+require_relative "llm_failover/tools/tool_call"
+require_relative "llm_failover/tools/runner"
 
 # LLM chat calls with honest retries and one-level provider failover.
 #

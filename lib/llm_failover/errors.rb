@@ -103,3 +103,57 @@ module LlmFailover
   # attempt is not the provider's failure and never counts against a circuit.
   class AbortedError < Error; end
 end
+
+module LlmFailover
+  # The tool loop's own errors. None is an LlmFailover::Error (a provider call that
+  # failed): a job's `retry_on LlmFailover::Error` must not retry them, because running
+  # the same ask again meets the same state. Each needs the app (or a person) to act
+  # first, then `chat.complete` goes on from the stored transcript.
+
+  # The model still asked for tools after max_tool_rounds turns. The transcript is
+  # intact (every call has its result), so raising the limit and calling complete
+  # continues the conversation.
+  class ToolLoopError < StandardError
+    # @return [Integer] the turns the ask made
+    attr_reader :rounds
+    # @return [Array<ToolCall>] every call the ask made, in order
+    attr_reader :tool_calls
+
+    def initialize(message = nil, rounds: nil, tool_calls: [])
+      @rounds = rounds
+      @tool_calls = tool_calls
+      super(message || (rounds ? "the model still asked for tools after #{rounds} rounds (max_tool_rounds)"
+                               : "the model still asked for tools at max_tool_rounds"))
+    end
+  end
+
+  # A transcript in which a tool call lacks its one result, or a result its call:
+  # never sent (every provider would refuse it with a 400, Anthropic always does).
+  # A bug or a hand-edited store, not a passing fault, so retrying cannot help.
+  class ToolTranscriptError < StandardError
+    # @return [String, nil] the call id at fault
+    attr_reader :call_id
+
+    def initialize(message = nil, call_id: nil)
+      @call_id = call_id
+      super(message || (call_id ? "tool call #{call_id.inspect} has no result in the transcript"
+                                : "the transcript has a tool call without its one result"))
+    end
+  end
+
+  # A call was left `running` by a process that died mid-execute, and its tool is
+  # not idempotent!: whether it took effect is unknown, so it is not run again. Settle
+  # it (chat.settle_tool_call(id, result:) or error:) and call complete. A retried job
+  # meets the same call until then, so this must not be retried blindly either.
+  class ToolInterruptedError < StandardError
+    # @return [ToolCall] the call left running
+    attr_reader :tool_call
+
+    def initialize(message = nil, tool_call: nil)
+      @tool_call = tool_call
+      which = tool_call ? "tool call #{tool_call.id.inspect} (#{tool_call.name})" : "a tool call"
+      super(message || "#{which} was interrupted while running and its tool is not idempotent!: " \
+                       "settle it with settle_tool_call, then complete")
+    end
+  end
+end

@@ -24,7 +24,7 @@
 #include "utf8_ref.h"
 
 /* A message whose content is a string literal (its length is the literal's). */
-#define MSG(role, lit) { (role), (lit), sizeof(lit) - 1 }
+#define MSG(r, lit) { .role = (r), .content = (lit), .content_len = sizeof(lit) - 1 }
 
 static void set_system(lf_request_params *p, const char *s)
 {
@@ -386,6 +386,7 @@ static void check_fixture_request(const char *file, lf_api api, const char *reqb
     int plain = req && n > 0 && n <= 32;
 
     memset(&p, 0, sizeof p);
+    memset(m, 0, sizeof m);
     lf_buf_init(&out);
     lf_buf_init(&err);
     lf_buf_init(&sys);
@@ -738,7 +739,8 @@ static void test_answers(void)
         "{\"type\":\"text\",\"text\":\"world\"}],\"stop_reason\":\"tool_use\",\"usage\":{\"input_tokens\":5,\"output_tokens\":6}   }";
     LF_CHECK_INT(lf_wire_parse_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
     CHECK_BUF(a.text, "Hello world");
-    CHECK_BUF(a.finish_reason, "tool_use");
+    CHECK_BUF(a.finish_reason, "tool_calls");   /* normalised: test_wire_tools.c */
+    LF_CHECK_INT(a.n_tool_calls, 1);
     CHECK_BUF(a.model, "claude");
     CHECK_BUF(a.id, "msg_1");
     LF_CHECK_INT(a.input_tokens, 5);
@@ -1255,7 +1257,7 @@ static void test_build_openai(void)
 {
     const lf_message msgs[] = {
         MSG("system", "Be brief."), MSG("developer", "dev note"), MSG("user", "Hi"),
-        MSG("user", "again"), MSG("assistant", "Hello"), MSG("tool", "42"), MSG("user", "bye"),
+        MSG("user", "again"), MSG("assistant", "Hello"), MSG("developer", "42"), MSG("user", "bye"),
     };
     lf_request_params p;
     lf_buf out;
@@ -1282,7 +1284,7 @@ static void test_build_openai(void)
     check_msg(m, 3, "user", "Hi");
     check_msg(m, 4, "user", "again");          /* same role twice: passed through */
     check_msg(m, 5, "assistant", "Hello");
-    check_msg(m, 6, "tool", "42");
+    check_msg(m, 6, "developer", "42");  /* tool messages: test_wire_tools.c */
     check_msg(m, 7, "user", "bye");
     LF_CHECK(json_object_get_double(jget(o, "temperature")) == 0.7);
     LF_CHECK(strstr(out.ptr, "\"temperature\":0.7,") != NULL);   /* not 0.69999999999999996 */
@@ -1477,7 +1479,7 @@ static void test_build_escaping_matches_reference(void)
                                              0x7E, 0x7F, 0x80, 0xBF, 0xC0, 0xC2, 0xE2, 0xED, 0xF0,
                                              0xF4, 0xF5, 0xFF, '\n', '\t', 'a' };
     char text[64];
-    lf_message msg = { "user", text, 0 };
+    lf_message msg = { .role = "user", .content = text };
     lf_request_params p;
     lf_buf out, want;
     size_t len, pos, k, mismatches = 0;
@@ -1718,7 +1720,7 @@ static void test_build_rejects(void)
     lf_message ok[1] = { MSG("user", "hi") };
     lf_message bad_role[2] = { MSG("user", "hi"), MSG("robot\xFF", "beep") };
     lf_message no_role[1] = { MSG(NULL, "hi") };
-    lf_message no_content[1] = { { "user", NULL, 0 } };
+    lf_message no_content[1] = { { .role = "user" } };
     lf_message only_system[2] = { MSG("system", "a"), MSG("developer", "b") };
     lf_message tool[2] = { MSG("user", "hi"), MSG("tool", "42") };
     lf_message upper[1] = { MSG("User", "hi") };

@@ -3,10 +3,15 @@
  * answers, stream events and error bodies. Pure functions over json-c.
  *
  * The public header of the wire layer, one file per job behind it:
- * lf_wire_request.c (request bodies), lf_wire_answer.c (answers),
- * lf_wire_stream.c (stream events), lf_wire_error.c (error bodies), over
- * lf_utf8 (sanitizing), lf_json_write (the JSON writer), lf_json_read (json-c
- * reading) and lf_wire_jdoc (what the lf_jscan fast paths share). */
+ * lf_wire_request.c (request bodies), lf_wire_request_tools.c (their tool
+ * parts), lf_wire_tools.c (the tool-call invariant, call ids, an answer's
+ * calls), lf_wire_answer.c (answers), lf_wire_stream.c (stream events),
+ * lf_wire_error.c (error bodies), over lf_utf8 (sanitizing), lf_json_write
+ * (the JSON writer) and lf_json_read (json-c reading: one reader per
+ * protocol).
+ *
+ * The structs below gain members over time: zero what you do not set
+ * (designated initializers, memset or calloc). */
 #ifndef LF_WIRE_H
 #define LF_WIRE_H
 
@@ -20,11 +25,43 @@ typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1 } lf_api;
 /* Anthropic requires max_tokens; this is sent when the caller gave none. */
 #define LF_ANTHROPIC_DEFAULT_MAX_TOKENS 4096
 
+/* A tool call an assistant message made, as the transcript keeps it. */
+typedef struct lf_tool_call {
+    const char *id;         /* the id its provider gave; mapped when sent (lf_wire_call_id) */
+    const char *name;       /* the tool's name, as the model gave it */
+    const char *arguments;  /* the arguments: JSON text, arguments_len bytes; NULL or empty: {} */
+    size_t arguments_len;
+} lf_tool_call;
+
 typedef struct lf_message {
     const char *role;     /* system | developer | user | assistant | tool */
     const char *content;  /* UTF-8, content_len bytes; a NUL is text (sent as \u0000) */
     size_t content_len;
+    /* assistant: the tool calls it made (its content may then be empty). */
+    const lf_tool_call *tool_calls;
+    size_t n_tool_calls;
+    /* tool: a tool's result (content), for the call of this id; is_error:
+     * the tool failed (Anthropic's is_error; OpenAI has no such field, the
+     * content says it). */
+    const char *tool_call_id;
+    int is_error;
 } lf_message;
+
+/* A tool the model may call. */
+typedef struct lf_tool {
+    const char *name;         /* [A-Za-z0-9_-]{1,64}, unique in the request */
+    const char *description;  /* NULL: none */
+    const char *parameters;   /* JSON Schema of the arguments, the JSON text of an object;
+                               * NULL: no parameters ({"type":"object","properties":{}}) */
+} lf_tool;
+
+typedef enum lf_tool_choice {
+    LF_TOOL_CHOICE_UNSET = 0,  /* not sent: the provider's default (auto) */
+    LF_TOOL_CHOICE_AUTO,       /* the model decides */
+    LF_TOOL_CHOICE_REQUIRED,   /* at least one call (Anthropic: "any") */
+    LF_TOOL_CHOICE_NONE,       /* no call */
+    LF_TOOL_CHOICE_TOOL        /* a call of tool_choice_name */
+} lf_tool_choice;
 
 typedef struct lf_request_params {
     lf_api api;
@@ -48,6 +85,18 @@ typedef struct lf_request_params {
      * input_schema it is, and the tool's input is the answer. */
     const char *schema;
     const char *schema_name; /* [A-Za-z0-9_-]{1,64}; NULL: "answer" */
+    /* Tools: OpenAI-compatible "tools" (type function, parameters),
+     * Anthropic "tools" (input_schema). A schema on Anthropic is itself a
+     * forced tool call, so it cannot be combined with tools there. */
+    const lf_tool *tools;
+    size_t n_tools;
+    lf_tool_choice tool_choice;    /* needs tools, except UNSET and NONE */
+    const char *tool_choice_name;  /* LF_TOOL_CHOICE_TOOL: one of the tools (Anthropic
+                                    * "tool", OpenAI {"type":"function",...}) */
+    /* 1: parallel_tool_calls sent (OpenAI), and when false, Anthropic's
+     * tool_choice disable_parallel_tool_use. Only with tools. */
+    int has_parallel_tool_calls;
+    int parallel_tool_calls;
 } lf_request_params;
 
 #define LF_JSON_INSTRUCTION \
@@ -62,8 +111,45 @@ const char *lf_wire_path(lf_api api);
  * stream_options.include_usage, max_tokens is sent as max_tokens. Anthropic:
  * system/developer messages are lifted into the top-level "system" string
  * (joined with "\n\n", params->system first), max_tokens always sent.
- * Returns 0, or -1 on bad params (errmsg filled when non-NULL). */
+ *
+ * Tool calls and results, from the one form of lf_message: OpenAI gets an
+ * assistant message with "tool_calls" (content null when empty; arguments
+ * as their text) and each result as a {"role":"tool","tool_call_id"}
+ * message. Anthropic gets the assistant's text and tool calls as text and
+ * tool_use blocks (input: the arguments' object; arguments that are not a
+ * JSON object are sent as {}, the result the caller sends says why), and
+ * the results of one turn as tool_result blocks (is_error when set) of one
+ * user message. Every call id goes through lf_wire_call_id, in the calls
+ * and in the results alike.
+ *
+ * Returns 0; -1 on bad params (errmsg filled when non-NULL);
+ * LF_WIRE_BAD_TRANSCRIPT when the messages break the tool-call invariant of
+ * lf_wire_check_transcript (errmsg names the call; nothing is built). */
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
+
+#define LF_WIRE_BAD_TRANSCRIPT (-2)
+
+/* The tool-call invariant, which both providers enforce and a failover must
+ * not break: every tool call has an id, used once in the transcript (also
+ * once mapped), and exactly one result (a "tool" message with its
+ * tool_call_id); the results of an assistant message's calls come right
+ * after it, before any other message. Returns 0, or LF_WIRE_BAD_TRANSCRIPT
+ * with errmsg saying what is wrong and call_id (each when non-NULL) set to
+ * the id of the call (or of the result) at fault, as the caller gave it
+ * (the host raises its transcript error from these: Ruby's
+ * ToolTranscriptError); -1 when out of memory. */
+int lf_wire_check_transcript(const lf_message *messages, size_t n, lf_buf *errmsg, lf_buf *call_id);
+
+/* The id a call is sent with, to either protocol: one made by one provider
+ * must be valid for the other (Anthropic accepts ^[a-zA-Z0-9_-]+$,
+ * OpenAI-compatible APIs limit the length, 40 for OpenAI). An id that is
+ * already 1 to 40 of A-Z a-z 0-9 _ - is sent as it is; any other becomes
+ * its first bytes with every other byte made "_", "_", and 16 hex digits of
+ * a hash of the whole id (at most 40 bytes): the same id always maps to the
+ * same text, so a call and its result still pair. The caller keeps the
+ * original. Writes into out (cleared first); 0, or -1 when out of memory. */
+int lf_wire_call_id(const char *id, size_t len, lf_buf *out);
+#define LF_WIRE_CALL_ID_MAX 40
 
 typedef struct lf_wire_error {
     lf_buf type;     /* error.type (OpenAI, Anthropic) or error.status (Gemini) */
@@ -82,15 +168,36 @@ void lf_wire_error_free(lf_wire_error *e);
  * (then e is left empty; the caller uses the raw body). */
 int lf_wire_parse_error(const char *body, size_t len, lf_wire_error *e);
 
+/* A complete tool call of an answer; every field valid UTF-8. */
+typedef struct lf_answer_call {
+    lf_buf id;         /* as the provider gave it; empty when it gave none (the
+                        * caller gives it one before it enters a transcript) */
+    lf_buf name;
+    lf_buf arguments;  /* the whole arguments text (OpenAI: as sent; Anthropic: the
+                        * input object written as JSON, or its streamed pieces
+                        * joined); "{}" when the provider sent none */
+} lf_answer_call;
+
 /* What an answer (plain or streamed) amounts to. */
 typedef struct lf_answer {
     lf_buf text;           /* content, valid UTF-8 (bad bytes become U+FFFD) */
     lf_buf model;          /* the model that answered, as the provider says */
-    lf_buf finish_reason;  /* finish_reason / stop_reason; empty if none */
+    lf_buf finish_reason;  /* finish_reason / stop_reason; empty if none; a
+                            * request for tool calls is LF_FINISH_TOOL_CALLS
+                            * on both protocols (not for a schema answer) */
     lf_buf id;             /* the provider's response id, if any */
     long input_tokens;     /* -1 when unknown */
     long output_tokens;    /* -1 when unknown */
+    /* The tool calls, complete, in the order the provider gave them. A
+     * stream publishes them only when it completes (finish or stop reason,
+     * or its terminal event): an interrupted stream has none. Never for a
+     * schema answer (the forced call's input is its text). */
+    lf_answer_call *tool_calls;
+    size_t n_tool_calls;
+    size_t cap_tool_calls;
 } lf_answer;
+
+#define LF_FINISH_TOOL_CALLS "tool_calls"
 
 void lf_answer_init(lf_answer *a);
 void lf_answer_clear(lf_answer *a);
@@ -100,9 +207,7 @@ void lf_answer_free(lf_answer *a);
 #define LF_WIRE_INVALID 1       /* not the protocol: not JSON, wrong shape, empty */
 #define LF_WIRE_ERROR_BODY 2    /* a 2xx whose body is an error object; err filled */
 
-/* Parses a non-streamed answer body. The everyday successful answer is read
- * in place with lf_jscan; anything else (error bodies, odd shapes, text
- * outside lf_jscan's subset) by json-c, with the same results. */
+/* Parses a non-streamed answer body (json-c). */
 int lf_wire_parse_response(lf_api api, const char *body, size_t len,
                            lf_answer *out, lf_wire_error *err);
 /* The same for an answer to a schema request: an Anthropic tool_use
@@ -110,13 +215,6 @@ int lf_wire_parse_response(lf_api api, const char *body, size_t len,
  * input is the answer). */
 int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
                                 lf_answer *out, lf_wire_error *err);
-/* The same as lf_wire_parse_response, by json-c alone (tests compare the two). */
-int lf_wire_parse_response_json_c(lf_api api, const char *body, size_t len,
-                                  lf_answer *out, lf_wire_error *err);
-/* The lf_jscan fast path alone: LF_WIRE_OK when it read the body,
- * LF_WIRE_INVALID when out of memory, -1 when it leaves the body to json-c
- * (out is then empty). */
-int lf_wire_parse_response_jscan(lf_api api, const char *body, size_t len, lf_answer *out);
 
 /* Per-stream state: feed it every SSE event of one response. */
 typedef struct lf_stream_state {
@@ -127,8 +225,14 @@ typedef struct lf_stream_state {
     int finished;         /* finish_reason / stop_reason seen */
     int has_usage;
     size_t delta_at;      /* where the current event's text starts in answer.text */
-    int json_c_only;      /* 1: skip the lf_jscan fast path (tests compare the two) */
     int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces are text */
+    /* Tool calls being streamed, not yet in answer.tool_calls: OpenAI's by
+     * tool_calls[].index, Anthropic's by content block index (keys[i] is
+     * calls[i]'s). Published to the answer when the stream completes. */
+    lf_answer_call *calls;
+    long *call_keys;
+    size_t n_calls, cap_calls;
+    int calls_published;
 } lf_stream_state;
 
 #define LF_STREAM_CONTINUE 0
@@ -141,12 +245,12 @@ void lf_stream_free(lf_stream_state *s);
 /* Handles one SSE event. When it carried content, it has been appended to
  * s->answer.text and *delta and *delta_len point to it there (valid UTF-8,
  * owned by s, valid until the next call); otherwise *delta_len is 0. Unknown event
- * types, pings and comment-only events are ignored (CONTINUE). */
+ * types, pings and comment-only events are ignored (CONTINUE). Pieces of a
+ * tool call's arguments are never content: the call appears whole in
+ * s->answer.tool_calls once the stream completes (later pieces, which no
+ * provider sends, are ignored). */
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len);
-/* 1 when the lf_jscan fast path reads this OpenAI event data by itself,
- * 0 when it leaves it to json-c (tests check that it is taken). */
-int lf_stream_fast_reads(const char *data, size_t n);
 /* At end of body: 1 when the stream reached its end (terminal event, or a
  * finish/stop reason was seen), 0 when it was interrupted. */
 int lf_stream_complete(const lf_stream_state *s);

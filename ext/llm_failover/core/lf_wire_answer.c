@@ -1,15 +1,12 @@
-/* Plain (non-streamed) answers of the two protocols: read by json-c, and
- * the everyday successful answer read in place by lf_jscan with the same
- * results. */
+/* Plain (non-streamed) answers of the two protocols, read by json-c. */
 #include "lf_wire.h"
 
 #include <json-c/json.h>
-#include <stdint.h>
+#include <stdlib.h>
 
 #include "lf_json_read.h"
 #include "lf_utf8.h"
 #include "lf_wire_internal.h"
-#include "lf_wire_jdoc.h"
 
 #include "lf_banned.h"
 
@@ -21,6 +18,9 @@ void lf_answer_init(lf_answer *a)
     lf_buf_init(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    a->tool_calls = NULL;
+    a->n_tool_calls = 0;
+    a->cap_tool_calls = 0;
 }
 
 void lf_answer_clear(lf_answer *a)
@@ -31,6 +31,9 @@ void lf_answer_clear(lf_answer *a)
     lf_buf_clear(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    /* The array stays for the next answer; the calls go. */
+    lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
+    a->n_tool_calls = 0;
 }
 
 void lf_answer_free(lf_answer *a)
@@ -41,6 +44,11 @@ void lf_answer_free(lf_answer *a)
     lf_buf_free(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
+    free(a->tool_calls);
+    a->tool_calls = NULL;
+    a->n_tool_calls = 0;
+    a->cap_tool_calls = 0;
 }
 
 /* The choice with index 0 (servers that stream n > 1 interleave choices),
@@ -116,6 +124,62 @@ int lf_wire_anthropic_usage(json_object *usage, lf_answer *a)
     return seen;
 }
 
+/* One complete call into the answer; arguments a string (its text) or any
+ * other JSON value (written as JSON). */
+static int lf_wire_answer_call(lf_answer *out, json_object *id, json_object *name, json_object *arguments)
+{
+    lf_answer_call *c = lf_wire_call_push(&out->tool_calls, NULL, &out->n_tool_calls, &out->cap_tool_calls, 0);
+
+    if (!c) return -1;
+    if ((id && json_object_is_type(id, json_type_string) &&
+         lf_utf8_set_sanitized(&c->id, json_object_get_string(id), (size_t)json_object_get_string_len(id)) != 0) ||
+        (name && json_object_is_type(name, json_type_string) &&
+         lf_utf8_set_sanitized(&c->name, json_object_get_string(name), (size_t)json_object_get_string_len(name)) != 0) ||
+        lf_json_value_text(arguments, &c->arguments) != 0)
+        return -1;
+    return lf_wire_call_done(c);
+}
+
+/* message.tool_calls[]: {id, type: "function", function: {name, arguments}};
+ * a message of an older server may carry one function_call {name,
+ * arguments} instead. */
+static int lf_wire_openai_calls(json_object *message, lf_answer *out)
+{
+    json_object *calls = lf_json_get_typed(message, "tool_calls", json_type_array);
+    json_object *fn;
+    size_t i, n;
+
+    if (!calls) {
+        fn = lf_json_get_typed(message, "function_call", json_type_object);
+        return fn ? lf_wire_answer_call(out, NULL, lf_json_get(fn, "name"), lf_json_get(fn, "arguments")) : 0;
+    }
+    n = json_object_array_length(calls);
+    for (i = 0; i < n; i++) {
+        json_object *call = json_object_array_get_idx(calls, i);
+
+        fn = lf_json_get_typed(call, "function", json_type_object);
+        if (!fn) continue;  /* not a function call: nothing this layer can run */
+        if (lf_wire_answer_call(out, lf_json_get(call, "id"), lf_json_get(fn, "name"), lf_json_get(fn, "arguments")) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Anthropic's tool_use blocks: {type, id, name, input}. */
+static int lf_wire_anthropic_calls(json_object *content, lf_answer *out)
+{
+    size_t i, n = json_object_array_length(content);
+
+    for (i = 0; i < n; i++) {
+        json_object *part = json_object_array_get_idx(content, i);
+
+        if (!lf_json_string_is(part, "type", "tool_use")) continue;
+        if (lf_wire_answer_call(out, lf_json_get(part, "id"), lf_json_get(part, "name"), lf_json_get(part, "input")) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int lf_wire_openai_answer(json_object *root, lf_answer *out, lf_wire_error *err)
 {
     json_object *choices, *choice, *message;
@@ -132,7 +196,8 @@ static int lf_wire_openai_answer(json_object *root, lf_answer *out, lf_wire_erro
     if (lf_wire_append_content(&out->text, lf_json_get(message, "content"), 0) != 0 ||
         lf_json_take_string(choice, "finish_reason", &out->finish_reason) != 0 ||
         lf_json_take_string(root, "model", &out->model) != 0 ||
-        lf_json_take_string(root, "id", &out->id) != 0)
+        lf_json_take_string(root, "id", &out->id) != 0 ||
+        lf_wire_openai_calls(message, out) != 0 || lf_wire_finish_reason(&out->finish_reason) != 0)
         return LF_WIRE_INVALID;
     lf_wire_openai_usage(lf_json_get(root, "usage"), out);
     return LF_WIRE_OK;
@@ -153,108 +218,21 @@ static int lf_wire_anthropic_answer(json_object *root, lf_answer *out, lf_wire_e
         lf_json_take_string(root, "model", &out->model) != 0 ||
         lf_json_take_string(root, "id", &out->id) != 0)
         return LF_WIRE_INVALID;
+    /* A schema answer's forced call is its text, not a call to run. */
+    if (!tool && (lf_wire_anthropic_calls(content, out) != 0 || lf_wire_finish_reason(&out->finish_reason) != 0))
+        return LF_WIRE_INVALID;
     lf_wire_anthropic_usage(lf_json_get(root, "usage"), out);
     return LF_WIRE_OK;
 }
 
-/* ------------------------------------------- the lf_jscan fast path */
-
-/* lf_wire_openai_answer for a successful answer whose content is a string or
- * null: 1 done, 0 left to json-c, -1 out of memory. */
-static int lf_wire_openai_fast(const char *body, size_t len, lf_answer *out)
-{
-    enum { K_ERROR, K_CHOICES, K_MODEL, K_ID, K_USAGE, K_N };
-    static const lf_jkey keys[K_N] = { LF_JKEY("error"), LF_JKEY("choices"), LF_JKEY("model"),
-                                       LF_JKEY("id"), LF_JKEY("usage") };
-    static const lf_jkey choice_keys[3] = { LF_JKEY("index"), LF_JKEY("message"), LF_JKEY("finish_reason") };
-    lf_jnode nodes[LF_WIRE_ANSWER_NODES];
-    lf_jdoc d;
-    uint32_t m[K_N], c[3], choice, content;
-    lf_fast_usage u;
-
-    lf_jdoc_init(&d, nodes, LF_WIRE_ANSWER_NODES);
-    if (lf_jscan_index(&d, body, len) != 0 || d.nodes[0].type != LF_JS_OBJECT) return 0;
-    lf_jdoc_members(&d, 0, keys, K_N, m);
-    if (lf_jdoc_type(&d, m[K_ERROR]) > LF_JS_NULL || lf_jdoc_type(&d, m[K_CHOICES]) != LF_JS_ARRAY) return 0;
-    choice = lf_jdoc_first_choice(&d, m[K_CHOICES], choice_keys, 3, c);
-    if (lf_jdoc_type(&d, choice) != LF_JS_OBJECT || lf_jdoc_type(&d, c[1]) != LF_JS_OBJECT) return 0;
-    content = lf_jdoc_member(&d, c[1], lf_key_content);
-    if (lf_jdoc_type(&d, content) == LF_JS_ARRAY) return 0; /* content parts: json-c's */
-    if (lf_fast_usage_read(&d, m[K_USAGE], lf_openai_usage_keys, &u) != 0) return 0;
-
-    if (lf_jdoc_add_text(&d, content, &out->text) != 0 ||
-        lf_jdoc_take_string(&d, c[2], &out->finish_reason) != 0 ||
-        lf_jdoc_take_string(&d, m[K_MODEL], &out->model) != 0 ||
-        lf_jdoc_take_string(&d, m[K_ID], &out->id) != 0)
-        return -1;
-    lf_fast_usage_apply(&u, out);
-    return 1;
-}
-
-/* lf_wire_anthropic_answer for a successful message: 1 done, 0 left to
- * json-c, -1 out of memory. */
-static int lf_wire_anthropic_fast(const char *body, size_t len, lf_answer *out)
-{
-    enum { K_TYPE, K_ERROR, K_CONTENT, K_STOP, K_MODEL, K_ID, K_USAGE, K_N };
-    static const lf_jkey keys[K_N] = { LF_JKEY("type"), LF_JKEY("error"), LF_JKEY("content"),
-                                       LF_JKEY("stop_reason"), LF_JKEY("model"), LF_JKEY("id"),
-                                       LF_JKEY("usage") };
-    static const lf_jkey part_keys[2] = { LF_JKEY("type"), LF_JKEY("text") };
-    static const lf_jkey error_type = LF_JKEY("error");
-    lf_jnode nodes[LF_WIRE_ANSWER_NODES];
-    lf_jdoc d;
-    uint32_t m[K_N], part;
-    lf_fast_usage u;
-
-    lf_jdoc_init(&d, nodes, LF_WIRE_ANSWER_NODES);
-    if (lf_jscan_index(&d, body, len) != 0 || d.nodes[0].type != LF_JS_OBJECT) return 0;
-    lf_jdoc_members(&d, 0, keys, K_N, m);
-    if (lf_jdoc_string_is(&d, m[K_TYPE], error_type) || lf_jdoc_type(&d, m[K_ERROR]) > LF_JS_NULL ||
-        lf_jdoc_type(&d, m[K_CONTENT]) != LF_JS_ARRAY)
-        return 0;
-    if (lf_fast_usage_read(&d, m[K_USAGE], lf_anthropic_usage_keys, &u) != 0) return 0;
-
-    /* Text blocks count; tool_use, thinking and the rest carry no text. */
-    for (part = lf_jdoc_first(&d, m[K_CONTENT]); part != LF_JNODE_NONE;
-         part = lf_jdoc_next(&d, m[K_CONTENT], part)) {
-        uint32_t p[2];
-
-        lf_jdoc_members(&d, part, part_keys, 2, p);
-        if (lf_jdoc_type(&d, p[1]) != LF_JS_STRING || !lf_jdoc_string_is(&d, p[0], lf_key_text)) continue;
-        if (lf_jdoc_add_text(&d, p[1], &out->text) != 0) return -1;
-    }
-    if (lf_jdoc_take_string(&d, m[K_STOP], &out->finish_reason) != 0 ||
-        lf_jdoc_take_string(&d, m[K_MODEL], &out->model) != 0 ||
-        lf_jdoc_take_string(&d, m[K_ID], &out->id) != 0)
-        return -1;
-    lf_fast_usage_apply(&u, out);
-    return 1;
-}
-
-/* The fast path alone (see lf_wire.h). */
-int lf_wire_parse_response_jscan(lf_api api, const char *body, size_t len, lf_answer *out)
-{
-    int rc;
-
-    lf_answer_clear(out);
-    rc = api == LF_API_ANTHROPIC ? lf_wire_anthropic_fast(body, len, out) : lf_wire_openai_fast(body, len, out);
-    if (rc > 0) return LF_WIRE_OK;
-    lf_answer_clear(out);
-    return rc < 0 ? LF_WIRE_INVALID : -1;
-}
-
 static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
-                                       lf_answer *out, lf_wire_error *err, int fast, int tool)
+                                       lf_answer *out, lf_wire_error *err, int tool)
 {
     lf_wire_error scratch;
     json_object *root;
     int rc;
 
     if (err) lf_wire_error_clear(err);
-    if (fast) {
-        rc = lf_wire_parse_response_jscan(api, body, len, out);
-        if (rc >= 0) return rc;
-    }
     lf_answer_clear(out);
     lf_wire_error_init(&scratch);
     if (!err) err = &scratch;
@@ -275,18 +253,11 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
 int lf_wire_parse_response(lf_api api, const char *body, size_t len,
                            lf_answer *out, lf_wire_error *err)
 {
-    return lf_wire_parse_response_with(api, body, len, out, err, 1, 0);
+    return lf_wire_parse_response_with(api, body, len, out, err, 0);
 }
 
 int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
                                 lf_answer *out, lf_wire_error *err)
 {
-    /* Schema answers are rare next to text: json-c alone reads them. */
-    return lf_wire_parse_response_with(api, body, len, out, err, 0, 1);
-}
-
-int lf_wire_parse_response_json_c(lf_api api, const char *body, size_t len,
-                                  lf_answer *out, lf_wire_error *err)
-{
-    return lf_wire_parse_response_with(api, body, len, out, err, 0, 0);
+    return lf_wire_parse_response_with(api, body, len, out, err, 1);
 }

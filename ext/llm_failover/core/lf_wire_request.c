@@ -9,6 +9,7 @@
 #include "lf_json_answer.h"
 #include "lf_json_write.h"
 #include "lf_utf8.h"
+#include "lf_wire_internal.h"
 
 #include "lf_banned.h"
 
@@ -17,7 +18,7 @@ const char *lf_wire_path(lf_api api)
     return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
 }
 
-static void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
+void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -34,16 +35,7 @@ static void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
     (void)lf_utf8_set_sanitized(errmsg, tmp, (size_t)n);
 }
 
-typedef enum lf_role {
-    LF_ROLE_UNKNOWN = 0,
-    LF_ROLE_SYSTEM,
-    LF_ROLE_DEVELOPER,
-    LF_ROLE_USER,
-    LF_ROLE_ASSISTANT,
-    LF_ROLE_TOOL
-} lf_role;
-
-static lf_role lf_wire_role(const char *role)
+lf_role lf_wire_role(const char *role)
 {
     if (strcmp(role, "system") == 0) return LF_ROLE_SYSTEM;
     if (strcmp(role, "developer") == 0) return LF_ROLE_DEVELOPER;
@@ -53,26 +45,12 @@ static lf_role lf_wire_role(const char *role)
     return LF_ROLE_UNKNOWN;
 }
 
-/* What both providers accept as a schema's (OpenAI) or a tool's (Anthropic) name. */
-static int lf_wire_tool_name_ok(const char *name)
-{
-    size_t i, n = strlen(name);
-
-    if (n < 1 || n > 64) return 0;
-    for (i = 0; i < n; i++) {
-        char c = name[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 /* Checks what both protocols require; counts the messages that go into the
  * "messages" array of an Anthropic request. */
 static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size_t *n_chat)
 {
     size_t i;
+    int has_tool_turns = 0;
 
     *n_chat = 0;
     if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC) {
@@ -99,22 +77,18 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
             lf_wire_fail(errmsg, "message %zu has no role", i);
             return -1;
         }
-        if (!m->content) {
-            lf_wire_fail(errmsg, "message %zu has no content", i);
-            return -1;
-        }
         role = lf_wire_role(m->role);
         if (role == LF_ROLE_UNKNOWN) {
             lf_wire_fail(errmsg, "message %zu has an unknown role \"%.64s\"", i, m->role);
             return -1;
         }
-        if (p->api == LF_API_ANTHROPIC && role == LF_ROLE_TOOL) {
-            /* Anthropic carries tool results as user content blocks, which
-             * this plain-text interface cannot express. */
-            lf_wire_fail(errmsg, "message %zu: role \"tool\" is not supported by the Anthropic API", i);
+        /* A tool call's message may have no text, and so may a result. */
+        if (!m->content && !(m->content_len == 0 && (m->n_tool_calls || role == LF_ROLE_TOOL))) {
+            lf_wire_fail(errmsg, "message %zu has no content", i);
             return -1;
         }
-        if (role == LF_ROLE_USER || role == LF_ROLE_ASSISTANT) (*n_chat)++;
+        if (role == LF_ROLE_USER || role == LF_ROLE_ASSISTANT || role == LF_ROLE_TOOL) (*n_chat)++;
+        if (m->n_tool_calls || role == LF_ROLE_TOOL) has_tool_turns = 1;
     }
     if (p->api == LF_API_ANTHROPIC && *n_chat == 0) {
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
@@ -128,7 +102,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "schema name \"%.64s\" is not 1 to 64 of A-Z a-z 0-9 _ -", p->schema_name);
         return -1;
     }
-    return 0;
+    return lf_wire_check_tools(p, has_tool_turns, errmsg);
 }
 
 /* JSON mode without a schema: LF_JSON_INSTRUCTION goes after every
@@ -138,7 +112,7 @@ static int lf_wire_json_instruction(const lf_request_params *p)
     return p->json_mode && !p->schema;
 }
 
-static int lf_wire_put_message(lf_buf *out, const char *role, const char *content, size_t len, int first)
+int lf_wire_put_message(lf_buf *out, const char *role, const char *content, size_t len, int first)
 {
     if (!first && lf_buf_append_char(out, ',') != 0) return -1;
     if (lf_buf_append_str(out, "{\"role\":") != 0 ||
@@ -148,6 +122,7 @@ static int lf_wire_put_message(lf_buf *out, const char *role, const char *conten
         return -1;
     return lf_buf_append_char(out, '}');
 }
+
 
 static int lf_wire_build_openai(const lf_request_params *p, const char *schema, lf_buf *out)
 {
@@ -176,9 +151,7 @@ static int lf_wire_build_openai(const lf_request_params *p, const char *schema, 
                 first = 0;
             }
         }
-        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content,
-                                p->messages[i].content_len, first) != 0)
-            return -1;
+        if (lf_wire_put_openai_message(out, &p->messages[i], first) != 0) return -1;
         first = 0;
     }
     if (!lead_done && lf_wire_json_instruction(p) &&
@@ -205,6 +178,7 @@ static int lf_wire_build_openai(const lf_request_params *p, const char *schema, 
                lf_buf_append_str(out, ",\"response_format\":{\"type\":\"json_object\"}") != 0) {
         return -1;
     }
+    if (lf_wire_put_openai_tools(out, p) != 0) return -1;
     if (p->stream)
         return lf_buf_append_str(out,
                                  ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
@@ -240,11 +214,26 @@ static int lf_wire_build_anthropic(const lf_request_params *p, const char *schem
         lf_buf_append_str(out, ",\"messages\":[") != 0)
         goto done;
     for (i = 0; i < p->n_messages; i++) {
-        lf_role role = lf_wire_role(p->messages[i].role);
+        const lf_message *m = &p->messages[i];
+        lf_role role = lf_wire_role(m->role);
 
+        if (role == LF_ROLE_TOOL) {
+            /* The results of one turn: tool_result blocks of one user message. */
+            int in_run = i > 0 && lf_wire_role(p->messages[i - 1].role) == LF_ROLE_TOOL;
+
+            if (!in_run && ((!first && lf_buf_append_char(out, ',') != 0) ||
+                            lf_buf_append_str(out, "{\"role\":\"user\",\"content\":[") != 0))
+                goto done;
+            if (lf_wire_put_anthropic_result(out, m, !in_run) != 0) goto done;
+            if ((i + 1 == p->n_messages || lf_wire_role(p->messages[i + 1].role) != LF_ROLE_TOOL) &&
+                lf_buf_append_str(out, "]}") != 0)
+                goto done;
+            first = 0;
+            continue;
+        }
         if (role != LF_ROLE_USER && role != LF_ROLE_ASSISTANT) continue;
-        if (lf_wire_put_message(out, p->messages[i].role, p->messages[i].content,
-                                p->messages[i].content_len, first) != 0)
+        if ((m->n_tool_calls ? lf_wire_put_anthropic_calls(out, m, first)
+                             : lf_wire_put_message(out, m->role, lf_wire_content(m), m->content_len, first)) != 0)
             goto done;
         first = 0;
     }
@@ -268,6 +257,7 @@ static int lf_wire_build_anthropic(const lf_request_params *p, const char *schem
             lf_json_put_cstring(out, name) != 0 || lf_buf_append_char(out, '}') != 0)
             goto done;
     }
+    if (lf_wire_put_anthropic_tools(out, p) != 0) goto done;
     if (lf_buf_append_str(out, p->stream ? ",\"stream\":true}" : ",\"stream\":false}") != 0)
         goto done;
     rc = 0;
@@ -280,7 +270,7 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
 {
     json_object *schema = NULL;
     const char *schema_text = NULL;
-    size_t n_chat, size, i;
+    size_t n_chat, size, i, k;
     int rc;
 
     lf_buf_clear(out);
@@ -290,6 +280,9 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
         return -1;
     }
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
+    /* Never a body for a transcript a provider would refuse. */
+    rc = lf_wire_check_transcript(p->messages, p->n_messages, errmsg, NULL);
+    if (rc != 0) return rc;
     if (p->schema) {
         /* Written as json-c writes it back: one JSON object, whatever the
          * caller's text held around it. */
@@ -299,8 +292,16 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
     }
     /* The body's size when nothing needs escaping, allocated at once. */
     size = 128 + strlen(p->model) + (p->system ? p->system_len : 0);
-    for (i = 0; i < p->n_messages; i++)
-        size += 32 + strlen(p->messages[i].role) + p->messages[i].content_len;
+    for (i = 0; i < p->n_messages; i++) {
+        const lf_message *m = &p->messages[i];
+
+        size += 32 + strlen(m->role) + m->content_len + (m->tool_call_id ? 64 + strlen(m->tool_call_id) : 0);
+        for (k = 0; k < m->n_tool_calls; k++)
+            size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len;
+    }
+    for (i = 0; i < p->n_tools; i++)
+        size += 96 + strlen(p->tools[i].name) + (p->tools[i].description ? strlen(p->tools[i].description) : 0) +
+                (p->tools[i].parameters ? strlen(p->tools[i].parameters) : 0);
     if (schema_text) size += 256 + strlen(schema_text);
     rc = p->schema && !schema_text ? -1 : lf_buf_reserve(out, size);
     if (rc == 0)

@@ -51,11 +51,20 @@ module LlmFailover
     #   fp.enqueue({ fixture: "spec/fixtures/recorded/some_cassette.json", interaction: 0 })
     #   fp.enqueue({ raw: "not json", status: 200 })
     #   fp.enqueue({ tool_call: { "city" => "Paris" } })           # a tool call (the forced tool, else "answer")
+    #   fp.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Paris" } },    # several calls
+    #                             { name: "clock", arguments: "{\"tz\": ", id: "call_1" }] })  # String: verbatim
+    #   fp.enqueue({ text: "Let me look.", tool_calls: [{ name: "weather", chunks: ['{"ci', 'ty":"Oslo"}'] }] })
+    #   fp.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Oslo" } }], cut_after: 3 })
     #   fp.enqueue({ json: { "city" => "Paris" } })                # a forced tool call if asked, else JSON text
     #
+    # With `FakeProvider.start(strict_transcript: true)` a request is first checked as a
+    # strict provider checks it: every tool call followed by exactly one result, every
+    # result after its call, ids each protocol takes. One that fails gets that provider's
+    # 400 and takes no step. `fp.requests.last.tool_results` lists what a request sent back.
+    #
     # Faults that act between stream events (`delay_first_token`, `cut_after`, `stall_after`,
-    # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed text
-    # answers; `delay_headers`, `reset`, `close` and `headers` apply to every step, and
+    # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed
+    # answers, counting text pieces and pieces of tool call arguments alike; `delay_headers`, `reset`, `close` and `headers` apply to every step, and
     # `chunk_delay` to every stream, recorded fixtures included.
     class FakeProvider
       DEFAULT_TEXT = "Hello from FakeProvider"
@@ -66,6 +75,17 @@ module LlmFailover
         # @return [Boolean] whether the body asked for a stream
         def stream?
           stream
+        end
+
+        # @return [Array<Transcript::Call>] the tool calls in the request's messages
+        def tool_calls
+          Transcript.new(api, json).calls
+        end
+
+        # @return [Array<Transcript::Result>] the tool results in the request's messages
+        #   (id, content as text, error), so a test can count what each tool round sent
+        def tool_results
+          Transcript.new(api, json).results
         end
       end
 
@@ -97,7 +117,10 @@ module LlmFailover
       # @param reset_idle_after [Numeric, nil] seconds a keep-alive connection may wait for
       #   its next request before the server resets it (TCP RST), as load balancers do to
       #   idle connections; nil keeps them open
-      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil)
+      # @param strict_transcript [Boolean] refuse, as Anthropic does, a request whose
+      #   messages hold a tool call without exactly one result right after it, or a result
+      #   without its call: a 400 in the request's protocol, and no step is taken
+      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false)
         unless reset_idle_after.nil? || (reset_idle_after.is_a?(Numeric) && reset_idle_after.positive?)
           raise ArgumentError, "reset_idle_after must be nil or a positive number, got #{reset_idle_after.inspect}"
         end
@@ -105,6 +128,7 @@ module LlmFailover
         @host = host
         @port = port
         @reset_idle_after = reset_idle_after
+        self.strict_transcript = strict_transcript
         @mutex = Mutex.new
         @queue = []
         @requests = []
@@ -207,6 +231,18 @@ module LlmFailover
           @default = built
           @default_hash = step.dup.freeze
         end
+      end
+
+      # @return [Boolean] whether broken tool transcripts get a 400 (see #initialize)
+      def strict_transcript
+        @strict_transcript
+      end
+
+      # @param value [Boolean]
+      def strict_transcript=(value)
+        raise ArgumentError, "strict_transcript must be true or false, got #{value.inspect}" unless [true, false].include?(value)
+
+        @strict_transcript = value
       end
 
       # @return [Array<Request>] every request seen so far, oldest first (a copy)
@@ -343,11 +379,14 @@ module LlmFailover
       end
 
       # Logs the request and, when it is routed, hands it the next step (atomically, so
-      # concurrent requests take steps in the order they are logged).
+      # concurrent requests take steps in the order they are logged). A transcript a
+      # strict provider refuses takes no step: the script is about answers.
       def take_step(request)
+        refusal = (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api)
         @mutex.synchronize do
           @requests << request
           next nil unless request.api
+          next Step.new(refusal) if refusal
 
           @queue.shift || @default
         end
@@ -395,4 +434,5 @@ end
 require_relative "http_io"
 require_relative "step"
 require_relative "answers"
+require_relative "transcript"
 require_relative "responder"

@@ -98,7 +98,8 @@ module LlmFailover
           send_whole(200, { "Content-Type" => "application/json" }.merge(answer.headers), answer.body)
         end
 
-        # Streams the answer, applying the fault options between content deltas.
+        # Streams the answer, applying the fault options between deltas (text pieces and
+        # pieces of a tool call's arguments alike: cut_after can cut inside a call).
         def serve_stream
           answer = build_answer
           headers = { "Content-Type" => "text/event-stream", "Cache-Control" => "no-cache" }.merge(answer.headers)
@@ -107,7 +108,7 @@ module LlmFailover
           answer.preamble_events.each { |e| event(e) }
           pause(@step[:delay_first_token])
 
-          count = answer.chunks.size
+          count = answer.delta_count
           at = ->(key) { @step.key?(key) ? [@step[key], count].min : nil }
           cut, stall, malformed, error = at.call(:cut_after), at.call(:stall_after),
                                          at.call(:malformed_after), at.call(:error_event_after)
@@ -126,7 +127,7 @@ module LlmFailover
               @io.finish_chunks
               return @close ? :close : :keep
             end
-            event(answer.delta_event(i)) if i < count
+            answer.delta_events(i).each { |e| event(e) } if i < count
           end
 
           answer.closing_events.each { |e| event(e) }
@@ -145,10 +146,10 @@ module LlmFailover
           usage = @step[:usage].to_h.transform_keys(&:to_sym)
           include_usage = @request.json.is_a?(Hash) &&
                           @request.json.dig("stream_options", "include_usage") == true
-          Answer.for(@request.api, model: @step[:model] || request_model, text: @step.text,
-                                   chunks: @step.chunks, usage: usage,
-                                   finish_reason: @step[:finish_reason], include_usage: include_usage,
-                                   tool_call: @step.tool_for(@request.json))
+          text, chunks, calls = @step.answer_for(@request.json)
+          Answer.for(@request.api, model: @step[:model] || request_model, text: text, chunks: chunks,
+                                   calls: calls, usage: usage, finish_reason: @step[:finish_reason],
+                                   include_usage: include_usage)
         end
 
         def request_model

@@ -16,11 +16,19 @@ module LlmFailover
           cut_after stall_after malformed_after error_event_after
           no_done no_terminal reset close
           fixture interaction raw content_type
-          tool_call tool_name json
+          tool_call tool_name json tool_calls
         ].freeze
 
-        # What a step's answer is made of: at most one of these.
-        ANSWERS = %i[text tool_call json].freeze
+        # What a step's answer is made of: at most one of these (text may also come
+        # before tool_calls, as models often say something before they call).
+        ANSWERS = %i[text tool_call json tool_calls].freeze
+
+        # The keys of one entry of tool_calls:.
+        CALL_KEYS = %i[name arguments id chunks].freeze
+
+        # One tool call of an answer: id nil lets the answer make one in the provider's
+        # style; chunks are the streamed pieces of arguments (the JSON text).
+        Call = Struct.new(:id, :name, :arguments, :chunks)
 
         # At most one of these says what the body is.
         EXCLUSIVE = %i[fixture raw error body].freeze
@@ -46,6 +54,10 @@ module LlmFailover
           end
 
           answers = ANSWERS & opts.keys
+          answers -= [:text] if answers.include?(:tool_calls)
+          if opts.key?(:tool_calls) && opts.key?(:tool_name)
+            raise ArgumentError, "a FakeProvider step names each of its tool_calls itself (name:), not with tool_name"
+          end
           if answers.size > 1
             raise ArgumentError, "a FakeProvider step answers with one of #{ANSWERS.join(', ')}; got #{answers.join(' and ')}"
           end
@@ -53,6 +65,7 @@ module LlmFailover
           validate(opts)
           opts[:error] = opts[:error].to_sym if opts.key?(:error)
           @fixture_response = load_fixture(opts[:fixture], opts.fetch(:interaction, 0)) if opts.key?(:fixture)
+          @calls = build_calls(opts[:tool_calls]).freeze if opts.key?(:tool_calls)
           @options = opts.freeze
           freeze
         end
@@ -70,6 +83,7 @@ module LlmFailover
         # @return [String] the answer text (a tool call's or a json: step's JSON text)
         def text
           return @options[:text] if @options.key?(:text)
+          return "" if @options.key?(:tool_calls)
           return arguments(@options[:tool_call]) if @options.key?(:tool_call)
           return JSON.generate(@options[:json]) if @options.key?(:json)
           return @options[:chunks].join if @options.key?(:chunks)
@@ -86,6 +100,18 @@ module LlmFailover
 
           words = text.scan(/\s*\S+\s*/)
           words.empty? && !text.empty? ? [text] : words
+        end
+
+        # What the answer to +request_json+ is made of: its text, the text's streamed
+        # pieces, and its tool calls (empty for a text answer).
+        # @return [Array(String, Array<String>, Array<Call>)]
+        def answer_for(request_json)
+          return [text, chunks, @calls] if @options.key?(:tool_calls)
+
+          name = tool_for(request_json)
+          return [text, chunks, []] unless name
+
+          ["", [], [Call.new(nil, name, text, chunks).freeze]]
         end
 
         # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
@@ -119,6 +145,36 @@ module LlmFailover
           value.is_a?(String) ? value : JSON.generate(value)
         end
 
+        def build_calls(list)
+          list.each_with_index.map do |entry, i|
+            where = "FakeProvider step tool_calls[#{i}]"
+            raise ArgumentError, "#{where}: a Hash, got #{entry.inspect}" unless entry.is_a?(Hash)
+
+            call = entry.transform_keys(&:to_sym)
+            unknown = call.keys - CALL_KEYS
+            raise ArgumentError, "#{where}: unknown key #{unknown.first.inspect} (known: #{CALL_KEYS.join(', ')})" if unknown.any?
+
+            name = call[:name]
+            raise ArgumentError, "#{where}: name must be a non-empty String" unless name.is_a?(String) && !name.empty?
+
+            id = call[:id]
+            raise ArgumentError, "#{where}: id must be a non-empty String" unless id.nil? || (id.is_a?(String) && !id.empty?)
+
+            pieces = call[:chunks]
+            unless pieces.nil? || (pieces.is_a?(Array) && pieces.all?(String))
+              raise ArgumentError, "#{where}: chunks must be an Array of Strings"
+            end
+
+            args = call.key?(:arguments) ? call[:arguments] : (pieces ? pieces.join : {})
+            unless args.is_a?(Hash) || args.is_a?(Array) || args.is_a?(String)
+              raise ArgumentError, "#{where}: arguments must be a Hash, an Array or a String (sent verbatim)"
+            end
+
+            args = arguments(args)
+            Call.new(id&.dup&.freeze, name.dup.freeze, args.freeze, (pieces || args.scan(/.{1,6}/m)).freeze).freeze
+          end
+        end
+
         def validate(opts)
           check(opts, :text) { |v| v.is_a?(String) }
           check(opts, :chunks) { |v| v.is_a?(Array) && v.all?(String) }
@@ -132,6 +188,7 @@ module LlmFailover
           check(opts, :tool_call) { |v| v.is_a?(Hash) || v.is_a?(Array) || v.is_a?(String) }
           check(opts, :tool_name) { |v| v.is_a?(String) && !v.empty? }
           check(opts, :json) { |v| v.is_a?(Hash) || v.is_a?(Array) }
+          check(opts, :tool_calls) { |v| v.is_a?(Array) && !v.empty? }
           check(opts, :retry_after) { |v| (v.is_a?(Numeric) && v >= 0) || v.is_a?(String) }
           check(opts, :fixture) { |v| v.is_a?(String) || v.is_a?(Hash) || v.respond_to?(:to_path) }
           check(opts, :usage) do |v|

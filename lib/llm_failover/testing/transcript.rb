@@ -1,0 +1,222 @@
+# frozen_string_literal: true
+
+require "json"
+require "securerandom"
+
+module LlmFailover
+  module Testing
+    class FakeProvider
+      # The tool calls and tool results of a request's messages, in either protocol, and
+      # the check a strict provider makes of them before it answers: ids it takes, every
+      # tool call followed by exactly one result, every result following its call. Anthropic
+      # always checks; OpenAI-compatible APIs mostly do. With strict_transcript: true
+      # the FakeProvider answers a broken transcript with the provider's own 400.
+      class Transcript
+        # Anthropic's rule for a tool_use id (and so for the tool_use_id of its result).
+        ANTHROPIC_ID = /\A[a-zA-Z0-9_-]+\z/.freeze
+        # OpenAI's longest tool call id: a longer one made by another provider is refused.
+        OPENAI_ID_MAX = 40
+
+        # A call in an assistant message: message index, block index, id, name.
+        Call = Struct.new(:message, :position, :id, :name)
+        # A result: message index, block index, the call id it answers, its content as
+        # text, and whether it says the call failed (Anthropic is_error).
+        Result = Struct.new(:message, :position, :id, :content, :error)
+
+        # @param api [Symbol] :openai or :anthropic
+        # @param json [Hash, nil] the request body
+        def initialize(api, json)
+          @api = api
+          messages = json.is_a?(Hash) ? json["messages"] : nil
+          @messages = messages.is_a?(Array) ? messages.map { |m| m.is_a?(Hash) ? m : {} } : []
+        end
+
+        # @return [Array<Call>] every tool call in the transcript, in order
+        def calls
+          @messages.each_index.flat_map { |i| calls_in(i) }
+        end
+
+        # @return [Array<Result>] every tool result in the transcript, in order
+        def results
+          @messages.each_index.flat_map { |i| results_in(i) }
+        end
+
+        # The provider's 400 for a broken transcript, as a FakeProvider step, or nil.
+        # @return [Hash, nil]
+        def rejection
+          problem = @api == :anthropic ? anthropic_id_problem || anthropic_problem : openai_id_problem || openai_problem
+          return nil unless problem
+
+          message, param, code = problem
+          if @api == :anthropic
+            { status: 400, headers: { "x-should-retry" => "false" },
+              body: { "type" => "error", "error" => { "type" => "invalid_request_error", "message" => message },
+                      "request_id" => "req_#{SecureRandom.alphanumeric(24)}" } }
+          else
+            { status: 400,
+              body: { "error" => { "message" => message, "type" => "invalid_request_error", "param" => param,
+                                   "code" => code } } }
+          end
+        end
+
+        private
+
+        def role(index)
+          @messages[index]&.fetch("role", nil)
+        end
+
+        def blocks(index)
+          content = @messages[index]&.fetch("content", nil)
+          content.is_a?(Array) ? content.map { |b| b.is_a?(Hash) ? b : {} } : []
+        end
+
+        def calls_in(index)
+          return [] unless role(index) == "assistant"
+
+          if @api == :anthropic
+            blocks(index).each_with_index.filter_map do |b, k|
+              Call.new(index, k, b["id"], b["name"]) if b["type"] == "tool_use"
+            end
+          else
+            list = @messages[index]["tool_calls"]
+            return [] unless list.is_a?(Array)
+
+            list.each_with_index.map do |c, k|
+              c = {} unless c.is_a?(Hash)
+              function = c["function"].is_a?(Hash) ? c["function"] : {}
+              Call.new(index, k, c["id"], function["name"])
+            end
+          end
+        end
+
+        def results_in(index)
+          if @api == :anthropic
+            return [] unless role(index) == "user"
+
+            blocks(index).each_with_index.filter_map do |b, k|
+              next unless b["type"] == "tool_result"
+
+              Result.new(index, k, b["tool_use_id"], text_of(b["content"]), b["is_error"] == true)
+            end
+          else
+            return [] unless role(index) == "tool"
+
+            m = @messages[index]
+            [Result.new(index, 0, m["tool_call_id"], text_of(m["content"]), false)]
+          end
+        end
+
+        def text_of(content)
+          return content if content.is_a?(String)
+          return "" unless content.is_a?(Array)
+
+          content.filter_map { |part| part["text"] if part.is_a?(Hash) && part["text"].is_a?(String) }.join
+        end
+
+        # Anthropic checks every id against its pattern before it pairs calls and results.
+        def anthropic_id_problem
+          calls.each do |c|
+            next if c.id.is_a?(String) && ANTHROPIC_ID.match?(c.id)
+
+            return ["messages.#{c.message}.content.#{c.position}.tool_use.id: String should match pattern " \
+                    "'^[a-zA-Z0-9_-]+$'"]
+          end
+          results.each do |r|
+            next if r.id.is_a?(String) && ANTHROPIC_ID.match?(r.id)
+
+            return ["messages.#{r.message}.content.#{r.position}.tool_result.tool_use_id: String should match " \
+                    "pattern '^[a-zA-Z0-9_-]+$'"]
+          end
+          nil
+        end
+
+        # OpenAI refuses a tool call id longer than it makes them.
+        def openai_id_problem
+          calls.each do |c|
+            next unless c.id.is_a?(String) && c.id.length > OPENAI_ID_MAX
+
+            where = "messages[#{c.message}].tool_calls[#{c.position}].id"
+            return ["Invalid '#{where}': string too long. Expected a string with maximum length #{OPENAI_ID_MAX}, " \
+                    "but got a string with length #{c.id.length} instead.", where, "string_above_max_length"]
+          end
+          nil
+        end
+
+        # Anthropic: the results of an assistant turn's tool_use blocks are tool_result
+        # blocks of the very next (user) turn; a result anywhere else is unexpected.
+        # Consecutive messages of one role are one turn, as Anthropic merges them (the
+        # recordings hold a result per message after a three-call turn).
+        def anthropic_problem
+          turns = @messages.each_index.chunk_while { |a, b| role(a) == role(b) }.to_a
+          turns.each_with_index do |turn, t|
+            previous = t.positive? && role(turns[t - 1].first) == "assistant" ? turns[t - 1] : []
+            expected = previous.flat_map { |i| calls_in(i) }.map(&:id)
+            seen = []
+            turn.flat_map { |i| results_in(i) }.each do |result|
+              where = "messages.#{result.message}.content.#{result.position}"
+              unless expected.include?(result.id)
+                return ["#{where}: unexpected `tool_use_id` found in `tool_result` blocks: #{result.id}. Each " \
+                        "`tool_result` block must have a corresponding `tool_use` block in the previous message."]
+              end
+              if seen.include?(result.id)
+                return ["#{where}: each tool_use must have a single result. Found multiple `tool_result` blocks " \
+                        "with id: #{result.id}"]
+              end
+
+              seen << result.id
+            end
+            calls = turn.flat_map { |i| calls_in(i) }
+            next if calls.empty?
+
+            following = t + 1 < turns.size && role(turns[t + 1].first) == "user" ? turns[t + 1] : []
+            missing = calls.map(&:id) - following.flat_map { |i| results_in(i) }.map(&:id)
+            next if missing.empty?
+
+            return ["messages.#{calls.first.message}: `tool_use` ids were found without `tool_result` blocks " \
+                    "immediately after: #{missing.join(', ')}. Each `tool_use` block must have a corresponding " \
+                    "`tool_result` block in the next message."]
+          end
+          nil
+        end
+
+        # OpenAI: an assistant message's tool_calls are answered by the role "tool"
+        # messages right after it, one per call id; a tool message anywhere else is refused.
+        def openai_problem
+          i = 0
+          while i < @messages.size
+            if role(i) == "tool"
+              return ["Invalid parameter: messages with role 'tool' must be a response to a preceeding message " \
+                      "with 'tool_calls'.", "messages.[#{i}].role"]
+            end
+
+            pending = calls_in(i).map(&:id)
+            if pending.empty?
+              i += 1
+              next
+            end
+
+            j = i + 1
+            while role(j) == "tool"
+              id = @messages[j]["tool_call_id"]
+              unless pending.include?(id)
+                return ["Invalid parameter: 'tool_call_id' of '#{id}' not found in 'tool_calls' of previous message.",
+                        "messages.[#{j}].tool_call_id"]
+              end
+
+              pending.delete(id)
+              j += 1
+            end
+            unless pending.empty?
+              return ["An assistant message with 'tool_calls' must be followed by tool messages responding to each " \
+                      "'tool_call_id'. The following tool_call_ids did not have response messages: " \
+                      "#{pending.join(', ')}", "messages.[#{i}].role"]
+            end
+
+            i = j
+          end
+          nil
+        end
+      end
+    end
+  end
+end
