@@ -2,6 +2,7 @@
 
 require "rails/railtie"
 require_relative "active_record/not_secret"
+require_relative "config/warnings"
 
 module LlmFailover
   # Rails integration, loaded by lib/llm_failover.rb when Rails is: acts_as_llm_chat /
@@ -47,9 +48,9 @@ module LlmFailover
     def self.check_cache(config)
       return false unless defined?(::ActiveSupport::Cache::NullStore) && config.cache.is_a?(::ActiveSupport::Cache::NullStore)
 
-      (config.logger || Kernel).warn("llm_failover: c.cache is #{config.cache.class.name}, which keeps nothing: every " \
-                                     "call misses the response cache (in development run `bin/rails dev:cache`, " \
-                                     "or set c.cache to another store)")
+      Warnings.warn("c.cache is #{config.cache.class.name}, which keeps nothing: every call misses the response " \
+                    "cache (in development run `bin/rails dev:cache`, or set c.cache to another store)",
+                    logger: config.logger)
       true
     end
   end

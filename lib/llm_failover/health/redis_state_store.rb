@@ -4,6 +4,7 @@ require "digest/sha1"
 require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
 require_relative "memory_state_store"
+require_relative "../config/warnings"
 
 begin
   require "redis-client"
@@ -138,7 +139,7 @@ module LlmFailover
     # @param url [String] redis://, rediss:// or unix:// (redis-client's own URL
     #   handling: TLS, passwords, database numbers)
     # @param namespace [String] the prefix of every key
-    # @param logger [#warn, nil] where outage warnings go (Kernel#warn when nil)
+    # @param logger [#warn, nil] where outage warnings go (c.logger when nil, else Kernel#warn)
     # @param pool_size [Integer] connections per process (per fork); a thread waits up to
     #   a second for a free one (each is held for one round trip)
     def initialize(url: ENV.fetch("REDIS_URL", "redis://127.0.0.1:6379"), namespace: "llm_failover",
@@ -321,11 +322,13 @@ module LlmFailover
       say(:info, "llm_failover: Redis state store reachable again; sharing resumed") if was_down
     end
 
+    # Without a logger of its own the store warns through c.logger (the generated
+    # initializer builds it without one: an outage belongs in the app's log).
     def say(level, message)
       if @logger
         @logger.public_send(level, message)
       elsif level == :warn
-        Kernel.warn(message)
+        Warnings.warn(message.delete_prefix("llm_failover: "))
       end
     rescue StandardError
       nil

@@ -3,6 +3,7 @@
 require "json"
 require_relative "../errors"
 require_relative "../version"
+require_relative "../config/warnings"
 
 module LlmFailover
   # OpenTelemetry spans, when the app has loaded the opentelemetry-api gem (the gem never
@@ -171,9 +172,8 @@ module LlmFailover
     end
 
     def failed(config, error)
-      logger = config&.logger
-      message = "llm_failover: tracing failed (#{error.class}: #{error.message}); the call goes on"
-      logger ? logger.warn(message) : Kernel.warn(message)
+      message = "tracing failed (#{error.class}: #{error.message}); the call goes on"
+      config ? Warnings.warn(message, logger: config.logger) : Warnings.warn(message)
     end
   end
 end
