@@ -105,7 +105,10 @@ module LlmFailover
 
     def answered(span, reply, config)
       span.set_attribute("llm_failover.request_id", reply.request_id) if reply.request_id
-      span.set_attribute("gen_ai.response.model", reply.model.to_s) if reply.model
+      # What the provider says answered: Reply#response_model where Reply has it (the
+      # ruby-layout branch makes #model the model asked), #model before that.
+      response_model = reply.respond_to?(:response_model) ? reply.response_model : reply.model
+      span.set_attribute("gen_ai.response.model", response_model.to_s) if response_model
       span.set_attribute("gen_ai.usage.input_tokens", reply.input_tokens) if reply.input_tokens
       span.set_attribute("gen_ai.usage.output_tokens", reply.output_tokens) if reply.output_tokens
       span.set_attribute("gen_ai.response.finish_reasons", [reply.finish_reason.to_s]) if reply.finish_reason
