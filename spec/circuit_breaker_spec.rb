@@ -95,6 +95,7 @@ RSpec.describe "Circuit breaker" do
   end
 
   it_behaves_like "a half-open probe that a late failure leaves alone"
+  it_behaves_like "a breaker that every success resets"
 
   it "still counts with a state store whose record takes the six arguments it took before the caller's token" do
     six = Class.new(LlmFailover::MemoryStateStore) do

@@ -148,6 +148,7 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
   end
 
   it_behaves_like "a half-open probe that a late failure leaves alone"
+  it_behaves_like "a breaker that every success resets"
 
   it "keeps answering while Redis is down (one warning), and shares again once it is back" do
     LlmFailover.configure { |c| c.circuit_cooldown = 60 }
@@ -168,6 +169,75 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
     expect(log.string).to include("sharing resumed")
     expect(LlmFailover.health.find { |t| t[:model] == "gpt-4o" }).to include(state: :closed, failures: 1)
     expect(log.string.scan(/unreachable/).size).to eq(1)
+  end
+
+  # Issue 23, item 8: threads calling all along while Redis is stopped and started
+  # twice. Requests under way when it stops, pooled connections that the restart left
+  # dead: one warning per outage, one notice per recovery, nothing in between.
+  it "logs one warning per Redis outage and one notice per recovery under concurrent calls" do
+    LlmFailover.configure { |c| c.circuit_cooldown = 60 }
+    primary.default = { text: "primary" }
+    stop = false
+    workers = Array.new(6) do
+      Thread.new do
+        calls = 0
+        until stop
+          failover_chat.ask("hello")
+          calls += 1
+        end
+        calls
+      end
+    end
+    wait_for { primary.request_count >= 30 } # every worker's pooled connection is in use
+    2.times do
+      @redis.stop
+      seen = primary.request_count
+      wait_for { primary.request_count >= seen + 30 } # calls go on, on this process's own state
+      @redis.start
+      wait_for { log.string.scan(/sharing resumed/).size == log.string.scan(/unreachable/).size }
+      seen = primary.request_count
+      wait_for { primary.request_count >= seen + 60 } # stale connections met, and past
+    end
+    stop = true
+    expect(workers.map(&:value)).to all(be_positive)
+    expect(log.string.scan(/unreachable/).size).to eq(2)
+    expect(log.string.scan(/sharing resumed/).size).to eq(2)
+    expect(store.connected?).to be(true)
+  ensure
+    stop = true
+    workers&.each(&:join)
+    @redis.start unless @redis.running?
+  end
+
+  # Issue 23, item 9: a bad value is its key's problem, never an outage.
+  it "resets a key holding garbage, says so once, and goes on sharing for every other key" do
+    LlmFailover.configure { |c| c.circuit_cooldown = 60 }
+    primary.default = { text: "primary" }
+    raw = RedisClient.new(url: @redis.url)
+    tenant = ->(name) { failover_chat(quota: 100, quota_key: name, quota_window: :day) }
+    tenant.call("tenant-a").ask("hello")
+    quota_a = raw.call("KEYS", "#{store.namespace}:{quota:tenant-a}:*").first
+    raw.call("SET", quota_a, "garbage")
+    reversed = LlmFailover.chat(model: "claude-sonnet-4-6", provider: :anthropic)
+    raw.call("SET", "#{store.namespace}:{anthropic:claude-sonnet-4-6}:circuit", "garbage") # a string, not a hash
+
+    3.times { tenant.call("tenant-b").ask("hello") }
+    primary.enqueue({ error: :unavailable })
+    expect(failover_chat.ask("a healthy target's 503").provider).to eq(:anthropic)
+    expect(raw.call("HGET", "#{store.namespace}:{openai:gpt-4o}:circuit", "failures")).to eq("1") # reached Redis
+    quota_b = raw.call("KEYS", "#{store.namespace}:{quota:tenant-b}:*").first
+    expect(raw.call("GET", quota_b)).to eq("3")
+
+    2.times { tenant.call("tenant-a").ask("hello") }
+    expect(raw.call("GET", quota_a)).to eq("2") # reset, then counted again
+    2.times { expect(reversed.ask("hello").provider).to eq(:anthropic) }
+    expect(raw.call("TYPE", "#{store.namespace}:{anthropic:claude-sonnet-4-6}:circuit")).not_to eq("string")
+    expect(LlmFailover.health.map { |t| t[:model] }).to include("gpt-4o")
+    expect(log.string).not_to include("unreachable")
+    expect(log.string.scan(/cannot read/).size).to eq(2) # once for each key
+    expect(store.connected?).to be(true)
+  ensure
+    raw&.close
   end
 
   it "sends one on_chain_exhausted per feature and error class per window for the whole fleet" do

@@ -112,6 +112,32 @@ RSpec.shared_examples "a state store" do
     expect(routes).to eq([2])
   end
 
+  it "keeps another call's Retry-After while half-open: no next probe before it is over" do
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    sleep 0.35
+    expect(store.admit([key], 0.2, "probe").first[0]).to eq(2)
+    expect(store.record(key, 1, 0.3, false, 1.5, "LlmFailover::RateLimitError", "late")).to eq([true, nil])
+    sleep 0.3 # the probe's lock expired (its process died), the Retry-After is not over
+    expect(routes).to eq([1])
+    expect(store.peek([key]).first[0]).to eq(1)
+    sleep 1.3
+    expect(routes).to eq([2])
+  end
+
+  it "peeks without taking the probe or moving the circuit" do
+    expect(store.peek([key, other])).to eq([[0, 0, nil], [0, 0, nil]])
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    expect(store.peek([key]).map(&:first)).to eq([1])
+    sleep 0.35
+    expect(store.peek([key, other], "a").map(&:first)).to eq([2, 0]) # free to take
+    expect(store.peek([key], "b").map(&:first)).to eq([2])
+    b = store.admit([key], 5, "b").first
+    expect(b[0]).to eq(2) # the peeks took nothing
+    expect(b[2]).to eq(%i[open half_open cooldown_elapsed]) # nor moved the circuit
+    expect(store.peek([key], "a").map(&:first)).to eq([1])
+    expect(store.peek([key], "b").map(&:first)).to eq([2]) # its holder's
+  end
+
   it "claims a name once per ttl" do
     expect(store.claim("alert:f:E", 0.3)).to be(true)
     expect(store.claim("alert:f:E", 0.3)).to be(false)

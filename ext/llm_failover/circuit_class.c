@@ -52,6 +52,13 @@ static VALUE lf_circuit_m_admit(VALUE self, VALUE now, VALUE probe_ttl)
     return INT2FIX(lf_circuit_admit(&w->c, NUM2DBL(now), NUM2DBL(probe_ttl), &w->last));
 }
 
+/* @overload peek(now)
+ *   @return [Integer] what #admit would answer, changing nothing (2: the probe is free) */
+static VALUE lf_circuit_m_peek(VALUE self, VALUE now)
+{
+    return INT2FIX(lf_circuit_peek(&lf_circuit_get(self)->c, NUM2DBL(now)));
+}
+
 /* @overload record(now, threshold, cooldown, success, hold, probe)
  *   @param probe [Boolean] the reporting call was handed the half-open probe
  *   @return [Boolean] whether the state changed (see #last_change) */
@@ -131,6 +138,7 @@ void lf_init_circuit(VALUE mod)
 
     rb_define_alloc_func(c, lf_circuit_alloc);
     rb_define_method(c, "admit", lf_circuit_m_admit, 2);
+    rb_define_method(c, "peek", lf_circuit_m_peek, 1);
     rb_define_method(c, "record", lf_circuit_m_record, 6);
     rb_define_method(c, "last_change", lf_circuit_m_last_change, 0);
     rb_define_method(c, "state", lf_circuit_m_state, 0);

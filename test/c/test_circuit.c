@@ -167,7 +167,7 @@ static void test_other_failure_leaves_the_probe(void)
 
     lf_circuit_record(&c, 1, 2, 100, 0, 0, 0, &chg);
     LF_CHECK_INT(lf_circuit_admit(&c, 102, 5, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 103, 0, 30, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 103, 0, 0, 0, &chg), 0);
     LF_CHECK_INT(chg.reason, LF_REASON_NONE);
     LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
     LF_CHECK_INT(c.failures, 2);
@@ -188,6 +188,51 @@ static void test_other_failure_leaves_the_probe(void)
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "success");
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
     LF_CHECK(c.probe_until == 0);
+}
+
+/* A failure that is not the probe's, asking for a long Retry-After while
+ * half-open, leaves the probe out and holds the next one back until then:
+ * after a lost probe, and after the probe's own failure. */
+static void test_retry_after_kept_while_half_open(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    lf_circuit_record(&c, 1, 2, 100, 0, 0, 0, &chg);
+    LF_CHECK_INT(lf_circuit_admit(&c, 102, 1, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 102.5, 0, 30, 0, &chg), 0);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
+    LF_CHECK(c.until == 132.5);
+    /* the probe's lock expired (its process died): no new probe before the Retry-After is over */
+    LF_CHECK_INT(lf_circuit_peek(&c, 110), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuit_admit(&c, 110, 1, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuit_admit(&c, 132.5, 1, &chg), LF_ROUTE_PROBE);
+    /* the probe's own failure reopens for the longer of its cooldown and the kept Retry-After */
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 133, 0, 40, 0, &chg), 0); /* another's, while the probe is out */
+    LF_CHECK(c.until == 173);
+    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 133.2, 0, 0, 1, &chg), 1);
+    LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
+    LF_CHECK(c.until == 173);
+    LF_CHECK_INT(lf_circuit_admit(&c, 172, 1, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuit_admit(&c, 173, 1, &chg), LF_ROUTE_PROBE);
+}
+
+/* peek answers what admit would, and changes nothing. */
+static void test_peek(void)
+{
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+
+    LF_CHECK_INT(lf_circuit_peek(&c, 0), LF_ROUTE_SEND);
+    lf_circuit_record(&c, 1, 2, 100, 0, 0, 0, &chg);
+    LF_CHECK_INT(lf_circuit_peek(&c, 101), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuit_peek(&c, 102), LF_ROUTE_PROBE); /* free to take */
+    LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
+    LF_CHECK(c.probe_until == 0);
+    LF_CHECK_INT(lf_circuit_admit(&c, 102, 5, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuit_peek(&c, 103), LF_ROUTE_SKIP); /* taken */
+    LF_CHECK_INT(lf_circuit_peek(&c, 107), LF_ROUTE_PROBE); /* its lock expired */
+    LF_CHECK(c.probe_until == 107);
 }
 
 static void test_names(void)
@@ -247,6 +292,8 @@ int main(void)
     LF_RUN(test_retry_after_cooldown);
     LF_RUN(test_success_while_open_closes);
     LF_RUN(test_other_failure_leaves_the_probe);
+    LF_RUN(test_retry_after_kept_while_half_open);
+    LF_RUN(test_peek);
     LF_RUN(test_names);
     LF_RUN(test_renew_probe);
     LF_RUN(test_adopt);

@@ -894,9 +894,8 @@ static double breaker_now = 1000;
 static int breaker_health(void *ud, size_t n, lf_health *out)
 {
     size_t i;
-    lf_circuit_change chg;
     for (i = 0; i < n; i++) {
-        out[i].route = lf_circuit_admit(&breaker_circuits[i], breaker_now, 60, &chg);
+        out[i].route = lf_circuit_peek(&breaker_circuits[i], breaker_now); /* admit takes a probe */
         out[i].failures = breaker_circuits[i].failures;
     }
     return 0;
@@ -983,7 +982,7 @@ static void test_breaker_opens_mid_call_then_skips(void)
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
-    LF_CHECK_INT(breaker_reports, 2); /* the backup's success had nothing to report */
+    LF_CHECK_INT(breaker_reports, 3); /* two failures, and the backup's success */
 
     LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
@@ -994,8 +993,10 @@ static void test_breaker_opens_mid_call_then_skips(void)
     LF_CHECK_INT(f.srv[0].served, 2);
 }
 
-/* Without health (the host knows no failure): every target sends, a success
- * has nothing to report, counted failures are reported and open the circuit. */
+/* Without health (the host knew no failure when the call began): every
+ * target sends, and a success is still reported, so that failures counted
+ * by other calls meanwhile start over; counted failures are reported and
+ * open the circuit. */
 static void test_breaker_without_health(void)
 {
     fixture f;
@@ -1010,15 +1011,17 @@ static void test_breaker_without_health(void)
     f.srv[1].n_script = 1;
     fixture_serve(&f, 0);
     fixture_serve(&f, 1);
+    breaker_circuits[0].failures = 1; /* other calls' failure, landed after this one began */
     LF_CHECK_INT(fixture_run(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
-    LF_CHECK_INT(breaker_reports, 0);
+    LF_CHECK_INT(breaker_reports, 1);
+    LF_CHECK_INT(breaker_circuits[0].failures, 0);
 
     LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
-    LF_CHECK_INT(breaker_reports, 2);
+    LF_CHECK_INT(breaker_reports, 4);
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
     fixture_free(&f);
 }
@@ -1053,6 +1056,40 @@ static void test_breaker_probe_and_every_target_open(void)
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:ok|");
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_CLOSED);
     fixture_free(&f);
+}
+
+/* The backup is past its cooldown (its probe free) and the primary answers:
+ * the call never takes the backup's probe, so other calls may. */
+static void test_breaker_backup_probe_taken_only_when_sent(void)
+{
+    fixture f;
+    lf_circuit_change chg;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    lf_circuit_record(&breaker_circuits[1], 1, 60, 1000, 0, 0, 0, &chg);
+    breaker_now = 1061;
+    f.srv[0].script[0] = OK_JSON;
+    f.srv[0].script[1] = UNAUTHORIZED;
+    f.srv[0].n_script = 2;
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
+    LF_CHECK_INT(breaker_admits, 0);
+    LF_CHECK_INT(breaker_circuits[1].state, LF_CIRCUIT_OPEN);
+    LF_CHECK(breaker_circuits[1].probe_until == 0);
+
+    /* the primary's 503s send the next call to the backup: it takes the probe then */
+    breaker_threshold = 1;
+    f.srv[0].script[1] = UNAVAILABLE;
+    LF_CHECK_INT(fixture_rerun(&f, 2), 0);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t1:ok|");
+    LF_CHECK_INT(breaker_admits, 1);
+    LF_CHECK_INT(breaker_circuits[1].state, LF_CIRCUIT_CLOSED);
+    fixture_free(&f);
+    breaker_threshold = 2;
 }
 
 /* A deterministic 4xx never counts; the open backup gets a skip record only
@@ -1107,6 +1144,7 @@ int main(void)
         LF_RUN(test_breaker_without_health);
         LF_RUN(test_breaker_probe_and_every_target_open);
         LF_RUN(test_breaker_ignores_4xx);
+        LF_RUN(test_breaker_backup_probe_taken_only_when_sent);
         LF_RUN(test_breaker_retry_asks_again);
     }
     curl_global_cleanup();

@@ -53,9 +53,23 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
         __attribute__((fallthrough));
     case LF_CIRCUIT_HALF_OPEN:
     default:
-        if (c->probe_until > now) return LF_ROUTE_SKIP;
+        /* the probe is out, or a Retry-After that came in meanwhile holds it back */
+        if (c->probe_until > now || now < c->until) return LF_ROUTE_SKIP;
         c->probe_until = now + probe_ttl;
         return LF_ROUTE_PROBE;
+    }
+}
+
+lf_route lf_circuit_peek(const lf_circuit *c, double now)
+{
+    switch (c->state) {
+    case LF_CIRCUIT_CLOSED:
+        return LF_ROUTE_SEND;
+    case LF_CIRCUIT_OPEN:
+        return now < c->until ? LF_ROUTE_SKIP : LF_ROUTE_PROBE;
+    case LF_CIRCUIT_HALF_OPEN:
+    default:
+        return c->probe_until > now || now < c->until ? LF_ROUTE_SKIP : LF_ROUTE_PROBE;
     }
 }
 
@@ -77,10 +91,15 @@ int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now,
     c->failures++;
     switch (from) {
     case LF_CIRCUIT_HALF_OPEN:
-        /* Not the probe's (or its lock expired): counted, the probe decides. */
-        if (!probe || !(c->probe_until > now)) return 0;
+        /* Not the probe's (or its lock expired): counted, the probe decides.
+         * Its Retry-After still holds: no next probe before it is over. */
+        if (!probe || !(c->probe_until > now)) {
+            if (hold > 0 && now + hold > c->until) c->until = now + hold;
+            return 0;
+        }
+        until = now + (hold > cooldown ? hold : cooldown);
         c->state = LF_CIRCUIT_OPEN;
-        c->until = now + (hold > cooldown ? hold : cooldown);
+        if (until > c->until) c->until = until; /* a Retry-After kept while half-open may be longer */
         c->probe_until = 0;
         lf_change(chg, from, LF_CIRCUIT_OPEN, LF_REASON_PROBE_FAILED);
         return 1;

@@ -63,6 +63,14 @@ double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval);
  * lost probe frees it). Fills *chg (reason NONE when nothing changed). */
 lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circuit_change *chg);
 
+/* What lf_circuit_admit would answer at `now`, changing nothing: PROBE
+ * means the probe is free (open past its cooldown, or half-open with no
+ * probe out), and the call that sends to the target takes it then, with
+ * lf_circuit_admit. A call asks so at its start for every target it may
+ * reach, so that a backup's probe is not held by a call that its primary
+ * answers. */
+lf_route lf_circuit_peek(const lf_circuit *c, double now);
+
 /* Applies an attempt's outcome: `success`, or a counted failure asking for
  * `hold` seconds of cooldown. `threshold` > 0; `cooldown` in seconds. `probe`
  * is 1 when the store saw the reporting call's token on the half-open probe
@@ -73,7 +81,8 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
  * call's failure (one sent before the circuit opened and ending late, or one
  * sent anyway because every target of its call was open) is counted and
  * leaves the probe out: a second probe must not start while the first is in
- * flight. Any success closes the circuit, whoever sent it, as it does from
+ * flight; its Retry-After (`hold`) still holds the next probe back until it
+ * is over. Any success closes the circuit, whoever sent it, as it does from
  * open: the target answered, and the probe's own outcome then counts as a
  * closed circuit's. */
 int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,

@@ -960,7 +960,10 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
         int max_retries;
         int circuit_open = 0;
 
-        if (ti > first && health[ti].route != LF_ROUTE_SKIP && lf_readmit(&call, (int)ti, health) != 0) {
+        /* health only told which probe is free: the call takes a probe when
+         * it sends to that target, not before (its primary may answer). */
+        if (((ti > first && health[ti].route != LF_ROUTE_SKIP) || health[ti].route == LF_ROUTE_PROBE) &&
+            lf_readmit(&call, (int)ti, health) != 0) {
             lf_stopped(o);
             rc = 0;
             goto out;
@@ -1016,7 +1019,10 @@ int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
             }
             if (!call.stopped && breaker) {
                 int counted = !a.success && lf_circuit_counts(a.verdict.kind);
-                if (counted || (a.success && (health[ti].failures > 0 || health[ti].route != LF_ROUTE_SEND))) {
+                /* Every success, whatever the store said when the call began: a
+                 * slow answer started before other calls' failures still resets
+                 * their count, and closes a circuit they opened meanwhile. */
+                if (counted || a.success) {
                     double hold = counted ? lf_circuit_hold(a.verdict.kind, a.retry_after, pol->backoff.max_interval) : 0;
                     int open = 0;
                     if (l->report(l->ud, (int)ti, a.success, a.success ? LF_OK : a.verdict.kind, hold, &open) != 0)

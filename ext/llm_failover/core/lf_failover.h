@@ -70,7 +70,7 @@ typedef struct lf_attempt_record {
 
 /* A target's health as the host's state store sees it when the call starts. */
 typedef struct lf_health {
-    lf_route route;               /* send, skip (open), or probe (this call holds the probe) */
+    lf_route route;               /* send, skip (open), or probe (this call holds the probe; from health, free to take) */
     int failures;                 /* consecutive counted failures known so far */
 } lf_health;
 
@@ -89,19 +89,23 @@ typedef struct lf_listener {
      * than curl_multi_poll/curl_multi_wakeup. */
     int (*wait)(void *ud, CURLM *multi, int timeout_ms);
     /* The circuit breaker; report NULL: none. health: once, before the first
-     * attempt, fills out[i] for each target; NULL when the host knows every
+     * attempt, fills out[i] for each target (with admit, a PROBE there only
+     * says the probe is free: lf_circuit_peek; the loop takes it through
+     * admit just before it sends to that target); NULL when the host knows every
      * target sends with no failure counted (nothing to ask). report: after an attempt that
-     * bears on its target's circuit (a success where the store knew of
-     * failures or an open circuit, or a failure lf_circuit_counts), with the
+     * bears on its target's circuit (every success, whenever the call began,
+     * or a failure lf_circuit_counts), with the
      * Retry-After cooldown it asks for (lf_circuit_hold); sets *open when
      * the circuit is open afterwards. */
     int (*health)(void *ud, size_t n_targets, lf_health *out);
     int (*report)(void *ud, int target, int success, lf_kind kind, double hold, int *open);
     /* Optional with the breaker (NULL: health's answer holds for the whole
-     * call). Asks again for one target's route, just before a request that
-     * is not the call's first (a retry, or a target reached by failing
-     * over): the circuit may have opened, or half-opened, since the call
-     * began. A probe this call already holds is its own again. */
+     * call, its PROBE a probe taken). Asks again for one target's route, just
+     * before a request that is not the call's first (a retry, or a target
+     * reached by failing over) and before the first request to a target
+     * whose probe health said is free: the circuit may have opened, or
+     * half-opened, since the call began. A probe this call already holds is
+     * its own again. */
     int (*admit)(void *ud, int target, lf_health *out);
     /* Optional (NULL: every wait goes through wait). When set, transfers are
      * driven by socket readiness and every wait comes here instead: until fd

@@ -46,9 +46,36 @@ module LlmFailover
       end
 
       # @return [Array<ActiveRecord::Base>] what a provider must see: no assistant row
-      #   that is streaming (abandoned) or failed
+      #   that is streaming (abandoned) or failed. Read at the start of every ask and
+      #   complete, which is when rows a dead process left streaming are settled.
       def conversation
-        messages.reject { |m| read(m, :role) == "assistant" && read(m, :status) != "complete" }
+        all = messages
+        settle_abandoned(all)
+        all.reject { |m| read(m, :role) == "assistant" && read(m, :status) != "complete" }
+      end
+
+      # Assistant rows a process left "streaming" when it died mid-answer (SIGKILL, an
+      # OOM kill, a lost host) are settled: status "failed", the reason in
+      # failure_reason when the table has it, the partial text kept. A row is such a
+      # one when a later answer of its turn is complete (the turn was answered again,
+      # by a retried job or a complete), or when nothing was written to it for longer
+      # than a call can last. A row another process is still streaming is neither.
+      # A database failure here never fails the call (the rows stay for the next one).
+      # @return [Integer] the rows settled
+      def settle_abandoned(all = nil)
+        status = @columns[:status]
+        return 0 unless with_connection { proxy.where(status => "streaming", @columns[:role] => "assistant").exists? }
+
+        abandoned(all || messages).sum do |message, reason|
+          changes = { status => "failed" }
+          changes["failure_reason"] = reason if message.has_attribute?("failure_reason")
+          with_connection { proxy.where(id: message.id, status => "streaming").update_all(changes) }.tap do |n|
+            message.assign_attributes(changes) if n == 1
+          end
+        end
+      rescue ::ActiveRecord::ActiveRecordError => e
+        Kernel.warn("llm_failover: could not settle abandoned assistant messages: #{e.class}: #{e.message}")
+        0
       end
 
       def add_user(content)
@@ -115,6 +142,8 @@ module LlmFailover
         @lock.synchronize { @buffers.delete(message) }
         save(message, content: content, model: model, provider: provider, status: "complete",
                       input_tokens: input_tokens, output_tokens: output_tokens)
+        settle_abandoned # this answer may be its turn's second: a retried job's, or a complete's
+        message
       end
 
       # Chat#cancel! stopped the answer: the row keeps the partial text, status
@@ -148,6 +177,37 @@ module LlmFailover
 
       def proxy
         @chat.public_send(@association)
+      end
+
+      # [row, reason] of each streaming assistant row that no live call can own.
+      def abandoned(all)
+        stale_before = Time.current - longest_call
+        turn_answered = false
+        found = []
+        # Newest first: a complete answer makes the streaming rows of its turn before it abandoned.
+        all.reverse_each do |m|
+          case read(m, :role)
+          when "user" then turn_answered = false
+          when "assistant"
+            state = read(m, :status)
+            turn_answered = true if state == "complete"
+            next unless state == "streaming"
+
+            if turn_answered
+              found << [m, "abandoned mid-answer: a later call answered the same turn"]
+            elsif m.has_attribute?("updated_at") && m.updated_at && m.updated_at < stale_before
+              found << [m, "abandoned mid-answer: nothing written for longer than a call can last (#{longest_call.round} s)"]
+            end
+          end
+        end
+        found
+      end
+
+      # The longest a call can run: every attempt on both targets taking its whole
+      # request_timeout and the longest wait between them.
+      def longest_call
+        config = LlmFailover.configuration
+        2 * (config.max_retries + 1) * (config.request_timeout + config.retry_max_interval)
       end
 
       def idempotency_column

@@ -60,6 +60,7 @@ module LlmFailover
           t.integer :input_tokens
           t.integer :output_tokens
           t.string :idempotency_key
+          t.text :failure_reason # a failed answer's reason (a row a dead process left streaming)
           t.timestamps
         end
         # The quota count: this month's completed answers of one model.

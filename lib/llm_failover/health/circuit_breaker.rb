@@ -35,13 +35,19 @@ module LlmFailover
       store.respond_to?(:quiet?) && store.quiet? ? :report : true
     end
 
-    # Engine listener (through Call): [route, failures] of each target, flat.
+    # Engine listener (through Call): [route, failures] of each target, flat. A store
+    # that can peek takes no probe here: route 2 then says the probe is free, and the
+    # engine admits that target (#admit) just before it sends to it, so a call that its
+    # primary answers never holds its backup's probe.
     def health(count)
-      entries = @config.state_store.admit(@targets.map(&:circuit_key), probe_ttl, @token)
+      store = @config.state_store
+      keys = @targets.map(&:circuit_key)
+      peeking = store.respond_to?(:peek)
+      entries = peeking ? store.peek(keys, @token) : store.admit(keys, probe_ttl, @token)
       flat = []
       entries.each_with_index do |(route, failures, change), i|
         flat << route << failures
-        took(i, route, change)
+        took(i, route, change) unless peeking
       end
       flat
     rescue StandardError => e

@@ -20,11 +20,15 @@ module LlmFailover
   #                              key; route 0 send, 1 skip, 2 probe (the caller holds
   #                              it for probe_ttl s; the same token asking again gets
   #                              it again, for probe_ttl more)
+  #   peek(keys, token = nil)    optional: admit's answer without taking anything (2:
+  #                              the probe is free); a call asks so for its targets
+  #                              when it starts, and admits one when it sends to it
   #   record(key, threshold, cooldown, success, hold, error_class, token = nil)
   #                              -> [open, change]; token: the reporting call's own, so
   #                              that while half-open only the probe's holder's failure
   #                              reopens (another call's is counted, and the probe
-  #                              stays out); any success closes
+  #                              stays out); any success closes; every success is
+  #                              reported, whenever its call began
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
   #   quiet? (optional) -> true when admit would say "send, 0 failures" for every key
@@ -65,6 +69,26 @@ module LlmFailover
       end
     end
 
+    # What #admit would answer for each key, changing nothing: route 2 means the probe
+    # is free (the call takes it with #admit when it sends to that target), or that
+    # +token+ holds it already.
+    # @return [Array<Array(Integer, Integer, nil)>]
+    def peek(keys, token = nil)
+      return keys.map { CLOSED } if @circuits.empty?
+
+      now = Process.clock_gettime(Process::CLOCK_REALTIME)
+      synchronize do
+        keys.map do |key|
+          circuit = @circuits[key]
+          next CLOSED unless circuit
+
+          route = circuit.peek(now)
+          route = PROBE if route == SKIP && token && @probes[key] == token && circuit.state == :half_open
+          [route, circuit.failures, nil]
+        end
+      end
+    end
+
     # Frees the probe of +key+ when +token+ holds it.
     def release(key, token)
       synchronize do
@@ -96,6 +120,10 @@ module LlmFailover
     #   that call holds +key+'s probe (the core checks it has not expired)
     # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
     def record(key, threshold, cooldown, success, hold, error_class, token = nil)
+      # Every success is reported (whenever its call began); with no circuit in this
+      # process there is no count to reset.
+      return NO_CHANGE if success && @circuits.empty?
+
       now = Process.clock_gettime(Process::CLOCK_REALTIME) # Time.now.to_f, without a Time
       synchronize do
         circuit = @circuits[key]

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "digest/sha1"
+require "set"
 require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
 require_relative "memory_state_store"
@@ -66,12 +67,36 @@ module LlmFailover
         redis.call('DEL', KEYS[2])
         changed = 1
       end
-      if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[1]) then return {2, failures, changed, tonumber(ARGV[1])} end
       if ARGV[2] ~= '' and redis.call('GET', KEYS[2]) == ARGV[2] then
         redis.call('PEXPIRE', KEYS[2], ARGV[1])
         return {2, failures, changed, tonumber(ARGV[1])}
       end
+      -- a Retry-After that came in while half-open holds the next probe back
+      local untl = tonumber(st[3]) or 0
+      if now < untl then return {1, failures, changed, math.ceil((untl - now) * 1000)} end
+      if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[1]) then return {2, failures, changed, tonumber(ARGV[1])} end
       return {1, failures, changed, math.max(redis.call('PTTL', KEYS[2]), 1)}
+    LUA
+
+    # Mirrors lf_circuit_peek: ADMIT's answer, read-only (route 2: the probe is free,
+    # or the caller's token holds it). KEYS: circuit, probe. ARGV: the caller's token.
+    # Returns {route, failures, open_for}.
+    PEEK = <<~LUA
+      local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
+      local state, failures = st[1], tonumber(st[2]) or 0
+      if not state or state == 'closed' then return {0, failures, 0} end
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+      local untl = tonumber(st[3]) or 0
+      if state == 'open' then
+        if now < untl then return {1, failures, math.ceil((untl - now) * 1000)} end
+        return {2, failures, 0}
+      end
+      local holder = redis.call('GET', KEYS[2])
+      if holder and ARGV[1] ~= '' and holder == ARGV[1] then return {2, failures, 0} end
+      if now < untl then return {1, failures, math.ceil((untl - now) * 1000)} end
+      if holder then return {1, failures, math.max(redis.call('PTTL', KEYS[2]), 1)} end
+      return {2, failures, 0}
     LUA
 
     # The probe lock of a call that ended, when it is still its own. KEYS: probe.
@@ -109,8 +134,10 @@ module LlmFailover
       failures = failures + 1
       if state == 'half_open' then
         if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then
-          to, reason, untl = 'open', 'probe_failed', now + math.max(hold, cooldown)
+          to, reason, untl = 'open', 'probe_failed', math.max(untl, now + math.max(hold, cooldown))
           redis.call('DEL', KEYS[2])
+        elseif hold > 0 and now + hold > untl then
+          untl = now + hold -- another call's Retry-After: no next probe before it is over
         end
       elseif state == 'open' then
         if hold > 0 and now + hold > untl then untl = now + hold end
@@ -127,11 +154,13 @@ module LlmFailover
       redis.call('PEXPIRE', KEYS[1], ARGV[6])
       local open_for = 0
       if to == 'open' then open_for = math.max(math.ceil((untl - now) * 1000), 1) end
-      if to == 'half_open' then open_for = math.max(redis.call('PTTL', KEYS[2]), 0) end -- another's probe is out
+      if to == 'half_open' then -- another's probe is out, or a Retry-After holds the next back
+        open_for = math.max(redis.call('PTTL', KEYS[2]), math.ceil((untl - now) * 1000), 0)
+      end
       return {state, to, reason, failures, open_for}
     LUA
 
-    SCRIPTS = { admit: ADMIT, record: RECORD, release: RELEASE }.freeze
+    SCRIPTS = { admit: ADMIT, peek: PEEK, record: RECORD, release: RELEASE }.freeze
     SHAS = SCRIPTS.transform_values { |src| Digest::SHA1.hexdigest(src) }.freeze
 
     attr_reader :namespace
@@ -157,15 +186,15 @@ module LlmFailover
       @pool = nil
       @down_until = nil # monotonic: Redis failed, not asked again before then
       @down = false
+      @epoch = 0 # moves on at each outage and each recovery (#went_down, #back_up)
+      @said = Set.new # topics warned about once (#once)
     end
 
     def admit(keys, probe_ttl, token = nil)
       ttl_ms = ms(probe_ttl)
       token = token.to_s
       shared(:admit, keys, probe_ttl, token) do |redis|
-        replies = redis.pipelined do |p|
-          keys.each { |key| p.call("EVALSHA", SHAS[:admit], 2, circuit_key(key), probe_key(key), ttl_ms, token) }
-        end
+        replies = per_key(redis, keys) { |key| ["EVALSHA", SHAS[:admit], 2, circuit_key(key), probe_key(key), ttl_ms, token] }
         replies.each_with_index.map do |(route, failures, changed, open_for), i|
           @fallback.adopt(keys[i], failures, open_for / 1000.0)
           [route, failures, changed == 1 ? %i[open half_open cooldown_elapsed] : nil]
@@ -173,9 +202,22 @@ module LlmFailover
       end
     end
 
+    # ADMIT's answer without taking a probe or moving a circuit (read-only).
+    def peek(keys, token = nil)
+      token = token.to_s
+      shared(:peek, keys, token) do |redis|
+        replies = per_key(redis, keys) { |key| ["EVALSHA", SHAS[:peek], 2, circuit_key(key), probe_key(key), token] }
+        replies.each_with_index.map do |(route, failures, open_for), i|
+          @fallback.adopt(keys[i], failures, open_for / 1000.0)
+          [route, failures, nil]
+        end
+      end
+    end
+
     def record(key, threshold, cooldown, success, hold, error_class, token = nil)
       key_ttl = [DAY_MS, ms(2 * (cooldown + hold))].max
-      shared(:record, key, threshold, cooldown, success, hold, error_class, token) do |redis|
+      shared(:record, key, threshold, cooldown, success, hold, error_class, token,
+             repair: [circuit_key(key), probe_key(key)]) do |redis|
         from, to, reason, failures, open_for = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key),
                                                           threshold, cooldown.to_f, success ? 1 : 0, hold.to_f,
                                                           error_class.to_s, key_ttl, token.to_s)
@@ -199,7 +241,7 @@ module LlmFailover
         now = redis.call("TIME").then { |s, us| s.to_i + us.to_i / 1e6 }
         keys = redis.scan("MATCH", "#{@namespace}:{*}:circuit", "COUNT", 1000).to_a
         keys.sort.map do |k|
-          h = redis.call("HGETALL", k)
+          h = repairing(redis, [k]) { redis.call("HGETALL", k) }
           provider, model = k.delete_prefix("#{@namespace}:{").delete_suffix("}:circuit").split(":", 2)
           state = (h["state"] || "closed").to_sym
           state = :half_open if state == :open && h["until"].to_f <= now
@@ -260,19 +302,45 @@ module LlmFailover
     end
 
     # Runs the block with a connection, or the fallback's method of the same name when
-    # Redis is down, failed within the last RETRY_AFTER seconds, or a script errs.
-    def shared(name, *args)
+    # Redis is down or failed within the last RETRY_AFTER seconds. Only a connection
+    # that fails makes an outage: a value the scripts cannot read is its key's problem
+    # (+repair+: the keys to reset, then once more), and a command Redis refuses
+    # (out of memory, a read-only replica) sends this operation alone to the fallback.
+    #
+    # An outage is one warning and its end one notice, however many threads are in
+    # flight: each operation carries the epoch it began in, and only one that began
+    # while Redis was up declares it down, only one that began while it was down (a
+    # retry once the second is over) declares it back. An answer to a request sent
+    # before the outage does not end it; a failure of one sent before the recovery
+    # does not start another.
+    def shared(name, *args, repair: nil)
       return @fallback.public_send(name, *args) if @down_until && monotonic < @down_until
 
-      result = pool.with { |redis| with_scripts(redis) { yield redis } }
-      back_up if @down
+      epoch = @epoch
+      result = pool.with { |redis| on_live_connection(redis) { with_scripts(redis) { repairing(redis, repair) { yield redis } } } }
+      back_up(epoch) if @down
       result
     rescue ConnectionPool::TimeoutError
       # More threads than connections, all busy: this call only, Redis is not down.
       @fallback.public_send(name, *args)
-    rescue RedisClient::Error, SystemCallError, IOError => e
-      went_down(e)
+    rescue RedisClient::CommandError => e
+      refused(e)
       @fallback.public_send(name, *args)
+    rescue RedisClient::Error, SystemCallError, IOError => e
+      went_down(e, epoch)
+      @fallback.public_send(name, *args)
+    end
+
+    # A pooled connection that Redis closed while it sat idle (a restart, Redis's own
+    # idle timeout) fails at its first use although Redis is up: once more, on a new
+    # connection (redis-client reconnects a client whose connection failed). Not after
+    # a timeout (the command may have run) nor when connecting failed (Redis is down).
+    def on_live_connection(redis)
+      yield
+    rescue RedisClient::TimeoutError, RedisClient::CannotConnectError
+      raise
+    rescue RedisClient::ConnectionError
+      yield
     end
 
     # EVALSHA until the scripts are loaded (a new or restarted Redis).
@@ -283,6 +351,54 @@ module LlmFailover
 
       SCRIPTS.each_value { |src| redis.call("SCRIPT", "LOAD", src) }
       yield
+    end
+
+    # A value the gem cannot read (garbage in a counter, a key of the wrong type) fails
+    # the script over that key alone: the key is reset, said once, and the operation
+    # runs again. Nothing else is touched, and Redis is not "down".
+    def repairing(redis, keys)
+      yield
+    rescue RedisClient::CommandError => e
+      raise if keys.nil? || keys.empty? || e.message.start_with?("NOSCRIPT")
+
+      reset(redis, keys, e)
+      yield
+    end
+
+    def reset(redis, keys, error)
+      redis.call("DEL", *keys)
+      once(keys.first, "llm_failover: Redis key #{keys.first} held a value the gem cannot read " \
+                       "(#{error.message.lines.first.strip}); reset it, sharing goes on")
+    end
+
+    # One pipelined script per key, each key's error its own: a NOSCRIPT goes to
+    # with_scripts, another error resets that key (#repairing) and runs its script again.
+    def per_key(redis, keys, &command)
+      replies = redis.pipelined(exception: false) { |p| keys.each { |key| p.call(*command.call(key)) } }
+      replies.each_with_index.map do |reply, i|
+        next reply unless reply.is_a?(RedisClient::CommandError)
+        raise reply if reply.message.start_with?("NOSCRIPT")
+
+        reset(redis, [circuit_key(keys[i]), probe_key(keys[i])], reply)
+        redis.call(*command.call(keys[i]))
+      end
+    end
+
+    # Redis refused a command (not a connection failure): this operation goes to the
+    # fallback, said once per kind of refusal.
+    def refused(error)
+      kind = error.message[/\A\S+/].to_s
+      once("refused:#{kind}", "llm_failover: Redis refused a command (#{error.message.lines.first.strip}); " \
+                              "this operation used this process's own state")
+    end
+
+    def once(topic, message)
+      first = @lock.synchronize do
+        next false if @said.include?(topic) || @said.size >= 1000
+
+        @said << topic
+      end
+      say(:warn, message) if first
     end
 
     def pool
@@ -298,12 +414,18 @@ module LlmFailover
       @pool
     end
 
-    def went_down(error)
-      @down_until = monotonic + RETRY_AFTER
+    # +epoch+: the one the failed operation began in. One that began while Redis was up
+    # declares the outage (the first of them only); one that began during it (a retry)
+    # keeps it for another RETRY_AFTER; one that began before a recovery changes nothing.
+    def went_down(error, epoch)
       first = @lock.synchronize do
+        next false unless epoch == @epoch
+
+        @down_until = monotonic + RETRY_AFTER
         next false if @down
 
         @down = true
+        @epoch += 1
       end
       return unless first
 
@@ -311,14 +433,15 @@ module LlmFailover
                  "going on with this process's own state until it is back")
     end
 
-    def back_up
+    # Only an operation that began during the outage (a retry) ends it.
+    def back_up(epoch)
       was_down = @lock.synchronize do
-        next false unless @down
+        next false unless @down && epoch == @epoch
 
         @down = false
-        true
+        @down_until = nil
+        @epoch += 1
       end
-      @down_until = nil
       say(:info, "llm_failover: Redis state store reachable again; sharing resumed") if was_down
     end
 

@@ -79,7 +79,8 @@ module LlmFailover
       # migration's source. The upgrade template has a step for each.
       def later_additions
         { cancel_requested_at: /\bcancel_requested_at\b/, idempotency_key: /\bidempotency_key\b/,
-          cached: /:cached\b/, cancelled: /:cancelled\b/, scrubbed: /:scrubbed\b/, skipped: /:skipped\b/,
+          cached: /:cached\b/, cancelled: /:cancelled\b/, failure_reason: /:failure_reason\b/,
+          scrubbed: /:scrubbed\b/, skipped: /:skipped\b/,
           circuit_events: /create_table :#{Regexp.escape(circuit_events_table)}\b/ }
       end
 

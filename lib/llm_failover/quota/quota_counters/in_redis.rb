@@ -28,20 +28,20 @@ module LlmFailover
       LUA
 
       def reserve_quota(key, period, amount, limit, ttl)
-        shared(:reserve_quota, key, period, amount, limit, ttl) do |redis|
+        shared(:reserve_quota, key, period, amount, limit, ttl, repair: [quota_key(key, period)]) do |redis|
           reserved, used = redis.call("EVAL", RESERVE, 1, quota_key(key, period), amount, limit, ttl_ms(ttl))
           [reserved == 1, used]
         end
       end
 
       def adjust_quota(key, period, delta, ttl)
-        shared(:adjust_quota, key, period, delta, ttl) do |redis|
+        shared(:adjust_quota, key, period, delta, ttl, repair: [quota_key(key, period)]) do |redis|
           redis.call("EVAL", ADJUST, 1, quota_key(key, period), delta, ttl_ms(ttl))
         end
       end
 
       def quota_used(key, period)
-        shared(:quota_used, key, period) do |redis|
+        shared(:quota_used, key, period, repair: [quota_key(key, period)]) do |redis|
           redis.call("GET", quota_key(key, period)).to_i
         end
       end
