@@ -1,9 +1,10 @@
 # frozen_string_literal: true
 
-# The speed guard (issue 15): instructions per chat.ask within 2x the libcurl floor's,
-# and per streamed chunk within 10k, counted by callgrind (bench/icount.sh) against the
-# bench's nginx. `bundle exec ruby bench/guard.rb` (needs `bin/setup --bench`); prints
-# the figures and whether the guard holds. Takes a few minutes under valgrind.
+# Instructions per chat.ask beside the libcurl floor's, and per streamed chunk, counted by
+# callgrind (bench/icount.sh) against the bench's nginx. A record that prints figures, not
+# a target: nothing is tuned to it and nothing passes or fails on it (issue 22 retired the
+# guard). `bundle exec ruby bench/guard.rb` (needs `bin/setup --bench`); takes a few
+# minutes under valgrind.
 
 require "rbconfig"
 require_relative "run"
@@ -32,10 +33,8 @@ module Bench
         # gem_stream warms up with 2 calls of 5000 events each; N1/N2 calls differ by 2.
         chunk = icount(1, 3, RbConfig.ruby, CLIENTS, "gem_stream", "{N}", peer.base_url(:stream)) / STREAM_EVENTS_PER_CALL
         puts format("libcurl floor per call      %7.1fk", floor_n / 1000.0)
-        puts format("chat.ask per call           %7.1fk  (%.2fx the floor; guard: <= 2x, %s)",
-                    ask / 1000.0, ask.to_f / floor_n, ask <= 2 * floor_n ? "held" : "BROKEN")
-        puts format("streamed chunk              %7.1fk  (guard: <= 10k, %s)",
-                    chunk / 1000.0, chunk <= 10_000 ? "held" : "BROKEN")
+        puts format("chat.ask per call           %7.1fk  (%.2fx the floor)", ask / 1000.0, ask.to_f / floor_n)
+        puts format("streamed chunk              %7.1fk", chunk / 1000.0)
       ensure
         peer.stop
       end

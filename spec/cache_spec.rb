@@ -37,7 +37,9 @@ RSpec.describe "the response cache" do
       expect(solo_chat.ask("Capital of France?").chunk_count).to eq(0) # unstreamed: no chunks
       expect(reply.cached?).to be(true)
       expect(reply.content).to eq("Paris is the capital")
-      expect(reply.model).to eq("gpt-4o-2024-08-06")
+      expect(reply.model).to eq("gpt-4o") # the model asked, as on the chunks and the record
+      expect(reply.response_model).to eq("gpt-4o-2024-08-06")
+      expect(chunks.map(&:model).uniq).to eq(["gpt-4o"])
       expect(reply.provider).to eq(:openai)
       expect([reply.input_tokens, reply.output_tokens]).to eq([0, 0])
       expect(reply.failover?).to be(false)

@@ -65,6 +65,25 @@ RSpec.describe "Chat#cancel!" do
     expect(Thread.list.map(&:name)).not_to include("llm_failover cancel check") # its thread ended with the call
   end
 
+  it "warns through the configured logger, not stderr, when the cancel check raises" do
+    log = StringIO.new
+    LlmFailover.configuration.logger = Logger.new(log)
+    primary.enqueue({ chunks: ["Once ", "upon ", "a ", "time"], stall_after: 2 })
+    raised = Queue.new
+    chat = failover_chat(cancel_check: lambda {
+      raised << true
+      raise "database down"
+    }, cancel_poll_interval: 0.01)
+    asker = Thread.new { chat.ask("Tell me a long story") { |_c| nil } }
+    expect do
+      raised.pop
+      Thread.pass until log.string.include?("database down") || !asker.alive?
+      chat.cancel!
+      asker.join
+    end.not_to output.to_stderr
+    expect(log.string).to include("llm_failover: the cancel check raised RuntimeError: database down")
+  end
+
   it "does nothing to a chat with no call running, nor to a finished answer" do
     chat = failover_chat
     expect(chat.cancel!).to be(chat)

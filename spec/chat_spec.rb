@@ -36,12 +36,27 @@ RSpec.describe LlmFailover::Chat do
       expect(reply.chunk_count).to eq(3)
     end
 
-    it "reports the model the provider says answered" do
-      primary.enqueue({ text: "ok", model: "gpt-4o-2024-08-06" })
+    it "means by model the model asked of the target, on the Reply as on its chunks and records" do
+      primary.enqueue({ chunks: %w[o k], model: "gpt-4o-2024-08-06" })
       chat = failover_chat
-      expect(chat.ask("Hi").model).to eq("gpt-4o-2024-08-06")
+      chunks = []
+      reply = chat.ask("Hi") { |c| chunks << c }
+      expect(reply.model).to eq("gpt-4o")
+      expect(chunks.map(&:model).uniq).to eq(["gpt-4o"])
+      expect(reply.attempts.map(&:model)).to eq(["gpt-4o"])
+      # What the provider says answered (a dated snapshot) is its own attribute.
+      expect(reply.response_model).to eq("gpt-4o-2024-08-06")
       expect(chat.messages.last.model).to eq("gpt-4o-2024-08-06")
       expect(chat.messages.last.provider).to eq("openai")
+    end
+
+    it "names the backup's model on a Reply the backup gave" do
+      primary.default = { error: :unavailable }
+      backup.default = { text: "from the backup", model: "claude-sonnet-4-6-20250929" }
+      reply = failover_chat(max_retries: 0).ask("Hi")
+      expect([reply.provider, reply.model, reply.response_model])
+        .to eq([:anthropic, "claude-sonnet-4-6", "claude-sonnet-4-6-20250929"])
+      expect(reply.attempts.last.model).to eq(reply.model)
     end
 
     it "rejects an empty or non-String prompt before any request" do

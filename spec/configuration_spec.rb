@@ -90,6 +90,13 @@ RSpec.describe LlmFailover::Configuration do
       end
     end
 
+    ["", " ", "#", "?"].each do |url|
+      it "rejects base_url: #{url.inspect} with a ConfigurationError naming base_url" do
+        expect { configure { |c| c.provider(:openai, api: :openai, api_key: "k", base_url: url) } }
+          .to raise_error(LlmFailover::ConfigurationError, /provider :openai: base_url must be an http/)
+      end
+    end
+
     it "shows the rest of a rejected base_url" do
       expect { configure { |c| c.provider(:openai, api: :openai, api_key: "k", base_url: "https://u:pw@api.example.com/v1?a=1") } }
         .to raise_error(LlmFailover::ConfigurationError, %r{"https://\[REDACTED\]@api\.example\.com/v1\?a=\[REDACTED\]"})

@@ -92,6 +92,34 @@ RSpec.describe "Retries and failover" do
     end
   end
 
+  describe "statuses the SDKs retry without naming them (408, 409, x-should-retry: true)" do
+    # The README's recipe (`retry_on LlmFailover::RetryableError`) must retry them: each
+    # is a RetryableError, on the error raised and on the attempt records.
+    [[{ status: 408 }, "408"], [{ status: 409 }, "409"],
+     [{ status: 418, headers: { "x-should-retry" => "true" } }, "418 with x-should-retry: true"]].each do |step, name|
+      it "raises a RetryableError for #{name} once every target failed, after retrying it" do
+        primary.default = step
+        backup.default = step
+        expect { failover_chat(max_retries: 1, retry_interval: 0).ask("Hi") }
+          .to raise_error(LlmFailover::RetryableError) { |e|
+            expect(e.retryable?).to be(true)
+            expect(e.attempts.map(&:error_class).uniq).to eq(["LlmFailover::RetryableError"])
+          }
+        expect(primary.request_count).to eq(2)
+        expect(backup.request_count).to eq(2)
+      end
+    end
+
+    it "keeps a plain 418 a non-retryable LlmFailover::Error, raised at once" do
+      primary.default = { status: 418 }
+      expect { failover_chat.ask("Hi") }.to raise_error(LlmFailover::Error) { |e|
+        expect(e).not_to be_a(LlmFailover::RetryableError)
+        expect(e.retryable?).to be(false)
+      }
+      expect(backup.request_count).to eq(0)
+    end
+  end
+
   describe "connections and deadlines" do
     it "retries a connection reset before the headers" do
       primary.enqueue({ reset: true }, { text: "second try" })
@@ -365,8 +393,8 @@ RSpec.describe "Retries and failover" do
       backup.enqueue({ text: "from claude", model: "claude-sonnet-4-6-20260101", usage: { input: 7, output: 3 } })
       reply = failover_chat(max_retries: 1).ask("Hi")
 
-      expect([reply.model, reply.provider, reply.input_tokens, reply.output_tokens])
-        .to eq(["claude-sonnet-4-6-20260101", :anthropic, 7, 3])
+      expect([reply.model, reply.response_model, reply.provider, reply.input_tokens, reply.output_tokens])
+        .to eq(["claude-sonnet-4-6", "claude-sonnet-4-6-20260101", :anthropic, 7, 3])
       expect(reply.attempts.map(&:attempt)).to eq([1, 2, 3])
       expect(reply.attempts.map(&:provider)).to eq(%i[openai openai anthropic])
       expect(reply.attempts.map(&:model)).to eq(["gpt-4o", "gpt-4o", "claude-sonnet-4-6"])

@@ -3,7 +3,8 @@
 require "spec_helper"
 require "support/engine_helpers"
 
-# What the per-call and per-chunk shortcuts (bench/README.md) must keep true.
+# What every call and streamed chunk must keep true: request ids, the engine policy and
+# targets built once, deltas in order and stored before the block sees them.
 RSpec.describe "the hot path" do
   include_context "with fake providers"
   let(:fp) { primary }

@@ -91,7 +91,7 @@ RSpec.describe LlmFailover::ModelPicker do
 
   describe "validation" do
     it "requires a primary model and provider" do
-      expect { described_class.new(model: "", provider: :openai) }.to raise_error(LlmFailover::ConfigurationError, /model/)
+      expect { described_class.new(model: "", provider: :openai) }.to raise_error(LlmFailover::ModelNotFoundError, /model/)
       expect { described_class.new(model: "gpt-4o", provider: nil) }
         .to raise_error(LlmFailover::ConfigurationError, /provider/)
     end
@@ -99,6 +99,18 @@ RSpec.describe LlmFailover::ModelPicker do
     it "rejects names that are not Strings or Symbols" do
       expect { picker(backup_model: 42, backup_provider: :anthropic) }
         .to raise_error(LlmFailover::ConfigurationError, /backup_model/)
+    end
+
+    it "checks model names by the rule Chat uses (ModelName): a String or Symbol, blank is missing" do
+      expect(described_class.new(model: :"gpt-4o", provider: :openai).pick).to eq(["gpt-4o", :openai])
+      [nil, " "].each do |blank|
+        expect { described_class.new(model: blank, provider: :openai) }.to raise_error(LlmFailover::ModelNotFoundError)
+        expect { LlmFailover.chat(model: blank, provider: :openai) }.to raise_error(LlmFailover::ModelNotFoundError)
+      end
+      expect { described_class.new(model: 42, provider: :openai) }.to raise_error(LlmFailover::ConfigurationError, /model/)
+      expect { LlmFailover.chat(model: 42, provider: :openai) }.to raise_error(LlmFailover::ConfigurationError, /model/)
+      LlmFailover.configure { |c| c.provider(:openai, api: :openai, api_key: "k") }
+      expect(LlmFailover.chat(model: :"gpt-4o", provider: :openai).model).to eq("gpt-4o")
     end
 
     it "rejects a quota that is not a Quota" do

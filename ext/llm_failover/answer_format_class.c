@@ -7,6 +7,7 @@
 
 #include "lf_buf.h"
 #include "lf_json_answer.h"
+#include "lf_wire.h"
 
 #include "lf_banned.h"
 
@@ -71,8 +72,17 @@ static VALUE lf_answer_format_s_check(VALUE self, VALUE text, VALUE schema_json)
     return out;
 }
 
+/* @param name [String] a schema's name
+ * @return [Boolean] whether both providers accept it (the wire layer's rule) */
+static VALUE lf_answer_format_s_name_ok(VALUE self, VALUE name)
+{
+    StringValue(name);
+    return lf_wire_name_ok(RSTRING_PTR(name), (size_t)RSTRING_LEN(name)) ? Qtrue : Qfalse;
+}
+
 void lf_init_answer_format(VALUE mod)
 {
     VALUE c = rb_define_class_under(mod, "AnswerFormat", rb_cObject);
     rb_define_private_method(rb_singleton_class(c), "__check", lf_answer_format_s_check, 2);
+    rb_define_private_method(rb_singleton_class(c), "__name_ok?", lf_answer_format_s_name_ok, 1);
 }

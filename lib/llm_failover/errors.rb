@@ -53,7 +53,9 @@ module LlmFailover
     end
   end
 
-  # Retry the target, then fail over.
+  # Retry the target, then fail over. Raised as itself for a failure the official SDKs
+  # retry without naming it: status 408 or 409, or x-should-retry: true on a status no
+  # subclass names (the C core's classification, lf_classify.c).
   class RetryableError < Error
     def self.retryable_by_default?
       true

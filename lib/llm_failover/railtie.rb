@@ -2,7 +2,7 @@
 
 require "rails/railtie"
 require_relative "active_record/not_secret"
-require_relative "config/warnings"
+require_relative "records/warnings"
 
 module LlmFailover
   # Rails integration, loaded by lib/llm_failover.rb when Rails is: acts_as_llm_chat /

@@ -7,6 +7,7 @@ require_relative "report/table"
 require_relative "report/rows"
 require_relative "report/tally"
 require_relative "report/calls"
+require_relative "chat/target"
 
 module LlmFailover
   # What the attempts table says about a period: failure rates per provider and model,
@@ -105,7 +106,7 @@ module LlmFailover
       end
 
       def target
-        "#{provider}/#{model}"
+        Target.label(provider, model)
       end
     end
 

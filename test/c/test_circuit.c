@@ -28,6 +28,7 @@ static void test_what_counts(void)
     LF_CHECK(!lf_circuit_counts(LF_E_CONNECTION_REFUSED));
     LF_CHECK(!lf_circuit_counts(LF_E_ABORTED));
     LF_CHECK(!lf_circuit_counts(LF_E_OTHER));
+    LF_CHECK(!lf_circuit_counts(LF_E_RETRYABLE)); /* 408/409: a request's own conflict or wait */
     /* every counted kind is one the attempt loop may fail over on */
     for (k = LF_OK + 1; k < LF_KIND_COUNT; k++) {
         if (lf_circuit_counts((lf_kind)k)) LF_CHECK(k <= LF_E_PROVIDER_QUOTA);

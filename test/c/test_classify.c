@@ -203,10 +203,10 @@ static const rule_row rule_rows[] = {
     { "404", .status = 404, .kind = LF_E_NOT_FOUND, NOPE },
     { "404 x-should-retry true", .status = 404, .xsr = XSR_TRUE, .kind = LF_E_NOT_FOUND, NOPE },
 
-    /* 408 / 409: the SDKs retry them */
-    { "408", .status = 408, .kind = LF_E_OTHER, RETRY },
-    { "409", .status = 409, .kind = LF_E_OTHER, RETRY },
-    { "409 x-should-retry false", .status = 409, .xsr = XSR_FALSE, .kind = LF_E_OTHER, 1, 0, 1 },
+    /* 408 / 409: the SDKs retry them, so they are RetryableErrors */
+    { "408", .status = 408, .kind = LF_E_RETRYABLE, RETRY },
+    { "409", .status = 409, .kind = LF_E_RETRYABLE, RETRY },
+    { "409 x-should-retry false", .status = 409, .xsr = XSR_FALSE, .kind = LF_E_RETRYABLE, 1, 0, 1 },
 
     /* 5xx */
     { "500", .status = 500, .kind = LF_E_SERVER, RETRY },
@@ -229,7 +229,7 @@ static const rule_row rule_rows[] = {
     { "405", .status = 405, .kind = LF_E_OTHER, NOPE },
     { "418", .status = 418, .kind = LF_E_OTHER, NOPE },
     { "600", .status = 600, .kind = LF_E_OTHER, NOPE },
-    { "418 x-should-retry true", .status = 418, .xsr = XSR_TRUE, .kind = LF_E_OTHER, RETRY },
+    { "418 x-should-retry true", .status = 418, .xsr = XSR_TRUE, .kind = LF_E_RETRYABLE, RETRY },
     { "418 x-should-retry false", .status = 418, .xsr = XSR_FALSE, .kind = LF_E_OTHER, NOPE },
     { "302 invalid body flag is not a 2xx", .status = 302, .invalid = 1, .kind = LF_E_OTHER, NOPE },
 };
@@ -310,6 +310,7 @@ static void test_kind_names(void)
         { LF_E_CONNECTION, "ConnectionError" },
         { LF_E_STREAM_INTERRUPTED, "StreamInterruptedError" },
         { LF_E_INVALID_RESPONSE, "InvalidResponseError" },
+        { LF_E_RETRYABLE, "RetryableError" },
         { LF_E_PROVIDER_QUOTA, "ProviderQuotaError" },
         { LF_E_BAD_REQUEST, "BadRequestError" },
         { LF_E_CONTEXT_LENGTH, "ContextLengthExceededError" },

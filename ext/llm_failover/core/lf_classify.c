@@ -172,6 +172,7 @@ static lf_verdict lf_classify_verdict(lf_kind k)
     case LF_E_CONNECTION:
     case LF_E_STREAM_INTERRUPTED:
     case LF_E_INVALID_RESPONSE:
+    case LF_E_RETRYABLE:
         v.retryable = 1;
         v.retry_same = 1;
         v.failover = 1;
@@ -375,19 +376,18 @@ lf_verdict lf_classify(const lf_facts *f)
         k = lf_classify_status_kind(f->status, f);
     }
 
-    lf_verdict v = lf_classify_verdict(k);
-    if (k == LF_E_OTHER && (f->status == 408 || f->status == 409)) {
-        /* Timeout and lock conflict: the official SDKs retry them. */
-        v.retryable = v.retry_same = v.failover = 1;
-    }
-
-    /* x-should-retry may hold back a retry or allow one for an unnamed
-     * failure; it never turns a non-retryable kind retryable (a wrong key
+    /* Timeout and lock conflict, which the official SDKs retry, and an unnamed
+     * failure the provider says to retry (x-should-retry: true) are retryable,
+     * so they are RetryableErrors: `retry_on RetryableError` must retry them.
+     * The header never turns a named non-retryable kind retryable (a wrong key
      * must never be hidden by a backup). */
+    if (k == LF_E_OTHER && (f->status == 408 || f->status == 409 || f->should_retry == 1))
+        k = LF_E_RETRYABLE;
+
+    lf_verdict v = lf_classify_verdict(k);
+    /* x-should-retry: false holds back a retry of the same target. */
     if (f->should_retry == 0 && v.retryable)
         v.retry_same = 0;
-    else if (f->should_retry == 1 && k == LF_E_OTHER)
-        v.retryable = v.retry_same = v.failover = 1;
     return v;
 }
 
@@ -411,6 +411,7 @@ const char *lf_kind_name(lf_kind k)
         [LF_E_FORBIDDEN] = "ForbiddenError",
         [LF_E_NOT_FOUND] = "NotFoundError",
         [LF_E_CONNECTION_REFUSED] = "ConnectionRefusedError",
+        [LF_E_RETRYABLE] = "RetryableError",
         [LF_E_OTHER] = "Error",
         [LF_E_QUOTA_EXCEEDED] = "QuotaExceededError",
         [LF_E_ABORTED] = "AbortedError",

@@ -16,6 +16,8 @@ typedef enum lf_kind {
     LF_E_CONNECTION,           /* ConnectionError: reset or closed mid-transfer */
     LF_E_STREAM_INTERRUPTED,   /* StreamInterruptedError */
     LF_E_INVALID_RESPONSE,     /* InvalidResponseError */
+    LF_E_RETRYABLE,            /* RetryableError: 408, 409, or x-should-retry: true on an
+                                  otherwise unnamed failure (the official SDKs retry them) */
     /* fail over, never retry the same target */
     LF_E_PROVIDER_QUOTA,       /* ProviderQuotaError: 429 insufficient_quota, 402 */
     /* not retryable: raise at once */
@@ -26,7 +28,7 @@ typedef enum lf_kind {
     LF_E_FORBIDDEN,            /* ForbiddenError 403 */
     LF_E_NOT_FOUND,            /* NotFoundError 404 */
     LF_E_CONNECTION_REFUSED,   /* ConnectionRefusedError: refused, DNS or TLS verification failure */
-    LF_E_OTHER,                /* LlmFailover::Error: any other status */
+    LF_E_OTHER,                /* LlmFailover::Error: any other status, not retryable */
     /* not a provider failure: the loop refused the call before any request
      * (an exceeded quota, no backup, enforcement asked for) */
     LF_E_QUOTA_EXCEEDED,       /* QuotaExceededError */

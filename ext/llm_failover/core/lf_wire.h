@@ -127,6 +127,12 @@ const char *lf_wire_path(lf_api api);
  * lf_wire_check_transcript (errmsg names the call; nothing is built). */
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
 
+/* 1 when the +len+ bytes at +name+ are what both providers accept as a schema's
+ * (OpenAI) or a tool's (Anthropic) name: 1 to 64 of A-Z a-z 0-9 _ -. The one owner
+ * of that rule: the request builder checks schema and tool names with it, and
+ * Ruby asks it before any call (AnswerFormat.__name_ok?). */
+int lf_wire_name_ok(const char *name, size_t len);
+
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
 
 /* The tool-call invariant, which both providers enforce and a failover must

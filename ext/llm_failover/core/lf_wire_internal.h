@@ -44,12 +44,11 @@ lf_role lf_wire_role(const char *role);
 void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int lf_wire_put_message(lf_buf *out, const char *role, const char *content, size_t len, int first);
 
-/* lf_wire_request_tools.c: the tool parts of a request body. A name both
- * providers accept for a tool or a schema ([A-Za-z0-9_-]{1,64}); the tools
+/* lf_wire_request_tools.c: the tool parts of a request body (names checked by
+ * lf_wire_name_ok, lf_wire.h); the tools
  * and tool choice checked (has_tool_turns: the messages hold calls or
  * results); a message's content ("" for none). Each put returns 0, or -1
  * when out of memory. */
-int lf_wire_tool_name_ok(const char *name);
 int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, lf_buf *errmsg);
 const char *lf_wire_content(const lf_message *m);
 /* Any OpenAI message: plain, an assistant's tool calls, a tool's result. */

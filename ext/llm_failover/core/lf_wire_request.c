@@ -98,7 +98,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "the request has no messages");
         return -1;
     }
-    if (p->schema_name && !lf_wire_tool_name_ok(p->schema_name)) {
+    if (p->schema_name && !lf_wire_name_ok(p->schema_name, strlen(p->schema_name))) {
         lf_wire_fail(errmsg, "schema name \"%.64s\" is not 1 to 64 of A-Z a-z 0-9 _ -", p->schema_name);
         return -1;
     }

@@ -13,13 +13,14 @@
 
 #include "lf_banned.h"
 
-/* What both providers accept as a schema's (OpenAI) or a tool's (Anthropic) name. */
-int lf_wire_tool_name_ok(const char *name)
+/* The one owner of the naming rule (lf_wire.h): schemas, tools, and Ruby's
+ * AnswerFormat and Tool before any call. */
+int lf_wire_name_ok(const char *name, size_t len)
 {
-    size_t i, n = strlen(name);
+    size_t i;
 
-    if (n < 1 || n > 64) return 0;
-    for (i = 0; i < n; i++) {
+    if (!name || len < 1 || len > 64) return 0;
+    for (i = 0; i < len; i++) {
         char c = name[i];
 
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
@@ -67,7 +68,7 @@ int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, lf_buf *
     for (i = 0; i < p->n_tools; i++) {
         const char *name = p->tools[i].name;
 
-        if (!name || !lf_wire_tool_name_ok(name)) {
+        if (!name || !lf_wire_name_ok(name, strlen(name))) {
             lf_wire_fail(errmsg, "tool %zu: name \"%.64s\" is not 1 to 64 of A-Z a-z 0-9 _ -", i, name ? name : "");
             return -1;
         }

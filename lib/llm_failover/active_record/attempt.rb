@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "active_record"
+require_relative "../chat/target"
 
 module LlmFailover
   module ActiveRecord
@@ -29,7 +30,7 @@ module LlmFailover
 
       # @return [String] "provider/model"
       def target
-        "#{provider}/#{model}"
+        Target.label(provider, model)
       end
     end
   end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../records/warnings"
+
 module LlmFailover
   module ActiveRecord
     # How a chat record's call sees cancel! made elsewhere (a Stop button's request,
@@ -61,7 +63,7 @@ module LlmFailover
         end
         [since, requested]
       rescue StandardError => e
-        Kernel.warn("llm_failover: looking for cancel! raised #{e.class}: #{e.message} (the call goes on)")
+        Warnings.warn("looking for cancel! raised #{e.class}: #{e.message} (the call goes on)")
         [Time.current, false]
       end
 

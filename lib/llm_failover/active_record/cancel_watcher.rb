@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../records/warnings"
+
 module LlmFailover
   module ActiveRecord
     # One thread per process that looks for cancel! from other processes on behalf of
@@ -145,7 +147,7 @@ module LlmFailover
         return if @warned == message
 
         @warned = message
-        Kernel.warn("llm_failover: looking for cancel! raised #{message} (the calls go on)")
+        Warnings.warn("looking for cancel! raised #{message} (the calls go on)")
       end
     end
   end

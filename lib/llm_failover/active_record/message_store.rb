@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../records/warnings"
+
 module LlmFailover
   module ActiveRecord
     # The message store (the interface MemoryStore implements) over a chat record's
@@ -74,7 +76,7 @@ module LlmFailover
           end
         end
       rescue ::ActiveRecord::ActiveRecordError => e
-        Kernel.warn("llm_failover: could not settle abandoned assistant messages: #{e.class}: #{e.message}")
+        Warnings.warn("could not settle abandoned assistant messages: #{e.class}: #{e.message}")
         0
       end
 
@@ -164,8 +166,7 @@ module LlmFailover
         attrs[:content] = buffer.text.dup if buffer
         save(message, **attrs)
       rescue ::ActiveRecord::ActiveRecordError => e
-        Kernel.warn("llm_failover: could not mark assistant message #{message.id.inspect} failed: " \
-                    "#{e.class}: #{e.message}")
+        Warnings.warn("could not mark assistant message #{message.id.inspect} failed: #{e.class}: #{e.message}")
         message
       end
 

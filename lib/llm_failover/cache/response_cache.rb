@@ -3,6 +3,7 @@
 require "digest"
 require "json"
 require_relative "../records/usage_log"
+require_relative "../records/warnings"
 
 module LlmFailover
   # The exact response cache in front of the providers: how a call's key is made, what
@@ -113,9 +114,8 @@ module LlmFailover
       yield
     rescue StandardError => e
       if UsageLog.first_failure?([:cache, @store.class])
-        message = "llm_failover: cache #{operation} failed (#{@store.class}): #{e.class}: #{e.message}; " \
-                  "answering without the cache"
-        @logger ? @logger.warn(message) : Kernel.warn(message)
+        Warnings.warn("cache #{operation} failed (#{@store.class}): #{e.class}: #{e.message}; " \
+                      "answering without the cache", logger: @logger)
       end
       nil
     end

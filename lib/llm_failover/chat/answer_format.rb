@@ -10,12 +10,18 @@ module LlmFailover
   # this object only carries it there, with the schema checked once for what OpenAI's
   # strict mode requires, so that the same schema works on either protocol.
   class AnswerFormat
-    NAME = /\A[A-Za-z0-9_-]{1,64}\z/.freeze
-
     # @return [String, nil] the schema as JSON text
     attr_reader :schema_json
     # @return [String, nil]
     attr_reader :schema_name
+
+    # @api private: whether both providers accept +name+ for a schema or a tool (1 to
+    # 64 of A-Z a-z 0-9 _ -). The wire layer's rule (lf_wire_name_ok), asked here so
+    # that a bad name fails where it is given, before any call; Tool asks it too.
+    # @param name [String]
+    def self.name_ok?(name)
+      __name_ok?(name)
+    end
 
     # @return [AnswerFormat] one JSON object, any shape
     def self.json_mode
@@ -29,7 +35,7 @@ module LlmFailover
       raise ArgumentError, "the schema must be a Hash, got #{schema.class}" unless schema.is_a?(Hash)
 
       name = name.to_s if name.is_a?(Symbol)
-      unless name.is_a?(String) && NAME.match?(name)
+      unless name.is_a?(String) && name_ok?(name)
         raise ArgumentError, "the schema name must be 1 to 64 of A-Z a-z 0-9 _ -, got #{name.inspect}"
       end
 

@@ -1,41 +1,33 @@
 # frozen_string_literal: true
 
 require_relative "../errors"
-require "llm_failover/llm_failover" # the compiled extension
-require_relative "../cache/response_cache"
+require "llm_failover/llm_failover" # the compiled extension: Engine
 require_relative "../health/circuit_breaker"
-require_relative "../records/attempt_record"
 require_relative "cancellation"
-require_relative "chunk"
 require_relative "reply"
 require_relative "target"
+require_relative "call/delivery"
+require_relative "call/failure"
+require_relative "call/records"
 
 module LlmFailover
-  # One logical call: runs the engine's attempt loop and is its listener. It turns
-  # the engine's events into the user's Chunks, the store's writes and the attempt
-  # records, then into a Reply or a raised Error. As the listener it also reads its
-  # Cancellation's flag after every callback (Chat#cancel!) and keeps what a
-  # cancelled result needs: one object and one dispatch fewer per callback than a
-  # wrapper listener (a streamed chunk 11.3k to 9.6k instructions, bench/README.md).
+  # One logical call: runs the engine's attempt loop and is its listener. The
+  # engine's events go to the answer's Delivery (the store and the user's block) and
+  # to the call's Records; the result becomes a Reply, a cancelled Reply or a raised
+  # Failure's error. As the listener it also reads its Cancellation's flag after
+  # every callback (Chat#cancel!).
   #
   # @api private: built by Chat for every #ask / #complete
   class Call
-    attr_reader :request_id, :records
+    attr_reader :request_id
     # @return [ResponseCache, nil] read before any request, written after a success
     attr_accessor :response_cache
     # @return [Scrubber::Session, nil] the placeholders of the request, restored in the answer
     attr_reader :scrubbing
     # @return [Cancellation] what Chat#cancel! stops this call through
     attr_writer :cancellation
-
-    def scrubbing=(session)
-      @scrubbing = session
-      # A streamed answer may split a placeholder across deltas.
-      @restorer = session&.restoring? && @block ? session.stream : nil
-    end
     # @return [AnswerFormat, nil] JSON mode or a schema; nil for text
     attr_accessor :answer_format
-
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
 
@@ -47,24 +39,31 @@ module LlmFailover
                    quota:, block:)
       @engine = engine
       @config = config
-      @store = store
       @targets = targets
       @messages = messages
       @temperature = temperature
       @max_tokens = max_tokens
       @feature = feature
       @quota = quota
-      @block = block
-      @usage_log = config.usage_log_emitter
       @request_id = Engine.uuid
-      @records = []
-      @failures = [] # [attempt Hash, Target] of every failed attempt
-      @chunk_index = 0
+      @delivery = Delivery.new(store: store, block: block, targets: targets, request_id: @request_id)
+      @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter)
       @breaker = CircuitBreaker.new(config, targets, @request_id) if config.circuit_threshold.positive?
-      @chunk_sources = []
       @answering = 0 # the target whose text @partial holds
       @partial = +"" # the streamed text of the current answer, for a cancelled result
       @attempts_seen = 0
+      @last_target = nil
+    end
+
+    def scrubbing=(session)
+      @scrubbing = session
+      @delivery.scrubbing = session
+      @records.scrubbed = session&.counts
+    end
+
+    # @return [Array<AttemptRecord>] every attempt so far
+    def records
+      @records.to_a
     end
 
     # @return [Reply]
@@ -73,16 +72,15 @@ module LlmFailover
     def run
       if @response_cache && (cached = @response_cache.read)
         # An entry without the checked object cannot answer a JSON call.
-        return serve_cached(cached) unless @answer_format && cached.json_text.nil?
+        return answer_from_cache(cached) unless @answer_format && cached.json_text.nil?
       end
 
-      settled = false
       @cancellation ||= Cancellation.new
+      returned = false
       begin
         attempt_started
-        request = engine_request
-        result = @cancellation.run { @engine.run(request, self) } || cancelled_result
-        settled = true
+        result = @cancellation.run { @engine.run(engine_request, self) } || cancelled_result
+        returned = true
         if result[:ok] then succeed(result)
         elsif result[:cancelled] then cancelled(result)
         else fail_with(result)
@@ -90,31 +88,18 @@ module LlmFailover
       ensure
         # The block raised, the thread was killed, a Timeout fired: the partial answer
         # must never be sent again as if it were complete.
-        fail_stored_message unless settled
+        @delivery.mark_failed(@last_target || 0, named: false) unless returned
         @breaker&.finish
       end
     end
 
-    # Engine listener: a streamed content delta from target index +target+. It is
-    # stored before the block sees it, so the store always holds what the user saw.
-    # The cancel flag is read inline (an attribute reader, ~200 instructions a chunk
-    # less than raise_if_requested), and without a restorer the delta is delivered
-    # here rather than through #deliver (~0.2k a chunk: the guard's 10k).
+    # Engine listener: a streamed content delta from target index +target+.
     def on_chunk(text, target)
-      raise Cancellation::Signal if @cancellation.requested
-
+      @cancellation.raise_if_requested
       @answering = target
       @partial << text
-      if @restorer
-        @restorer_target = target
-        @restorer.feed([text]).each { |restored| deliver(restored, target) }
-      else
-        @store.append_assistant(@message || assistant_message(target), text)
-        index = @chunk_index
-        @chunk_index = index + 1
-        @block&.call(Chunk::Delta.new(text, index, @chunk_sources[target] || chunk_source(target)))
-      end
-      raise Cancellation::Signal if @cancellation.requested
+      @delivery.delta(text, target)
+      @cancellation.raise_if_requested
     end
 
     # Engine listener: the backup is about to answer, after an earlier attempt
@@ -123,12 +108,7 @@ module LlmFailover
       @cancellation.raise_if_requested
       @partial = +""
       @answering = 1
-      flush_restorer
-      @chunk_index = 0
-      current = @targets.fetch(1) { @targets[0] }
-      @store.reset_assistant(assistant_message(1), model: current.model, provider: current.name.name)
-      @block&.call(Chunk.new(content: "", model: current.model, provider: current.name, index: 0,
-                             request_id: @request_id, reset: true))
+      @delivery.reset(1)
       @cancellation.raise_if_requested
     end
 
@@ -136,7 +116,8 @@ module LlmFailover
     def on_attempt(attempt)
       @attempts_seen += 1
       attempt_started
-      record_attempt(attempt)
+      @last_target = attempt[:target]
+      @records.engine_attempt(attempt, @targets[@last_target])
       # The attempt a Signal (or anything else) cut comes while that exception unwinds.
       @cancellation.raise_if_requested unless attempt.key?(:stopped_by)
     end
@@ -183,25 +164,7 @@ module LlmFailover
 
     private
 
-    def record_attempt(attempt)
-      @last_target = attempt[:target]
-      target = @targets[@last_target]
-      success = attempt[:success]
-      unless success
-        # Cut by the caller: the exception that did it is on its way up.
-        return record_stopped(attempt, target) if attempt.key?(:stopped_by)
-
-        # No request: the target's circuit was open.
-        attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
-        @failures << [attempt, target]
-      end
-      record = AttemptRecord.from_engine(attempt, @request_id, target, @feature, @scrubbing&.counts)
-      @records << record
-      @usage_log.emit(record)
-    end
-
-    # Clock readings, made into a Time only for a cancelled result: a Time.now per
-    # attempt cost ~4k instructions (bench/README.md).
+    # Clock readings, made into a Time only for a cancelled result.
     def attempt_started
       @attempt_started_ns = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
       @attempt_clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -215,22 +178,11 @@ module LlmFailover
         latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - @attempt_clock) * 1000.0 }
     end
 
-    # Stores a delta, then hands it to the block (what #on_chunk does inline).
-    # Per streamed delta: the stored message and the chunk's Source are read from their
-    # ivars first, not through their methods (the guard's 10k per chunk, bench/README.md).
-    def deliver(text, target)
-      @store.append_assistant(@message || assistant_message(target), text)
-      index = @chunk_index
-      @chunk_index = index + 1
-      @block&.call(Chunk::Delta.new(text, index, @chunk_sources[target] || chunk_source(target)))
-      nil
-    end
-
-    # The end of a streamed answer held back for a split placeholder goes out
-    # before the answer ends or is reset.
-    def flush_restorer
-      held = @restorer&.flush
-      deliver(held, @restorer_target) unless held.nil? || held.empty?
+    def engine_request
+      request = { targets: @targets.map(&:engine), messages: @messages,
+                  temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
+                  quota: @quota, policy: @config.engine_policy, circuit: @breaker&.engine_mode }
+      @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end
 
     # @return [String, nil] +text+ with the request's placeholders back to their values
@@ -238,250 +190,115 @@ module LlmFailover
       @scrubbing ? @scrubbing.restore(text) : text
     end
 
-    # The primary's requests (not a skip past an open circuit) keep the shared quota's
-    # unit; with quota_by: :tokens, it becomes the tokens they used.
-    def settle_quota
-      return unless @quota_reservation
-
-      primary = @targets[0]
-      sent = @records.select { |r| r.provider == primary.name && r.model == primary.model && !r.skipped? && !r.cached? }
-      tokens = sent.sum { |r| r.input_tokens.to_i + r.output_tokens.to_i }
-      @quota_reservation.settle(primary_sent: !sent.empty?, tokens: tokens)
-    end
-
-    # What every Chunk from target index +target+ shares, made once per target.
-    def chunk_source(target)
-      t = @targets[target]
-      @chunk_sources[target] = Chunk::Source.new(t.model, t.name, @request_id, false).freeze
-    end
-
     # reply.json: the checked object, its strings restored one by one (restoring the
     # JSON text would break it where an original holds a quote).
     def parsed_json(json_text)
       return nil unless json_text && @answer_format
 
-      restore_strings(@answer_format.parse(json_text))
+      object = @answer_format.parse(json_text)
+      @scrubbing ? @scrubbing.restore_json(object) : object
     end
 
-    def restore_strings(value)
-      return value unless @scrubbing
+    # The primary's requests (not a skip past an open circuit) keep the shared quota's
+    # unit; with quota_by: :tokens, it becomes the tokens they used.
+    def settle_quota
+      return unless @quota_reservation
 
-      case value
-      when String then restored(value)
-      when Array then value.map { |v| restore_strings(v) }
-      when Hash then value.to_h { |k, v| [restored(k), restore_strings(v)] }
-      else value
-      end
-    end
-
-    # The stored assistant message, started by the first thing that needs it: a call
-    # the quota refuses stores none.
-    def assistant_message(target_index)
-      @message ||= begin
-        target = @targets[target_index]
-        @store.start_assistant(model: target.model, provider: target.name.name)
-      end
-    end
-
-    def engine_request
-      request = { targets: @targets.map(&:engine), messages: @messages,
-                  temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: !@block.nil?,
-                  quota: @quota, policy: @config.engine_policy, circuit: @breaker&.engine_mode }
-      @answer_format ? request.merge!(@answer_format.engine_fields) : request
+      sent, tokens = @records.sent_to(@targets[0])
+      @quota_reservation.settle(primary_sent: sent, tokens: tokens)
     end
 
     def succeed(result)
-      flush_restorer
-      settle_quota
-      target = @targets.fetch(result[:target])
-      name = target.name
+      index = result[:target]
+      target = @targets.fetch(index)
       sent = result[:content] # with the placeholders: what the cache keeps, restored per call
       content = restored(sent)
-      @store.finish_assistant(assistant_message(result[:target]), content: content, model: result[:model],
-                                                                  provider: name.name,
-                                                                  input_tokens: result[:input_tokens],
-                                                                  output_tokens: result[:output_tokens])
+      @delivery.flush
+      settle_quota
+      @delivery.finish(index, content: content, model: result[:model], provider: target.name,
+                              input_tokens: result[:input_tokens], output_tokens: result[:output_tokens])
       json_text = result[:json]
-      @response_cache&.write(target, content: sent, model: result[:model],
-                                     finish_reason: result[:finish_reason],
+      @response_cache&.write(target, content: sent, model: result[:model], finish_reason: result[:finish_reason],
                                      provider_request_id: result[:provider_request_id], json_text: json_text)
-      reply = Reply.from_engine(result, content, name, @request_id, @records.freeze, !@block.nil?, @chunk_index,
-                                parsed_json(json_text))
-      if reply.failover?
+      # A backup the quota picked first is not a failover: nothing failed.
+      failover = index != result[:first_target]
+      if failover
         log(:info, "answered by #{target.label} after failing over from #{@targets[result[:first_target]].label}")
       end
-      reply
+      Reply.new(content: content, model: target.model, response_model: result[:model], provider: target.name,
+                input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
+                request_id: @request_id, attempts: @records.to_a, failover: failover,
+                finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
+                streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, json: parsed_json(json_text))
     end
 
     # A cache hit: no request, no provider, no circuit. The answer goes through the
-    # store and the block as a streamed one would (a block gets it in word-sized
-    # chunks), and one attempt record says it was served from the cache.
-    def serve_cached(cached)
+    # store and the block as a streamed one would, and one attempt record says it
+    # was served from the cache.
+    def answer_from_cache(cached)
       @quota_reservation&.release # a cached answer costs the quota nothing
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       started_at = Time.now
       provider = cached.provider
       content = restored(cached.content)
-      @message = @store.start_assistant(model: cached.model, provider: provider.name)
-      settled = false
+      model = cached.requested_model || cached.model # entries written before requested_model was kept
       begin
-        # Without a block the text goes to the store in one piece, as an unstreamed answer.
-        if @block
-          ResponseCache.chunks(content).each do |text|
-            @store.append_assistant(@message, text)
-            index = @chunk_index
-            @chunk_index += 1
-            @block.call(Chunk.new(content: text, model: cached.model, provider: provider, index: index,
-                                  request_id: @request_id))
-          end
-        else
-          @store.append_assistant(@message, content)
-        end
-        @store.finish_assistant(@message, content: content, model: cached.model, provider: provider.name,
-                                          input_tokens: 0, output_tokens: 0)
-        settled = true
+        @delivery.whole(content, model: model, stored_model: cached.model, provider: provider)
+        @delivery.finish(0, content: content, model: cached.model, provider: provider, input_tokens: 0,
+                            output_tokens: 0)
       ensure
-        fail_stored_message unless settled
+        @delivery.mark_failed(0, named: false) # a no-op once finished
       end
-      latency_ms = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0
-      record = AttemptRecord.cache_hit(@request_id, provider, cached.requested_model || cached.model, @feature,
-                                       latency_ms, started_at, cached.provider_request_id, @scrubbing&.counts)
-      @records << record
-      @usage_log.emit(record)
-      Reply.new(content: content, model: cached.model, provider: provider, input_tokens: 0, output_tokens: 0,
-                request_id: @request_id, attempts: @records.freeze, failover: false,
+      @records.cache_hit(provider: provider, model: model,
+                         latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0,
+                         started_at: started_at, provider_request_id: cached.provider_request_id)
+      Reply.new(content: content, model: model, response_model: cached.model, provider: provider,
+                input_tokens: 0, output_tokens: 0,
+                request_id: @request_id, attempts: @records.to_a, failover: false,
                 finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
-                streamed: !@block.nil?, chunk_count: @chunk_index, cached: true,
+                streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, cached: true,
                 json: parsed_json(cached.json_text))
-    end
-
-    # The attempt the call's caller cut (Engine#run's :stopped_by: the exception's
-    # class, nil for Thread#kill or a throw): failed with AbortedError, nobody's fault.
-    # Chat#cancel!'s is the cancelled one #cancelled returns.
-    def record_stopped(attempt, target)
-      cause = attempt[:stopped_by]
-      fields = { request_id: @request_id, attempt: attempt[:attempt], provider: target.name, model: target.model,
-                 feature: @feature, success: false, http_status: attempt[:http_status],
-                 latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
-                 input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
-                 started_at: attempt[:started_at], provider_request_id: attempt[:provider_request_id],
-                 scrubbed: @scrubbing&.counts }
-      record = if cause == Cancellation::Signal
-                 @cancelled_record = AttemptRecord.new(**fields, error_message: "cancelled by Chat#cancel!",
-                                                                 cancelled: true)
-               else
-                 AttemptRecord.new(**fields, error_class: AbortedError, error_message: "stopped by its caller: " \
-                                                                                       "#{stop_cause(cause)}")
-               end
-      @records << record
-      @usage_log.emit(record) unless @cancelled_record # #cancelled emits it, after the store's write
-      nil
-    end
-
-    def stop_cause(cause)
-      return cause.name || cause.inspect if cause
-      return "the thread was killed" if Thread.current.status == "aborting"
-
-      "a throw or break out of the call"
     end
 
     # Chat#cancel! stopped the call: the partial text is kept (the stored message is
     # "cancelled"), the attempt is recorded as cancelled, nothing fails over and no
     # error is raised.
     def cancelled(result)
-      flush_restorer
       index = result[:target]
       target = @targets.fetch(index) { @targets[0] }
+      @delivery.flush
       partial = restored(result[:partial_content].to_s)
-      @failed = true # the stored message is settled here
-      message = assistant_message(index) # stopped before the first delta: an empty one
-      if @store.respond_to?(:cancel_assistant)
-        @store.cancel_assistant(message, content: partial, model: target.model, provider: target.name.name)
-      else
-        @store.fail_assistant(message, model: target.model, provider: target.name.name)
-      end
+      @delivery.cancel(index, content: partial)
       # Cancelled before its first request (a Stop pressed while the job was queued):
       # nothing was sent, so nothing counts against a shared quota.
-      sent = @cancelled_record || !@records.empty?
-      # The engine's record of the attempt it cut; without one (cancelled between
-      # attempts, or before the first), one from what the cancellation saw.
-      record = @cancelled_record ||
-               AttemptRecord.new(request_id: @request_id, attempt: @records.size + 1, provider: target.name,
-                                 model: target.model, feature: @feature, success: false,
-                                 error_message: "cancelled by Chat#cancel!", latency_ms: result[:latency_ms],
-                                 started_at: result[:started_at], cancelled: true, scrubbed: @scrubbing&.counts)
-      @records << record unless @cancelled_record
-      @usage_log.emit(record)
+      sent = @records.cancelled(target, result)
       sent ? settle_quota : @quota_reservation&.release # a request that was sent counts like any other
       log(:info, "cancelled on #{target.label} after #{partial.length} characters")
       Reply.new(content: partial, model: target.model, provider: target.name, input_tokens: nil, output_tokens: nil,
-                request_id: @request_id, attempts: @records.freeze, failover: index.positive?,
-                finish_reason: "cancelled", streamed: !@block.nil?, chunk_count: @chunk_index, cancelled: true)
+                request_id: @request_id, attempts: @records.to_a, failover: index.positive?,
+                finish_reason: "cancelled", streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count,
+                cancelled: true)
     end
 
     def fail_with(result)
-      target = @targets.fetch(result[:target]) { @targets[0] }
+      failure = Failure.new(result: result, targets: @targets, records: @records, request_id: @request_id,
+                            restore: method(:restored))
+      target = failure.target
       raise QuotaExceededError, "#{target.name}: #{result[:message]}" if result[:error_class] == QuotaExceededError
 
       @quota_reservation&.release # no target answered
-      fail_stored_message(target)
-      error = build_error(result[:error_class], result[:message], target,
-                          status: result[:status], body: result[:body], retry_after: result[:retry_after],
-                          retryable: result[:retryable], partial_content: restored(result[:partial_content]),
-                          provider_request_id: result[:provider_request_id], error_type: result[:error_type],
-                          error_code: result[:error_code], phase: result[:phase])
+      @delivery.mark_failed(@targets.index(target))
+      error = failure.error
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")
-      alert(error) if chain_exhausted?
-      cause = earlier_target_error(result[:target])
+      alert(error) if @records.chain_exhausted?
+      cause = failure.cause
       cause ? raise(error, cause: cause) : raise(error)
-    end
-
-    def build_error(klass, message, target, phase: nil, **details)
-      klass = Error unless klass.is_a?(Class) && klass <= Error
-      details[:phase] = phase if klass <= TimeoutError
-      klass.new(message, provider: target.name, model: target.model, request_id: @request_id,
-                 attempts: @records.dup.freeze, **details)
-    end
-
-    # The last error of the target tried before the one whose error is final, so that
-    # `rescue => e; e.cause` shows why the primary was left.
-    def earlier_target_error(final_target)
-      attempt, target = @failures.reverse.find { |a, _| a[:target] < final_target }
-      return nil unless attempt
-
-      build_error(attempt[:error_class], attempt[:error_message], target,
-                  status: attempt[:http_status], retry_after: attempt[:retry_after],
-                  provider_request_id: attempt[:provider_request_id], phase: attempt[:phase])
-    end
-
-    # Every target tried ended on an error a healthy backup could have fixed.
-    def chain_exhausted?
-      return false if @failures.empty? || @records.any?(&:success?)
-
-      last_failure = {}
-      @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
-      last_failure.each_value.all? { |attempt| attempt[:failover_eligible] }
     end
 
     def alert(error)
       LlmFailover.alerts.notify(callback: @config.on_chain_exhausted, window: @config.alert_window,
                                 feature: @feature, error_class: error.class.name, request_id: @request_id,
-                                attempts: @records.dup.freeze, logger: @config.logger,
-                                store: @config.state_store)
-    end
-
-    # target: the one whose error was final; nil when the call was torn down. Either
-    # way the turn's failure is stored, even when nothing was streamed.
-    def fail_stored_message(target = nil)
-      return if @failed
-
-      @failed = true
-      if target
-        message = assistant_message(@targets.index(target))
-        @store.fail_assistant(message, model: target.model, provider: target.name.name)
-      else
-        @store.fail_assistant(assistant_message(@last_target || 0))
-      end
+                                attempts: @records.to_a, logger: @config.logger, store: @config.state_store)
     end
 
     def log(level, message)

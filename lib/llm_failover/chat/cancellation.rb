@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../records/warnings"
+
 module LlmFailover
   # Stops one running call from another thread (Chat#cancel!) or another process
   # (a chat record's cancel_requested_at column, polled by the process's
@@ -13,9 +15,8 @@ module LlmFailover
   # done. Running Ruby code inside the call (the store, the sinks, the user's block),
   # the thread is never cut: the listener reads the flag when that code returns to
   # the engine.
-  # Nothing is raised into the thread from outside, so no interrupt mask is needed
-  # (Thread.handle_interrupt, ~4k instructions each, cost ~16k per call and ~4k per
-  # streamed chunk: bench/README.md).
+  # Nothing is raised into the thread from outside, so no interrupt mask
+  # (Thread.handle_interrupt) is needed around the store, the sinks or the block.
   #
   # Under a Fiber scheduler the thread runs other fibers too, so it is not woken.
   # The call's wake_io (a pipe's read end) is watched by the engine beside the
@@ -35,9 +36,11 @@ module LlmFailover
     #   (truthy cancels it). An object with #watch(cancellation, interval:) arranges for
     #   cancellation.cancel! itself and returns what #stop ends, or nil (a chat record's
     #   CancelRequest: one watcher thread per process for every such call).
-    def initialize(check: nil, interval: 0.2)
+    # @param logger [#warn, nil] where a raising check is reported (the chat's)
+    def initialize(check: nil, interval: 0.2, logger: nil)
       @check = check
       @interval = interval
+      @logger = logger
       @lock = Mutex.new
       @requested = false
       @thread = nil
@@ -59,9 +62,10 @@ module LlmFailover
       self
     end
 
-    # An attribute reader: the streamed path reads it twice per chunk (Call#on_chunk).
-    attr_reader :requested
-    alias cancelled? requested
+    # Whether #cancel! was called.
+    def cancelled?
+      @requested
+    end
 
     # Runs the block (the call's Engine#run) so that #cancel! stops it.
     # @return [Object, nil] the block's value; nil when the call was cancelled (its
@@ -125,15 +129,16 @@ module LlmFailover
     def start_watch
       return @check.watch(self, interval: @interval) if @check.respond_to?(:watch)
 
-      Poller.new(@check, self, @interval)
+      Poller.new(@check, self, @interval, @logger)
     end
 
     # A callable check's thread: polls it until the call ends. It is stopped by a flag,
     # never killed: a thread killed inside a query would hand a broken connection back
     # to its pool.
     class Poller
-      def initialize(check, cancellation, interval)
+      def initialize(check, cancellation, interval, logger)
         @check = check
+        @logger = logger
         @cancellation = cancellation
         @interval = interval
         @lock = Mutex.new
@@ -172,7 +177,7 @@ module LlmFailover
       rescue StandardError => e
         unless @warned
           @warned = true
-          Kernel.warn("llm_failover: the cancel check raised #{e.class}: #{e.message} (the call goes on)")
+          Warnings.warn("the cancel check raised #{e.class}: #{e.message} (the call goes on)", logger: @logger)
         end
         false
       end

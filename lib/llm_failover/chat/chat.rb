@@ -4,17 +4,18 @@ require_relative "../errors"
 require_relative "../cache/response_cache"
 require_relative "../quota/model_picker"
 require_relative "../quota/quota"
-require_relative "../quota/quota_reservation"
-require_relative "../quota/quota_window"
 require_relative "../records/tracing"
 require_relative "../scrubber/scrubber"
 require_relative "answer_format"
 require_relative "call"
 require_relative "cancellation"
+require_relative "chat_options"
 require_relative "idempotency"
 require_relative "memory_store"
 require_relative "model_name"
 require_relative "text"
+require_relative "../records/warnings"
+require_relative "target"
 
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
@@ -25,17 +26,14 @@ module LlmFailover
   # #replace_system, #start_assistant, #append_assistant, #reset_assistant,
   # #finish_assistant and #fail_assistant (see MemoryStore).
   class Chat
-    STORE_METHODS = %i[messages conversation add_user add_system replace_system start_assistant
-                       append_assistant reset_assistant finish_assistant fail_assistant].freeze
+    STORE_METHODS = Options::STORE_METHODS
 
     KEEP = Object.new.freeze # "argument not given" for with_model's backup options
-    QUOTA_BY = %i[calls tokens].freeze
-    private_constant :KEEP, :QUOTA_BY
+    private_constant :KEEP
 
     # @return [AnswerFormat, nil] JSON mode or a schema; nil for text
     attr_reader :answer_format
-    attr_reader :model, :provider, :backup_model, :backup_provider, :feature, :store, :config,
-                :quota, :temperature, :max_tokens, :cache_namespace
+    attr_reader :model, :provider, :backup_model, :backup_provider, :config
 
     # Prefer LlmFailover.chat, which applies the global configuration.
     # @param config [Configuration] this chat's own copy
@@ -46,34 +44,30 @@ module LlmFailover
                    cancel_check: nil)
       @config = config
       @engine = engine
-      @store = store.nil? ? MemoryStore.new : validate_store(store)
       set_primary(model, provider)
       set_backup(backup_model, backup_provider)
-      @quota = validate_quota(quota)
-      @quota_used = validate_quota_used(quota_used)
-      unless enforce_quota == true || enforce_quota == false
-        raise ConfigurationError, "enforce_quota must be true or false, got #{enforce_quota.inspect}"
-      end
-
-      @enforce_quota = enforce_quota
-      @feature = validate_feature(feature)
-      @temperature = validate_temperature(temperature)
-      @max_tokens = validate_max_tokens(max_tokens)
-      @cache = validate_cache(cache)
-      @cache_namespace = validate_cache_namespace(cache_namespace)
-      raise ConfigurationError, "scrub must be true or false, got #{scrub.inspect}" unless scrub == true || scrub == false
-
-      @scrub = scrub
-      set_shared_quota(quota_key, quota_window, quota_by, quota_used)
-      unless cancel_check.nil? || cancel_check.respond_to?(:call) || cancel_check.respond_to?(:watch)
-        raise ConfigurationError, "cancel_check must respond to #call or #watch, got #{cancel_check.inspect}"
-      end
-
-      @cancel_check = cancel_check
+      @options = Options.new(config: config, store: store, quota: quota, quota_used: quota_used,
+                             enforce_quota: enforce_quota, feature: feature, temperature: temperature,
+                             max_tokens: max_tokens, cache: cache, cache_namespace: cache_namespace, scrub: scrub,
+                             quota_key: quota_key, quota_window: quota_window, quota_by: quota_by,
+                             cancel_check: cancel_check)
       @running = []
       @running_lock = Mutex.new
       @answer_format = nil
     end
+
+    # @return [Object] the message store (a MemoryStore unless one was given)
+    def store = @options.store
+    # @return [String, nil]
+    def feature = @options.feature
+    # @return [Integer, nil] the primary's call limit (nil or 0: unlimited)
+    def quota = @options.quota
+    # @return [Numeric, nil]
+    def temperature = @options.temperature
+    # @return [Integer, nil]
+    def max_tokens = @options.max_tokens
+    # @return [String, nil]
+    def cache_namespace = @options.cache_namespace
 
     # Stores +text+ as the user's message (once, whatever follows) and answers it.
     # Text in another encoding is stored and sent as UTF-8; bytes that are not text
@@ -93,14 +87,14 @@ module LlmFailover
       text = Text.given(text, "the prompt") # UTF-8, converted if need be
 
       # Validated before anything is stored.
-      temperature = temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature)
-      max_tokens = max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens)
-      cache = cache.equal?(KEEP) ? @cache : validate_cache(cache)
+      temperature = temperature.equal?(KEEP) ? @options.temperature : Options.temperature(temperature)
+      max_tokens = max_tokens.equal?(KEEP) ? @options.max_tokens : Options.max_tokens(max_tokens)
+      cache = cache.equal?(KEEP) ? @options.cache : Options.cache(cache)
       format = format_for(json)
       if idempotency_key.nil?
-        @store.add_user(text)
+        @options.store.add_user(text)
       else
-        stored = Idempotency.store_prompt(@store, text, idempotency_key, format)
+        stored = Idempotency.store_prompt(@options.store, text, idempotency_key, format)
         return stored if stored
       end
       answer(temperature, max_tokens, block, cache, format)
@@ -110,9 +104,9 @@ module LlmFailover
     # failed #ask this answers the same turn.
     # @return [Reply]
     def complete(temperature: KEEP, max_tokens: KEEP, cache: KEEP, json: KEEP, &block)
-      answer(temperature.equal?(KEEP) ? @temperature : validate_temperature(temperature),
-             max_tokens.equal?(KEEP) ? @max_tokens : validate_max_tokens(max_tokens), block,
-             cache.equal?(KEEP) ? @cache : validate_cache(cache), format_for(json))
+      answer(temperature.equal?(KEEP) ? @options.temperature : Options.temperature(temperature),
+             max_tokens.equal?(KEEP) ? @options.max_tokens : Options.max_tokens(max_tokens), block,
+             cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format_for(json))
     end
 
     # Every answer is one JSON object (reply.json): OpenAI-compatible APIs get
@@ -163,25 +157,25 @@ module LlmFailover
     # @raise [ArgumentError] not text (see #ask), before anything is stored
     def with_instructions(text, replace: true)
       text = Text.given(text, "the instructions")
-      replace ? @store.replace_system(text) : @store.add_system(text)
+      replace ? @options.store.replace_system(text) : @options.store.add_system(text)
       self
     end
 
     # @return [self]
     def with_temperature(temperature)
-      @temperature = validate_temperature(temperature)
+      @options = @options.with(temperature: temperature)
       self
     end
 
     # @return [self]
     def with_max_tokens(max_tokens)
-      @max_tokens = validate_max_tokens(max_tokens)
+      @options = @options.with(max_tokens: max_tokens)
       self
     end
 
     # @return [Array] the stored messages, in order
     def messages
-      @store.messages
+      @options.store.messages
     end
 
     def backup?
@@ -189,9 +183,9 @@ module LlmFailover
     end
 
     def inspect
-      backup = backup? ? " backup=#{@backup_provider}/#{@backup_model}" : ""
-      "#<#{self.class.name} #{@provider}/#{@model}#{backup} feature=#{@feature.inspect} " \
-        "quota=#{@quota.inspect} store=#{@store.class.name}>"
+      backup = backup? ? " backup=#{Target.label(@backup_provider, @backup_model)}" : ""
+      "#<#{self.class.name} #{Target.label(@provider, @model)}#{backup} feature=#{@options.feature.inspect} " \
+        "quota=#{@options.quota.inspect} store=#{@options.store.class.name}>"
     end
     alias to_s inspect
 
@@ -215,7 +209,7 @@ module LlmFailover
       # The conversation as stored, system messages where they are: where each protocol
       # wants them (in the array for OpenAI, lifted and joined for Anthropic) is the
       # wire layer's rule, and one call may go out in both protocols.
-      messages = @store.conversation.map { |m| [m.role.to_s, m.content.to_s] }
+      messages = @options.store.conversation.map { |m| [m.role.to_s, m.content.to_s] }
       unless messages.any? { |role, _| role != "system" }
         raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
@@ -224,16 +218,18 @@ module LlmFailover
       # hashes: scrubbed when a scrubber is configured.
       scrubbing = scrub_session
       messages.each { |m| m[1] = scrubbing.scrub(m[1]) } if scrubbing
-      reservation = quota_reservation
-      quota = reservation ? reservation.reserve : quota_figures
-      call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store, targets: engine_targets,
-                      messages: messages, temperature: temperature, max_tokens: max_tokens,
-                      feature: @feature, quota: quota, block: block)
+      reservation = @options.quota_reservation(@config.state_store)
+      quota = reservation ? reservation.reserve : @options.quota_figures
+      call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
+                      targets: engine_targets, messages: messages, temperature: temperature, max_tokens: max_tokens,
+                      feature: @options.feature, quota: quota, block: block)
       call.answer_format = format
-      call.response_cache = response_cache(cache, quota, messages, temperature, max_tokens, format)
+      request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
+      call.response_cache = response_cache(cache, quota: quota, request: request, max_tokens: max_tokens)
       call.scrubbing = scrubbing
       call.quota_reservation = reservation
-      cancellation = Cancellation.new(check: @cancel_check, interval: @config.cancel_poll_interval)
+      cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
+                                      logger: @config.logger)
       call.cancellation = cancellation
       @running_lock.synchronize { @running << cancellation }
       begin
@@ -246,7 +242,7 @@ module LlmFailover
     # @return [Scrubber::Session, nil] nil when no scrubber is configured or scrub: false
     def scrub_session
       scrubber = @config.scrubber
-      scrubber && @scrub != false ? Scrubber::Session.new(scrubber) : nil
+      scrubber && @options.scrub != false ? Scrubber::Session.new(scrubber) : nil
     end
 
     # The response cache for one call, nil when there is none or it is bypassed. The
@@ -255,13 +251,14 @@ module LlmFailover
     # ModelPicker). An answer is written under the key of the target that produced it
     # (see Call), so a backup's answer never serves a later call to the primary, which
     # may be healthy again by then.
-    def response_cache(cache, quota, messages, temperature, max_tokens, format)
+    def response_cache(cache, quota:, request:, max_tokens:)
       store = cache == true ? @config.cache : cache
       return nil unless store
 
       lookup = backup_first?(quota) ? [@primary_target, @backup_target] : [@primary_target]
-      ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger, namespace: @cache_namespace,
-                        request: [messages, temperature&.to_f, max_tokens, format&.cache_key], lookup: lookup,
+      ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger,
+                        namespace: @options.cache_namespace,
+                        request: request, lookup: lookup,
                         max_tokens: max_tokens)
     end
 
@@ -278,51 +275,6 @@ module LlmFailover
     # where to start from the quota.
     def engine_targets
       @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
-    end
-
-    # What the engine picks from, read just before the call. Without a limit (nil or
-    # 0, which means unlimited) there is nothing to pick: quota_used is not even asked.
-    def quota_figures
-      return nil if @quota.nil? || @quota.zero?
-
-      quota = Quota.new(limit: @quota, used: quota_used_now) # its own checks of the figures
-      { limit: quota.limit, used: quota.used, enforce: @enforce_quota }
-    end
-
-    # A shared quota (quota_key:) is counted in the state store: one reservation per
-    # call. Without a limit (nil or 0) nothing is reserved.
-    def quota_reservation
-      return nil if @quota_key.nil? || @quota.nil? || @quota.zero?
-
-      QuotaReservation.new(store: @config.state_store, key: @quota_key, limit: @quota, window: @quota_window,
-                           by: @quota_by, enforce: @enforce_quota)
-    end
-
-    def set_shared_quota(key, window, by, used)
-      @quota_window = QuotaWindow.for(window)
-      raise ConfigurationError, "quota_by must be :calls or :tokens, got #{by.inspect}" unless QUOTA_BY.include?(by)
-
-      @quota_by = by
-      @quota_key = nil
-      return if key.nil?
-      unless (key.is_a?(String) || key.is_a?(Symbol)) && !key.to_s.empty?
-        raise ConfigurationError, "quota_key must be a non-empty String, got #{key.inspect}"
-      end
-      raise ConfigurationError, "quota_used: and quota_key: exclude each other (the state store counts)" unless used == 0
-      unless @config.state_store.respond_to?(:reserve_quota)
-        raise ConfigurationError, "state_store #{@config.state_store.class} keeps no quota counters (reserve_quota)"
-      end
-
-      @quota_key = key.to_s.dup.freeze
-    end
-
-    def quota_used_now
-      used = @quota_used.respond_to?(:call) ? @quota_used.call : @quota_used
-      unless used.is_a?(Numeric) && used.real?
-        raise ConfigurationError, "quota_used must give a number, got #{used.inspect}"
-      end
-
-      used
     end
 
     def set_primary(model, provider)
@@ -361,74 +313,8 @@ module LlmFailover
       names.empty? ? "none" : names.map(&:inspect).join(", ")
     end
 
-    def validate_store(store)
-      missing = STORE_METHODS.reject { |m| store.respond_to?(m) }
-      return store if missing.empty?
-
-      raise ConfigurationError, "store #{store.class} lacks #{missing.map { |m| "##{m}" }.join(', ')}"
-    end
-
-    def validate_quota(quota)
-      return nil if quota.nil?
-      unless quota.is_a?(Integer) && !quota.negative?
-        raise ConfigurationError, "quota must be a non-negative Integer or nil (0 means unlimited), got #{quota.inspect}"
-      end
-
-      quota
-    end
-
-    def validate_quota_used(used)
-      return used if used.is_a?(Numeric) && used.real? && !used.negative?
-      return used if used.respond_to?(:call)
-
-      raise ConfigurationError, "quota_used must be a non-negative number or respond to #call, got #{used.inspect}"
-    end
-
-    def validate_feature(feature)
-      return nil if feature.nil?
-      unless feature.is_a?(String) || feature.is_a?(Symbol)
-        raise ConfigurationError, "feature must be a String, got #{feature.class}"
-      end
-
-      feature.to_s.dup.freeze
-    end
-
-    # true: the configured cache; false: none; or a store for this chat alone.
-    def validate_cache(value)
-      return value if value == true || value == false
-      return value if value.respond_to?(:read) && value.respond_to?(:write)
-
-      raise ConfigurationError, "cache must be true, false or a store with #read and #write, got #{value.inspect}"
-    end
-
-    def validate_cache_namespace(value)
-      return nil if value.nil?
-      unless (value.is_a?(String) || value.is_a?(Symbol)) && !value.to_s.empty?
-        raise ConfigurationError, "cache_namespace must be a non-empty String, got #{value.inspect}"
-      end
-
-      value.to_s.dup.freeze
-    end
-
-    def validate_temperature(value)
-      return nil if value.nil?
-      unless value.is_a?(Numeric) && value.real? && value.to_f.finite? && !value.negative?
-        raise ArgumentError, "temperature must be a non-negative number, got #{value.inspect}"
-      end
-
-      value
-    end
-
-    def validate_max_tokens(value)
-      return nil if value.nil?
-      raise ArgumentError, "max_tokens must be a positive Integer, got #{value.inspect}" unless value.is_a?(Integer) && value.positive?
-
-      value
-    end
-
     def warn_config(message)
-      message = "llm_failover: #{message}"
-      @config.logger ? @config.logger.warn(message) : Kernel.warn(message)
+      Warnings.warn(message, logger: @config.logger)
     end
   end
 end

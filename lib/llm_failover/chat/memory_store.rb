@@ -28,7 +28,7 @@ module LlmFailover
     end
 
     def add_user(content)
-      push(Message.build("user", content.frozen? ? content : content.dup.freeze, "complete", nil, nil))
+      push(Message.new(role: "user", content: content.frozen? ? content : content.dup.freeze))
     end
 
     # The Turn of +key+ (Idempotency), nil when no user message has it.
@@ -41,14 +41,14 @@ module LlmFailover
       @lock.synchronize do
         return false if @messages.any? { |m| m.idempotency_key == key }
 
-        message = Message.build("user", content.frozen? ? content : content.dup.freeze, "complete", nil, nil)
+        message = Message.new(role: "user", content: content.frozen? ? content : content.dup.freeze)
         @messages << message.update(idempotency_key: key)
       end
       true
     end
 
     def add_system(content)
-      push(Message.build("system", content.frozen? ? content : content.dup.freeze, "complete", nil, nil))
+      push(Message.new(role: "system", content: content.frozen? ? content : content.dup.freeze))
     end
 
     # Drops every system message and adds this one.
@@ -58,21 +58,18 @@ module LlmFailover
     end
 
     def start_assistant(model:, provider:)
-      push(Message.build("assistant", +"", "streaming", model, provider))
+      push(Message.new(role: "assistant", content: +"", status: "streaming", model: model, provider: provider))
     end
 
-    # Runs once per streamed chunk: appends in place (#start_assistant and
-    # #reset_assistant give an unfrozen String), and replaces a frozen one through
-    # Message#update (keyword arguments, an ivar name built per call); the rescue costs
-    # nothing until it runs, a frozen? check ~0.2k a chunk (the guard's 10k).
+    # Runs once per streamed chunk: appends in place to the String #start_assistant
+    # and #reset_assistant give, or replaces one that was frozen since.
     # Without the lock: it guards the list of messages, which this does not change,
     # and a reader reads a message's content outside it anyway; String#<< is one
     # step under the GVL, so a reader sees the text before or after this delta.
     def append_assistant(message, text)
-      message.content << text
+      content = message.content
+      content.frozen? ? message.update(content: content + text) : content << text
       message
-    rescue FrozenError
-      message.update(content: message.content + text)
     end
 
     def reset_assistant(message, model:, provider:)
@@ -82,7 +79,8 @@ module LlmFailover
     def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:)
       @lock.lock
       begin
-        message.finish(content, model, provider, input_tokens, output_tokens)
+        message.finish(content: content, model: model, provider: provider, input_tokens: input_tokens,
+                       output_tokens: output_tokens)
       ensure
         @lock.unlock
       end

@@ -3,8 +3,9 @@
 require_relative "../errors"
 
 module LlmFailover
-  # The one check of a model name, shared by Chat, ModelPicker and the CLI: a name is
-  # missing when it is nil or only whitespace (what String#strip removes).
+  # The one rule for a model name, shared by Chat, ModelPicker and the CLI: a String or
+  # Symbol (kept as a String); missing when nil or only whitespace (what String#strip
+  # removes).
   # @api private
   module ModelName
     module_function
@@ -15,16 +16,19 @@ module LlmFailover
       name.nil? || name.to_s.strip.empty?
     end
 
-    # A model a chat can ask for: a non-blank String.
+    # A model a chat or a ModelPicker can ask for: a non-blank String or Symbol.
     # @param what [String] the option's name, for the message ("model", "backup_model")
     # @return [String] frozen
     # @raise [ModelNotFoundError] nil or blank
-    # @raise [ConfigurationError] not a String
+    # @raise [ConfigurationError] not a String or Symbol
     def check(model, what)
-      raise ModelNotFoundError, "#{what} is empty" if model.nil? || (model.is_a?(String) && blank?(model))
-      raise ConfigurationError, "#{what} must be a String, got #{model.class}" unless model.is_a?(String)
+      raise ModelNotFoundError, "#{what} is empty" if blank?(model)
+      unless model.is_a?(String) || model.is_a?(Symbol)
+        raise ConfigurationError, "#{what} must be a String or Symbol, got #{model.class}"
+      end
 
-      model.frozen? ? model : model.dup.freeze
+      name = model.to_s
+      name.frozen? ? name : name.dup.freeze
     end
   end
 end

@@ -1,12 +1,18 @@
 # frozen_string_literal: true
 
+require_relative "target"
+
 module LlmFailover
   # The answer to one logical call, and who really gave it.
   class Reply
     # @return [String] the full answer text
     attr_reader :content
-    # @return [String] the model the provider says answered
+    # @return [String] the model asked of the target that answered: what "model" means
+    #   on chunks and attempt records too (the backup's model after a failover)
     attr_reader :model
+    # @return [String, nil] the model the provider says answered (often a dated
+    #   snapshot of #model, e.g. "gpt-4o-2024-08-06"); nil when no answer came
+    attr_reader :response_model
     # @return [Symbol] the configured provider name that answered
     attr_reader :provider
     attr_reader :input_tokens, :output_tokens, :finish_reason, :provider_request_id
@@ -19,9 +25,10 @@ module LlmFailover
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
-                   cached: false, cancelled: false, json: nil)
+                   cached: false, cancelled: false, json: nil, response_model: nil)
       @content = content
       @model = model
+      @response_model = response_model
       @provider = provider
       @input_tokens = input_tokens
       @output_tokens = output_tokens
@@ -36,17 +43,6 @@ module LlmFailover
       @cancelled = cancelled ? true : false
       @json = json
       freeze
-    end
-
-    # @api private: the Reply to the engine's result Hash (Engine#run), +content+ as
-    # the user gets it (placeholders restored). One per call:
-    # through #new's keywords a Reply cost ~16k instructions, which the speed guard
-    # (bench/README.md: chat.ask within 2x the libcurl floor) cannot spare.
-    def self.from_engine(result, content, provider, request_id, attempts, streamed, chunk_count, json = nil)
-      reply = allocate
-      reply.__send__(:take_engine_result, result, content, provider, request_id, attempts, streamed, chunk_count,
-                     json)
-      reply
     end
 
     # @return [Hash, nil] with JSON mode or a schema, the answer's object (checked by
@@ -82,30 +78,8 @@ module LlmFailover
     end
 
     def inspect
-      "#<#{self.class.name} #{provider}/#{model} #{content.length} chars " \
+      "#<#{self.class.name} #{Target.label(provider, model)} #{content.length} chars " \
         "attempts=#{attempts.size}#{' failover' if failover?}#{' cached' if cached?}#{' cancelled' if cancelled?} request_id=#{request_id}>"
-    end
-  
-    private
-
-    def take_engine_result(result, content, provider, request_id, attempts, streamed, chunk_count, json)
-      @content = content
-      @model = result[:model]
-      @provider = provider
-      @input_tokens = result[:input_tokens]
-      @output_tokens = result[:output_tokens]
-      @request_id = request_id
-      @attempts = attempts
-      # A backup the quota picked first is not a failover: nothing failed.
-      @failover = result[:target] != result[:first_target]
-      @finish_reason = result[:finish_reason]
-      @provider_request_id = result[:provider_request_id]
-      @streamed = streamed
-      @chunk_count = chunk_count
-      @cached = false
-      @cancelled = false
-      @json = json
-      freeze
     end
   end
 end

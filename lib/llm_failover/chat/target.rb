@@ -17,9 +17,15 @@ module LlmFailover
       provider.name
     end
 
+    # @return [String] "provider/model": how every log line, inspect and report names
+    #   a target (the one owner of that form)
+    def self.label(provider, model)
+      "#{provider}/#{model}"
+    end
+
     # @return [String] "provider/model", for log lines
     def label
-      "#{name}/#{model}"
+      Target.label(name, model)
     end
 
     # Struct#inspect would show the engine Hash, key included; pp too (Struct has its

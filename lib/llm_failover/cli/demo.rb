@@ -3,6 +3,9 @@
 require_relative "../../llm_failover"
 require_relative "../testing"
 require_relative "../cli"
+require_relative "attempts_table"
+require_relative "style"
+require_relative "../chat/target"
 
 module LlmFailover
   # `llm_failover demo`: one failover, end to end, with no keys and no network.
@@ -123,7 +126,7 @@ module LlmFailover
       return if record.success || @answer_started
 
       error = CLI::AttemptsTable.error_text(record)
-      @out.puts(paint("[attempt #{record.attempt}: #{record.provider}/#{record.model} failed with #{error}]", :dim))
+      @out.puts(paint("[attempt #{record.attempt}: #{Target.label(record.provider, record.model)} failed with #{error}]", :dim))
       @out.flush
     rescue Errno::EPIPE, IOError
       nil # the reader went away; the next chunk's write ends the demo
@@ -133,7 +136,7 @@ module LlmFailover
       @out.puts
       table(reply.attempts)
       @out.puts
-      @out.puts(paint("answered by #{reply.provider}/#{reply.model} after #{reply.attempts.size} attempts, " \
+      @out.puts(paint("answered by #{Target.label(reply.provider, reply.model)} after #{reply.attempts.size} attempts, " \
                       "failover: #{reply.failover? ? 'yes' : 'no'} " \
                       "(tokens: #{reply.input_tokens} in, #{reply.output_tokens} out)", :bold))
       @out.puts(paint("For real: llm_failover chat --model gpt-4o --provider openai " \
@@ -145,7 +148,7 @@ module LlmFailover
     end
 
     def label(target)
-      "#{target[:provider]}/#{target[:model]}"
+      Target.label(target[:provider], target[:model])
     end
 
     def paint(text, style)

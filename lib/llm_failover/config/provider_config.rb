@@ -29,8 +29,9 @@ module LlmFailover
 
     attr_reader :name, :api, :base_url, :headers
 
-    # +url+ as a message may quote it: credentials (userinfo), query values and the
-    # fragment replaced by [REDACTED]. A URL that does not parse loses everything up to
+    # +url+ as a message or #inspect may quote it: credentials (userinfo), query values
+    # and the fragment replaced by [REDACTED]. The one redactor of URLs (provider base
+    # URLs, the Redis state store's URL). A URL that does not parse loses everything up to
     # its last "@" as well (where its credentials would end).
     # @param url [String]
     # @return [String]
@@ -47,13 +48,14 @@ module LlmFailover
               else
                 text.sub(%r{\A((?:[A-Za-z][A-Za-z0-9+.-]*://)?).*@}m) { "#{Regexp.last_match(1)}#{REDACTED}@" }
               end
-      shown, fragment = shown.split("#", 2)
-      base, query = shown.split("?", 2)
-      if query
+      # partition, not split: "" or "#" split into nothing, and the base would be nil.
+      shown, hash, = shown.partition("#")
+      base, question, query = shown.partition("?")
+      unless question.empty?
         query = query.split("&", -1).map { |pair| pair.include?("=") ? "#{pair[/\A[^=]*/]}=#{REDACTED}" : REDACTED }
         base = "#{base}?#{query.join('&')}"
       end
-      fragment ? "#{base}##{REDACTED}" : base
+      hash.empty? ? base : "#{base}##{REDACTED}"
     end
 
     # @raise [ConfigurationError] on anything the engine could not use

@@ -2,6 +2,7 @@
 
 require_relative "circuit_event"
 require_relative "../records/tracing"
+require_relative "../records/warnings"
 
 module LlmFailover
   # One call's side of the circuit breaker: asks the state store for the health of
@@ -28,8 +29,7 @@ module LlmFailover
     end
 
     # Engine#run's :circuit: :report alone while the store says it knows no failure
-    # (quiet?), so the call skips asking for health (~6k instructions per call,
-    # bench/README.md); true otherwise (circuit_health first, then circuit_report).
+    # (quiet?), so the call skips asking for health; true otherwise (circuit_health first, then circuit_report).
     def engine_mode
       store = @config.state_store
       store.respond_to?(:quiet?) && store.quiet? ? :report : true
@@ -143,11 +143,7 @@ module LlmFailover
     end
 
     def warn(message)
-      message = "llm_failover: #{message}"
-      logger = @config.logger
-      logger ? logger.warn(message) : Kernel.warn(message)
-    rescue StandardError
-      nil
+      Warnings.warn(message, logger: @config.logger)
     end
   end
 end

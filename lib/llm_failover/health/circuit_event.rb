@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../chat/target"
+
 module LlmFailover
   # What on_circuit_change receives (and the payload of the `circuit.llm_failover`
   # ActiveSupport notification) when a target's circuit changes state. In a fleet
@@ -35,7 +37,7 @@ module LlmFailover
     end
 
     def inspect
-      "#<#{self.class.name} #{provider}/#{model} #{from}->#{to} (#{reason})>"
+      "#<#{self.class.name} #{Target.label(provider, model)} #{from}->#{to} (#{reason})>"
     end
   end
 end

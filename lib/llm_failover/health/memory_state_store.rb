@@ -47,7 +47,7 @@ module LlmFailover
     # @return [Array<Array(Integer, Integer, Array, nil)>]
     def admit(keys, probe_ttl, token = nil)
       # No attempt has failed in this process yet (the usual case): nothing to look up,
-      # so no lock and no clock (~4k instructions per call, bench/README.md). A Hash
+      # so no lock and no clock. A Hash
       # read under the GVL sees it empty or not; a failure recorded meanwhile counts
       # from the next call on, as it would had it landed just after the lock.
       return keys.map { CLOSED } if @circuits.empty?

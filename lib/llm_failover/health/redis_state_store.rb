@@ -5,7 +5,8 @@ require "set"
 require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
 require_relative "memory_state_store"
-require_relative "../config/warnings"
+require_relative "../config/provider_config" # ProviderConfig.shown_url
+require_relative "../records/warnings"
 
 begin
   require "redis-client"
@@ -279,7 +280,7 @@ module LlmFailover
     end
 
     def inspect
-      "#<#{self.class.name} #{@config.server_url.sub(%r{//[^@/]*@}, '//[REDACTED]@')} namespace=#{@namespace.inspect}>"
+      "#<#{self.class.name} #{ProviderConfig.shown_url(@config.server_url)} namespace=#{@namespace.inspect}>"
     end
 
     private
@@ -445,14 +446,13 @@ module LlmFailover
       say(:info, "llm_failover: Redis state store reachable again; sharing resumed") if was_down
     end
 
-    # Without a logger of its own the store warns through c.logger (the generated
-    # initializer builds it without one: an outage belongs in the app's log).
+    # Warnings go through Warnings.warn: the store's own logger, else c.logger (the
+    # generated initializer builds the store without one: an outage belongs in the
+    # app's log), else stderr. The all-clear only to a logger.
     def say(level, message)
-      if @logger
-        @logger.public_send(level, message)
-      elsif level == :warn
-        Warnings.warn(message.delete_prefix("llm_failover: "))
-      end
+      return Warnings.warn(message.delete_prefix("llm_failover: "), logger: @logger || LlmFailover.configuration.logger) if level == :warn
+
+      @logger&.public_send(level, message)
     rescue StandardError
       nil
     end

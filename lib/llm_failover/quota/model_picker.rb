@@ -28,19 +28,21 @@ module LlmFailover
     # @return [Quota, nil] the primary's quota (nil: unlimited)
     attr_reader :quota
 
-    # @param model [String, Symbol] the primary model
+    # @param model [String, Symbol] the primary model (ModelName's rule)
     # @param provider [String, Symbol] the primary provider
     # @param backup_model [String, Symbol, nil] half a backup (a model without a provider) counts as none
     # @param backup_provider [String, Symbol, nil]
     # @param quota [Quota, nil] the primary's quota; nil is unlimited
     # @param enforce_quota [Boolean] raise QuotaExceededError instead of calling an exceeded
     #   primary when there is no backup
-    # @raise [ConfigurationError] a missing primary, a name that is not a String or Symbol,
+    # @raise [ModelNotFoundError] a missing primary model
+    # @raise [ConfigurationError] a missing primary provider, a name that is not a String or Symbol,
     #   a quota that is not a Quota, or an enforce_quota that is not a Boolean
     def initialize(model:, provider:, backup_model: nil, backup_provider: nil, quota: nil, enforce_quota: false)
-      @model = required_name(:model, model)
+      @model = ModelName.check(model, "model")
       @provider = required_name(:provider, provider)
-      @backup_model = optional_name(:backup_model, backup_model)
+      # Half a backup, or a blank one, counts as none (#backup?).
+      @backup_model = ModelName.blank?(backup_model) ? backup_model : ModelName.check(backup_model, "backup_model")
       @backup_provider = optional_name(:backup_provider, backup_provider)
       unless quota.nil? || quota.is_a?(Quota)
         raise ConfigurationError, "quota must be a LlmFailover::Quota or nil, got #{quota.inspect}"

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "alert"
+require_relative "warnings"
 
 module LlmFailover
   # Throttles on_chain_exhausted: at most one Alert per feature x error class per
@@ -30,8 +31,7 @@ module LlmFailover
       begin
         callback.call(alert)
       rescue StandardError => e
-        message = "llm_failover: on_chain_exhausted raised #{e.class}: #{e.message}"
-        logger ? logger.warn(message) : Kernel.warn(message)
+        Warnings.warn("on_chain_exhausted raised #{e.class}: #{e.message}", logger: logger)
       end
       alert
     end

@@ -2,6 +2,7 @@
 
 require "json"
 require "time"
+require_relative "../chat/target"
 
 module LlmFailover
   # One HTTP attempt of a logical call (retries and failover included). Every attempt
@@ -61,24 +62,6 @@ module LlmFailover
       freeze
     end
 
-    # @api private: the record of one engine attempt, from the Hash Engine#run hands
-    # its listener (error_message already redacted). One per HTTP attempt: through
-    # #new's keywords a record cost ~19k instructions, which the speed guard
-    # (bench/README.md: chat.ask within 2x the libcurl floor) cannot spare.
-    def self.from_engine(attempt, request_id, target, feature, scrubbed)
-      record = allocate
-      record.__send__(:take_engine_attempt, attempt, request_id, target, feature, scrubbed)
-      record
-    end
-
-    # @api private: the one record of a call the response cache answered: no request,
-    # nothing billed; provider and model name the target that produced the answer.
-    def self.cache_hit(request_id, provider, model, feature, latency_ms, started_at, provider_request_id, scrubbed = nil)
-      new(request_id: request_id, attempt: 1, provider: provider, model: model, feature: feature, success: true,
-          latency_ms: latency_ms, input_tokens: 0, output_tokens: 0, started_at: started_at,
-          provider_request_id: provider_request_id, cached: true, scrubbed: scrubbed)
-    end
-
     def success?
       @success
     end
@@ -132,34 +115,7 @@ module LlmFailover
     def inspect
       outcome = success? ? (cached? ? "cached" : "ok") : "#{error_class}#{" #{http_status}" if http_status}"
       outcome += " skipped" if skipped?
-      "#<#{self.class.name} #{request_id} ##{attempt} #{provider}/#{model} #{outcome}>"
-    end
-  
-    private
-
-    def take_engine_attempt(attempt, request_id, target, feature, scrubbed)
-      @request_id = request_id
-      @attempt = attempt[:attempt]
-      @provider = target.name
-      @model = target.model
-      @feature = feature
-      @success = attempt[:success]
-      @error_class = attempt[:error_class]&.name
-      @error_message = attempt[:error_message]
-      @http_status = attempt[:http_status]
-      @failover_eligible = attempt[:failover_eligible]
-      @retry_after = attempt[:retry_after]
-      @latency_ms = attempt[:latency_ms]
-      @first_token_ms = attempt[:first_token_ms]
-      @input_tokens = attempt[:input_tokens]
-      @output_tokens = attempt[:output_tokens]
-      @started_at = attempt[:started_at]
-      @provider_request_id = attempt[:provider_request_id]
-      @cached = false
-      @cancelled = false
-      @scrubbed = scrubbed
-      @skipped = attempt[:skipped] ? true : false
-      freeze
+      "#<#{self.class.name} #{request_id} ##{attempt} #{Target.label(provider, model)} #{outcome}>"
     end
   end
 end

@@ -3,7 +3,7 @@
 require "json"
 require_relative "../errors"
 require_relative "../version"
-require_relative "../config/warnings"
+require_relative "warnings"
 
 module LlmFailover
   # OpenTelemetry spans, when the app has loaded the opentelemetry-api gem (the gem never

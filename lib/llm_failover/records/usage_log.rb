@@ -3,6 +3,7 @@
 require "json"
 require "set"
 require_relative "../errors"
+require_relative "warnings"
 
 module LlmFailover
   # Hands every AttemptRecord to the configured sinks, as the attempts happen.
@@ -89,15 +90,8 @@ module LlmFailover
     def report(klass, error)
       return unless self.class.first_failure?(klass)
 
-      message = "llm_failover: usage_log sink #{klass} raised #{error.class}: #{error.message} " \
-                "(reported once per sink class; the call goes on)"
-      if @logger
-        @logger.warn(message)
-      else
-        Kernel.warn(message)
-      end
-    rescue StandardError
-      nil # a broken logger must not break the call either
+      Warnings.warn("usage_log sink #{klass} raised #{error.class}: #{error.message} " \
+                    "(reported once per sink class; the call goes on)", logger: @logger)
     end
   end
 end

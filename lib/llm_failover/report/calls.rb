@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../chat/target"
+
 module LlmFailover
   class Report
     # The calls of the period that took more than one attempt, one row each, summed up
@@ -62,7 +64,7 @@ module LlmFailover
                from_provider, from_model, to_provider, to_model, to_feature)
         Call.new(request_id, feature, attempts.to_i, failures.to_i, stops.to_i, skips.to_i, answered.to_i == 1,
                  cancelled.to_i == 1, won_at&.to_i, failed_at&.to_i, spread.to_i == 1,
-                 from_provider && "#{from_provider}/#{from_model}", to_provider && "#{to_provider}/#{to_model}",
+                 from_provider && Target.label(from_provider, from_model), to_provider && Target.label(to_provider, to_model),
                  to_feature)
       end
 

@@ -4,6 +4,7 @@ require "time"
 require_relative "markup"
 require_relative "bar_chart"
 require_relative "timeline_chart"
+require_relative "../chat/target"
 
 module LlmFailover
   class Report
@@ -190,7 +191,7 @@ module LlmFailover
         state = window.closed_at ? "closed #{@tables.clock(window.closed_at)}" : "still open"
         TimelineChart::Band.new(kind: "circuit", starts_at: window.opened_at,
                                 ends_at: window.closed_at || @report.timeline.ends_at,
-                                label: "Circuit of #{window.provider}/#{window.model} open #{opened}, #{state} " \
+                                label: "Circuit of #{Target.label(window.provider, window.model)} open #{opened}, #{state} " \
                                        "(#{window.reason}; #{window.reopens} failed probes, " \
                                        "#{window.routed_around} calls routed around)")
       end
@@ -199,7 +200,7 @@ module LlmFailover
         first = @tables.clock(circuit.first_skip)
         last = @tables.clock(circuit.last_skip)
         TimelineChart::Band.new(kind: "circuit", starts_at: circuit.first_skip, ends_at: circuit.last_skip,
-                                label: "Circuit of #{circuit.provider}/#{circuit.model} open: #{circuit.calls} " \
+                                label: "Circuit of #{Target.label(circuit.provider, circuit.model)} open: #{circuit.calls} " \
                                        "calls routed around it, #{first} to #{last}")
       end
 
@@ -256,7 +257,7 @@ module LlmFailover
                      description: "Input and output tokens per target: those of successful attempts and those " \
                                   "billed on attempts that failed or were stopped.",
                      bars: tokens.map { |t|
-                       BarChart::Bar.new(label: "#{t.provider}/#{t.model}", segments: [
+                       BarChart::Bar.new(label: Target.label(t.provider, t.model), segments: [
                          BarChart::Segment.new(name: "succeeded", value: t.total - t.failed_total, color: "ok"),
                          BarChart::Segment.new(name: "failed", value: t.failed_total, color: "failed")
                        ])
@@ -275,7 +276,7 @@ module LlmFailover
 
         BarChart.new(id: "cache", title: "Response cache hits per provider and model",
                      description: "Calls the response cache answered without a request.",
-                     bars: hits.map { |h| bar("#{h.provider}/#{h.model}", h.hits, color: "ok") })
+                     bars: hits.map { |h| bar(Target.label(h.provider, h.model), h.hits, color: "ok") })
       end
 
       def features(m)

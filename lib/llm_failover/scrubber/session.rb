@@ -62,6 +62,18 @@ module LlmFailover
         text.gsub(@restore ||= Regexp.union(@mapping.keys.sort_by { |p| -p.length }), @mapping)
       end
 
+      # @return [Object] a parsed JSON value (reply.json) with every string in it, keys
+      #   too, restored one by one: restoring the JSON text would break it where an
+      #   original value holds a quote
+      def restore_json(value)
+        case value
+        when String then restore(value)
+        when Array then value.map { |v| restore_json(v) }
+        when Hash then value.to_h { |k, v| [restore(k), restore_json(v)] }
+        else value
+        end
+      end
+
       # @return [StreamRestorer] for the chunks of one streamed answer
       def stream
         StreamRestorer.new(self)

@@ -20,10 +20,6 @@ module LlmFailover
   # mistake in the description raises ArgumentError on the line that made it; a class
   # whose name cannot be a tool name is refused when the tool is resolved (Tool.resolve).
   class Tool
-    # The providers' rule for a tool (function) name: OpenAI and Anthropic both refuse
-    # anything else. The same rule as a schema's name, so it has one owner.
-    NAME = AnswerFormat::NAME
-
     class << self
       # Sets or reads the name the model calls the tool by. The default is the class
       # name without its modules, in snake_case (GetWeather -> "get_weather").
@@ -163,7 +159,9 @@ module LlmFailover
       # @return [String] the name, frozen
       # @raise [ArgumentError] a name the providers would refuse
       def check_name(name, owner)
-        return name.dup.freeze if name.is_a?(String) && NAME.match?(name)
+        # The providers' rule for a tool (function) name, the same as a schema's: its one
+        # owner is the wire layer (AnswerFormat.name_ok?).
+        return name.dup.freeze if name.is_a?(String) && AnswerFormat.name_ok?(name)
 
         raise ArgumentError, "#{owner}: the tool name #{name.inspect} must be 1 to 64 of A-Z a-z 0-9 _ - " \
                              "(the providers refuse anything else)"

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../target"
+
 module LlmFailover
   class MemoryStore
     # A stored message. Only the store mutates it.
@@ -9,14 +11,14 @@ module LlmFailover
       attr_reader :idempotency_key
 
       def initialize(role:, content:, status: "complete", model: nil, provider: nil)
-        assign(role, content, status, model, provider)
-      end
-
-      # @api private: the store's own constructor, positional (one or two per call)
-      def self.build(role, content, status, model, provider)
-        message = allocate
-        message.__send__(:assign, role, content, status, model, provider)
-        message
+        @role = role
+        @content = content
+        @status = status
+        @model = model
+        @provider = provider
+        @input_tokens = nil
+        @output_tokens = nil
+        @idempotency_key = nil
       end
 
       def complete?
@@ -29,8 +31,8 @@ module LlmFailover
         self
       end
 
-      # @api private: store use only; #update without the keyword Hash, once per answer
-      def finish(content, model, provider, input_tokens, output_tokens)
+      # @api private: store use only; the answer is complete
+      def finish(content:, model:, provider:, input_tokens:, output_tokens:)
         @content = content
         @model = model
         @provider = provider
@@ -47,20 +49,7 @@ module LlmFailover
 
       def inspect
         "#<#{self.class.name} #{role} #{status} #{content.to_s[0, 40].inspect}" \
-          "#{" #{provider}/#{model}" if model}>"
-      end
-
-      private
-
-      def assign(role, content, status, model, provider)
-        @role = role
-        @content = content
-        @status = status
-        @model = model
-        @provider = provider
-        @input_tokens = nil
-        @output_tokens = nil
-        @idempotency_key = nil
+          "#{" #{Target.label(provider, model)}" if model}>"
       end
     end
   end

@@ -1,0 +1,160 @@
+# frozen_string_literal: true
+
+require_relative "../../errors"
+require_relative "../../records/attempt_record"
+require_relative "../cancellation"
+
+module LlmFailover
+  class Call
+    # The attempt records of one call, in order, each handed to the usage log as it
+    # is made: the engine's attempts, the one its caller cut, the one Chat#cancel!
+    # stopped, the response cache's hit. Also what the records tell: the failures by
+    # target, whether every target failed on errors a backup could have fixed, what
+    # the primary's requests used of a shared quota.
+    #
+    # @api private: one per Call
+    class Records
+      # @return [Array<Array(Hash, Target)>] the engine's Hash of every failed attempt, with its target
+      attr_reader :failures
+      # @return [Hash{String => Integer}, nil] the scrubber's counts, on every record
+      attr_writer :scrubbed
+
+      def initialize(request_id:, feature:, usage_log:)
+        @request_id = request_id
+        @feature = feature
+        @usage_log = usage_log
+        @list = []
+        @failures = []
+        @cancelled = nil # the engine's record of the attempt Chat#cancel! cut
+        @scrubbed = nil
+      end
+
+      # @return [Array<AttemptRecord>] a frozen copy, for a Reply or an error
+      def to_a
+        @list.dup.freeze
+      end
+
+      def size
+        @list.size
+      end
+
+      def empty?
+        @list.empty?
+      end
+
+      # One HTTP attempt the engine finished (Engine#run's attempt Hash).
+      def engine_attempt(attempt, target)
+        unless attempt[:success]
+          # Cut by the caller: the exception that did it is on its way up.
+          return stopped(attempt, target) if attempt.key?(:stopped_by)
+
+          # No request: the target's circuit was open.
+          attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
+          @failures << [attempt, target]
+        end
+        add(AttemptRecord.new(**fields(target), attempt: attempt[:attempt], success: attempt[:success],
+                                                error_class: attempt[:error_class],
+                                                error_message: attempt[:error_message],
+                                                http_status: attempt[:http_status],
+                                                failover_eligible: attempt[:failover_eligible],
+                                                retry_after: attempt[:retry_after], latency_ms: attempt[:latency_ms],
+                                                first_token_ms: attempt[:first_token_ms],
+                                                input_tokens: attempt[:input_tokens],
+                                                output_tokens: attempt[:output_tokens],
+                                                started_at: attempt[:started_at],
+                                                provider_request_id: attempt[:provider_request_id],
+                                                skipped: attempt[:skipped]))
+      end
+
+      # The one record of a call the response cache answered: no request, nothing
+      # billed; +model+ is the model asked of the target whose answer was cached.
+      def cache_hit(provider:, model:, latency_ms:, started_at:, provider_request_id:)
+        add(AttemptRecord.new(request_id: @request_id, attempt: 1, provider: provider, model: model,
+                              feature: @feature, success: true, latency_ms: latency_ms, input_tokens: 0,
+                              output_tokens: 0, started_at: started_at, provider_request_id: provider_request_id,
+                              cached: true, scrubbed: @scrubbed))
+      end
+
+      # Chat#cancel! stopped the call: the engine's record of the attempt it cut or,
+      # without one (cancelled between attempts, or before the first), one made from
+      # what the cancellation saw (+result+, Call's cancelled result).
+      # @return [Boolean] whether a request had been sent
+      def cancelled(target, result)
+        sent = !@cancelled.nil? || !@list.empty?
+        record = @cancelled ||
+                 AttemptRecord.new(**fields(target), attempt: @list.size + 1, success: false,
+                                                     error_message: "cancelled by Chat#cancel!",
+                                                     latency_ms: result[:latency_ms],
+                                                     started_at: result[:started_at], cancelled: true)
+        @list << record unless @cancelled
+        @usage_log.emit(record)
+        sent
+      end
+
+      # Every target tried ended on an error a healthy backup could have fixed.
+      def chain_exhausted?
+        return false if @failures.empty? || @list.any?(&:success?)
+
+        last_failure = {}
+        @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
+        last_failure.each_value.all? { |attempt| attempt[:failover_eligible] }
+      end
+
+      # The last failed attempt of a target tried before +final_target+ (an index).
+      # @return [Array(Hash, Target), nil]
+      def earlier_failure(final_target)
+        @failures.reverse.find { |attempt, _| attempt[:target] < final_target }
+      end
+
+      # What +target+'s requests (not skips past an open circuit, not cache hits) used.
+      # @return [Array(Boolean, Integer)] whether any was sent, and their tokens
+      def sent_to(target)
+        sent = @list.select do |r|
+          r.provider == target.name && r.model == target.model && !r.skipped? && !r.cached?
+        end
+        [!sent.empty?, sent.sum { |r| r.input_tokens.to_i + r.output_tokens.to_i }]
+      end
+
+      private
+
+      def add(record)
+        @list << record
+        @usage_log.emit(record)
+        record
+      end
+
+      def fields(target)
+        { request_id: @request_id, provider: target.name, model: target.model, feature: @feature,
+          scrubbed: @scrubbed }
+      end
+
+      # The attempt the call's caller cut (Engine#run's :stopped_by: the exception's
+      # class, nil for Thread#kill or a throw): failed with AbortedError, nobody's
+      # fault. Chat#cancel!'s is kept for #cancelled, which emits it after the
+      # store's write.
+      def stopped(attempt, target)
+        cause = attempt[:stopped_by]
+        fields = fields(target).merge(attempt: attempt[:attempt], success: false, http_status: attempt[:http_status],
+                                      latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
+                                      input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
+                                      started_at: attempt[:started_at],
+                                      provider_request_id: attempt[:provider_request_id])
+        if cause == Cancellation::Signal
+          @cancelled = AttemptRecord.new(**fields, error_message: "cancelled by Chat#cancel!", cancelled: true)
+          @list << @cancelled
+        else
+          add(AttemptRecord.new(**fields, error_class: AbortedError,
+                                          error_message: "stopped by its caller: #{stop_cause(cause)}"))
+        end
+        nil
+      end
+
+      def stop_cause(cause)
+        return cause.name || cause.inspect if cause
+        return "the thread was killed" if Thread.current.status == "aborting"
+
+        "a throw or break out of the call"
+      end
+    end
+  end
+end
