@@ -17,8 +17,10 @@ typedef struct lf_circuit_wrapper {
 static VALUE lf_sym_states[3], lf_sym_reasons[6];
 
 /* Circuit#record's keywords, in this order. */
-enum { LF_KW_NOW, LF_KW_THRESHOLD, LF_KW_COOLDOWN, LF_KW_SUCCESS, LF_KW_HOLD, LF_KW_PROBE, LF_N_RECORD_KW };
-static ID lf_record_kw[LF_N_RECORD_KW];
+/* The required keywords of #record, then the optional first: */
+enum { LF_KW_NOW, LF_KW_THRESHOLD, LF_KW_COOLDOWN, LF_KW_SUCCESS, LF_KW_HOLD, LF_KW_PROBE, LF_N_RECORD_KW,
+       LF_KW_FIRST = LF_N_RECORD_KW };
+static ID lf_record_kw[LF_N_RECORD_KW + 1];
 
 static size_t lf_circuit_memsize(const void *p)
 {
@@ -65,21 +67,28 @@ static VALUE lf_circuit_m_peek(VALUE self, VALUE now)
     return INT2FIX(lf_circuit_peek(&lf_circuit_get(self)->c, NUM2DBL(now)));
 }
 
-/* @overload record(now:, threshold:, cooldown:, success:, hold:, probe:)
+/* @overload record(now:, threshold:, cooldown:, success:, hold:, probe:, first: cooldown)
  *   @param now [Float] epoch seconds
  *   @param hold [Float] a counted failure's Retry-After cooldown, 0 for none
  *   @param probe [Boolean] the reporting call was handed the half-open probe
+ *   @param first [Numeric] the recovery schedule's first wait (circuit_first_probe)
  *   @return [Boolean] whether the state changed (see #last_change) */
 static VALUE lf_circuit_m_record(int argc, VALUE *argv, VALUE self)
 {
     lf_circuit_wrapper *w = lf_circuit_get(self);
-    VALUE opts, v[LF_N_RECORD_KW];
+    VALUE opts, v[LF_N_RECORD_KW + 1];
     lf_circuit_rules rules;
     lf_circuit_outcome out;
+    double cooldown;
 
     rb_scan_args(argc, argv, ":", &opts);
-    rb_get_kwargs(opts, lf_record_kw, LF_N_RECORD_KW, 0, v);
-    rules = (lf_circuit_rules){ .threshold = NUM2INT(v[LF_KW_THRESHOLD]), .cooldown = NUM2DBL(v[LF_KW_COOLDOWN]) };
+    rb_get_kwargs(opts, lf_record_kw, LF_N_RECORD_KW, 1, v);
+    cooldown = NUM2DBL(v[LF_KW_COOLDOWN]);
+    rules = (lf_circuit_rules){
+        .threshold = NUM2INT(v[LF_KW_THRESHOLD]),
+        .first = v[LF_KW_FIRST] == Qundef || NIL_P(v[LF_KW_FIRST]) ? cooldown : NUM2DBL(v[LF_KW_FIRST]),
+        .cooldown = cooldown,
+    };
     out = (lf_circuit_outcome){
         .now = NUM2DBL(v[LF_KW_NOW]),
         .success = RTEST(v[LF_KW_SUCCESS]),
@@ -128,6 +137,22 @@ static VALUE lf_circuit_m_cooldown_until(VALUE self)
     return w->c.state == LF_CIRCUIT_CLOSED ? Qnil : lf_epoch_or_nil(w->c.until);
 }
 
+/* @return [Integer] failed probes since the circuit opened (the schedule's step) */
+static VALUE lf_circuit_m_probes_failed(VALUE self)
+{
+    return INT2NUM(lf_circuit_get(self)->c.probes_failed);
+}
+
+/* @overload interval(first, cooldown, elapsed)
+ *   The recovery schedule (lf_circuit_interval): seconds open before the next probe,
+ *   elapsed seconds into the incident.
+ *   @return [Float] */
+static VALUE lf_circuit_s_interval(VALUE klass, VALUE first, VALUE cooldown, VALUE elapsed)
+{
+    (void)klass;
+    return DBL2NUM(lf_circuit_interval(NUM2DBL(first), NUM2DBL(cooldown), NUM2DBL(elapsed)));
+}
+
 /* A forked child does not inherit its parent's probe. */
 static VALUE lf_circuit_m_release_probe(VALUE self)
 {
@@ -161,6 +186,10 @@ void lf_init_circuit(VALUE mod)
     rb_define_method(c, "admit", lf_circuit_m_admit, 2);
     rb_define_method(c, "peek", lf_circuit_m_peek, 1);
     rb_define_method(c, "record", lf_circuit_m_record, -1);
+    rb_define_method(c, "probes_failed", lf_circuit_m_probes_failed, 0);
+    rb_define_singleton_method(c, "interval", lf_circuit_s_interval, 3);
+    /* the schedule's share of the incident's age, for RedisStateStore's Lua (lf_circuit.h owns it) */
+    rb_define_const(c, "RECOVERY_SHARE", DBL2NUM(LF_CIRCUIT_RECOVERY_SHARE));
     rb_define_method(c, "last_change", lf_circuit_m_last_change, 0);
     rb_define_method(c, "state", lf_circuit_m_state, 0);
     rb_define_method(c, "failures", lf_circuit_m_failures, 0);
@@ -176,6 +205,7 @@ void lf_init_circuit(VALUE mod)
     lf_record_kw[LF_KW_SUCCESS] = rb_intern("success");
     lf_record_kw[LF_KW_HOLD] = rb_intern("hold");
     lf_record_kw[LF_KW_PROBE] = rb_intern("probe");
+    lf_record_kw[LF_KW_FIRST] = rb_intern("first");
     lf_sym_reasons[0] = Qnil;
     for (i = 1; i < 6; i++) lf_sym_reasons[i] = ID2SYM(rb_intern(lf_circuit_reason_name((lf_circuit_reason)i)));
 }

@@ -118,6 +118,64 @@ static void test_probe_failure_reopens_for_another_cooldown(void)
     LF_CHECK_INT(lf_circuit_admit(&c, 105, 2, &chg), LF_ROUTE_PROBE);
 }
 
+/* The recovery schedule on a fake clock: the first probe 5 s after opening,
+ * then waits of a sixth of the incident's age, up to the cooldown; a target
+ * that recovers is probed at most a sixth of its outage later; a success
+ * starts the schedule again from the first wait. */
+static void test_probe_schedule_grows_with_the_outage(void)
+{
+    /* when each probe is due, the probe failing at once (seconds after opening) */
+    static const double due[] = { 5, 10, 15, 20, 25, 30, 35, 35 + 35.0 / 6 };
+    const lf_circuit_rules schedule = { .threshold = 5, .first = 5, .cooldown = 60 };
+    lf_circuit c = { 0 };
+    lf_circuit_change chg;
+    double now = 1000, wait, last = 0;
+    size_t i;
+    int probes = 0;
+
+    for (i = 0; i < 5; i++) lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now }, &chg);
+    LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
+    for (i = 0; i < sizeof due / sizeof due[0]; i++) {
+        LF_CHECK(c.until == 1000 + due[i]);
+        LF_CHECK_INT(lf_circuit_admit(&c, c.until - 0.01, 1, &chg), LF_ROUTE_SKIP);
+        now = c.until;
+        LF_CHECK_INT(lf_circuit_admit(&c, now, 1, &chg), LF_ROUTE_PROBE);
+        LF_CHECK_INT(lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now, .probe = 1 }, &chg), 1);
+        LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
+        LF_CHECK_INT(c.probes_failed, ++probes);
+    }
+    /* a ten-minute outage: every wait at most a sixth of the age and at most the
+     * cooldown, growing, and 26 probes in all */
+    while (c.until <= 1600) {
+        now = c.until;
+        lf_circuit_admit(&c, now, 1, &chg);
+        lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now, .probe = 1 }, &chg);
+        probes++;
+        wait = c.until - now;
+        LF_CHECK(wait >= last && wait <= 60 && wait <= (now - 1000) / 6 + 1e-9);
+        last = wait;
+    }
+    LF_CHECK_INT(probes, 26);
+    LF_CHECK(last == 60);
+    /* a Retry-After longer than the step still wins */
+    now = c.until;
+    LF_CHECK_INT(lf_circuit_admit(&c, now, 1, &chg), LF_ROUTE_PROBE);
+    lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now, .hold = 90, .probe = 1 }, &chg);
+    LF_CHECK(c.until == now + 90);
+    /* recovered: closed, and the next incident starts from the first wait again */
+    LF_CHECK_INT(lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now + 100, .success = 1 }, &chg), 1);
+    LF_CHECK_INT(c.probes_failed, 0);
+    for (i = 0; i < 5; i++) lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now + 200 }, &chg);
+    LF_CHECK(c.until == now + 205);
+    /* the formula alone; a first wait past the cooldown is the old fixed schedule */
+    LF_CHECK(lf_circuit_interval(5, 60, 0) == 5);
+    LF_CHECK(lf_circuit_interval(5, 60, 29) == 5);
+    LF_CHECK(lf_circuit_interval(5, 60, 60) == 10);
+    LF_CHECK(lf_circuit_interval(5, 60, 361) == 60);
+    LF_CHECK(lf_circuit_interval(90, 60, 0) == 60);
+    LF_CHECK(lf_circuit_interval(90, 60, 600) == 60);
+}
+
 static void test_retry_after_cooldown(void)
 {
     const lf_circuit_rules threshold_1 = { .threshold = 1, .cooldown = 60 };
@@ -303,6 +361,7 @@ int main(void)
     LF_RUN(test_open_skips_until_cooldown_then_one_probe);
     LF_RUN(test_probe_success_closes);
     LF_RUN(test_probe_failure_reopens_for_another_cooldown);
+    LF_RUN(test_probe_schedule_grows_with_the_outage);
     LF_RUN(test_retry_after_cooldown);
     LF_RUN(test_success_while_open_closes);
     LF_RUN(test_other_failure_leaves_the_probe);

@@ -318,9 +318,16 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
 {
     json_object *schema = NULL;
+    size_t n_chat;
     int rc;
 
     if (p && p->schema) {
+        /* The parameters first, as without a schema: a bad schema name is
+         * named as such, whatever the schema holds. */
+        if (lf_wire_check_params(p, errmsg, &n_chat) != 0) {
+            lf_buf_clear(out);
+            return -1;
+        }
         schema = lf_json_schema_parse(p->schema, strlen(p->schema), errmsg);
         if (!schema) {
             lf_buf_clear(out);
