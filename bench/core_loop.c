@@ -101,7 +101,10 @@ int core_loop_run(int argc, char **argv)
             c0 = core_clock(CLOCK_PROCESS_CPUTIME_ID);
         }
         lf_outcome_init(&o);
-        if (lf_run(pool, &t, 1, &params, &pol, NULL, &l, &o) != 0 || !o.ok) {
+        if (lf_run(&(lf_run_args){ .pool = pool, .targets = &t, .n_targets = 1, .params = &params, .policy = &pol,
+                                   .listener = &l },
+                   &o) != 0 ||
+            !o.ok) {
             fprintf(stderr, "core_loop: call failed: %.*s\n", (int)o.message.len,
                     o.message.ptr ? o.message.ptr : "");
             return 1;

@@ -17,6 +17,14 @@ RSpec.shared_examples "a state store" do
     expect(store.admit([key, other], 0.5)).to eq([[0, 0, nil], [0, 0, nil]])
   end
 
+  it "answers with the route codes the C core owns (Circuit::SEND, SKIP, PROBE)" do
+    expect(routes).to eq([LlmFailover::Circuit::SEND])
+    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServiceUnavailableError")
+    expect(routes).to eq([LlmFailover::Circuit::SKIP])
+    sleep 0.35
+    expect(routes).to eq([LlmFailover::Circuit::PROBE])
+  end
+
   it "opens after threshold consecutive counted failures, and a success in between starts over" do
     2.times { expect(store.record(key, 3, 60, false, 0, "LlmFailover::ServerError")).to eq([false, nil]) }
     expect(store.record(key, 3, 60, true, 0, nil)).to eq([false, nil])

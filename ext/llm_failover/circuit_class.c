@@ -1,6 +1,8 @@
 /* LlmFailover::Circuit: one target's circuit for MemoryStateStore, a thin
- * wrapper over the core's lf_circuit (its rules are core/lf_circuit.c's).
- * Locking and the table of circuits are MemoryStateStore's (Ruby). */
+ * wrapper over the core's lf_circuit (its rules are core/lf_circuit.c's),
+ * and the route codes every state store answers with (Circuit::SEND, SKIP,
+ * PROBE: the core's lf_route, the one owner of those numbers). Locking and
+ * the table of circuits are MemoryStateStore's (Ruby). */
 #include "lf_ruby.h"
 
 #include "lf_circuit.h"
@@ -13,6 +15,12 @@ typedef struct lf_circuit_wrapper {
 } lf_circuit_wrapper;
 
 static VALUE lf_sym_states[3], lf_sym_reasons[6];
+
+/* Circuit#record's keywords, in this order. */
+/* The required keywords of #record, then the optional first: */
+enum { LF_KW_NOW, LF_KW_THRESHOLD, LF_KW_COOLDOWN, LF_KW_SUCCESS, LF_KW_HOLD, LF_KW_PROBE, LF_N_RECORD_KW,
+       LF_KW_FIRST = LF_N_RECORD_KW };
+static ID lf_record_kw[LF_N_RECORD_KW + 1];
 
 static size_t lf_circuit_memsize(const void *p)
 {
@@ -45,7 +53,7 @@ static lf_circuit_wrapper *lf_circuit_get(VALUE self)
 }
 
 /* @overload admit(now, probe_ttl)
- *   @return [Integer] 0 send, 1 skip, 2 probe (this caller holds the probe) */
+ *   @return [Integer] SEND, SKIP, or PROBE (this caller holds the probe) */
 static VALUE lf_circuit_m_admit(VALUE self, VALUE now, VALUE probe_ttl)
 {
     lf_circuit_wrapper *w = lf_circuit_get(self);
@@ -53,26 +61,41 @@ static VALUE lf_circuit_m_admit(VALUE self, VALUE now, VALUE probe_ttl)
 }
 
 /* @overload peek(now)
- *   @return [Integer] what #admit would answer, changing nothing (2: the probe is free) */
+ *   @return [Integer] what #admit would answer, changing nothing (PROBE: the probe is free) */
 static VALUE lf_circuit_m_peek(VALUE self, VALUE now)
 {
     return INT2FIX(lf_circuit_peek(&lf_circuit_get(self)->c, NUM2DBL(now)));
 }
 
-/* @overload record(now, threshold, cooldown, success, hold, probe, first = cooldown)
+/* @overload record(now:, threshold:, cooldown:, success:, hold:, probe:, first: cooldown)
+ *   @param now [Float] epoch seconds
+ *   @param hold [Float] a counted failure's Retry-After cooldown, 0 for none
  *   @param probe [Boolean] the reporting call was handed the half-open probe
  *   @param first [Numeric] the recovery schedule's first wait (circuit_first_probe)
  *   @return [Boolean] whether the state changed (see #last_change) */
 static VALUE lf_circuit_m_record(int argc, VALUE *argv, VALUE self)
 {
     lf_circuit_wrapper *w = lf_circuit_get(self);
-    VALUE now, threshold, cooldown, success, hold, probe, first;
+    VALUE opts, v[LF_N_RECORD_KW + 1];
+    lf_circuit_rules rules;
+    lf_circuit_outcome out;
+    double cooldown;
 
-    rb_scan_args(argc, argv, "61", &now, &threshold, &cooldown, &success, &hold, &probe, &first);
-    return lf_circuit_record(&w->c, NUM2INT(threshold), NIL_P(first) ? NUM2DBL(cooldown) : NUM2DBL(first),
-                             NUM2DBL(cooldown), NUM2DBL(now), RTEST(success), NUM2DBL(hold), RTEST(probe), &w->last)
-               ? Qtrue
-               : Qfalse;
+    rb_scan_args(argc, argv, ":", &opts);
+    rb_get_kwargs(opts, lf_record_kw, LF_N_RECORD_KW, 1, v);
+    cooldown = NUM2DBL(v[LF_KW_COOLDOWN]);
+    rules = (lf_circuit_rules){
+        .threshold = NUM2INT(v[LF_KW_THRESHOLD]),
+        .first = v[LF_KW_FIRST] == Qundef || NIL_P(v[LF_KW_FIRST]) ? cooldown : NUM2DBL(v[LF_KW_FIRST]),
+        .cooldown = cooldown,
+    };
+    out = (lf_circuit_outcome){
+        .now = NUM2DBL(v[LF_KW_NOW]),
+        .success = RTEST(v[LF_KW_SUCCESS]),
+        .hold = NUM2DBL(v[LF_KW_HOLD]),
+        .probe = RTEST(v[LF_KW_PROBE]),
+    };
+    return lf_circuit_record(&w->c, &rules, &out, &w->last) ? Qtrue : Qfalse;
 }
 
 /* @return [Array(Symbol, Symbol, Symbol), nil] from, to, reason of the last
@@ -156,6 +179,10 @@ void lf_init_circuit(VALUE mod)
     int i;
 
     rb_define_alloc_func(c, lf_circuit_alloc);
+    /* Routes: what a call may do with a target (lf_route). */
+    rb_define_const(c, "SEND", INT2FIX(LF_ROUTE_SEND));
+    rb_define_const(c, "SKIP", INT2FIX(LF_ROUTE_SKIP));
+    rb_define_const(c, "PROBE", INT2FIX(LF_ROUTE_PROBE));
     rb_define_method(c, "admit", lf_circuit_m_admit, 2);
     rb_define_method(c, "peek", lf_circuit_m_peek, 1);
     rb_define_method(c, "record", lf_circuit_m_record, -1);
@@ -172,6 +199,13 @@ void lf_init_circuit(VALUE mod)
     rb_define_method(c, "renew_probe", lf_circuit_m_renew_probe, 2);
     rb_define_method(c, "adopt", lf_circuit_m_adopt, 3);
     for (i = 0; i < 3; i++) lf_sym_states[i] = ID2SYM(rb_intern(lf_circuit_state_name((lf_circuit_state)i)));
+    lf_record_kw[LF_KW_NOW] = rb_intern("now");
+    lf_record_kw[LF_KW_THRESHOLD] = rb_intern("threshold");
+    lf_record_kw[LF_KW_COOLDOWN] = rb_intern("cooldown");
+    lf_record_kw[LF_KW_SUCCESS] = rb_intern("success");
+    lf_record_kw[LF_KW_HOLD] = rb_intern("hold");
+    lf_record_kw[LF_KW_PROBE] = rb_intern("probe");
+    lf_record_kw[LF_KW_FIRST] = rb_intern("first");
     lf_sym_reasons[0] = Qnil;
     for (i = 1; i < 6; i++) lf_sym_reasons[i] = ID2SYM(rb_intern(lf_circuit_reason_name((lf_circuit_reason)i)));
 }

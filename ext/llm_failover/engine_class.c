@@ -1,7 +1,8 @@
 /* LlmFailover::Engine: a connection pool and #run, the core's attempt loop
  * driven from Ruby. This file only binds: the request's conversion is in
- * engine_request.c, the listener and the result in engine_listener.c, the
- * loop (and the quota's pick) in core/lf_failover.c. */
+ * engine_request.c, the listener in engine_listener.c, its waits in
+ * engine_wait.c, the result Hashes in engine_result.c, the loop (and the
+ * quota's pick) in core/lf_failover.c. */
 #include "lf_engine.h"
 
 #include <string.h>
@@ -71,15 +72,21 @@ typedef struct lf_engine_call {
 static VALUE lf_engine_perform(VALUE arg)
 {
     lf_engine_call *c = (lf_engine_call *)arg;
-    const lf_budget *budget;
     int rc;
 
     lf_ruby_listener_init(&c->rl, c->listener, &c->l);
     lf_engine_request_fill(&c->args, c->request);
-    if (c->args.circuit) lf_ruby_listener_breaker(&c->rl, &c->l, c->args.circuit == LF_CIRCUIT_REPORT);
-    budget = c->args.has_budget ? &c->args.budget : NULL;
-    rc = lf_run(c->engine->pool, c->args.targets, c->args.n_targets, &c->args.params, &c->args.policy, budget,
-                &c->l, &c->outcome);
+    if (c->args.circuit) lf_ruby_listener_breaker(&c->rl, &c->l);
+    rc = lf_run(&(lf_run_args){
+                    .pool = c->engine->pool,
+                    .targets = c->args.targets,
+                    .n_targets = c->args.n_targets,
+                    .params = &c->args.params,
+                    .policy = &c->args.policy,
+                    .budget = c->args.has_budget ? &c->args.budget : NULL,
+                    .listener = &c->l,
+                },
+                &c->outcome);
     if (c->rl.state) rb_jump_tag(c->rl.state); /* what the listener raised, now that the core is out */
     if (rc != 0) rb_raise(rb_eArgError, "llm_failover: %s", lf_buf_cstr(&c->outcome.message));
     return lf_outcome_to_hash(&c->outcome);
@@ -106,9 +113,7 @@ static VALUE lf_engine_cleanup(VALUE arg)
  *     [route, failures, ...] before the first attempt and circuit_report(target,
  *     success, error_class, hold) -> open? after the attempts that bear on a
  *     circuit; when it answers circuit_admit(target) -> [route, failures] too,
- *     that is asked again before each request that is not the call's first;
- *     :report: circuit_report (and circuit_admit) without circuit_health, when
- *     the host knows that every target sends with no failure counted)
+ *     that is asked again before each request that is not the call's first)
  *   @param listener [#on_chunk, #on_reset, #on_attempt] on_chunk(text, target)
  *     per streamed delta; on_reset before a backup answers after text was
  *     delivered; on_interrupt (optional) after a wait an interrupt cut short

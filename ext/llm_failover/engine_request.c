@@ -5,12 +5,14 @@
 
 #include <string.h>
 
+#include "lf_redact.h"
+
 #include "lf_banned.h"
 
-static VALUE lf_sym_openai, lf_sym_anthropic, lf_sym_report;
+static VALUE lf_sym_openai, lf_sym_anthropic;
 
-/* The request's keys, interned once at load (an rb_intern per lookup cost
- * ~700 instructions: 20k per call). */
+/* The request's keys, interned once at load rather than looked up by name on
+ * every call. */
 enum lf_key {
     LF_K_TARGETS,
     LF_K_MESSAGES,
@@ -274,16 +276,14 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
     lf_fill_budget(r, lf_fetch(request, LF_K_QUOTA, 0));
     circuit = lf_fetch(request, LF_K_CIRCUIT, 0);
-    r->circuit = circuit == lf_sym_report ? LF_CIRCUIT_REPORT : RTEST(circuit) ? LF_CIRCUIT_FULL : LF_CIRCUIT_NONE;
+    r->circuit = RTEST(circuit);
 }
 
-/* A memset the compiler cannot drop as a dead store before free. */
-static void *(*const volatile lf_wipe)(void *, int, size_t) = memset;
-
+/* A key or a header line: wiped before it is freed (lf_redact.h owns the rule). */
 static void lf_free_secret(const char *s)
 {
     if (!s) return;
-    lf_wipe((void *)s, 0, strlen(s));
+    lf_wipe((void *)s, strlen(s));
     free((void *)s);
 }
 
@@ -316,5 +316,4 @@ void lf_init_engine_request(void)
     for (k = 0; k < LF_K_COUNT; k++) lf_keys[k] = ID2SYM(rb_intern(lf_key_names[k]));
     lf_sym_openai = ID2SYM(rb_intern("openai"));
     lf_sym_anthropic = ID2SYM(rb_intern("anthropic"));
-    lf_sym_report = ID2SYM(rb_intern("report"));
 }

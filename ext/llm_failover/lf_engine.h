@@ -1,7 +1,9 @@
 /* The pieces of LlmFailover::Engine#run, one file each: the request Hash
  * converted to the core's structs (engine_request.c), the core's listener
- * turned into calls on the Ruby listener and the outcome into a Hash
- * (engine_listener.c), and the class itself (engine_class.c). */
+ * turned into calls on the Ruby listener (engine_listener.c), its waits with
+ * the GVL released or through the Fiber scheduler (engine_wait.c), the
+ * attempt records and the outcome as Hashes (engine_result.c), and the class
+ * itself (engine_class.c). */
 #ifndef LF_ENGINE_H
 #define LF_ENGINE_H
 
@@ -20,7 +22,7 @@ typedef struct lf_engine_request {
     lf_policy policy;
     lf_budget budget;
     int has_budget;
-    int circuit;                      /* :circuit: LF_CIRCUIT_* (circuit_health/circuit_report) */
+    int circuit;                      /* :circuit: the listener is the breaker (circuit_health, circuit_report) */
 } lf_engine_request;
 
 /* Fills a zeroed request from the Ruby Hash; raises on a value of the wrong
@@ -45,18 +47,22 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
  * unwinds: hands the listener the record of the attempt it cut, with
  * :stopped_by (the exception's class, nil for Thread#kill or a throw). */
 void lf_ruby_listener_unwind(lf_ruby_listener *rl);
-/* :circuit of a request: none, circuit_health and circuit_report (true), or
- * without circuit_health (:report). */
-enum { LF_CIRCUIT_NONE, LF_CIRCUIT_FULL, LF_CIRCUIT_REPORT };
-/* Adds the breaker's callbacks on the Ruby listener: circuit_report(target,
- * success, error_class, hold), circuit_health(n) unless report_only, and,
- * when it answers it, circuit_admit(target). */
-void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l, int report_only);
+/* Adds the breaker's callbacks on the Ruby listener: circuit_health(n),
+ * circuit_report(target, success, error_class, hold), and, when it answers
+ * it, circuit_admit(target). */
+void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l);
 
+/* Fills the core's waits (wait, wait_fd, wake_fd, on_wake) for rl. */
+void lf_ruby_listener_waits(lf_ruby_listener *rl, lf_listener *l);
+
+/* One attempt's record as on_attempt gets it. */
+VALUE lf_attempt_to_hash(const lf_attempt_record *r);
 /* The outcome of lf_run as Engine#run returns it. */
 VALUE lf_outcome_to_hash(const lf_outcome *o);
 
 void lf_init_engine_request(void);
 void lf_init_engine_listener(void);
+void lf_init_engine_wait(void);
+void lf_init_engine_result(void);
 
 #endif

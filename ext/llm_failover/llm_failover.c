@@ -2,6 +2,8 @@
 #include "lf_ruby.h"
 #include "lf_transport.h"
 
+#include "lf_banned.h"
+
 VALUE lf_mLlmFailover;
 
 RUBY_FUNC_EXPORTED void Init_llm_failover(void)

@@ -37,19 +37,21 @@ static void test_what_counts(void)
 
 static void test_threshold_opens_and_success_resets(void)
 {
+    const lf_circuit_rules rules = { .threshold = 5, .cooldown = 60 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
     int i;
 
-    for (i = 0; i < 4; i++) LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 60, 100 + i, 0, 0, 0, &chg), 0);
+    for (i = 0; i < 4; i++)
+        LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 100 + i }, &chg), 0);
     LF_CHECK_INT(c.failures, 4);
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
     /* a success in between starts the count again */
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 60, 104, 1, 0, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 104, .success = 1 }, &chg), 0);
     LF_CHECK_INT(c.failures, 0);
-    for (i = 0; i < 4; i++) lf_circuit_record(&c, 5, 60, 60, 105, 0, 0, 0, &chg);
+    for (i = 0; i < 4; i++) lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 105 }, &chg);
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 60, 110, 0, 0, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 110 }, &chg), 1);
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(chg.from, LF_CIRCUIT_CLOSED);
     LF_CHECK_INT(chg.to, LF_CIRCUIT_OPEN);
@@ -60,10 +62,11 @@ static void test_threshold_opens_and_success_resets(void)
 
 static void test_open_skips_until_cooldown_then_one_probe(void)
 {
+    const lf_circuit_rules rules = { .threshold = 1, .cooldown = 0.5 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 0.5, 0.5, 10, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 10 }, &chg);
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(lf_circuit_admit(&c, 10.1, 0.5, &chg), LF_ROUTE_SKIP);
     LF_CHECK_INT(chg.reason, LF_REASON_NONE);
@@ -82,13 +85,14 @@ static void test_open_skips_until_cooldown_then_one_probe(void)
 
 static void test_probe_success_closes(void)
 {
+    const lf_circuit_rules rules = { .threshold = 2, .cooldown = 1 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 2, 1, 1, 0, 0, 0, 0, &chg);
-    lf_circuit_record(&c, 2, 1, 1, 0, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 0 }, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 0 }, &chg);
     LF_CHECK_INT(lf_circuit_admit(&c, 1, 1, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 2, 1, 1, 1.2, 1, 0, 1, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 1.2, .success = 1, .probe = 1 }, &chg), 1);
     LF_CHECK_INT(chg.from, LF_CIRCUIT_HALF_OPEN);
     LF_CHECK_INT(chg.to, LF_CIRCUIT_CLOSED);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "success");
@@ -99,12 +103,13 @@ static void test_probe_success_closes(void)
 
 static void test_probe_failure_reopens_for_another_cooldown(void)
 {
+    const lf_circuit_rules rules = { .threshold = 1, .cooldown = 2 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 2, 2, 100, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 100 }, &chg);
     LF_CHECK_INT(lf_circuit_admit(&c, 102, 2, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 103, 0, 0, 1, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 103, .probe = 1 }, &chg), 1);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
     LF_CHECK(c.until == 105);
@@ -121,20 +126,21 @@ static void test_probe_schedule_grows_with_the_outage(void)
 {
     /* when each probe is due, the probe failing at once (seconds after opening) */
     static const double due[] = { 5, 10, 15, 20, 25, 30, 35, 35 + 35.0 / 6 };
+    const lf_circuit_rules schedule = { .threshold = 5, .first = 5, .cooldown = 60 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
     double now = 1000, wait, last = 0;
     size_t i;
     int probes = 0;
 
-    for (i = 0; i < 5; i++) lf_circuit_record(&c, 5, 5, 60, now, 0, 0, 0, &chg);
+    for (i = 0; i < 5; i++) lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now }, &chg);
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
     for (i = 0; i < sizeof due / sizeof due[0]; i++) {
         LF_CHECK(c.until == 1000 + due[i]);
         LF_CHECK_INT(lf_circuit_admit(&c, c.until - 0.01, 1, &chg), LF_ROUTE_SKIP);
         now = c.until;
         LF_CHECK_INT(lf_circuit_admit(&c, now, 1, &chg), LF_ROUTE_PROBE);
-        LF_CHECK_INT(lf_circuit_record(&c, 5, 5, 60, now, 0, 0, 1, &chg), 1);
+        LF_CHECK_INT(lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now, .probe = 1 }, &chg), 1);
         LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
         LF_CHECK_INT(c.probes_failed, ++probes);
     }
@@ -143,7 +149,7 @@ static void test_probe_schedule_grows_with_the_outage(void)
     while (c.until <= 1600) {
         now = c.until;
         lf_circuit_admit(&c, now, 1, &chg);
-        lf_circuit_record(&c, 5, 5, 60, now, 0, 0, 1, &chg);
+        lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now, .probe = 1 }, &chg);
         probes++;
         wait = c.until - now;
         LF_CHECK(wait >= last && wait <= 60 && wait <= (now - 1000) / 6 + 1e-9);
@@ -154,12 +160,12 @@ static void test_probe_schedule_grows_with_the_outage(void)
     /* a Retry-After longer than the step still wins */
     now = c.until;
     LF_CHECK_INT(lf_circuit_admit(&c, now, 1, &chg), LF_ROUTE_PROBE);
-    lf_circuit_record(&c, 5, 5, 60, now, 0, 90, 1, &chg);
+    lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now, .hold = 90, .probe = 1 }, &chg);
     LF_CHECK(c.until == now + 90);
     /* recovered: closed, and the next incident starts from the first wait again */
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 5, 60, now + 100, 1, 0, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now + 100, .success = 1 }, &chg), 1);
     LF_CHECK_INT(c.probes_failed, 0);
-    for (i = 0; i < 5; i++) lf_circuit_record(&c, 5, 5, 60, now + 200, 0, 0, 0, &chg);
+    for (i = 0; i < 5; i++) lf_circuit_record(&c, &schedule, &(lf_circuit_outcome){ .now = now + 200 }, &chg);
     LF_CHECK(c.until == now + 205);
     /* the formula alone; a first wait past the cooldown is the old fixed schedule */
     LF_CHECK(lf_circuit_interval(5, 60, 0) == 5);
@@ -172,6 +178,8 @@ static void test_probe_schedule_grows_with_the_outage(void)
 
 static void test_retry_after_cooldown(void)
 {
+    const lf_circuit_rules threshold_1 = { .threshold = 1, .cooldown = 60 };
+    const lf_circuit_rules threshold_5 = { .threshold = 5, .cooldown = 60 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
@@ -183,33 +191,34 @@ static void test_retry_after_cooldown(void)
     LF_CHECK(lf_circuit_hold(LF_E_BAD_REQUEST, 120, 30) == 0);
 
     /* one long Retry-After opens the circuit at once, until then */
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 60, 1000, 0, 120, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &threshold_5, &(lf_circuit_outcome){ .now = 1000, .hold = 120 }, &chg), 1);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "retry_after");
     LF_CHECK(c.until == 1120);
     LF_CHECK_INT(lf_circuit_admit(&c, 1119, 60, &chg), LF_ROUTE_SKIP);
     /* a later, longer one while open moves the end */
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 60, 1010, 0, 200, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, &threshold_5, &(lf_circuit_outcome){ .now = 1010, .hold = 200 }, &chg), 0);
     LF_CHECK(c.until == 1210);
-    LF_CHECK_INT(lf_circuit_record(&c, 5, 60, 60, 1011, 0, 0, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, &threshold_5, &(lf_circuit_outcome){ .now = 1011 }, &chg), 0);
     LF_CHECK(c.until == 1210);
     LF_CHECK_INT(lf_circuit_admit(&c, 1210, 60, &chg), LF_ROUTE_PROBE);
 
     /* threshold reached with a Retry-After: the longer of the two */
     c = (lf_circuit){ 0 };
-    lf_circuit_record(&c, 1, 60, 60, 0, 0, 10, 0, &chg);
+    lf_circuit_record(&c, &threshold_1, &(lf_circuit_outcome){ .now = 0, .hold = 10 }, &chg);
     LF_CHECK(c.until == 60);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "threshold");
 }
 
 static void test_success_while_open_closes(void)
 {
+    const lf_circuit_rules rules = { .threshold = 1, .cooldown = 60 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 60, 60, 0, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 0 }, &chg);
     /* an attempt sent before it opened (or to a primary tried because every
      * target was open) answered: the target is healthy again */
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 60, 60, 1, 1, 0, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 1, .success = 1 }, &chg), 1);
     LF_CHECK_INT(chg.from, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
 }
@@ -220,28 +229,29 @@ static void test_success_while_open_closes(void)
  * its lock lasts, reopens; once its lock expired it is anyone's late failure. */
 static void test_other_failure_leaves_the_probe(void)
 {
+    const lf_circuit_rules rules = { .threshold = 1, .cooldown = 2 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 2, 2, 100, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 100 }, &chg);
     LF_CHECK_INT(lf_circuit_admit(&c, 102, 5, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 103, 0, 0, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 103 }, &chg), 0);
     LF_CHECK_INT(chg.reason, LF_REASON_NONE);
     LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
     LF_CHECK_INT(c.failures, 2);
     LF_CHECK_INT(lf_circuit_admit(&c, 106, 5, &chg), LF_ROUTE_SKIP); /* the probe is still out */
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 106.5, 0, 0, 1, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 106.5, .probe = 1 }, &chg), 1);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
     LF_CHECK(c.until == 108.5);
 
     /* a probe that outlived its lock reports late: counted, nothing more */
     LF_CHECK_INT(lf_circuit_admit(&c, 109, 1, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 110.5, 0, 0, 1, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 110.5, .probe = 1 }, &chg), 0);
     LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
     LF_CHECK_INT(lf_circuit_admit(&c, 110.5, 1, &chg), LF_ROUTE_PROBE);
 
     /* another call's success closes it, as it would an open circuit */
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 111, 1, 0, 0, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 111, .success = 1 }, &chg), 1);
     LF_CHECK_INT(chg.from, LF_CIRCUIT_HALF_OPEN);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "success");
     LF_CHECK_INT(c.state, LF_CIRCUIT_CLOSED);
@@ -253,12 +263,13 @@ static void test_other_failure_leaves_the_probe(void)
  * after a lost probe, and after the probe's own failure. */
 static void test_retry_after_kept_while_half_open(void)
 {
+    const lf_circuit_rules rules = { .threshold = 1, .cooldown = 2 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
-    lf_circuit_record(&c, 1, 2, 2, 100, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 100 }, &chg);
     LF_CHECK_INT(lf_circuit_admit(&c, 102, 1, &chg), LF_ROUTE_PROBE);
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 102.5, 0, 30, 0, &chg), 0);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 102.5, .hold = 30 }, &chg), 0);
     LF_CHECK_INT(c.state, LF_CIRCUIT_HALF_OPEN);
     LF_CHECK(c.until == 132.5);
     /* the probe's lock expired (its process died): no new probe before the Retry-After is over */
@@ -266,9 +277,10 @@ static void test_retry_after_kept_while_half_open(void)
     LF_CHECK_INT(lf_circuit_admit(&c, 110, 1, &chg), LF_ROUTE_SKIP);
     LF_CHECK_INT(lf_circuit_admit(&c, 132.5, 1, &chg), LF_ROUTE_PROBE);
     /* the probe's own failure reopens for the longer of its cooldown and the kept Retry-After */
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 133, 0, 40, 0, &chg), 0); /* another's, while the probe is out */
+    LF_CHECK_INT(lf_circuit_record(&c, &rules,
+            &(lf_circuit_outcome){ .now = 133, .hold = 40 }, &chg), 0); /* another's, while the probe is out */
     LF_CHECK(c.until == 173);
-    LF_CHECK_INT(lf_circuit_record(&c, 1, 2, 2, 133.2, 0, 0, 1, &chg), 1);
+    LF_CHECK_INT(lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 133.2, .probe = 1 }, &chg), 1);
     LF_CHECK_STR(lf_circuit_reason_name(chg.reason), "probe_failed");
     LF_CHECK(c.until == 173);
     LF_CHECK_INT(lf_circuit_admit(&c, 172, 1, &chg), LF_ROUTE_SKIP);
@@ -278,11 +290,12 @@ static void test_retry_after_kept_while_half_open(void)
 /* peek answers what admit would, and changes nothing. */
 static void test_peek(void)
 {
+    const lf_circuit_rules rules = { .threshold = 1, .cooldown = 2 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
     LF_CHECK_INT(lf_circuit_peek(&c, 0), LF_ROUTE_SEND);
-    lf_circuit_record(&c, 1, 2, 2, 100, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 100 }, &chg);
     LF_CHECK_INT(lf_circuit_peek(&c, 101), LF_ROUTE_SKIP);
     LF_CHECK_INT(lf_circuit_peek(&c, 102), LF_ROUTE_PROBE); /* free to take */
     LF_CHECK_INT(c.state, LF_CIRCUIT_OPEN);
@@ -306,17 +319,18 @@ static void test_names(void)
  * nobody else gets one meanwhile; once the circuit moved on, nothing to renew. */
 static void test_renew_probe(void)
 {
+    const lf_circuit_rules rules = { .threshold = 1, .cooldown = 1 };
     lf_circuit c = { 0 };
     lf_circuit_change chg;
 
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 0, 5), 0); /* closed */
-    lf_circuit_record(&c, 1, 1, 1, 0, 0, 0, 0, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 0 }, &chg);
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 0.5, 5), 0); /* open */
     LF_CHECK_INT(lf_circuit_admit(&c, 1, 2, &chg), LF_ROUTE_PROBE);
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 2.5, 2), 1);
     LF_CHECK_INT(lf_circuit_admit(&c, 3.5, 2, &chg), LF_ROUTE_SKIP); /* 3 without the renewal */
     LF_CHECK_INT(lf_circuit_admit(&c, 4.5, 2, &chg), LF_ROUTE_PROBE);
-    lf_circuit_record(&c, 1, 1, 1, 4.6, 1, 0, 1, &chg);
+    lf_circuit_record(&c, &rules, &(lf_circuit_outcome){ .now = 4.6, .success = 1, .probe = 1 }, &chg);
     LF_CHECK_INT(lf_circuit_renew_probe(&c, 4.7, 2), 0);
 }
 

@@ -318,8 +318,16 @@ static void fixture_quota(fixture *f, double limit, double used, int enforce)
 
 static int fixture_run(fixture *f, size_t n_targets)
 {
-    return lf_run(f->pool, f->targets, n_targets, &f->params, &f->pol, f->has_budget ? &f->budget : NULL,
-                  &f->l, &f->o);
+    return lf_run(&(lf_run_args){
+                      .pool = f->pool,
+                      .targets = f->targets,
+                      .n_targets = n_targets,
+                      .params = &f->params,
+                      .policy = &f->pol,
+                      .budget = f->has_budget ? &f->budget : NULL,
+                      .listener = &f->l,
+                  },
+                  &f->o);
 }
 
 /* The same fixture called again: a fresh outcome and nothing seen yet; the
@@ -901,13 +909,29 @@ static int breaker_health(void *ud, size_t n, lf_health *out)
     return 0;
 }
 
-static int breaker_report(void *ud, int target, int success, lf_kind kind, double hold, int *open)
+static lf_circuit_rules breaker_rules(void)
 {
+    return (lf_circuit_rules){ .threshold = breaker_threshold, .cooldown = 60 };
+}
+
+/* A failure another call reports on target `target`. */
+static void breaker_fail_elsewhere(int target)
+{
+    lf_circuit_rules rules = breaker_rules();
+    lf_circuit_change chg;
+    lf_circuit_record(&breaker_circuits[target], &rules, &(lf_circuit_outcome){ .now = breaker_now }, &chg);
+}
+
+static int breaker_report(void *ud, const lf_circuit_report *r, int *open)
+{
+    lf_circuit_rules rules = breaker_rules();
     lf_circuit_change chg;
     breaker_reports++;
     /* the fixture's one call holds any probe it was handed (the circuit knows until when) */
-    lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, 60, breaker_now, success, hold, 1, &chg);
-    *open = breaker_circuits[target].state != LF_CIRCUIT_CLOSED;
+    lf_circuit_record(&breaker_circuits[r->target], &rules,
+                      &(lf_circuit_outcome){ .now = breaker_now, .success = r->success, .hold = r->hold, .probe = 1 },
+                      &chg);
+    *open = breaker_circuits[r->target].state != LF_CIRCUIT_CLOSED;
     return 0;
 }
 
@@ -918,8 +942,7 @@ static int breaker_admit(void *ud, int target, lf_health *out)
 {
     lf_circuit_change chg;
     breaker_admits++;
-    for (; breaker_elsewhere > 0; breaker_elsewhere--)
-        lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, 60, breaker_now, 0, 0, 0, &chg);
+    for (; breaker_elsewhere > 0; breaker_elsewhere--) breaker_fail_elsewhere(target);
     out->route = lf_circuit_admit(&breaker_circuits[target], breaker_now, 60, &chg);
     out->failures = breaker_circuits[target].failures;
     return 0;
@@ -993,16 +1016,14 @@ static void test_breaker_opens_mid_call_then_skips(void)
     LF_CHECK_INT(f.srv[0].served, 2);
 }
 
-/* Without health (the host knew no failure when the call began): every
- * target sends, and a success is still reported, so that failures counted
- * by other calls meanwhile start over; counted failures are reported and
- * open the circuit. */
-static void test_breaker_without_health(void)
+/* Every success is reported, so that failures the store knew of start over;
+ * counted failures are reported and open the circuit. A breaker is health
+ * and report together: one without the other is a bad argument. */
+static void test_breaker_healthy_then_counted(void)
 {
     fixture f;
     fixture_init(&f, 0);
     breaker_fixture(&f);
-    f.l.health = NULL;
     f.srv[0].script[0] = OK_JSON;
     f.srv[0].script[1] = UNAVAILABLE;
     f.srv[0].script[2] = UNAVAILABLE;
@@ -1011,7 +1032,7 @@ static void test_breaker_without_health(void)
     f.srv[1].n_script = 1;
     fixture_serve(&f, 0);
     fixture_serve(&f, 1);
-    breaker_circuits[0].failures = 1; /* other calls' failure, landed after this one began */
+    breaker_circuits[0].failures = 1; /* other calls' failure: this call's success resets it */
     LF_CHECK_INT(fixture_run(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_STR(f.seen.log, "a1/t0:ok|");
@@ -1023,6 +1044,10 @@ static void test_breaker_without_health(void)
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
     LF_CHECK_INT(breaker_reports, 4);
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
+
+    f.l.health = NULL;
+    LF_CHECK_INT(fixture_rerun(&f, 2), -1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.message), "lf_run: bad arguments");
     fixture_free(&f);
 }
 
@@ -1035,7 +1060,8 @@ static void test_breaker_probe_and_every_target_open(void)
     lf_circuit_change chg;
     fixture_init(&f, 0);
     breaker_fixture(&f);
-    lf_circuit_record(&breaker_circuits[0], 1, 60, 60, 1000, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[0], &(lf_circuit_rules){ .threshold = 1, .cooldown = 60 },
+                      &(lf_circuit_outcome){ .now = 1000 }, &chg);
     breaker_now = 1061;
     f.srv[0].script[0] = UNAVAILABLE;
     f.srv[0].script[1] = UNAVAILABLE;
@@ -1049,7 +1075,8 @@ static void test_breaker_probe_and_every_target_open(void)
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t1:ok|");
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
 
-    lf_circuit_record(&breaker_circuits[1], 1, 60, 60, 1061, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[1], &(lf_circuit_rules){ .threshold = 1, .cooldown = 60 },
+                      &(lf_circuit_outcome){ .now = 1061 }, &chg);
     LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 0);
@@ -1066,7 +1093,8 @@ static void test_breaker_backup_probe_taken_only_when_sent(void)
     lf_circuit_change chg;
     fixture_init(&f, 0);
     breaker_fixture(&f);
-    lf_circuit_record(&breaker_circuits[1], 1, 60, 60, 1000, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[1], &(lf_circuit_rules){ .threshold = 1, .cooldown = 60 },
+                      &(lf_circuit_outcome){ .now = 1000 }, &chg);
     breaker_now = 1061;
     f.srv[0].script[0] = OK_JSON;
     f.srv[0].script[1] = UNAUTHORIZED;
@@ -1100,7 +1128,8 @@ static void test_breaker_ignores_4xx(void)
     lf_circuit_change chg;
     fixture_init(&f, 0);
     breaker_fixture(&f);
-    lf_circuit_record(&breaker_circuits[1], 1, 60, 60, 1000, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[1], &(lf_circuit_rules){ .threshold = 1, .cooldown = 60 },
+                      &(lf_circuit_outcome){ .now = 1000 }, &chg);
     f.srv[0].script[0] = UNAUTHORIZED;
     f.srv[0].n_script = 1;
     fixture_serve(&f, 0);
@@ -1141,7 +1170,7 @@ int main(void)
         LF_RUN(test_idle_reset_connection_is_sent_on_a_new_one);
 #endif
         LF_RUN(test_breaker_opens_mid_call_then_skips);
-        LF_RUN(test_breaker_without_health);
+        LF_RUN(test_breaker_healthy_then_counted);
         LF_RUN(test_breaker_probe_and_every_target_open);
         LF_RUN(test_breaker_ignores_4xx);
         LF_RUN(test_breaker_backup_probe_taken_only_when_sent);

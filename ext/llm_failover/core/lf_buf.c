@@ -1,7 +1,11 @@
 #include "lf_buf.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lf_banned.h"
 
 void lf_buf_init(lf_buf *b)
 {
@@ -94,4 +98,16 @@ void lf_buf_consume(lf_buf *b, size_t n)
     memmove(b->ptr, b->ptr + n, b->len - n);
     b->len -= n;
     b->ptr[b->len] = '\0';
+}
+
+void lf_buf_setf(lf_buf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    lf_buf_set(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }

@@ -20,6 +20,8 @@ int lf_buf_append(lf_buf *b, const char *bytes, size_t n);
 int lf_buf_append_str(lf_buf *b, const char *s);
 int lf_buf_append_char(lf_buf *b, char c);
 int lf_buf_set(lf_buf *b, const char *bytes, size_t n);
+/* b becomes the printf-formatted text, cut at 1023 bytes (messages). */
+void lf_buf_setf(lf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* dst becomes a copy of src (empty when src is). */
 int lf_buf_copy(lf_buf *dst, const lf_buf *src);
 /* dst takes src's memory (its own is freed); src is left empty, as after

@@ -81,14 +81,15 @@ lf_route lf_circuit_peek(const lf_circuit *c, double now)
     }
 }
 
-int lf_circuit_record(lf_circuit *c, int threshold, double first, double cooldown, double now, int success,
-                      double hold, int probe, lf_circuit_change *chg)
+int lf_circuit_record(lf_circuit *c, const lf_circuit_rules *rules, const lf_circuit_outcome *out,
+                      lf_circuit_change *chg)
 {
     lf_circuit_state from = c->state;
-    double until, wait;
+    int threshold = rules->threshold;
+    double first = rules->first > 0 ? rules->first : rules->cooldown, cooldown = rules->cooldown, now = out->now, hold = out->hold, until, wait;
 
     lf_change(chg, from, from, LF_REASON_NONE);
-    if (success) {
+    if (out->success) {
         c->failures = 0;
         c->probes_failed = 0;
         if (from == LF_CIRCUIT_CLOSED) return 0;
@@ -102,7 +103,7 @@ int lf_circuit_record(lf_circuit *c, int threshold, double first, double cooldow
     case LF_CIRCUIT_HALF_OPEN:
         /* Not the probe's (or its lock expired): counted, the probe decides.
          * Its Retry-After still holds: no next probe before it is over. */
-        if (!probe || !(c->probe_until > now)) {
+        if (!out->probe || !(c->probe_until > now)) {
             if (hold > 0 && now + hold > c->until) c->until = now + hold;
             return 0;
         }

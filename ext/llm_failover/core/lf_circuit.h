@@ -93,12 +93,27 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
  * answers. */
 lf_route lf_circuit_peek(const lf_circuit *c, double now);
 
-/* Applies an attempt's outcome: `success`, or a counted failure asking for
- * `hold` seconds of cooldown. `threshold` > 0; `first` and `cooldown` in
- * seconds, the recovery schedule's (lf_circuit_interval). `probe`
- * is 1 when the store saw the reporting call's token on the half-open probe
- * (the call it handed the probe to); the probe is its outcome only while it
- * has not expired. Returns 1 and fills *chg when the state changed.
+/* The breaker's settings. */
+typedef struct lf_circuit_rules {
+    int threshold;            /* consecutive counted failures that open the circuit; > 0 */
+    double first;             /* seconds before the first probe (lf_circuit_interval); 0: cooldown,
+                               * the fixed schedule */
+    double cooldown;          /* the longest wait between two probes */
+} lf_circuit_rules;
+
+/* An attempt's outcome as its target's circuit takes it. */
+typedef struct lf_circuit_outcome {
+    double now;               /* epoch seconds */
+    int success;
+    double hold;              /* a counted failure's Retry-After cooldown (lf_circuit_hold), else 0 */
+    int probe;                /* the store saw the reporting call's token on the half-open probe */
+} lf_circuit_outcome;
+
+/* Applies an attempt's outcome: a success, or a counted failure asking for
+ * `hold` seconds of cooldown. `probe` is 1 when the store saw the reporting
+ * call's token on the half-open probe (the call it handed the probe to); the
+ * probe is its outcome only while it has not expired. Returns 1 and fills
+ * *chg when the state changed.
  *
  * While half-open, only the probe's own failure reopens the circuit. Another
  * call's failure (one sent before the circuit opened and ending late, or one
@@ -108,8 +123,8 @@ lf_route lf_circuit_peek(const lf_circuit *c, double now);
  * is over. Any success closes the circuit, whoever sent it, as it does from
  * open: the target answered, and the probe's own outcome then counts as a
  * closed circuit's. */
-int lf_circuit_record(lf_circuit *c, int threshold, double first, double cooldown, double now, int success,
-                      double hold, int probe, lf_circuit_change *chg);
+int lf_circuit_record(lf_circuit *c, const lf_circuit_rules *rules, const lf_circuit_outcome *out,
+                      lf_circuit_change *chg);
 
 /* The caller that holds a half-open circuit's probe asks again (before its
  * retry, or a later target of its call): the probe stays its own for

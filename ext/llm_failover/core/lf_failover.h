@@ -13,20 +13,9 @@
 #include "lf_circuit.h"
 #include "lf_classify.h"
 #include "lf_quota.h"
+#include "lf_target.h"
 #include "lf_transport.h"
 #include "lf_wire.h"
-
-#define LF_MAX_TARGETS 2
-
-typedef struct lf_target {
-    lf_api api;
-    const char *base_url;         /* the API path is appended as it is: no trailing slash
-                                   * (ProviderConfig normalises a configured one) */
-    const char *api_key;
-    const char *model;
-    const char *const *headers;   /* extra "Name: value" lines */
-    size_t n_headers;
-} lf_target;
 
 typedef struct lf_policy {
     int max_retries;              /* retries of a target after its first attempt */
@@ -74,6 +63,14 @@ typedef struct lf_health {
     int failures;                 /* consecutive counted failures known so far */
 } lf_health;
 
+/* What the loop tells the breaker of one attempt (lf_listener.report). */
+typedef struct lf_circuit_report {
+    int target;                   /* index into the targets */
+    int success;
+    lf_kind kind;                 /* LF_OK on success */
+    double hold;                  /* the Retry-After cooldown it asks for (lf_circuit_hold), 0 for none */
+} lf_circuit_report;
+
 /* Every callback returns 0 to go on; nonzero stops the call at once (the
  * outcome is then marked aborted and the host raises what it stashed). */
 typedef struct lf_listener {
@@ -88,17 +85,15 @@ typedef struct lf_listener {
      * host wakes it (curl_multi_wakeup). Must not call into libcurl other
      * than curl_multi_poll/curl_multi_wakeup. */
     int (*wait)(void *ud, CURLM *multi, int timeout_ms);
-    /* The circuit breaker; report NULL: none. health: once, before the first
-     * attempt, fills out[i] for each target (with admit, a PROBE there only
-     * says the probe is free: lf_circuit_peek; the loop takes it through
-     * admit just before it sends to that target); NULL when the host knows every
-     * target sends with no failure counted (nothing to ask). report: after an attempt that
-     * bears on its target's circuit (every success, whenever the call began,
-     * or a failure lf_circuit_counts), with the
-     * Retry-After cooldown it asks for (lf_circuit_hold); sets *open when
-     * the circuit is open afterwards. */
+    /* The circuit breaker: both set, or both NULL (none). health: once,
+     * before the first attempt, fills out[i] for each target (with admit, a
+     * PROBE there only says the probe is free: lf_circuit_peek; the loop
+     * takes it through admit just before it sends to that target). report:
+     * after an attempt that bears on its target's circuit (every success,
+     * whenever the call began, or a failure lf_circuit_counts); sets *open
+     * when the circuit is open afterwards. */
     int (*health)(void *ud, size_t n_targets, lf_health *out);
-    int (*report)(void *ud, int target, int success, lf_kind kind, double hold, int *open);
+    int (*report)(void *ud, const lf_circuit_report *r, int *open);
     /* Optional with the breaker (NULL: health's answer holds for the whole
      * call, its PROBE a probe taken). Asks again for one target's route, just
      * before a request that is not the call's first (a retry, or a target
@@ -149,13 +144,20 @@ typedef struct lf_outcome {
 void lf_outcome_init(lf_outcome *o);
 void lf_outcome_free(lf_outcome *o);
 
-/* Runs the call. params->api and params->model are taken from each target;
- * targets[1], when given, is the backup. budget may be NULL (no quota).
- * Returns 0 when the outcome is filled (success, a provider failure, or a
- * call the quota refused), -1 on bad arguments or out of memory
- * (o->message says which). */
-int lf_run(lf_pool *pool, const lf_target *targets, size_t n_targets,
-           const lf_request_params *params, const lf_policy *policy, const lf_budget *budget,
-           const lf_listener *listener, lf_outcome *o);
+/* One call, as the host hands it to lf_run. */
+typedef struct lf_run_args {
+    lf_pool *pool;
+    const lf_target *targets;     /* the primary; targets[1], when given, is the backup */
+    size_t n_targets;
+    const lf_request_params *params; /* api and model are taken from each target */
+    const lf_policy *policy;
+    const lf_budget *budget;      /* NULL: no quota */
+    const lf_listener *listener;
+} lf_run_args;
+
+/* Runs the call. Returns 0 when the outcome is filled (success, a provider
+ * failure, or a call the quota refused), -1 on bad arguments or out of
+ * memory (o->message says which). */
+int lf_run(const lf_run_args *args, lf_outcome *o);
 
 #endif

@@ -6,6 +6,10 @@
 #include <emmintrin.h>
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LF_SCRUB_NO_AVX2)
+#include <immintrin.h>
+#endif
+
 #include "lf_banned.h"
 
 /* The text is read 64 bytes at a time into one bitmap per byte class (bit i:
@@ -116,7 +120,6 @@ static void lf_sc_classify64(const unsigned char *p, uint64_t m[LF_SC_COUNT], in
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(LF_SCRUB_NO_AVX2)
-#include <immintrin.h>
 #define LF_SC_AVX2 1
 
 static inline __attribute__((target("avx2"))) uint64_t lf_sc_bits32(__m256i hit, unsigned shift)

@@ -52,16 +52,12 @@ typedef struct lf_pool lf_pool;
 /* curl_global_init, once per process; 0 on success. */
 int lf_transport_global_init(void);
 
-/* getpid(), cached until the process forks (a pthread_atfork handler). */
-pid_t lf_current_pid(void);
-
 /* The header lines libcurl would otherwise write itself: "User-Agent: ..."
  * and, when libcurl can decode any content coding, "Accept-Encoding: ..."
  * naming exactly those it can (what CURLOPT_ACCEPT_ENCODING "" would send).
  * A request puts them in its own header list: libcurl then leaves its own
- * out, which it would format with a printf of its own on every request
- * (about 7k instructions for the two, more than everything else it does with
- * the headers). Decoding stays on (CURLOPT_ACCEPT_ENCODING is still set).
+ * out, instead of formatting them anew for every request. Decoding stays on
+ * (CURLOPT_ACCEPT_ENCODING is still set).
  * Fills lines[] with static strings and returns how many (at most 2). */
 size_t lf_transport_default_headers(const char *lines[2]);
 
@@ -155,18 +151,14 @@ int lf_transfer_step(lf_conn *c, int *done, CURLcode *result);
  * now: the wait only lets other work run). Otherwise -1, no timeout: the
  * connection's timerfd, armed for that moment, makes the epoll fd readable
  * then. A timer per wait costs a Fiber scheduler more than the wait itself
- * (async 2.24 with 1,000 streams in flight: 13.3 us an io_wait with a
- * timeout, 5.0 us without, bench/README.md); the timerfd is set again only
- * when the moment comes sooner than it is armed for, or after it fired.
+ * with a thousand streams in flight (bench/README.md, the Async streams
+ * bench); the timerfd is set again only when the moment comes sooner than it
+ * is armed for, or after it fired.
  * Poll-driven transfers and connections without a timerfd: the shortened
  * ms. */
 int lf_transfer_wait_ms(lf_conn *c, int ms);
 /* Removes the easy handle from the multi (aborting the transfer if it is
  * still running). */
 void lf_transfer_end(lf_conn *c);
-
-/* Seconds on the monotonic clock / the wall clock. */
-double lf_now_monotonic(void);
-double lf_now_wall(void);
 
 #endif

@@ -126,6 +126,11 @@ const char *lf_wire_path(lf_api api);
  * LF_WIRE_BAD_TRANSCRIPT when the messages break the tool-call invariant of
  * lf_wire_check_transcript (errmsg names the call; nothing is built). */
 int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
+/* The same with p->schema already parsed (lf_json_schema_parse), so that a
+ * call parses its schema once for every target's body (lf_prepare). */
+struct json_object;
+int lf_wire_build_request_parsed(const lf_request_params *p, struct json_object *schema, lf_buf *out,
+                                 lf_buf *errmsg);
 
 /* 1 when the +len+ bytes at +name+ are what both providers accept as a schema's
  * (OpenAI) or a tool's (Anthropic) name: 1 to 64 of A-Z a-z 0-9 _ -. The one owner

@@ -266,9 +266,8 @@ done:
     return rc;
 }
 
-int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
+int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema, lf_buf *out, lf_buf *errmsg)
 {
-    json_object *schema = NULL;
     const char *schema_text = NULL;
     size_t n_chat, size, i, k;
     int rc;
@@ -283,13 +282,14 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
     /* Never a body for a transcript a provider would refuse. */
     rc = lf_wire_check_transcript(p->messages, p->n_messages, errmsg, NULL);
     if (rc != 0) return rc;
-    if (p->schema) {
-        /* Written as json-c writes it back: one JSON object, whatever the
-         * caller's text held around it. */
-        schema = lf_json_schema_parse(p->schema, strlen(p->schema), errmsg);
-        if (!schema) return -1;
-        schema_text = json_object_to_json_string_ext(schema, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (p->schema && !schema) {
+        lf_wire_fail(errmsg, "the schema was not parsed");
+        return -1;
     }
+    /* Written as json-c writes it back: one JSON object, whatever the
+     * caller's text held around it. */
+    if (schema)
+        schema_text = json_object_to_json_string_ext(schema, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     /* The body's size when nothing needs escaping, allocated at once. */
     size = 128 + strlen(p->model) + (p->system ? p->system_len : 0);
     for (i = 0; i < p->n_messages; i++) {
@@ -303,15 +303,38 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
         size += 96 + strlen(p->tools[i].name) + (p->tools[i].description ? strlen(p->tools[i].description) : 0) +
                 (p->tools[i].parameters ? strlen(p->tools[i].parameters) : 0);
     if (schema_text) size += 256 + strlen(schema_text);
-    rc = p->schema && !schema_text ? -1 : lf_buf_reserve(out, size);
+    rc = schema && !schema_text ? -1 : lf_buf_reserve(out, size);
     if (rc == 0)
         rc = p->api == LF_API_ANTHROPIC ? lf_wire_build_anthropic(p, schema_text, out)
                                         : lf_wire_build_openai(p, schema_text, out);
-    json_object_put(schema);
     if (rc != 0) {
         lf_buf_clear(out);
         lf_wire_fail(errmsg, "out of memory building the request");
         return -1;
     }
     return 0;
+}
+
+int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
+{
+    json_object *schema = NULL;
+    size_t n_chat;
+    int rc;
+
+    if (p && p->schema) {
+        /* The parameters first, as without a schema: a bad schema name is
+         * named as such, whatever the schema holds. */
+        if (lf_wire_check_params(p, errmsg, &n_chat) != 0) {
+            lf_buf_clear(out);
+            return -1;
+        }
+        schema = lf_json_schema_parse(p->schema, strlen(p->schema), errmsg);
+        if (!schema) {
+            lf_buf_clear(out);
+            return -1;
+        }
+    }
+    rc = lf_wire_build_request_parsed(p, schema, out, errmsg);
+    json_object_put(schema);
+    return rc;
 }

@@ -191,7 +191,7 @@ module LlmFailover
     def engine_request
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
-                  policy: @config.engine_policy, circuit: @breaker&.engine_mode }
+                  policy: @config.engine_policy, circuit: !@breaker.nil? }
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end
 

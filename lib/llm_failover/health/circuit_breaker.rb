@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "llm_failover/llm_failover" # Circuit and its route codes (the C core's)
 require_relative "circuit_event"
 require_relative "../records/tracing"
 require_relative "../records/warnings"
@@ -13,11 +14,8 @@ module LlmFailover
   #
   # @api private: built by Call when circuit_threshold > 0
   class CircuitBreaker
-    SEND_ALL = [0, 0, 0, 0].freeze
+    SEND_ALL = [Circuit::SEND, 0, Circuit::SEND, 0].freeze # [route, failures] of two targets
     private_constant :SEND_ALL
-
-    PROBE = 2 # the route of the call that holds a half-open target's probe
-    private_constant :PROBE
 
     # @param token [String] this call's own (its request_id): the store hands it the
     #   probe of a half-open target, and knows it again when the call asks again
@@ -28,17 +26,10 @@ module LlmFailover
       @probes = nil # indexes of the targets whose probe this call was handed
     end
 
-    # Engine#run's :circuit: :report alone while the store says it knows no failure
-    # (quiet?), so the call skips asking for health; true otherwise (circuit_health first, then circuit_report).
-    def engine_mode
-      store = @config.state_store
-      store.respond_to?(:quiet?) && store.quiet? ? :report : true
-    end
-
     # Engine listener (through Call): [route, failures] of each target, flat. A store
-    # that can peek takes no probe here: route 2 then says the probe is free, and the
-    # engine admits that target (#admit) just before it sends to it, so a call that its
-    # primary answers never holds its backup's probe.
+    # that can peek takes no probe here: Circuit::PROBE then says the probe is free, and
+    # the engine admits that target (#admit) just before it sends to it, so a call that
+    # its primary answers never holds its backup's probe.
     def health(count)
       store = @config.state_store
       keys = @targets.map(&:circuit_key)
@@ -111,7 +102,7 @@ module LlmFailover
     end
 
     def took(index, route, change)
-      (@probes ||= []) << index if route == PROBE && !@probes&.include?(index)
+      (@probes ||= []) << index if route == Circuit::PROBE && !@probes&.include?(index)
       announce(@targets[index], change, nil) if change
     end
 

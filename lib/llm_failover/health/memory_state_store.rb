@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "llm_failover/llm_failover" # the compiled extension
+require "llm_failover/llm_failover" # the compiled extension: Circuit and its route codes
 require_relative "../quota/quota_counters"
 
 module LlmFailover
@@ -17,7 +17,7 @@ module LlmFailover
   # The state-store protocol (RedisStateStore speaks it too; any object that does may
   # be a c.state_store):
   #   admit(keys, probe_ttl, token = nil) -> [[route, failures, change], ...] one per
-  #                              key; route 0 send, 1 skip, 2 probe (the caller holds
+  #                              key; route Circuit::SEND, SKIP or PROBE (the caller holds
   #                              it for probe_ttl s; the same token asking again gets
   #                              it again, for probe_ttl more)
   #   peek(keys, token = nil)    optional: admit's answer without taking anything (2:
@@ -37,7 +37,6 @@ module LlmFailover
   #   release(key, token)         optional: the probe +token+ holds is free again
   #   reopens_at(keys) (optional) -> [epoch seconds or nil, ...]: when each open
   #                              circuit lets a request through again (nil: closed)
-  #   quiet? (optional) -> true when admit would say "send, 0 failures" for every key
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
     include QuotaCounters::InMemory # reserve_quota, adjust_quota, quota_used
@@ -53,9 +52,9 @@ module LlmFailover
     # @return [Array<Array(Integer, Integer, Array, nil)>]
     def admit(keys, probe_ttl, token = nil)
       # No attempt has failed in this process yet (the usual case): nothing to look up,
-      # so no lock and no clock. A Hash
-      # read under the GVL sees it empty or not; a failure recorded meanwhile counts
-      # from the next call on, as it would had it landed just after the lock.
+      # so no lock and no clock. A Hash read under the GVL sees it empty or not; a
+      # failure recorded meanwhile counts from the next call on, as it would had it
+      # landed just after the lock.
       return keys.map { CLOSED } if @circuits.empty?
 
       now = Process.clock_gettime(Process::CLOCK_REALTIME)
@@ -65,17 +64,17 @@ module LlmFailover
           next CLOSED unless circuit
 
           route = circuit.admit(now, probe_ttl)
-          if route == PROBE
+          if route == Circuit::PROBE
             @probes[key] = token
-          elsif route == SKIP && token && @probes[key] == token && circuit.renew_probe(now, probe_ttl)
-            route = PROBE # its holder asking again
+          elsif route == Circuit::SKIP && token && @probes[key] == token && circuit.renew_probe(now, probe_ttl)
+            route = Circuit::PROBE # its holder asking again
           end
           [route, circuit.failures, circuit.last_change]
         end
       end
     end
 
-    # What #admit would answer for each key, changing nothing: route 2 means the probe
+    # What #admit would answer for each key, changing nothing: Circuit::PROBE means the probe
     # is free (the call takes it with #admit when it sends to that target), or that
     # +token+ holds it already.
     # @return [Array<Array(Integer, Integer, nil)>]
@@ -89,7 +88,9 @@ module LlmFailover
           next CLOSED unless circuit
 
           route = circuit.peek(now)
-          route = PROBE if route == SKIP && token && @probes[key] == token && circuit.state == :half_open
+          if route == Circuit::SKIP && token && @probes[key] == token && circuit.state == :half_open
+            route = Circuit::PROBE
+          end
           [route, circuit.failures, nil]
         end
       end
@@ -140,7 +141,8 @@ module LlmFailover
 
         circuit ||= (@circuits[key] = Circuit.new)
         @last_errors[key] = error_class unless success
-        circuit.record(now, threshold, cooldown, success, hold, !token.nil? && @probes[key] == token, first_probe)
+        circuit.record(now: now, threshold: threshold, cooldown: cooldown, success: success, hold: hold,
+                       probe: !token.nil? && @probes[key] == token, first: first_probe)
         state = circuit.state
         @probes.delete(key) unless state == :half_open # the probe ended with the circuit's change
         [state != :closed, circuit.last_change]
@@ -160,14 +162,6 @@ module LlmFailover
           circuit && circuit.state != :closed ? circuit.cooldown_until : nil
         end
       end
-    end
-
-    # No failure was ever recorded in this process (the usual case): every target
-    # would be admitted with no failure known, so a call need not ask (CircuitBreaker#
-    # engine_mode). A Hash read under the GVL sees it empty or not; a failure recorded
-    # meanwhile counts from the next call on, as one landing just after #admit would.
-    def quiet?
-      @circuits.empty?
     end
 
     # Each known target's circuit.
@@ -218,11 +212,9 @@ module LlmFailover
       "#<#{self.class.name} targets=#{@circuits.size}>"
     end
 
-    CLOSED = [0, 0, nil].freeze
+    CLOSED = [Circuit::SEND, 0, nil].freeze
     NO_CHANGE = [false, nil].freeze
-    SKIP = 1
-    PROBE = 2
-    private_constant :CLOSED, :NO_CHANGE, :SKIP, :PROBE
+    private_constant :CLOSED, :NO_CHANGE
 
     private
 

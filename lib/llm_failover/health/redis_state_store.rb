@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "digest/sha1"
+require "llm_failover/llm_failover" # Circuit's route codes (the C core's)
 require "set"
 require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
@@ -52,52 +53,57 @@ module LlmFailover
 
     # Mirrors lf_circuit_admit and lf_circuit_renew_probe. KEYS: circuit, probe.
     # ARGV: probe ttl (ms), the caller's token. Returns {route, failures, changed,
-    # open_for}: route 0 send, 1 skip, 2 probe; open_for the milliseconds the target
-    # stays out of bounds for this caller's process (0 when closed).
+    # open_for}: route one of Circuit::SEND, SKIP, PROBE (the C core's codes, written
+    # into the script); open_for the milliseconds the target stays out of bounds for
+    # this caller's process (0 when closed).
     ADMIT = <<~LUA
+      local SEND, SKIP, PROBE = #{Circuit::SEND}, #{Circuit::SKIP}, #{Circuit::PROBE}
       local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
       local state, failures = st[1], tonumber(st[2]) or 0
-      if not state or state == 'closed' then return {0, failures, 0, 0} end
+      if not state or state == 'closed' then return {SEND, failures, 0, 0} end
       local t = redis.call('TIME')
       local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
       local changed = 0
       if state == 'open' then
         local untl = tonumber(st[3]) or 0
-        if now < untl then return {1, failures, 0, math.ceil((untl - now) * 1000)} end
+        if now < untl then return {SKIP, failures, 0, math.ceil((untl - now) * 1000)} end
         redis.call('HSET', KEYS[1], 'state', 'half_open')
         redis.call('DEL', KEYS[2])
         changed = 1
       end
       if ARGV[2] ~= '' and redis.call('GET', KEYS[2]) == ARGV[2] then
         redis.call('PEXPIRE', KEYS[2], ARGV[1])
-        return {2, failures, changed, tonumber(ARGV[1])}
+        return {PROBE, failures, changed, tonumber(ARGV[1])}
       end
       -- a Retry-After that came in while half-open holds the next probe back
       local untl = tonumber(st[3]) or 0
-      if now < untl then return {1, failures, changed, math.ceil((untl - now) * 1000)} end
-      if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[1]) then return {2, failures, changed, tonumber(ARGV[1])} end
-      return {1, failures, changed, math.max(redis.call('PTTL', KEYS[2]), 1)}
+      if now < untl then return {SKIP, failures, changed, math.ceil((untl - now) * 1000)} end
+      if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[1]) then
+        return {PROBE, failures, changed, tonumber(ARGV[1])}
+      end
+      return {SKIP, failures, changed, math.max(redis.call('PTTL', KEYS[2]), 1)}
     LUA
 
-    # Mirrors lf_circuit_peek: ADMIT's answer, read-only (route 2: the probe is free,
-    # or the caller's token holds it). KEYS: circuit, probe. ARGV: the caller's token.
-    # Returns {route, failures, open_for}.
+    # Mirrors lf_circuit_peek: ADMIT's answer, read-only (route PROBE: the probe is
+    # free, or the caller's token holds it). KEYS: circuit, probe. ARGV: the caller's
+    # token. Returns {route, failures, open_for}.
     PEEK = <<~LUA
+      local SEND, SKIP, PROBE = #{Circuit::SEND}, #{Circuit::SKIP}, #{Circuit::PROBE}
       local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
       local state, failures = st[1], tonumber(st[2]) or 0
-      if not state or state == 'closed' then return {0, failures, 0} end
+      if not state or state == 'closed' then return {SEND, failures, 0} end
       local t = redis.call('TIME')
       local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
       local untl = tonumber(st[3]) or 0
       if state == 'open' then
-        if now < untl then return {1, failures, math.ceil((untl - now) * 1000)} end
-        return {2, failures, 0}
+        if now < untl then return {SKIP, failures, math.ceil((untl - now) * 1000)} end
+        return {PROBE, failures, 0}
       end
       local holder = redis.call('GET', KEYS[2])
-      if holder and ARGV[1] ~= '' and holder == ARGV[1] then return {2, failures, 0} end
-      if now < untl then return {1, failures, math.ceil((untl - now) * 1000)} end
-      if holder then return {1, failures, math.max(redis.call('PTTL', KEYS[2]), 1)} end
-      return {2, failures, 0}
+      if holder and ARGV[1] ~= '' and holder == ARGV[1] then return {PROBE, failures, 0} end
+      if now < untl then return {SKIP, failures, math.ceil((untl - now) * 1000)} end
+      if holder then return {SKIP, failures, math.max(redis.call('PTTL', KEYS[2]), 1)} end
+      return {PROBE, failures, 0}
     LUA
 
     # The probe lock of a call that ended, when it is still its own. KEYS: probe.

@@ -1,0 +1,555 @@
+/* One attempt of the attempt loop (lf_attempt.h): the exchange (send the
+ * prepared request, feed what arrives to the stream parser and the listener,
+ * enforce the deadlines), the judgement (success, or the facts of a failure
+ * and lf_classify's verdict), and the finish (the attempt's record, the
+ * call's outcome). */
+#include "lf_attempt.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "lf_clock.h"
+#include "lf_curl_error.h"
+#include "lf_json_answer.h"
+#include "lf_redact.h"
+#include "lf_utf8.h"
+
+#include "lf_banned.h"
+
+/* An error body is kept for the exception up to this size. */
+#define LF_ERROR_BODY_CAP (64u * 1024u)
+
+#define LF_STOPPED_BY_HOST "call stopped by the host"
+
+void lf_attempt_init(lf_attempt *a, lf_call *c, int target_index)
+{
+    const lf_target *t = &c->targets[target_index];
+
+    memset(a, 0, sizeof(*a));
+    a->target = t;
+    a->target_index = target_index;
+    lf_response_init(&a->resp, c->pol->max_response_bytes);
+    lf_sse_init(&a->sse);
+    lf_stream_init(&a->stream, t->api);
+    a->stream.tool_input = c->prep->schema != NULL;
+    lf_answer_init(&a->answer);
+    lf_wire_error_init(&a->werr);
+    lf_buf_init(&a->body);
+    lf_buf_init(&a->message);
+    lf_buf_init(&a->json);
+    a->retry_after = -1;
+    c->attempt_no++;
+}
+
+void lf_attempt_free(lf_attempt *a)
+{
+    lf_response_free(&a->resp);
+    lf_sse_free(&a->sse);
+    lf_stream_free(&a->stream);
+    lf_answer_free(&a->answer);
+    lf_wire_error_free(&a->werr);
+    lf_buf_free(&a->body);
+    lf_buf_free(&a->message);
+    lf_buf_free(&a->json);
+}
+
+/* The attempt's answer: the stream's, or the plain body's. */
+static const lf_answer *lf_attempt_answer(const lf_attempt *a)
+{
+    return a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+}
+
+static int lf_is_2xx(long status)
+{
+    return status >= 200 && status < 300;
+}
+
+/* ---- exchange ------------------------------------------------------------ */
+
+static int lf_deliver(lf_call *c, lf_attempt *a, const char *text, size_t len)
+{
+    if (!len) return 0;
+    if (!a->first_token_at) a->first_token_at = lf_now_monotonic();
+    a->delivered = 1;
+    c->delivered = 1;
+    if (c->l->on_chunk(c->l->ud, a->target_index, text, len) != 0) {
+        c->stopped = 1;
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct lf_sse_ctx {
+    lf_call *call;
+    lf_attempt *a;
+} lf_sse_ctx;
+
+static int lf_on_sse_event(void *ud, const lf_sse_event *ev)
+{
+    lf_sse_ctx *x = ud;
+    const char *delta = NULL;
+    size_t dlen = 0;
+    int rc = lf_stream_event(&x->a->stream, ev, &delta, &dlen);
+
+    if (rc == LF_STREAM_ERROR || rc == LF_STREAM_INVALID) {
+        x->a->stream_rc = rc;
+        return 1;
+    }
+    if (dlen && lf_deliver(x->call, x->a, delta, dlen) != 0) return 1;
+    return 0;
+}
+
+/* Hands the bytes received so far to the parser. Returns nonzero when the
+ * attempt must end now (in-stream error, malformed event, listener stop). */
+static int lf_consume(lf_call *c, lf_attempt *a)
+{
+    lf_response *r = &a->resp;
+    int rc = 0;
+
+    if (!r->inbox.len) return 0;
+    if (a->mode == LF_MODE_UNKNOWN) {
+        int sse = c->stream && lf_is_2xx(r->status) && r->event_stream;
+        a->mode = sse ? LF_MODE_SSE : LF_MODE_BODY;
+    }
+    if (a->mode == LF_MODE_SSE) {
+        lf_sse_ctx x = { c, a };
+        int src = lf_sse_feed(&a->sse, r->inbox.ptr, r->inbox.len, lf_on_sse_event, &x);
+        if (src == LF_SSE_ERR_LINE_TOO_LONG || src == LF_SSE_ERR_NOMEM) a->stream_rc = LF_STREAM_INVALID;
+        if (src != 0) rc = 1;
+    } else if (!a->body.len) {
+        /* The first bytes of a body: take the inbox's memory instead of a
+         * copy (the inbox gets the body's empty buffer). */
+        lf_buf tmp = a->body;
+        a->body = r->inbox;
+        r->inbox = tmp;
+    } else {
+        lf_buf_append(&a->body, r->inbox.ptr, r->inbox.len);
+    }
+    lf_buf_clear(&r->inbox);
+    return rc;
+}
+
+/* The deadline that ends the attempt first, and which one it is: the whole
+ * attempt's, the first token's (a stream that has not started answering),
+ * or the idle one (silence once bytes flow). INFINITY when none. */
+static double lf_deadline(const lf_call *c, const lf_attempt *a, lf_transfer *which)
+{
+    const lf_policy *pol = c->pol;
+    double deadline = pol->request_timeout > 0 ? a->started_mono + pol->request_timeout : INFINITY;
+
+    *which = LF_T_TOTAL_TIMEOUT;
+    if (c->stream && !a->first_token_at && pol->first_token_timeout > 0 && !a->stream.done && !a->stream.finished) {
+        /* Streamed: the provider must start answering in time. */
+        if (a->started_mono + pol->first_token_timeout < deadline) {
+            deadline = a->started_mono + pol->first_token_timeout;
+            *which = LF_T_FIRST_TOKEN_TIMEOUT;
+        }
+    } else if (a->resp.last_byte_at > 0 && pol->idle_timeout > 0) {
+        if (a->resp.last_byte_at + pol->idle_timeout < deadline) {
+            deadline = a->resp.last_byte_at + pol->idle_timeout;
+            *which = LF_T_IDLE_TIMEOUT;
+        }
+    }
+    return deadline;
+}
+
+/* Waits for the transfer until `deadline` at most (LF_MAX_WAIT_MS at a
+ * time); nonzero when the host stopped the call. */
+static int lf_wait_transfer(lf_call *c, double now, double deadline)
+{
+    int ms = isinf(deadline) ? LF_MAX_WAIT_MS : (int)ceil((deadline - now) * 1000.0);
+
+    if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
+    if (ms < 1) ms = 1;
+    if (c->evented ? c->l->wait_fd(c->l->ud, c->conn->evfd, lf_transfer_wait_ms(c->conn, ms)) != 0
+                   : c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+        c->stopped = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* The host's wake descriptor was ready in the last step: on_wake decides
+ * whether the call goes on. */
+static int lf_woken(lf_call *c)
+{
+    if (!c->conn->woken) return 0;
+    c->conn->woken = 0;
+    if (c->l->on_wake(c->l->ud) != 0) {
+        c->stopped = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs one HTTP exchange until it ends, fails, or a deadline passes. */
+static void lf_exchange(lf_call *c, lf_attempt *a)
+{
+    const lf_prepared *p = &c->prep->target[a->target_index];
+    lf_http_request req = {
+        .url = p->url,
+        .headers = p->headers,
+        .body = p->body.ptr,
+        .body_len = p->body.len,
+        .connect_timeout_ms = c->pol->connect_timeout > 0 ? (long)ceil(c->pol->connect_timeout * 1000.0) : 0,
+        .errbuf = a->errbuf,
+        .evented = c->evented,
+    };
+    double now, deadline;
+    lf_transfer which;
+
+    a->started_mono = lf_now_monotonic();
+    a->started_wall = lf_now_wall();
+    if (lf_transfer_start(c->conn, &req, &a->resp) != 0) {
+        a->transfer = LF_T_OTHER;
+        lf_buf_setf(&a->message, "could not start the transfer");
+        return;
+    }
+    for (;;) {
+        if (lf_transfer_step(c->conn, &a->curl_done, &a->curl_rc) != 0) {
+            a->transfer = LF_T_OTHER;
+            break;
+        }
+        if (lf_consume(c, a) != 0 || a->curl_done || lf_woken(c) != 0) break;
+        now = lf_now_monotonic();
+        deadline = lf_deadline(c, a, &which);
+        if (now >= deadline) {
+            a->transfer = which;
+            break;
+        }
+        if (lf_wait_transfer(c, now, deadline) != 0) break;
+    }
+    lf_transfer_end(c->conn);
+}
+
+/* ---- judge --------------------------------------------------------------- */
+
+static const char *lf_api_name(lf_api api)
+{
+    return api == LF_API_ANTHROPIC ? "Anthropic messages" : "OpenAI chat completions";
+}
+
+/* What the provider sent, as far as it has been read. The body was cut
+ * when it outgrew max_response_bytes. */
+static void lf_redact_attempt(const lf_call *c, lf_attempt *a)
+{
+    lf_redact(c->targets, c->n_targets, &a->body, a->resp.too_large);
+    lf_redact(c->targets, c->n_targets, &a->werr.type, 0);
+    lf_redact(c->targets, c->n_targets, &a->werr.code, 0);
+    lf_redact(c->targets, c->n_targets, &a->werr.message, 0);
+    lf_redact(c->targets, c->n_targets, &a->stream.error.type, 0);
+    lf_redact(c->targets, c->n_targets, &a->stream.error.code, 0);
+    lf_redact(c->targets, c->n_targets, &a->stream.error.message, 0);
+}
+
+/* The facts the transfer itself gives: status, x-should-retry, and how it
+ * ended (the host's stop, or libcurl's result). */
+static lf_facts lf_transfer_facts(const lf_call *c, lf_attempt *a)
+{
+    lf_facts f;
+
+    memset(&f, 0, sizeof(f));
+    f.should_retry = a->resp.should_retry;
+    f.status = a->resp.status;
+    f.transfer = a->transfer;
+    if (c->stopped) {
+        f.transfer = LF_T_ABORTED;
+        lf_buf_setf(&a->message, LF_STOPPED_BY_HOST);
+    } else if (a->transfer == LF_T_OK && a->curl_done && a->curl_rc != CURLE_OK) {
+        f.transfer = lf_transfer_from_curl(a->curl_rc, &a->resp);
+    }
+    return f;
+}
+
+/* A stream whose terminal event arrived is an answer, however the
+ * connection ended after it. 1 when the stream answered. */
+static int lf_stream_answered(lf_call *c, lf_attempt *a, lf_facts *f)
+{
+    if (a->mode != LF_MODE_SSE || a->stream_rc || f->transfer == LF_T_ABORTED) return 0;
+    if (f->transfer == LF_T_OK) {
+        lf_sse_ctx x = { c, a };
+        lf_sse_finish(&a->sse, lf_on_sse_event, &x);
+        if (c->stopped) {
+            f->transfer = LF_T_ABORTED;
+            lf_buf_setf(&a->message, LF_STOPPED_BY_HOST);
+        }
+    }
+    return f->transfer != LF_T_ABORTED && lf_stream_complete(&a->stream);
+}
+
+/* A 2xx stream that did not answer: an error event, a malformed event, or
+ * an end without the terminal event. 1 when it carried an error object. */
+static int lf_judge_broken_stream(lf_attempt *a, lf_facts *f)
+{
+    if (a->stream_rc == LF_STREAM_ERROR) {
+        f->in_stream = 1;
+        lf_buf_copy(&a->werr.type, &a->stream.error.type);
+        lf_buf_copy(&a->werr.code, &a->stream.error.code);
+        lf_buf_copy(&a->werr.message, &a->stream.error.message);
+        lf_buf_setf(&a->message, "error event in the stream: %s%s%s", lf_buf_cstr(&a->werr.type),
+                    a->werr.message.len ? ": " : "", lf_buf_cstr(&a->werr.message));
+        return 1;
+    }
+    if (a->stream_rc == LF_STREAM_INVALID) {
+        f->invalid_body = 1;
+        lf_buf_setf(&a->message, "malformed event in the %s stream", lf_api_name(a->target->api));
+    } else {
+        f->stream_interrupted = 1;
+        lf_buf_setf(&a->message, "stream ended without its terminal event after %zu bytes", a->resp.body_bytes);
+    }
+    return 0;
+}
+
+/* A 2xx plain body: the answer, an error object, or not the protocol.
+ * Returns 1 when it answered (a->success); else *have_err says whether it
+ * carried an error object. */
+static int lf_judge_body(lf_call *c, lf_attempt *a, lf_facts *f, int *have_err)
+{
+    long status = a->resp.status;
+    int rc = (c->prep->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(
+        a->target->api, a->body.ptr ? a->body.ptr : "", a->body.len, &a->answer, &a->werr);
+
+    lf_redact_attempt(c, a); /* the error read from it, \u escapes undone */
+    if (rc == LF_WIRE_OK) {
+        /* A streamed call answered with a plain body still shows its text
+         * to the consumer. */
+        if (!c->stream || !a->answer.text.len || lf_deliver(c, a, a->answer.text.ptr, a->answer.text.len) == 0) {
+            a->success = 1;
+            return 1;
+        }
+        f->transfer = LF_T_ABORTED;
+        lf_buf_setf(&a->message, LF_STOPPED_BY_HOST);
+    } else if (rc == LF_WIRE_ERROR_BODY) {
+        f->in_stream = 1;
+        *have_err = 1;
+        lf_buf_setf(&a->message, "HTTP %ld with an error body: %s", status, lf_buf_cstr(&a->werr.message));
+    } else {
+        f->invalid_body = 1;
+        if (!a->body.len) lf_buf_setf(&a->message, "HTTP %ld with an empty body", status);
+        else lf_buf_setf(&a->message, "HTTP %ld body is not the %s protocol: %.80s", status,
+                         lf_api_name(a->target->api), lf_buf_cstr(&a->body));
+    }
+    return 0;
+}
+
+/* An error status (the body may have been cut short: still judged by the
+ * status). 1 when the body is a known error shape. */
+static int lf_judge_error_status(const lf_call *c, lf_attempt *a, lf_facts *f)
+{
+    long status = a->resp.status;
+    int have_err = lf_wire_parse_error(a->body.ptr ? a->body.ptr : "", a->body.len, &a->werr);
+
+    f->transfer = LF_T_OK;
+    lf_redact_attempt(c, a);
+    if (have_err && a->werr.message.len)
+        lf_buf_setf(&a->message, "HTTP %ld: %s", status, lf_buf_cstr(&a->werr.message));
+    else if (a->body.len)
+        lf_buf_setf(&a->message, "HTTP %ld: %.200s", status, lf_buf_cstr(&a->body));
+    else
+        lf_buf_setf(&a->message, "HTTP %ld", status);
+    return have_err;
+}
+
+/* libcurl's words for the failure, or its own for the result. */
+static const char *lf_curl_words(const lf_attempt *a)
+{
+    return a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->curl_rc);
+}
+
+/* No response to judge: the connection, a deadline, the size cap or the
+ * host ended the attempt. */
+static void lf_judge_transfer_failure(const lf_call *c, lf_attempt *a, lf_facts *f)
+{
+    const lf_policy *pol = c->pol;
+
+    switch (f->transfer) {
+    case LF_T_REFUSED: lf_buf_setf(&a->message, "connection refused: %s", a->errbuf); break;
+    case LF_T_DNS: lf_buf_setf(&a->message, "could not resolve host: %s", a->errbuf); break;
+    case LF_T_TLS_VERIFY: lf_buf_setf(&a->message, "TLS certificate verification failed: %s", lf_curl_words(a)); break;
+    case LF_T_CONNECT_TIMEOUT:
+        lf_buf_setf(&a->message, "connect timeout after %.3gs: %s", pol->connect_timeout, a->errbuf);
+        break;
+    case LF_T_FIRST_TOKEN_TIMEOUT:
+        lf_buf_setf(&a->message, "first token timeout: no content within %.3gs", pol->first_token_timeout);
+        break;
+    case LF_T_IDLE_TIMEOUT: lf_buf_setf(&a->message, "idle timeout: no data for %.3gs", pol->idle_timeout); break;
+    case LF_T_TOTAL_TIMEOUT:
+        lf_buf_setf(&a->message, "total timeout: the attempt took over %.3gs", pol->request_timeout);
+        break;
+    case LF_T_TOO_LARGE: lf_buf_setf(&a->message, "response exceeded %zu bytes", a->resp.max_bytes); break;
+    case LF_T_ABORTED:
+        if (!a->message.len) lf_buf_setf(&a->message, LF_STOPPED_BY_HOST);
+        break;
+    default:
+        if (a->resp.resend_refused)
+            lf_buf_setf(&a->message, "connection failed: a reused connection closed before any response, "
+                                     "after the provider may have received the request; not sent again");
+        else if (a->mode == LF_MODE_SSE)
+            lf_buf_setf(&a->message, "stream ended without its terminal event after %zu bytes: %s",
+                        a->resp.body_bytes, lf_curl_words(a));
+        else
+            lf_buf_setf(&a->message, "connection failed: %s", lf_curl_words(a));
+        break;
+    }
+    /* A 2xx stream cut by the network is an interrupted stream. */
+    if (f->transfer == LF_T_CONNECTION && a->mode == LF_MODE_SSE) {
+        f->transfer = LF_T_OK;
+        f->stream_interrupted = 1;
+    }
+}
+
+/* lf_classify's verdict on the facts, with the policy's own say on context
+ * length, and the Retry-After the response asked for. */
+static void lf_give_verdict(const lf_call *c, lf_attempt *a, lf_facts *f, int have_err)
+{
+    const lf_response *r = &a->resp;
+
+    if (have_err) {
+        f->error_type = a->werr.type.len ? a->werr.type.ptr : NULL;
+        f->error_code = a->werr.code.len ? a->werr.code.ptr : NULL;
+        f->error_message = a->werr.message.len ? a->werr.message.ptr : NULL;
+    }
+    a->verdict = lf_classify(f);
+    if (a->verdict.kind == LF_E_CONTEXT_LENGTH && c->pol->failover_on_context_length) a->verdict.failover = 1;
+    a->retry_after = lf_retry_after_seconds(r->retry_after.len ? r->retry_after.ptr : NULL,
+                                            r->retry_after_ms.len ? r->retry_after_ms.ptr : NULL, time(NULL));
+}
+
+/* Decides what the finished exchange amounts to: success, or the facts of
+ * a failure and their verdict. Everything the provider sent is redacted
+ * before any message quotes it. */
+static void lf_judge(lf_call *c, lf_attempt *a)
+{
+    lf_facts f = lf_transfer_facts(c, a);
+    int have_err = 0;
+
+    if (lf_stream_answered(c, a, &f)) {
+        a->success = 1;
+        return;
+    }
+    lf_redact_attempt(c, a);
+    if (f.transfer == LF_T_OK && lf_is_2xx(a->resp.status)) {
+        if (a->mode == LF_MODE_SSE) have_err = lf_judge_broken_stream(a, &f);
+        else if (lf_judge_body(c, a, &f, &have_err)) return;
+    } else if (f.transfer == LF_T_OK || (a->resp.status >= 300 && f.transfer == LF_T_CONNECTION)) {
+        have_err = lf_judge_error_status(c, a, &f);
+    } else {
+        lf_judge_transfer_failure(c, a, &f);
+    }
+    lf_give_verdict(c, a, &f, have_err);
+}
+
+/* Appends the start of the answer to the message, to tell prose from broken
+ * JSON: redacted whole before it is cut (an answer may quote a key). */
+static void lf_quote_answer_start(const lf_call *c, lf_attempt *a, const lf_buf *text)
+{
+    lf_buf start;
+    size_t n;
+
+    lf_buf_init(&start);
+    if (lf_buf_copy(&start, text) == 0) {
+        lf_redact(c->targets, c->n_targets, &start, 0);
+        n = start.len < 60 ? start.len : 60;
+        if (lf_buf_append_str(&a->message, " (the answer begins: ") == 0 &&
+            lf_utf8_append_sanitized(&a->message, start.ptr, n) == 0)
+            (void)lf_buf_append_char(&a->message, ')');
+    }
+    lf_buf_free(&start);
+}
+
+/* JSON mode and schemas: an answer that is not one JSON object, or breaks
+ * the schema, is a failed attempt (InvalidResponseError: retried, then
+ * failed over), its tokens kept in the record. */
+static void lf_check_json(lf_call *c, lf_attempt *a)
+{
+    const lf_answer *ans = lf_attempt_answer(a);
+    lf_facts f;
+    int rc = lf_json_answer_check(lf_buf_cstr(&ans->text), ans->text.len, c->prep->schema, &a->json, &a->message);
+
+    if (rc == LF_JSON_ANSWER_OK) return;
+    if (rc < 0) lf_buf_setf(&a->message, "out of memory checking the JSON answer");
+    else if (ans->text.len) lf_quote_answer_start(c, a, &ans->text);
+    lf_redact(c->targets, c->n_targets, &a->message, 1); /* a key quoted by the schema check's reason */
+    a->success = 0;
+    memset(&f, 0, sizeof(f));
+    f.should_retry = a->resp.should_retry; /* x-should-retry, as for any answer */
+    f.status = a->resp.status;
+    f.transfer = LF_T_OK;
+    f.invalid_body = 1;
+    a->verdict = lf_classify(&f);
+    a->retry_after = -1;
+}
+
+void lf_attempt_run(lf_call *c, lf_attempt *a)
+{
+    lf_exchange(c, a);
+    lf_judge(c, a);
+    if (a->success && c->want_json) lf_check_json(c, a);
+}
+
+/* ---- finish -------------------------------------------------------------- */
+
+void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec)
+{
+    const lf_answer *ans = lf_attempt_answer(a);
+    double end = lf_now_monotonic();
+
+    memset(rec, 0, sizeof(*rec));
+    rec->attempt = c->attempt_no;
+    rec->target = a->target_index;
+    rec->success = a->success;
+    rec->kind = a->success ? LF_OK : a->verdict.kind;
+    rec->phase = a->success ? LF_PHASE_NONE : a->verdict.phase;
+    rec->error_message = a->success ? NULL : lf_buf_cstr(&a->message);
+    rec->http_status = a->resp.status;
+    rec->failover_eligible = a->success ? 0 : a->verdict.failover;
+    rec->retry_after = a->retry_after;
+    rec->latency_ms = (end - a->started_mono) * 1000.0;
+    /* A plain answer's first token is its first byte. */
+    if (a->first_token_at) rec->first_token_ms = (a->first_token_at - a->started_mono) * 1000.0;
+    else if (!c->stream && a->resp.first_byte_at)
+        rec->first_token_ms = (a->resp.first_byte_at - a->started_mono) * 1000.0;
+    else rec->first_token_ms = -1;
+    rec->input_tokens = ans->input_tokens;
+    rec->output_tokens = ans->output_tokens;
+    rec->started_at = a->started_wall;
+    rec->provider_request_id = a->resp.request_id.len ? lf_buf_cstr(&a->resp.request_id) : NULL;
+}
+
+void lf_attempt_finish_failure(const lf_call *c, lf_attempt *a, lf_outcome *o)
+{
+    o->ok = 0;
+    o->aborted = c->stopped || a->verdict.kind == LF_E_ABORTED;
+    o->target = a->target_index;
+    o->kind = a->verdict.kind;
+    o->phase = a->verdict.phase;
+    o->retryable = a->verdict.retryable;
+    o->status = a->resp.status;
+    o->retry_after = a->retry_after;
+    lf_buf_copy(&o->message, &a->message);
+    if (a->mode != LF_MODE_SSE && a->body.len)
+        lf_buf_set(&o->body, a->body.ptr, a->body.len < LF_ERROR_BODY_CAP ? a->body.len : LF_ERROR_BODY_CAP);
+    if (c->delivered) lf_buf_copy(&o->partial, &lf_attempt_answer(a)->text);
+    lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
+    lf_buf_copy(&o->error_type, &a->werr.type);
+    lf_buf_copy(&o->error_code, &a->werr.code);
+}
+
+void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o)
+{
+    lf_answer *src = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+
+    o->ok = 1;
+    o->target = a->target_index;
+    o->status = a->resp.status;
+    lf_buf_move(&o->answer.text, &src->text);
+    if (src->model.len) lf_buf_move(&o->answer.model, &src->model);
+    else lf_buf_set(&o->answer.model, a->target->model, strlen(a->target->model));
+    lf_buf_move(&o->answer.finish_reason, &src->finish_reason);
+    lf_buf_move(&o->answer.id, &src->id);
+    o->answer.input_tokens = src->input_tokens;
+    o->answer.output_tokens = src->output_tokens;
+    lf_buf_move(&o->provider_request_id, &a->resp.request_id);
+    lf_buf_move(&o->json, &a->json);
+}

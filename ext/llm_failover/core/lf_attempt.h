@@ -1,0 +1,84 @@
+/* One HTTP attempt of a call, and the call it belongs to: what the attempt
+ * loop (lf_failover.c) and one attempt (lf_attempt.c: exchange, judge,
+ * finish) share. Nothing outside the loop includes this. */
+#ifndef LF_ATTEMPT_H
+#define LF_ATTEMPT_H
+
+#include <stdint.h>
+#include "lf_failover.h"
+#include "lf_prepare.h"
+#include "lf_sse.h"
+
+/* Longest single wait, so that a wall-clock jump or a missed wakeup can
+ * never hold a call for long. */
+#define LF_MAX_WAIT_MS 1000
+
+/* One logical call. */
+typedef struct lf_call {
+    const lf_policy *pol;
+    const lf_listener *l;
+    const lf_prepared_call *prep; /* every target's request, the parsed schema */
+    lf_conn *conn;
+    uint64_t rng;
+    int attempt_no;
+    int stream;       /* the request asks for a stream */
+    int breaker;      /* the host has a circuit breaker (l->report) */
+    int evented;      /* waits go through l->wait_fd (lf_conn_evented's fd) */
+    int wake_fd;      /* l->wake_fd when it is watched (evented, on_wake set), else -1 */
+    int stopped;      /* a listener callback asked to stop */
+    /* The consumer has seen content since the last reset. It can only be
+     * the current attempt's: an attempt that delivered is never retried,
+     * and failing over resets. So that attempt's answer text is the partial
+     * output, and is not kept twice. */
+    int delivered;
+    const lf_target *targets;   /* every target: their secrets are redacted */
+    size_t n_targets;
+    /* JSON mode or a schema: every answer must pass lf_json_answer_check. */
+    int want_json;
+} lf_call;
+
+enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };
+
+/* One HTTP attempt. */
+typedef struct lf_attempt {
+    const lf_target *target;
+    int target_index;
+    lf_response resp;
+    lf_sse_parser sse;
+    lf_stream_state stream;
+    lf_answer answer;         /* non-streamed answers */
+    lf_wire_error werr;
+    lf_buf body;              /* non-streamed body or error body */
+    int mode;                 /* LF_MODE_* */
+    int stream_rc;            /* LF_STREAM_ERROR / LF_STREAM_INVALID once seen */
+    int delivered;            /* this attempt delivered content */
+    double started_mono;
+    double started_wall;
+    double first_token_at;    /* monotonic, 0 when none */
+    lf_transfer transfer;
+    int curl_done;
+    CURLcode curl_rc;
+    char errbuf[CURL_ERROR_SIZE];
+    lf_buf message;
+    lf_buf json;              /* the checked answer's object (want_json) */
+    /* verdict */
+    lf_verdict verdict;
+    int success;
+    double retry_after;
+} lf_attempt;
+
+/* An attempt at c's target `target_index`; c->attempt_no counts it. */
+void lf_attempt_init(lf_attempt *a, lf_call *c, int target_index);
+void lf_attempt_free(lf_attempt *a);
+/* Sends the target's prepared request and reads the answer until it ends,
+ * fails or a deadline passes; then judges it: a->success, or the facts of
+ * the failure and a->verdict. Content goes to the listener as it comes. */
+void lf_attempt_run(lf_call *c, lf_attempt *a);
+/* The attempt's record for on_attempt. */
+void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec);
+/* The answer moves into the outcome: the attempt ends right after. */
+void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o);
+/* The failure becomes the call's outcome. */
+void lf_attempt_finish_failure(const lf_call *c, lf_attempt *a, lf_outcome *o);
+
+#endif

@@ -1,0 +1,175 @@
+/* Request preparation (lf_prepare.h): URL, header list and body per target,
+ * the schema parsed once per call. */
+#include "lf_prepare.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lf_json_answer.h"
+#include "lf_redact.h"
+#include "lf_transport.h"
+
+#include "lf_banned.h"
+
+static int lf_has_crlf(const char *s)
+{
+    return strpbrk(s, "\r\n") != NULL;
+}
+
+/* Whether two header lines name the same header, as libcurl matches a
+ * custom line against one of its own: the name in any case, then ':' or
+ * ';'. `ours` is a "Name: value" line. */
+static int lf_same_header(const char *line, const char *ours)
+{
+    size_t n = (size_t)(strchr(ours, ':') - ours);
+    return strncasecmp(line, ours, n) == 0 && (line[n] == ':' || line[n] == ';');
+}
+
+/* A new string of a and b joined; NULL when out of memory. */
+static char *lf_concat(const char *a, const char *b)
+{
+    size_t an = strlen(a), bn = strlen(b);
+    char *s = malloc(an + bn + 1);
+
+    if (!s) return NULL;
+    memcpy(s, a, an);
+    memcpy(s + an, b, bn + 1);
+    return s;
+}
+
+/* What a target must hold before anything is built from it. */
+static int lf_target_check(const lf_target *t, lf_buf *err)
+{
+    size_t i;
+
+    if (!t->base_url || !t->model || !t->api_key) {
+        lf_buf_setf(err, "target needs base_url, model and api_key");
+        return -1;
+    }
+    if (lf_has_crlf(t->api_key)) {
+        lf_buf_setf(err, "API key contains a line break");
+        return -1;
+    }
+    for (i = 0; i < t->n_headers; i++) {
+        if (!t->headers[i] || lf_has_crlf(t->headers[i]) || !strchr(t->headers[i], ':')) {
+            lf_buf_setf(err, "extra header %zu is not a single \"Name: value\" line", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Appends line to *list; 0, or -1 when out of memory (*list unchanged). */
+static int lf_header_add(struct curl_slist **list, const char *line)
+{
+    struct curl_slist *l = curl_slist_append(*list, line);
+
+    if (!l) return -1;
+    *list = l;
+    return 0;
+}
+
+/* The key's header line: the only one made here, wiped once libcurl has its
+ * copy. */
+static int lf_header_add_key(struct curl_slist **list, const lf_target *t)
+{
+    char *line = lf_concat(t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ", t->api_key);
+    int rc;
+
+    if (!line) return -1;
+    rc = lf_header_add(list, line);
+    lf_wipe(line, strlen(line));
+    free(line);
+    return rc;
+}
+
+/* The header list: first where libcurl put its own lines when it wrote them
+ * itself (a target's own User-Agent or Accept-Encoding replaces ours, as it
+ * replaced libcurl's), then the content lines, the key and the target's own. */
+static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **list)
+{
+    const char *defaults[2];
+    size_t n_defaults = lf_transport_default_headers(defaults), i, j;
+
+    for (j = 0; j < n_defaults; j++) {
+        int own = 0;
+
+        for (i = 0; i < t->n_headers && !own; i++) own = lf_same_header(t->headers[i], defaults[j]);
+        if (!own && lf_header_add(list, defaults[j]) != 0) return -1;
+    }
+    if (lf_header_add(list, "Content-Type: application/json") != 0 ||
+        lf_header_add(list, stream ? "Accept: text/event-stream" : "Accept: application/json") != 0 ||
+        lf_header_add(list, "Expect:") != 0)
+        return -1;
+    if (t->api == LF_API_ANTHROPIC && lf_header_add(list, "anthropic-version: 2023-06-01") != 0) return -1;
+    if (lf_header_add_key(list, t) != 0) return -1;
+    for (i = 0; i < t->n_headers; i++)
+        if (lf_header_add(list, t->headers[i]) != 0) return -1;
+    return 0;
+}
+
+static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_params *params, json_object *schema,
+                          lf_buf *err)
+{
+    lf_request_params tp = *params;
+
+    if (lf_target_check(t, err) != 0) return -1;
+    tp.api = t->api;
+    tp.model = t->model;
+    if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
+    /* base_url is normalised by its owner, the Ruby configuration. */
+    p->url = lf_concat(t->base_url, lf_wire_path(t->api));
+    if (!p->url || lf_build_headers(t, params->stream, &p->headers) != 0) {
+        lf_buf_setf(err, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void lf_prepared_call_init(lf_prepared_call *p)
+{
+    size_t i;
+
+    memset(p, 0, sizeof(*p));
+    for (i = 0; i < LF_MAX_TARGETS; i++) lf_buf_init(&p->target[i].body);
+}
+
+int lf_prepare_schema(lf_prepared_call *p, const lf_request_params *params, lf_buf *err)
+{
+    if (!params->schema || p->schema) return 0;
+    p->schema = lf_json_schema_parse(params->schema, strlen(params->schema), err);
+    return p->schema ? 0 : -1;
+}
+
+int lf_prepare_target(lf_prepared_call *p, size_t i, const lf_target *t, const lf_request_params *params,
+                      lf_buf *err)
+{
+    if (i >= LF_MAX_TARGETS) {
+        lf_buf_setf(err, "target %zu: at most %d targets", i, LF_MAX_TARGETS);
+        return -1;
+    }
+    return lf_prepare_one(&p->target[i], t, params, p->schema, err);
+}
+
+static void lf_prepared_free(lf_prepared *p)
+{
+    struct curl_slist *l;
+
+    lf_buf_free(&p->body);
+    /* Keys and header values are not left behind in freed memory. */
+    for (l = p->headers; l; l = l->next) lf_wipe(l->data, strlen(l->data));
+    curl_slist_free_all(p->headers);
+    p->headers = NULL;
+    free(p->url);
+    p->url = NULL;
+}
+
+void lf_prepared_call_free(lf_prepared_call *p)
+{
+    size_t i;
+
+    for (i = 0; i < LF_MAX_TARGETS; i++) lf_prepared_free(&p->target[i]);
+    json_object_put(p->schema);
+    p->schema = NULL;
+}

@@ -1,0 +1,38 @@
+/* Request preparation, in the wire layer: for each target a call may send
+ * to, its URL (base_url + lf_wire_path), its header list and its body, built
+ * before any network so that a request that cannot be built fails before the
+ * first byte is sent; and the call's JSON schema, parsed once for every
+ * target's body and for checking every answer (lf_json_answer_check). */
+#ifndef LF_PREPARE_H
+#define LF_PREPARE_H
+
+#include <stddef.h>
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include "lf_buf.h"
+#include "lf_target.h"
+#include "lf_wire.h"
+
+typedef struct lf_prepared {
+    char *url;
+    struct curl_slist *headers;   /* lf_transport_default_headers' lines, then ours and the target's */
+    lf_buf body;
+} lf_prepared;
+
+typedef struct lf_prepared_call {
+    lf_prepared target[LF_MAX_TARGETS]; /* empty for targets before `first` */
+    json_object *schema;          /* params->schema parsed; NULL without one */
+} lf_prepared_call;
+
+void lf_prepared_call_init(lf_prepared_call *p);
+/* Parses params->schema, when there is one, for every target's body and
+ * for the answers' check. 0, or -1 with err filled. */
+int lf_prepare_schema(lf_prepared_call *p, const lf_request_params *params, lf_buf *err);
+/* Prepares p->target[i] from target t and params (whose api and model are
+ * taken from t), after lf_prepare_schema. 0, or -1 with err filled. */
+int lf_prepare_target(lf_prepared_call *p, size_t i, const lf_target *t, const lf_request_params *params,
+                      lf_buf *err);
+/* Frees everything; what held a key or a header value is wiped first. */
+void lf_prepared_call_free(lf_prepared_call *p);
+
+#endif

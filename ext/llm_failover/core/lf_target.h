@@ -1,0 +1,24 @@
+/* One target of a call: the provider's protocol, where it is, its key, the
+ * model and the extra header lines. The request preparation (lf_prepare),
+ * the redaction of secrets (lf_redact) and the attempt loop (lf_failover)
+ * all read it. */
+#ifndef LF_TARGET_H
+#define LF_TARGET_H
+
+#include <stddef.h>
+#include "lf_wire.h"
+
+/* The primary, then at most one backup. */
+#define LF_MAX_TARGETS 2
+
+typedef struct lf_target {
+    lf_api api;
+    const char *base_url;         /* the API path is appended as it is: no trailing slash
+                                   * (ProviderConfig normalises a configured one) */
+    const char *api_key;
+    const char *model;
+    const char *const *headers;   /* extra "Name: value" lines */
+    size_t n_headers;
+} lf_target;
+
+#endif
