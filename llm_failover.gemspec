@@ -13,7 +13,7 @@ Gem::Specification.new do |spec|
   spec.license = "MIT"
   spec.required_ruby_version = ">= 3.1"
 
-  spec.files = Dir["lib/**/*.{rb,rake,tt,css}", "ext/**/*.{c,h,rb}", "exe/*", "README.md", "LICENSE"]
+  spec.files = Dir["lib/**/*.{rb,rake,tt,css}", "ext/**/*.{c,h,rb}", "exe/*", "README.md", "doc/**/*.md", "LICENSE"]
   spec.bindir = "exe"
   spec.executables = ["llm_failover"]
   spec.extensions = ["ext/llm_failover/extconf.rb"]

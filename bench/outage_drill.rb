@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# The outage drill: `bundle exec ruby bench/outage_drill.rb` (about two minutes).
+# The outage drill: `bundle exec ruby bench/outage_drill.rb` (about four minutes).
 #
 # A fleet of PROCS forked processes, each with THREADS worker threads taking calls from
 # its own queue. Calls arrive at RATE calls/s for the whole fleet (a Poisson process,
@@ -15,7 +15,10 @@
 # outage begins, so PROCS x THREADS requests are in flight at once.
 #
 # Default policy (3 retries, 0.1 s backoff doubling), circuit_threshold 5,
-# circuit_cooldown COOLDOWN (scaled down from 60 s like the outage). Prints, per mode:
+# circuit_cooldown COOLDOWN and circuit_first_probe FIRST_PROBE (scaled down from 60 s and
+# 5 s like the outage: the adaptive recovery schedule, lf_circuit_interval). Then
+# RedisStateStore with the fixed schedule (circuit_first_probe = circuit_cooldown) beside
+# it, and both again over a LONG_OUTAGE (a ten-minute outage, scaled). Prints, per mode:
 # requests that reached the dead primary and where each came from, p50/p99 latency of
 # the calls that arrived during the outage (from arrival: queueing included), calls that
 # failed, and how long after the recovery the primary served again. Then the per-call
@@ -35,8 +38,8 @@
 # Requests to the dead primary are its 503 answers, counted from the attempt records.
 #
 # Environment: PROCS (4), THREADS (4), RATE (12 calls/s), WARMUP (2 s), OUTAGE (12 s),
-# TAIL (6 s), COOLDOWN (2 s), PRIMARY_MS (100), BACKUP_MS (50), STORE_N (5000 happy-path
-# store calls timed).
+# LONG_OUTAGE (20 s), TAIL (6 s), COOLDOWN (2 s), FIRST_PROBE (COOLDOWN / 12), PRIMARY_MS
+# (100), BACKUP_MS (50), STORE_N (5000 happy-path store calls timed).
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "delegate"
@@ -52,7 +55,9 @@ module OutageDrill
   WARMUP = Float(ENV.fetch("WARMUP", "2"))
   OUTAGE = Float(ENV.fetch("OUTAGE", "12"))
   TAIL = Float(ENV.fetch("TAIL", "6"))
+  LONG_OUTAGE = Float(ENV.fetch("LONG_OUTAGE", "20"))
   COOLDOWN = Float(ENV.fetch("COOLDOWN", "2"))
+  FIRST_PROBE = Float(ENV.fetch("FIRST_PROBE", (COOLDOWN / 12).to_s))
   PRIMARY_MS = Integer(ENV.fetch("PRIMARY_MS", "100"))
   BACKUP_MS = Integer(ENV.fetch("BACKUP_MS", "50"))
   STORE_N = Integer(ENV.fetch("STORE_N", "5000"))
@@ -81,13 +86,14 @@ module OutageDrill
     end
   end
 
-  def configure(primary, backup, store, events, requests)
+  def configure(primary, backup, store, events, requests, first_probe)
     LlmFailover.reset_configuration!
     LlmFailover.configure do |c|
       c.provider :primary, api: :openai, api_key: "sk-drill", base_url: primary.base_url(:openai)
       c.provider :backup, api: :anthropic, api_key: "sk-drill", base_url: backup.base_url(:anthropic)
       c.circuit_threshold = store ? THRESHOLD : 0
       c.circuit_cooldown = COOLDOWN
+      c.circuit_first_probe = first_probe
       c.state_store = Tap.new(store) if store
       c.on_circuit_change = lambda do |e|
         events << [e.at.to_f, e.from, e.to, e.reason] if e.provider == :primary
@@ -143,7 +149,7 @@ module OutageDrill
     end
   end
 
-  def run_mode(name, store_factory, burst: false)
+  def run_mode(name, store_factory, burst: false, outage: OUTAGE, first_probe: FIRST_PROBE)
     primary = LlmFailover::Testing::FakeProvider.start
     backup = LlmFailover::Testing::FakeProvider.start
     healthy = { text: "primary", delay_headers: PRIMARY_MS / 1000.0 }
@@ -153,14 +159,14 @@ module OutageDrill
     warmup = burst ? 0 : WARMUP
     t0 = now + 0.5 + warmup # the outage begins; every process starts together
     wall_t0 = Time.now.to_f + (t0 - now)
-    stop_at = t0 + OUTAGE + TAIL
+    stop_at = t0 + outage + TAIL
     children = Array.new(PROCS) do
       reader, writer = IO.pipe
       pid = fork do
         reader.close
         events = []
         requests = Queue.new
-        configure(primary, backup, store_factory&.call, events, requests)
+        configure(primary, backup, store_factory&.call, events, requests, first_probe)
         sleep [t0 - warmup - now, 0].max
         calls = worker(t0, stop_at, burst)
         writer.write(JSON.generate(calls: calls, events: events, requests: Array.new(requests.size) { requests.pop }))
@@ -172,14 +178,14 @@ module OutageDrill
     end
     sleep [t0 - now, 0].max
     primary.default = { error: :unavailable }
-    sleep [t0 + OUTAGE - now, 0].max
+    sleep [t0 + outage - now, 0].max
     primary.default = healthy
     results = children.map do |pid, reader|
       JSON.parse(reader.read).tap { Process.wait(pid) } # not waitall: redis-server is a child too
     end
     primary.stop
     backup.stop
-    summarize(name, results, wall_t0, shared: store_factory&.call&.shared?)
+    summarize(name, results, wall_t0, outage, shared: store_factory&.call&.shared?)
   end
 
   def percentile(sorted, p)
@@ -188,15 +194,15 @@ module OutageDrill
     sorted[[(sorted.size * p).ceil - 1, 0].max]
   end
 
-  def summarize(name, results, wall_t0, shared:)
+  def summarize(name, results, wall_t0, outage, shared:)
     calls = results.flat_map { |r| r["calls"] }
     dead_requests = results.sum { |r| r["requests"].size }
-    during = calls.select { |arrived, _, _, _| arrived >= 0 && arrived < OUTAGE }.map { |c| c[2] }.sort
+    during = calls.select { |arrived, _, _, _| arrived >= 0 && arrived < outage }.map { |c| c[2] }.sort
     failed = calls.count { |c| c[3].nil? }
-    back = calls.select { |_, started, _, provider| started >= OUTAGE && provider == "primary" }.map { |c| c[1] }.min
-    { mode: name, calls: calls.size, dead_requests: dead_requests,
+    back = calls.select { |_, started, _, provider| started >= outage && provider == "primary" }.map { |c| c[1] }.min
+    { mode: name, outage_s: outage, calls: calls.size, dead_requests: dead_requests,
       p50_ms: (percentile(during, 0.5) * 1000).round, p99_ms: (percentile(during, 0.99) * 1000).round,
-      failed: failed, recover_s: back && (back - OUTAGE).round(2),
+      failed: failed, recover_s: back && (back - outage).round(2),
       causes: shared.nil? ? nil : causes(results, wall_t0, shared) }
   end
 
@@ -218,6 +224,7 @@ module OutageDrill
     return "local" if local
     return "probe" if route == 2
     return "before_open" if opened.nil? || sent < opened
+    return "other" if admitted.nil? # sent without the store being asked (it had never seen a failure)
     return "late_retry" if attempt > 1 && admitted < opened
 
     admitted < opened ? "late_start" : "other"
@@ -244,6 +251,19 @@ module OutageDrill
     [name, us.round(1)]
   end
 
+  # Probes a target with Redis sends over +outage+ seconds of the schedule (one fleet).
+  def probes(outage, first_probe)
+    t = 0.0
+    n = 0
+    loop do
+      t += LlmFailover::Circuit.interval(first_probe, COOLDOWN, t)
+      break if t > outage
+
+      n += 1
+    end
+    n
+  end
+
   def table(headers, rows)
     cells = [headers] + rows.map { |r| r.map { |c| c.nil? ? "-" : c.to_s } }
     widths = headers.each_index.map { |i| cells.map { |r| r[i].length }.max }
@@ -258,16 +278,22 @@ module OutageDrill
     patient_store = -> { LlmFailover::RedisStateStore.new(url: redis.url, namespace: "drill", budget: 0.5) }
     puts "outage drill: #{PROCS} processes x #{THREADS} threads, #{RATE} calls/s arriving (Poisson); primary " \
          "#{PRIMARY_MS} ms for #{WARMUP}s, 503 for #{OUTAGE}s, #{PRIMARY_MS} ms for #{TAIL}s; backup #{BACKUP_MS} ms; " \
-         "threshold #{THRESHOLD}, cooldown #{COOLDOWN}s; #{RUBY_DESCRIPTION}"
+         "threshold #{THRESHOLD}, cooldown #{COOLDOWN}s, first probe #{FIRST_PROBE.round(3)}s; #{RUBY_DESCRIPTION}"
     modes = [["no breaker", nil], ["MemoryStateStore", -> { LlmFailover::MemoryStateStore.new }],
              ["RedisStateStore", redis_store], ["RedisStateStore 500ms", patient_store]]
     results = modes.map { |name, factory| run_mode(name, factory) }
     results << run_mode("RedisStateStore, backlog", redis_store, burst: true) unless ENV["NO_BACKLOG"]
-    puts table(%w[mode calls requests_to_dead_primary p50_ms_during p99_ms_during failed_calls recovered_after_s],
-               results.map { |r| r.values_at(:mode, :calls, :dead_requests, :p50_ms, :p99_ms, :failed, :recover_s) })
+    results << run_mode("RedisStateStore, fixed", redis_store, first_probe: COOLDOWN)
+    results << run_mode("RedisStateStore, long", redis_store, outage: LONG_OUTAGE)
+    results << run_mode("RedisStateStore, long, fixed", redis_store, outage: LONG_OUTAGE, first_probe: COOLDOWN)
+    columns = %i[mode outage_s calls dead_requests p50_ms p99_ms failed recover_s]
+    puts table(%w[mode outage_s calls requests_to_dead_primary p50_ms_during p99_ms_during failed_calls recovered_after_s],
+               results.map { |r| r.values_at(*columns) })
     puts
-    puts "requests to the dead primary by cause (target with Redis: threshold + one probe per cooldown = " \
-         "#{THRESHOLD} + #{(OUTAGE / COOLDOWN).floor})"
+    puts "requests to the dead primary by cause (target with Redis: threshold + one probe per wait = " \
+         "#{THRESHOLD} + #{probes(OUTAGE, FIRST_PROBE)} adaptive, #{THRESHOLD} + #{probes(OUTAGE, COOLDOWN)} fixed over " \
+         "#{OUTAGE}s; #{THRESHOLD} + #{probes(LONG_OUTAGE, FIRST_PROBE)} adaptive, " \
+         "#{THRESHOLD} + #{probes(LONG_OUTAGE, COOLDOWN)} fixed over #{LONG_OUTAGE}s)"
     puts table(["mode"] + CAUSES, results.select { |r| r[:causes] }.map { |r| [r[:mode]] + r[:causes].values_at(*CAUSES) })
     puts
     info = RedisClient.new(url: redis.url)

@@ -53,6 +53,40 @@ RSpec.describe "Circuit breaker" do
                                            last_error: "LlmFailover::ServiceUnavailableError")
   end
 
+  # The recovery schedule scaled down 50 times: the first probe 0.1 s (5 s) after
+  # opening, the cap 1.2 s (60 s), an outage of 0.9 s (45 s). With the old fixed
+  # cooldown the next probe after the recovery was due up to 1.2 s (a minute) later.
+  it "is back on a primary that recovers mid-run within a sixth of its outage (10 s after 45 s, scaled down)" do
+    LlmFailover.configure do |c|
+      c.circuit_cooldown = 1.2
+      c.circuit_first_probe = 0.1
+      c.max_retries = 0
+    end
+    primary.default = { error: :unavailable }
+    backup.default = { text: "backup" }
+    chat = failover_chat
+    started = Time.now.to_f
+    answers = []
+    answers << chat.ask("during the outage").provider while Time.now.to_f < started + 0.9 && sleep(0.01)
+    primary.default = { text: "primary" }
+    recovered = Time.now.to_f
+    h = health_of("gpt-4o")
+    expect(h[:state]).to eq(:open).or eq(:half_open)
+    outage = recovered - h[:opened_at].to_f
+    expect(h[:probes_failed]).to be >= 3 # probed through the outage
+    # the next probe is due within a sixth of the outage: 10 s after 45 s of outage, scaled down
+    expect(h[:cooldown_until].to_f).to be <= recovered + [outage / 6, 0.1].max + 0.01
+    expect(h[:cooldown_until].to_f).to be <= recovered + 0.2 + 0.01
+    # the dead primary saw the threshold's requests and one per probe, no more
+    expect(primary.request_count).to eq(3 + h[:probes_failed])
+    expect(answers.count(:anthropic)).to eq(answers.size)
+    sleep [h[:cooldown_until].to_f - Time.now.to_f, 0].max + 0.01
+    back = chat.ask("after the recovery")
+    expect(back.provider).to eq(:openai)
+    expect(back.content).to eq("primary")
+    expect(health_of("gpt-4o")).to include(state: :closed, probes_failed: 0)
+  end
+
   it "after the cooldown sends one probe without retries; a failed probe reopens, a good one closes" do
     primary.default = { error: :unavailable }
     backup.default = { text: "backup" }

@@ -3,6 +3,7 @@
 require "spec_helper"
 require "open3"
 require "pty"
+require "tmpdir"
 
 # Every example runs as its users would run it: `bundle exec ruby examples/...`, as a
 # subprocess, against the FakeProviders it starts itself.
@@ -63,6 +64,25 @@ RSpec.describe "examples/" do
     expect(lines[1]).to match(/\Ain \d+\.\d\d s \(one alone: \d+\.\d\d s\); the ticker ticked \d+ times meanwhile\z/)
     expect(lines[2..]).to eq(['stopped after "One "', "stored: user (complete), assistant (failed)",
                               "with_timeout ended the silent call; stored: assistant (failed)"])
+  end
+
+  it "testing/summaries_spec.rb: an app's specs against the FakeProvider pass in any order (doc/testing.md)" do
+    out, err, status = Open3.capture3(clean_env, "bundle", "exec", "rspec", "examples/testing/summaries_spec.rb",
+                                      "--order", "defined", chdir: root)
+    expect(status.exitstatus).to eq(0), "examples/testing/summaries_spec.rb failed:\n#{out}#{err}"
+    expect(out).to include("8 examples, 0 failures")
+  end
+
+  it "doc/report_example.rb: writes the report page of its made-up day (doc/cli.md)" do
+    Dir.mktmpdir("report_example") do |dir|
+      page = File.join(dir, "report.html")
+      _, err, status = Open3.capture3(clean_env, "bundle", "exec", "ruby", "-e",
+                                      'require "./doc/report_example"; ReportExample.write(ARGV[0])', page, chdir: root)
+      expect(status.exitstatus).to eq(0), err
+      html = File.read(page)
+      expect(html).to include("<svg", "Circuit of openai/gpt-4o open", "UnauthorizedError", "OverloadedError")
+      expect(html).not_to include("<script")
+    end
   end
 
   it "streaming_consumer.rb: erases the partial answer on a terminal" do

@@ -43,6 +43,42 @@ RSpec.shared_examples "a state store" do
     expect(store.health.first).to include(state: :closed, failures: 0, opened_at: nil, cooldown_until: nil)
   end
 
+  it "waits a sixth of the outage's age before each probe, at least the first wait, at most the cooldown" do
+    err = "LlmFailover::ServiceUnavailableError"
+    first = 0.03 # circuit_first_probe and circuit_cooldown scaled down (5 s and 60 s by default)
+    cooldown = 0.12
+    store.record(key, 1, cooldown, false, 0, err, nil, first)
+    opened = store.health.first[:opened_at].to_f
+    expect(store.health.first[:cooldown_until].to_f - opened).to be_within(0.002).of(first)
+    waits = []
+    while Time.now.to_f - opened < 1.0
+      h = store.health.first
+      sleep [h[:cooldown_until].to_f - Time.now.to_f, 0].max + 0.002
+      expect(store.admit([key], 1, "probe").first[0]).to eq(2)
+      t0 = Time.now.to_f
+      expect(store.record(key, 1, cooldown, false, 0, err, "probe", first))
+        .to eq([true, %i[half_open open probe_failed]])
+      t1 = Time.now.to_f
+      h = store.health.first
+      expect(h[:probes_failed]).to eq(waits.size + 1)
+      due = h[:cooldown_until].to_f
+      lo = t0 + LlmFailover::Circuit.interval(first, cooldown, t0 - opened)
+      hi = t1 + LlmFailover::Circuit.interval(first, cooldown, t1 - opened)
+      expect(due).to be_between(lo - 0.002, hi + 0.002)
+      waits << (due - t0)
+    end
+    expect(waits.first).to be_within(0.01).of(first)
+    expect(waits).to include(be_between(first + 0.02, cooldown - 0.02)) # grown with the outage
+    expect(waits.last).to be_within(0.01).of(cooldown)
+    sleep cooldown + 0.01
+    expect(store.admit([key], 1, "probe").first[0]).to eq(2)
+    expect(store.record(key, 1, cooldown, true, 0, nil, "probe", first)).to eq([false, %i[half_open closed success]])
+    expect(store.health.first[:probes_failed]).to eq(0)
+    store.record(key, 1, cooldown, false, 0, err, nil, first) # the next incident starts from the first wait
+    h = store.health.first
+    expect(h[:cooldown_until].to_f - h[:opened_at].to_f).to be_within(0.002).of(first)
+  end
+
   it "gives the probe back to its holder asking again (with a new ttl), to nobody else, and frees it on release" do
     store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
     sleep 0.35

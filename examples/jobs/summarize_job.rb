@@ -22,6 +22,7 @@
 # one out per database call, so nothing here needs a connection of its own.
 require "active_job"
 require "llm_failover/active_record"
+require "llm_failover/job"
 
 class SummarizeJob < ActiveJob::Base
   queue_as :llm
@@ -30,6 +31,10 @@ class SummarizeJob < ActiveJob::Base
   # target is down for now, and a later try may work. A wrong key or a bad request
   # will not get better: those fail the job where someone sees them.
   retry_on LlmFailover::RetryableError, wait: :polynomially_longer, attempts: 5
+  # A call that would wait longer than max_wait_in_call (a long Retry-After, every
+  # circuit open, an enforced quota used up) raises RetryLater: rescheduled at exactly
+  # its retry_at. After retry_on: ActiveJob tries the last declared handler first.
+  include LlmFailover::Job
 
   PROMPT = "Summarize this document in three sentences.\n\n%<document>s"
 

@@ -30,7 +30,7 @@ static VALUE lf_answer_check_body(VALUE arg)
 
     if (c->schema_text) {
         c->schema = lf_json_schema_parse(c->schema_text, c->schema_len, &c->why);
-        if (!c->schema) rb_raise(rb_eArgError, "the schema is not one JSON object");
+        if (!c->schema) rb_raise(rb_eArgError, "%s", lf_buf_cstr(&c->why));
     }
     rc = lf_json_answer_check(c->text, c->text_len, c->schema, &c->json_out, &c->why);
     if (rc < 0) rb_raise(rb_eNoMemError, "llm_failover: out of memory checking an answer");
@@ -72,6 +72,32 @@ static VALUE lf_answer_format_s_check(VALUE self, VALUE text, VALUE schema_json)
     return out;
 }
 
+static VALUE lf_schema_check_body(VALUE arg)
+{
+    lf_answer_check *c = (lf_answer_check *)arg;
+
+    c->schema = lf_json_schema_parse(c->schema_text, c->schema_len, &c->why);
+    if (!c->schema) rb_raise(rb_eArgError, "%s", lf_buf_cstr(&c->why));
+    return Qnil;
+}
+
+/* @param schema_json [String] a schema as JSON text
+ * @raise [ArgumentError] a schema the core refuses to send (lf_json_schema_parse
+ *   says why, with its path) */
+static VALUE lf_answer_format_s_schema_check(VALUE self, VALUE schema_json)
+{
+    lf_answer_check c = {0};
+
+    StringValue(schema_json);
+    c.schema_text = RSTRING_PTR(schema_json);
+    c.schema_len = (size_t)RSTRING_LEN(schema_json);
+    lf_buf_init(&c.json_out);
+    lf_buf_init(&c.why);
+    rb_ensure(lf_schema_check_body, (VALUE)&c, lf_answer_check_cleanup, (VALUE)&c);
+    RB_GC_GUARD(schema_json);
+    return Qnil;
+}
+
 /* @param name [String] a schema's name
  * @return [Boolean] whether both providers accept it (the wire layer's rule) */
 static VALUE lf_answer_format_s_name_ok(VALUE self, VALUE name)
@@ -84,5 +110,6 @@ void lf_init_answer_format(VALUE mod)
 {
     VALUE c = rb_define_class_under(mod, "AnswerFormat", rb_cObject);
     rb_define_private_method(rb_singleton_class(c), "__check", lf_answer_format_s_check, 2);
+    rb_define_private_method(rb_singleton_class(c), "__schema_check", lf_answer_format_s_schema_check, 1);
     rb_define_private_method(rb_singleton_class(c), "__name_ok?", lf_answer_format_s_name_ok, 1);
 }

@@ -59,15 +59,18 @@ static VALUE lf_circuit_m_peek(VALUE self, VALUE now)
     return INT2FIX(lf_circuit_peek(&lf_circuit_get(self)->c, NUM2DBL(now)));
 }
 
-/* @overload record(now, threshold, cooldown, success, hold, probe)
+/* @overload record(now, threshold, cooldown, success, hold, probe, first = cooldown)
  *   @param probe [Boolean] the reporting call was handed the half-open probe
+ *   @param first [Numeric] the recovery schedule's first wait (circuit_first_probe)
  *   @return [Boolean] whether the state changed (see #last_change) */
-static VALUE lf_circuit_m_record(VALUE self, VALUE now, VALUE threshold, VALUE cooldown, VALUE success, VALUE hold,
-                                 VALUE probe)
+static VALUE lf_circuit_m_record(int argc, VALUE *argv, VALUE self)
 {
     lf_circuit_wrapper *w = lf_circuit_get(self);
-    return lf_circuit_record(&w->c, NUM2INT(threshold), NUM2DBL(cooldown), NUM2DBL(now), RTEST(success),
-                             NUM2DBL(hold), RTEST(probe), &w->last)
+    VALUE now, threshold, cooldown, success, hold, probe, first;
+
+    rb_scan_args(argc, argv, "61", &now, &threshold, &cooldown, &success, &hold, &probe, &first);
+    return lf_circuit_record(&w->c, NUM2INT(threshold), NIL_P(first) ? NUM2DBL(cooldown) : NUM2DBL(first),
+                             NUM2DBL(cooldown), NUM2DBL(now), RTEST(success), NUM2DBL(hold), RTEST(probe), &w->last)
                ? Qtrue
                : Qfalse;
 }
@@ -111,6 +114,22 @@ static VALUE lf_circuit_m_cooldown_until(VALUE self)
     return w->c.state == LF_CIRCUIT_CLOSED ? Qnil : lf_epoch_or_nil(w->c.until);
 }
 
+/* @return [Integer] failed probes since the circuit opened (the schedule's step) */
+static VALUE lf_circuit_m_probes_failed(VALUE self)
+{
+    return INT2NUM(lf_circuit_get(self)->c.probes_failed);
+}
+
+/* @overload interval(first, cooldown, elapsed)
+ *   The recovery schedule (lf_circuit_interval): seconds open before the next probe,
+ *   elapsed seconds into the incident.
+ *   @return [Float] */
+static VALUE lf_circuit_s_interval(VALUE klass, VALUE first, VALUE cooldown, VALUE elapsed)
+{
+    (void)klass;
+    return DBL2NUM(lf_circuit_interval(NUM2DBL(first), NUM2DBL(cooldown), NUM2DBL(elapsed)));
+}
+
 /* A forked child does not inherit its parent's probe. */
 static VALUE lf_circuit_m_release_probe(VALUE self)
 {
@@ -139,7 +158,11 @@ void lf_init_circuit(VALUE mod)
     rb_define_alloc_func(c, lf_circuit_alloc);
     rb_define_method(c, "admit", lf_circuit_m_admit, 2);
     rb_define_method(c, "peek", lf_circuit_m_peek, 1);
-    rb_define_method(c, "record", lf_circuit_m_record, 6);
+    rb_define_method(c, "record", lf_circuit_m_record, -1);
+    rb_define_method(c, "probes_failed", lf_circuit_m_probes_failed, 0);
+    rb_define_singleton_method(c, "interval", lf_circuit_s_interval, 3);
+    /* the schedule's share of the incident's age, for RedisStateStore's Lua (lf_circuit.h owns it) */
+    rb_define_const(c, "RECOVERY_SHARE", DBL2NUM(LF_CIRCUIT_RECOVERY_SHARE));
     rb_define_method(c, "last_change", lf_circuit_m_last_change, 0);
     rb_define_method(c, "state", lf_circuit_m_state, 0);
     rb_define_method(c, "failures", lf_circuit_m_failures, 0);

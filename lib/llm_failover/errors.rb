@@ -7,14 +7,31 @@ module LlmFailover
   # Raised before any HTTP: the chat names a model or provider nobody configured.
   class ModelNotFoundError < StandardError; end
 
-  # Raised only with enforce_quota: true when the quota is used up and no backup exists.
-  class QuotaExceededError < StandardError; end
+  # Raised only with enforce_quota: true when the quota is used up and no backup exists:
+  # itself when its window ends within max_wait_in_call, else a RetryLater (reason
+  # :quota) that `rescue QuotaExceededError` still catches.
+  class QuotaExceededError < StandardError
+    # @return [Time, nil] when the quota's window ends (its count starts again)
+    attr_accessor :retry_at
+
+    # The RetryLater that stands for an exhausted quota (its window ends past
+    # max_wait_in_call) is caught by `rescue QuotaExceededError` too, as before it
+    # existed; its #cause is the QuotaExceededError itself.
+    def self.===(other)
+      super || (other.is_a?(RetryLater) && other.reason == :quota)
+    end
+  end
 
   # A provider call failed. Carries what a caller needs to decide and to debug,
   # and never the API key.
   class Error < StandardError
     attr_reader :status, :body, :provider, :model, :request_id, :retry_after,
                 :partial_content, :attempts, :provider_request_id, :error_type, :error_code
+
+    # @return [Time, nil] when trying again may help, when the gem knows: the provider's
+    #   Retry-After, or when the call's open circuits let a probe through. Set on the
+    #   final error of a call (RetryLater's is never nil).
+    attr_accessor :retry_at
 
     # @param message [String] human-readable description (never contains a key)
     def initialize(message = nil, status: nil, body: nil, provider: nil, model: nil, request_id: nil,
@@ -63,6 +80,31 @@ module LlmFailover
   end
 
   class RateLimitError < RetryableError; end
+
+  # "Later", past what a call may sleep inside itself (max_wait_in_call): a provider's
+  # Retry-After, every circuit of the call open, or an exhausted quota (enforce_quota)
+  # whose window ends later. Nothing is retried in the call: a job reschedules itself
+  # at #retry_at (LlmFailover::Job). A RetryableError, so that `retry_on
+  # LlmFailover::RetryableError` and `rescue LlmFailover::Error` still see it; a
+  # deterministic 4xx never becomes one. #cause is the error it stands for
+  # (RateLimitError, ServiceUnavailableError, QuotaExceededError...), #reason says
+  # which source: :retry_after, :circuits_open or :quota.
+  class RetryLater < RetryableError
+    attr_reader :reason
+
+    # @param retry_at [Time]
+    # @param reason [Symbol] :retry_after, :circuits_open or :quota
+    def initialize(message = nil, retry_at:, reason:, **details)
+      super(message, **details)
+      self.retry_at = retry_at
+      @reason = reason
+    end
+
+    # @return [Float] seconds from now until #retry_at (0 once it is past)
+    def retry_in
+      [retry_at - Time.now, 0.0].max
+    end
+  end
   class ServerError < RetryableError; end
   class ServiceUnavailableError < RetryableError; end
   class OverloadedError < RetryableError; end
@@ -81,6 +123,12 @@ module LlmFailover
   class ConnectionError < RetryableError; end
   class StreamInterruptedError < RetryableError; end
   class InvalidResponseError < RetryableError; end
+
+  # Another call is answering the same idempotency_key (a double submit, a job run
+  # twice at once) and did not finish within idempotency_wait. No request was sent and
+  # nothing was stored; retried later, the ask returns that call's stored answer. A
+  # RetryableError so that `retry_on LlmFailover::RetryableError` retries it.
+  class IdempotencyConflict < RetryableError; end
 
   # The account is out of money: fail over, never retry the same target.
   class ProviderQuotaError < Error; end

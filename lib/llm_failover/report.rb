@@ -32,6 +32,9 @@ module LlmFailover
   # report/values.rb. Report::Text (#to_s) and Report::Html (#to_html) render the same
   # numbers.
   class Report
+    # The report as a page an app mounts; loaded when a route names it.
+    autoload :Engine, File.expand_path("report/engine", __dir__)
+
     # Bucket lengths a timeline may use (seconds): the shortest that keeps the period
     # within the wanted number of buckets.
     TIMELINE_STEPS = [60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86_400, 7 * 86_400].freeze

@@ -906,7 +906,7 @@ static int breaker_report(void *ud, int target, int success, lf_kind kind, doubl
     lf_circuit_change chg;
     breaker_reports++;
     /* the fixture's one call holds any probe it was handed (the circuit knows until when) */
-    lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, breaker_now, success, hold, 1, &chg);
+    lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, 60, breaker_now, success, hold, 1, &chg);
     *open = breaker_circuits[target].state != LF_CIRCUIT_CLOSED;
     return 0;
 }
@@ -919,7 +919,7 @@ static int breaker_admit(void *ud, int target, lf_health *out)
     lf_circuit_change chg;
     breaker_admits++;
     for (; breaker_elsewhere > 0; breaker_elsewhere--)
-        lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, breaker_now, 0, 0, 0, &chg);
+        lf_circuit_record(&breaker_circuits[target], breaker_threshold, 60, 60, breaker_now, 0, 0, 0, &chg);
     out->route = lf_circuit_admit(&breaker_circuits[target], breaker_now, 60, &chg);
     out->failures = breaker_circuits[target].failures;
     return 0;
@@ -1035,7 +1035,7 @@ static void test_breaker_probe_and_every_target_open(void)
     lf_circuit_change chg;
     fixture_init(&f, 0);
     breaker_fixture(&f);
-    lf_circuit_record(&breaker_circuits[0], 1, 60, 1000, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[0], 1, 60, 60, 1000, 0, 0, 0, &chg);
     breaker_now = 1061;
     f.srv[0].script[0] = UNAVAILABLE;
     f.srv[0].script[1] = UNAVAILABLE;
@@ -1049,7 +1049,7 @@ static void test_breaker_probe_and_every_target_open(void)
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t1:ok|");
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
 
-    lf_circuit_record(&breaker_circuits[1], 1, 60, 1061, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[1], 1, 60, 60, 1061, 0, 0, 0, &chg);
     LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 0);
@@ -1066,7 +1066,7 @@ static void test_breaker_backup_probe_taken_only_when_sent(void)
     lf_circuit_change chg;
     fixture_init(&f, 0);
     breaker_fixture(&f);
-    lf_circuit_record(&breaker_circuits[1], 1, 60, 1000, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[1], 1, 60, 60, 1000, 0, 0, 0, &chg);
     breaker_now = 1061;
     f.srv[0].script[0] = OK_JSON;
     f.srv[0].script[1] = UNAUTHORIZED;
@@ -1100,7 +1100,7 @@ static void test_breaker_ignores_4xx(void)
     lf_circuit_change chg;
     fixture_init(&f, 0);
     breaker_fixture(&f);
-    lf_circuit_record(&breaker_circuits[1], 1, 60, 1000, 0, 0, 0, &chg);
+    lf_circuit_record(&breaker_circuits[1], 1, 60, 60, 1000, 0, 0, 0, &chg);
     f.srv[0].script[0] = UNAUTHORIZED;
     f.srv[0].n_script = 1;
     fixture_serve(&f, 0);

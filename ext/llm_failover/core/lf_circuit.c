@@ -31,6 +31,14 @@ double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval)
     return retry_after;
 }
 
+double lf_circuit_interval(double first, double cooldown, double elapsed)
+{
+    double wait = elapsed * LF_CIRCUIT_RECOVERY_SHARE;
+
+    if (!(wait > first)) wait = first;
+    return wait < cooldown ? wait : cooldown;
+}
+
 static void lf_change(lf_circuit_change *chg, lf_circuit_state from, lf_circuit_state to, lf_circuit_reason why)
 {
     chg->from = from;
@@ -73,15 +81,16 @@ lf_route lf_circuit_peek(const lf_circuit *c, double now)
     }
 }
 
-int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
-                      int probe, lf_circuit_change *chg)
+int lf_circuit_record(lf_circuit *c, int threshold, double first, double cooldown, double now, int success,
+                      double hold, int probe, lf_circuit_change *chg)
 {
     lf_circuit_state from = c->state;
-    double until;
+    double until, wait;
 
     lf_change(chg, from, from, LF_REASON_NONE);
     if (success) {
         c->failures = 0;
+        c->probes_failed = 0;
         if (from == LF_CIRCUIT_CLOSED) return 0;
         c->state = LF_CIRCUIT_CLOSED;
         c->opened_at = c->until = c->probe_until = 0;
@@ -97,7 +106,9 @@ int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now,
             if (hold > 0 && now + hold > c->until) c->until = now + hold;
             return 0;
         }
-        until = now + (hold > cooldown ? hold : cooldown);
+        c->probes_failed++;
+        wait = lf_circuit_interval(first, cooldown, now - c->opened_at);
+        until = now + (hold > wait ? hold : wait);
         c->state = LF_CIRCUIT_OPEN;
         if (until > c->until) c->until = until; /* a Retry-After kept while half-open may be longer */
         c->probe_until = 0;
@@ -110,8 +121,10 @@ int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now,
         return 0;
     case LF_CIRCUIT_CLOSED:
     default:
+        c->probes_failed = 0;
         if (threshold > 0 && c->failures >= threshold) {
-            until = now + (hold > cooldown ? hold : cooldown);
+            wait = lf_circuit_interval(first, cooldown, 0);
+            until = now + (hold > wait ? hold : wait);
             lf_change(chg, from, LF_CIRCUIT_OPEN, LF_REASON_THRESHOLD);
         } else if (hold > 0) {
             until = now + hold;
@@ -145,6 +158,7 @@ void lf_circuit_adopt(lf_circuit *c, double now, int failures, double open_for)
     } else {
         c->state = LF_CIRCUIT_CLOSED;
         c->opened_at = c->until = 0;
+        c->probes_failed = 0;
     }
 }
 

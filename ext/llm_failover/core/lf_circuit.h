@@ -38,6 +38,7 @@ typedef struct lf_circuit {
     double opened_at;         /* epoch seconds the incident began; 0 when closed */
     double until;             /* open until then (epoch seconds) */
     double probe_until;       /* a probe is out until then; 0 when none */
+    int probes_failed;        /* failed probes since it opened (shown in the store's health) */
 } lf_circuit;
 
 typedef struct lf_circuit_change {
@@ -57,6 +58,27 @@ int lf_circuit_counts(lf_kind kind);
  * else 0. */
 double lf_circuit_hold(lf_kind kind, double retry_after, double max_interval);
 
+/* The recovery schedule: how long a circuit stays open before its next probe,
+ * `elapsed` seconds after it opened (the incident's age when the last probe
+ * failed): a sixth of that age (LF_CIRCUIT_RECOVERY_SHARE), never less than
+ * `first` (the host's circuit_first_probe, 5 s by default), never more than
+ * `cooldown` (60 s by default). So the wait grows with each failed probe:
+ * probes at 5, 10, 15, 20, 25, 30, 35, 40.8, 47.6, 55.6, 64.8, 75.7 s...,
+ * one a minute after six minutes. A `first` at or above `cooldown` is the old
+ * fixed schedule.
+ *
+ * Why: a target is back in use at most one wait after it recovered, and each
+ * wait costs one probe request to a dead target (one for the whole fleet with
+ * a shared store). Tying the wait to the outage's age bounds the cost of
+ * recovery to a sixth of the outage: a 10 s blip is over for the fleet at
+ * most 5 s later (two failed probes), a one-minute outage at most 10 s later
+ * (9 failed probes), and a ten-minute one costs 26 probes (the fixed 60 s
+ * cooldown: 10, but a blip kept the fleet on the backup for a minute). A
+ * growth per probe (doubling from 5 s: 5, 15, 35, 75 s) would leave a target
+ * that recovered at 36 s unused until 75 s. */
+#define LF_CIRCUIT_RECOVERY_SHARE (1.0 / 6.0)
+double lf_circuit_interval(double first, double cooldown, double elapsed);
+
 /* Whether a call may send to the target at `now`. An open circuit whose
  * cooldown has elapsed turns half-open; a half-open circuit whose probe is
  * free hands the probe to this call (for `probe_ttl` seconds, after which a
@@ -72,7 +94,8 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
 lf_route lf_circuit_peek(const lf_circuit *c, double now);
 
 /* Applies an attempt's outcome: `success`, or a counted failure asking for
- * `hold` seconds of cooldown. `threshold` > 0; `cooldown` in seconds. `probe`
+ * `hold` seconds of cooldown. `threshold` > 0; `first` and `cooldown` in
+ * seconds, the recovery schedule's (lf_circuit_interval). `probe`
  * is 1 when the store saw the reporting call's token on the half-open probe
  * (the call it handed the probe to); the probe is its outcome only while it
  * has not expired. Returns 1 and fills *chg when the state changed.
@@ -85,8 +108,8 @@ lf_route lf_circuit_peek(const lf_circuit *c, double now);
  * is over. Any success closes the circuit, whoever sent it, as it does from
  * open: the target answered, and the probe's own outcome then counts as a
  * closed circuit's. */
-int lf_circuit_record(lf_circuit *c, int threshold, double cooldown, double now, int success, double hold,
-                      int probe, lf_circuit_change *chg);
+int lf_circuit_record(lf_circuit *c, int threshold, double first, double cooldown, double now, int success,
+                      double hold, int probe, lf_circuit_change *chg);
 
 /* The caller that holds a half-open circuit's probe asks again (before its
  * retry, or a later target of its call): the probe stays its own for

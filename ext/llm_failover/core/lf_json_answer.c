@@ -38,14 +38,153 @@ static int lf_ja_fail(lf_buf *why, const lf_buf *path, const char *fmt, ...)
     return LF_JSON_ANSWER_BAD;
 }
 
+/* Whether a schema's "type" names +name+ (a name, or an array holding it). */
+static int lf_ja_names_type(json_object *type, const char *name)
+{
+    size_t i, n;
+
+    if (json_object_is_type(type, json_type_string)) return strcmp(json_object_get_string(type), name) == 0;
+    if (!json_object_is_type(type, json_type_array)) return 0;
+    n = json_object_array_length(type);
+    for (i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(type, i);
+
+        if (json_object_is_type(t, json_type_string) && strcmp(json_object_get_string(t), name) == 0) return 1;
+    }
+    return 0;
+}
+
+static int lf_ja_strict_node(json_object *node, lf_buf *path, lf_buf *why, int depth);
+
+/* Each schema under keyword +kw+ of +node+: a map of them (properties, $defs),
+ * a list (anyOf, items as a list) or one (items, additionalProperties, not). */
+static int lf_ja_strict_under(json_object *node, const char *kw, int map, lf_buf *path, lf_buf *why, int depth)
+{
+    json_object *sub = NULL;
+    size_t mark = path->len, i, n;
+    char idx[32];
+    int rc = 0;
+
+    if (!json_object_object_get_ex(node, kw, &sub)) return 0;
+    if (lf_buf_append_char(path, '.') != 0 || lf_buf_append_str(path, kw) != 0) return -1;
+    if (map && json_object_is_type(sub, json_type_object)) {
+        json_object_object_foreach(sub, key, val) {
+            size_t m2 = path->len;
+
+            if (lf_buf_append_char(path, '.') != 0 || lf_buf_append_str(path, key) != 0) return -1;
+            rc = lf_ja_strict_node(val, path, why, depth + 1);
+            if (rc != 0) return rc;
+            path->len = m2;
+            path->ptr[m2] = '\0';
+        }
+    } else if (json_object_is_type(sub, json_type_array)) {
+        n = json_object_array_length(sub);
+        for (i = 0; i < n && rc == 0; i++) {
+            size_t m2 = path->len;
+            int len = snprintf(idx, sizeof idx, "[%zu]", i);
+
+            if (lf_buf_append(path, idx, (size_t)len) != 0) return -1;
+            rc = lf_ja_strict_node(json_object_array_get_idx(sub, i), path, why, depth + 1);
+            path->len = m2;
+            path->ptr[m2] = '\0';
+        }
+    } else if (!map) {
+        rc = lf_ja_strict_node(sub, path, why, depth + 1);
+    }
+    if (rc == 0) {
+        path->len = mark;
+        path->ptr[mark] = '\0';
+    }
+    return rc;
+}
+
+/* What OpenAI's strict mode refuses in a schema and no more: an object that
+ * allows other keys or leaves a property out of "required". Only the
+ * keywords that hold schemas are walked, so a property or a $defs entry named
+ * "properties" is a name, not a keyword. */
+static int lf_ja_strict_node(json_object *node, lf_buf *path, lf_buf *why, int depth)
+{
+    static const char *const maps[] = {"properties", "$defs", "definitions"};
+    static const char *const lists[] = {"anyOf", "allOf", "oneOf", "items", "prefixItems", "additionalProperties",
+                                        "not"};
+    json_object *type = NULL, *props = NULL, *additional = NULL, *required = NULL;
+    size_t i;
+    int rc;
+
+    if (depth > LF_JA_DEPTH) return lf_ja_fail(why, NULL, "schema %.*s: nests deeper than %d", (int)path->len, path->ptr,
+                                               LF_JA_DEPTH);
+    if (!json_object_is_type(node, json_type_object)) return 0;
+    json_object_object_get_ex(node, "type", &type);
+    json_object_object_get_ex(node, "properties", &props);
+    if (lf_ja_names_type(type, "object") || (!type && json_object_is_type(props, json_type_object))) {
+        json_object_object_get_ex(node, "additionalProperties", &additional);
+        if (!json_object_is_type(additional, json_type_boolean) || json_object_get_boolean(additional))
+            return lf_ja_fail(why, NULL, "schema %.*s: strict mode needs \"additionalProperties\": false on every object",
+                              (int)path->len, path->ptr);
+        json_object_object_get_ex(node, "required", &required);
+        if (json_object_is_type(props, json_type_object)) {
+            json_object_object_foreach(props, key, val) {
+                size_t k, n = json_object_is_type(required, json_type_array) ? json_object_array_length(required) : 0;
+                int found = 0;
+
+                (void)val;
+                for (k = 0; k < n && !found; k++) {
+                    json_object *r = json_object_array_get_idx(required, k);
+
+                    found = json_object_is_type(r, json_type_string) && strcmp(json_object_get_string(r), key) == 0;
+                }
+                if (!found)
+                    return lf_ja_fail(why, NULL,
+                                      "schema %.*s: strict mode needs every property in \"required\" (missing %.60s; "
+                                      "make a value optional with \"type\": [..., \"null\"])",
+                                      (int)path->len, path->ptr, key);
+            }
+        }
+    }
+    for (i = 0; i < sizeof maps / sizeof maps[0]; i++)
+        if ((rc = lf_ja_strict_under(node, maps[i], 1, path, why, depth)) != 0) return rc;
+    for (i = 0; i < sizeof lists / sizeof lists[0]; i++)
+        if ((rc = lf_ja_strict_under(node, lists[i], 0, path, why, depth)) != 0) return rc;
+    return 0;
+}
+
+/* The root both providers take: an object schema ("type": "object"), not an
+ * array, a string, an anyOf or {} (OpenAI's strict mode and Anthropic's
+ * input_schema refuse those), then every object in it strict. */
+static int lf_ja_strict_schema(json_object *schema, lf_buf *why)
+{
+    json_object *type = NULL;
+    lf_buf path;
+    int rc;
+
+    json_object_object_get_ex(schema, "type", &type);
+    if (!json_object_is_type(type, json_type_string) || strcmp(json_object_get_string(type), "object") != 0 ||
+        json_object_object_get_ex(schema, "anyOf", NULL))
+        return lf_ja_fail(why, NULL, "schema $: the root must be one object schema (\"type\": \"object\", no "
+                                     "anyOf): OpenAI's strict mode and Anthropic refuse any other");
+    lf_buf_init(&path);
+    rc = lf_buf_append_char(&path, '$') != 0 ? -1 : lf_ja_strict_node(schema, &path, why, 0);
+    lf_buf_free(&path);
+    return rc;
+}
+
 json_object *lf_json_schema_parse(const char *text, size_t len, lf_buf *why)
 {
     json_object *schema = text ? lf_json_parse(text, len) : NULL;
+    lf_buf scratch;
 
-    if (schema && json_object_is_type(schema, json_type_object)) return schema;
-    json_object_put(schema);
-    if (why) (void)lf_ja_fail(why, NULL, "the schema is not a JSON object");
-    return NULL;
+    if (!schema || !json_object_is_type(schema, json_type_object)) {
+        json_object_put(schema);
+        if (why) (void)lf_ja_fail(why, NULL, "the schema is not a JSON object");
+        return NULL;
+    }
+    lf_buf_init(&scratch);
+    if (lf_ja_strict_schema(schema, why ? why : &scratch) != 0) {
+        json_object_put(schema);
+        schema = NULL;
+    }
+    lf_buf_free(&scratch);
+    return schema;
 }
 
 /* The span of text that should be the object: trimmed, and the inside of a
@@ -67,6 +206,115 @@ static void lf_ja_unfence(const char *text, size_t len, size_t *start, size_t *n
     }
     *start = a;
     *n = b - a;
+}
+
+/* RFC 8259's tokens, which json-c's strict mode does not hold an answer to:
+ * it still takes NaN and Infinity, single-quoted strings, raw control bytes
+ * in a string, "5." and unpaired surrogate escapes, all of which strict
+ * readers (Ruby's JSON among them) refuse. json-c judges the structure; this
+ * pass refuses every token outside the standard, so an answer that passes
+ * reads the same everywhere. Returns 0, or the offset + 1 of the first bad
+ * byte. */
+static int lf_ja_hex4(const char *s, size_t n, size_t i, unsigned *cp)
+{
+    size_t k;
+
+    *cp = 0;
+    if (i + 4 > n) return -1;
+    for (k = i; k < i + 4; k++) {
+        char c = s[k];
+        unsigned d;
+
+        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
+        else return -1;
+        *cp = *cp * 16 + d;
+    }
+    return 0;
+}
+
+static int lf_ja_is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* One string from the quote at s[i]; the index after its closing quote, or 0. */
+static size_t lf_ja_string_token(const char *s, size_t n, size_t i)
+{
+    unsigned cp, low;
+
+    for (i++; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c == '"') return i + 1;
+        if (c < 0x20) return 0;
+        if (c != '\\') continue;
+        if (++i >= n) return 0;
+        if (strchr("\"\\/bfnrt", s[i]) && s[i] != '\0') continue;
+        if (s[i] != 'u' || lf_ja_hex4(s, n, i + 1, &cp) != 0) return 0;
+        i += 4;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) return 0;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (i + 2 >= n || s[i + 1] != '\\' || s[i + 2] != 'u' || lf_ja_hex4(s, n, i + 3, &low) != 0 ||
+                low < 0xDC00 || low > 0xDFFF)
+                return 0;
+            i += 6;
+        }
+    }
+    return 0;
+}
+
+/* One number from s[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; the
+ * index after it, or 0. */
+static size_t lf_ja_number_token(const char *s, size_t n, size_t i)
+{
+    if (i < n && s[i] == '-') i++;
+    if (i >= n || !lf_ja_is_digit(s[i])) return 0;
+    if (s[i] == '0') i++;
+    else
+        while (i < n && lf_ja_is_digit(s[i])) i++;
+    if (i < n && s[i] == '.') {
+        if (++i >= n || !lf_ja_is_digit(s[i])) return 0;
+        while (i < n && lf_ja_is_digit(s[i])) i++;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        if (i >= n || !lf_ja_is_digit(s[i])) return 0;
+        while (i < n && lf_ja_is_digit(s[i])) i++;
+    }
+    return i;
+}
+
+static size_t lf_ja_standard_tokens(const char *s, size_t n)
+{
+    static const char *const words[] = {"true", "false", "null"};
+    size_t i = 0, end, w;
+
+    while (i < n) {
+        char c = s[i];
+
+        if (lf_wire_is_ws(c) || c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':') {
+            i++;
+            continue;
+        }
+        if (c == '"') end = lf_ja_string_token(s, n, i);
+        else if (c == '-' || lf_ja_is_digit(c)) end = lf_ja_number_token(s, n, i);
+        else {
+            for (end = 0, w = 0; w < 3 && !end; w++) {
+                size_t len = strlen(words[w]);
+
+                if (n - i >= len && memcmp(s + i, words[w], len) == 0) end = i + len;
+            }
+        }
+        /* A token runs into the next one ("1x", "nulll", "NaN" after "-"). */
+        if (!end || (end < n && ((s[end] >= 'a' && s[end] <= 'z') || (s[end] >= 'A' && s[end] <= 'Z') ||
+                                 lf_ja_is_digit(s[end]) || s[end] == '.' || s[end] == '_')))
+            return i + 1;
+        i = end;
+    }
+    return 0;
 }
 
 typedef struct lf_ja_ctx {
@@ -294,7 +542,7 @@ int lf_json_answer_check(const char *text, size_t len, json_object *schema,
 {
     lf_ja_ctx x;
     json_object *v;
-    size_t start, n;
+    size_t start, n, bad;
     int rc;
 
     lf_buf_clear(json_out);
@@ -303,6 +551,13 @@ int lf_json_answer_check(const char *text, size_t len, json_object *schema,
     lf_ja_unfence(text, len, &start, &n);
     v = n ? lf_json_parse(text + start, n) : NULL;
     if (!v) return lf_ja_fail(why, NULL, n ? "the answer is not JSON" : "the answer is empty, not a JSON object");
+    bad = lf_ja_standard_tokens(text + start, n);
+    if (bad) {
+        json_object_put(v);
+        return lf_ja_fail(why, NULL, "the answer is not standard JSON (RFC 8259) at byte %zu: NaN, Infinity, "
+                                     "single quotes, a raw control character or a bad escape or number",
+                          start + bad - 1);
+    }
     if (!json_object_is_type(v, json_type_object)) {
         rc = lf_ja_fail(why, NULL, "the answer is a JSON %s, not an object", lf_ja_type_of(v));
         json_object_put(v);
@@ -329,12 +584,10 @@ int lf_json_answer_check(const char *text, size_t len, json_object *schema,
         }
         lf_buf_free(&x.path);
     }
-    /* json-c's own writing of the object: strict JSON whatever leniency its
-     * reader showed (single quotes), the members in the answer's order. */
-    if (rc == 0 &&
-        lf_buf_append_str(json_out, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-                                                                          JSON_C_TO_STRING_NOSLASHESCAPE)) != 0)
-        rc = -1;
+    /* The object as the answer wrote it (a fence and surrounding whitespace
+     * gone), not json-c's writing of it: json-c holds integers in 64 bits and
+     * would clamp a bigger one. */
+    if (rc == 0 && lf_buf_append(json_out, text + start, n) != 0) rc = -1;
     json_object_put(v);
     return rc;
 }

@@ -15,6 +15,8 @@
 #include <sys/timerfd.h>
 #endif
 
+#include "lf_utf8.h"
+
 #include "lf_banned.h"
 
 /* Idle connections kept per pool; more are closed on check-in. */
@@ -378,6 +380,9 @@ enum {
     LF_H_SHOULD_RETRY
 };
 
+/* Bytes of a provider's request id kept (see lf_on_header). */
+#define LF_REQUEST_ID_MAX 200
+
 static int lf_header_kind(const char *name, size_t len)
 {
     switch (len) {
@@ -442,7 +447,17 @@ static size_t lf_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         break;
     case LF_H_RETRY_AFTER: lf_buf_set(&r->retry_after, v, vlen); break;
     case LF_H_RETRY_AFTER_MS: lf_buf_set(&r->retry_after_ms, v, vlen); break;
-    case LF_H_REQUEST_ID: lf_buf_set(&r->request_id, v, vlen); break;
+    case LF_H_REQUEST_ID:
+        /* Kept as text (records, errors, the cache, a varchar(255) column): a
+         * provider's stray byte becomes U+FFFD rather than a string nothing can
+         * serialise, and a huge value is cut (real ids are under 100 bytes). */
+        if (vlen > LF_REQUEST_ID_MAX) {
+            vlen = LF_REQUEST_ID_MAX; /* at a character's start, not inside one */
+            while (vlen > 0 && ((unsigned char)v[vlen] & 0xC0) == 0x80) vlen--;
+        }
+        lf_buf_clear(&r->request_id);
+        (void)lf_utf8_append_sanitized(&r->request_id, v, vlen);
+        break;
     case LF_H_SHOULD_RETRY:
         if (vlen == 4 && strncasecmp(v, "true", 4) == 0) r->should_retry = 1;
         else if (vlen == 5 && strncasecmp(v, "false", 5) == 0) r->should_retry = 0;

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../chat/idempotency"
+require_relative "message_store"
 require_relative "../records/warnings"
 
 module LlmFailover
@@ -68,13 +70,23 @@ module LlmFailover
       end
 
       # The newest updated_at (or created_at) of the chat's messages; nil without one.
+      # A user message whose turn a call is answering counts from its created_at: its
+      # updated_at is the claim's (Idempotency), not a write of the conversation.
       def last_message_write
         scope = @record.association(@klass.llm_chat_options.messages).scope.unscope(:order)
         messages = scope.klass
         column = %w[updated_at created_at].find { |c| messages.column_names.include?(c) }
         return nil unless column
 
-        messages.connection_pool.with_connection { messages.uncached { scope.maximum(column) } }
+        messages.connection_pool.with_connection do
+          messages.uncached do
+            next scope.maximum(column) unless column == "updated_at" && messages.column_names.include?("created_at")
+
+            status = (messages.respond_to?(:llm_message_columns) ? messages.llm_message_columns : MessageStore::DEFAULT_COLUMNS)[:status]
+            [scope.where.not(status => Idempotency::ANSWERING).maximum(column),
+             scope.where(status => Idempotency::ANSWERING).maximum("created_at")].compact.max
+          end
+        end
       end
     end
   end

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../chat/idempotency"
 require_relative "../records/warnings"
 
 module LlmFailover
@@ -99,6 +100,35 @@ module LlmFailover
         true
       rescue ::ActiveRecord::RecordNotUnique
         false
+      end
+
+      # Claims the turn of +key+ for one call (Idempotency), across processes: one
+      # conditional UPDATE of the user row's status, which one writer wins. A claim
+      # older than +stale_after+ seconds is a dead process's and can be taken. Without
+      # an updated_at column no claim could ever be told stale: every caller answers.
+      def claim_turn(key, stale_after:)
+        return true unless @klass.column_names.include?("updated_at")
+
+        column = idempotency_column
+        status = @columns[:status]
+        with_connection do
+          now = Time.current
+          user = proxy.where(column => key, @columns[:role] => "user")
+          free = user.where(status => "complete")
+                     .or(user.where(status => Idempotency::ANSWERING).where(updated_at: ...(now - stale_after)))
+          free.update_all(status => Idempotency::ANSWERING, "updated_at" => now) == 1
+        end
+      end
+
+      # Frees the turn of +key+ (its call has ended, however it ended).
+      def release_turn(key)
+        return unless @klass.column_names.include?("updated_at")
+
+        with_connection do
+          proxy.where(idempotency_column => key, @columns[:role] => "user", @columns[:status] => Idempotency::ANSWERING)
+               .update_all(@columns[:status] => "complete", "updated_at" => Time.current)
+        end
+        nil
       end
 
       def add_system(content)
@@ -204,11 +234,8 @@ module LlmFailover
         found
       end
 
-      # The longest a call can run: every attempt on both targets taking its whole
-      # request_timeout and the longest wait between them.
       def longest_call
-        config = LlmFailover.configuration
-        2 * (config.max_retries + 1) * (config.request_timeout + config.retry_max_interval)
+        LlmFailover.configuration.longest_call
       end
 
       def idempotency_column

@@ -67,10 +67,14 @@ module LlmFailover
     def write(target, content:, model:, finish_reason:, provider_request_id:, json_text: nil)
       return false unless storable?(content, finish_reason)
 
-      value = JSON.generate("content" => content, "model" => model, "provider" => target.provider.name.to_s,
-                            "requested_model" => target.model, "finish_reason" => finish_reason,
-                            "provider_request_id" => provider_request_id, "json_text" => json_text)
-      guard(:write) { @store.write(key(target), value, expires_in: @ttl) }
+      # Encoding is guarded too: whatever an answer holds, a call that was answered
+      # never fails on its way into the cache.
+      guard(:write) do
+        value = JSON.generate("content" => content, "model" => model, "provider" => target.provider.name.to_s,
+                              "requested_model" => target.model, "finish_reason" => finish_reason,
+                              "provider_request_id" => provider_request_id, "json_text" => json_text)
+        @store.write(key(target), value, expires_in: @ttl)
+      end
       true
     end
 

@@ -8,6 +8,7 @@ require_relative "reply"
 require_relative "target"
 require_relative "call/delivery"
 require_relative "call/failure"
+require_relative "call/later"
 require_relative "call/records"
 
 module LlmFailover
@@ -27,16 +28,14 @@ module LlmFailover
     # @return [Cancellation] what Chat#cancel! stops this call through
     attr_writer :cancellation
     # @return [AnswerFormat, nil] JSON mode or a schema; nil for text
-    attr_accessor :answer_format
+    attr_reader :answer_format
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
 
-    # @param targets [Array<Target>] the primary, then the backup if there is one
+    # @param targets [Array<Target>] where the call starts (the quota's pick: the backup
+    #   alone when the primary's quota is used up), then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
-    # @param quota [Hash, nil] the primary's { limit:, used:, enforce: }: the engine picks
-    #   the first target from it
-    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:,
-                   quota:, block:)
+    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:, block:)
       @engine = engine
       @config = config
       @targets = targets
@@ -44,7 +43,6 @@ module LlmFailover
       @temperature = temperature
       @max_tokens = max_tokens
       @feature = feature
-      @quota = quota
       @request_id = Engine.uuid
       @delivery = Delivery.new(store: store, block: block, targets: targets, request_id: @request_id)
       @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter)
@@ -57,8 +55,13 @@ module LlmFailover
 
     def scrubbing=(session)
       @scrubbing = session
-      @delivery.scrubbing = session
+      @delivery.restore_with(session, json: !@answer_format.nil?)
       @records.scrubbed = session&.counts
+    end
+
+    def answer_format=(format)
+      @answer_format = format
+      @delivery.restore_with(@scrubbing, json: !format.nil?) # a JSON answer restores escaped
     end
 
     # @return [Array<AttemptRecord>] every attempt so far
@@ -68,16 +71,19 @@ module LlmFailover
 
     # @return [Reply]
     # @raise [Error] the final error, with every attempt attached
-    # @raise [QuotaExceededError] the engine refused the call before any request
     def run
-      if @response_cache && (cached = @response_cache.read)
-        # An entry without the checked object cannot answer a JSON call.
-        return answer_from_cache(cached) unless @answer_format && cached.json_text.nil?
-      end
-
       @cancellation ||= Cancellation.new
-      returned = false
+      returned = sending = false
       begin
+        cached = @response_cache&.read
+        # An entry without the checked object cannot answer a JSON call, nor one whose
+        # object the answer check refuses now (an older version cached NaN).
+        if cached && !(@answer_format && (cached.json_text.nil? || @answer_format.check(cached.json_text).nil?))
+          returned = true # answer_from_cache settles the store and the quota itself
+          return answer_from_cache(cached)
+        end
+
+        sending = true
         attempt_started
         result = @cancellation.run { @engine.run(engine_request, self) } || cancelled_result
         returned = true
@@ -87,8 +93,12 @@ module LlmFailover
         end
       ensure
         # The block raised, the thread was killed, a Timeout fired: the partial answer
-        # must never be sent again as if it were complete.
-        @delivery.mark_failed(@last_target || 0, named: false) unless returned
+        # must never be sent again as if it were complete, and a quota unit is kept
+        # only if a request may have reached the primary.
+        unless returned
+          @delivery.mark_failed(@last_target || 0, named: false) if sending # not while reading the cache
+          settle_quota
+        end
         @breaker&.finish
       end
     end
@@ -181,30 +191,30 @@ module LlmFailover
     def engine_request
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
-                  quota: @quota, policy: @config.engine_policy, circuit: @breaker&.engine_mode }
+                  policy: @config.engine_policy, circuit: @breaker&.engine_mode }
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end
 
     # @return [String, nil] +text+ with the request's placeholders back to their values
+    #   (escaped for JSON in a JSON answer, so that it stays one)
     def restored(text)
-      @scrubbing ? @scrubbing.restore(text) : text
+      @scrubbing ? @scrubbing.restore(text, json: !@answer_format.nil?) : text
     end
 
-    # reply.json: the checked object, its strings restored one by one (restoring the
-    # JSON text would break it where an original holds a quote).
+    # reply.json: the checked object's text as the answer wrote it, restored as
+    # reply.content is, so that both say the same.
     def parsed_json(json_text)
       return nil unless json_text && @answer_format
 
-      object = @answer_format.parse(json_text)
-      @scrubbing ? @scrubbing.restore_json(object) : object
+      @answer_format.parse(restored(json_text))
     end
 
-    # The primary's requests (not a skip past an open circuit) keep the shared quota's
-    # unit; with quota_by: :tokens, it becomes the tokens they used.
+    # A request that may have reached the primary keeps the shared quota's unit; with
+    # quota_by: :tokens, it becomes the tokens they used.
     def settle_quota
       return unless @quota_reservation
 
-      sent, tokens = @records.sent_to(@targets[0])
+      sent, tokens = @records.sent_to(@quota_reservation.target)
       @quota_reservation.settle(primary_sent: sent, tokens: tokens)
     end
 
@@ -269,10 +279,10 @@ module LlmFailover
       @delivery.flush
       partial = restored(result[:partial_content].to_s)
       @delivery.cancel(index, content: partial)
+      @records.cancelled(target, result)
       # Cancelled before its first request (a Stop pressed while the job was queued):
       # nothing was sent, so nothing counts against a shared quota.
-      sent = @records.cancelled(target, result)
-      sent ? settle_quota : @quota_reservation&.release # a request that was sent counts like any other
+      settle_quota
       log(:info, "cancelled on #{target.label} after #{partial.length} characters")
       Reply.new(content: partial, model: target.model, provider: target.name, input_tokens: nil, output_tokens: nil,
                 request_id: @request_id, attempts: @records.to_a, failover: index.positive?,
@@ -284,15 +294,22 @@ module LlmFailover
       failure = Failure.new(result: result, targets: @targets, records: @records, request_id: @request_id,
                             restore: method(:restored))
       target = failure.target
-      raise QuotaExceededError, "#{target.name}: #{result[:message]}" if result[:error_class] == QuotaExceededError
-
       @quota_reservation&.release # no target answered
       @delivery.mark_failed(@targets.index(target))
       error = failure.error
+      later = Later.new(config: @config, targets: @targets, breaker: !@breaker.nil?, log: method(:log))
+      error.retry_at, reason = later.at(error)
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")
       alert(error) if @records.chain_exhausted?
       cause = failure.cause
-      cause ? raise(error, cause: cause) : raise(error)
+      begin
+        cause ? raise(error, cause: cause) : raise(error)
+      rescue Error
+        # Past what the call may wait: raised from here, its cause is +error+.
+        raise later.retry_later(error, reason) if later.too_far?(error)
+
+        raise
+      end
     end
 
     def alert(error)

@@ -1,9 +1,12 @@
 # frozen_string_literal: true
 
+require "time"
+
 require_relative "../errors"
 require_relative "../cache/response_cache"
 require_relative "../quota/model_picker"
 require_relative "../quota/quota"
+require_relative "../records/tracing"
 require_relative "../scrubber/scrubber"
 require_relative "answer_format"
 require_relative "call"
@@ -92,11 +95,13 @@ module LlmFailover
       format = format_for(json)
       if idempotency_key.nil?
         @options.store.add_user(text)
-      else
-        stored = Idempotency.store_prompt(@options.store, text, idempotency_key, format)
-        return stored if stored
+        return answer(temperature, max_tokens, block, cache, format)
       end
-      answer(temperature, max_tokens, block, cache, format)
+
+      Idempotency.ask(@options.store, text, idempotency_key, format, wait: @config.idempotency_wait,
+                                                                     stale_after: @config.longest_call) do
+        answer(temperature, max_tokens, block, cache, format)
+      end
     end
 
     # Answers from the stored messages without storing a user message: after a
@@ -217,25 +222,43 @@ module LlmFailover
       # hashes: scrubbed when a scrubber is configured.
       scrubbing = scrub_session
       messages.each { |m| m[1] = scrubbing.scrub(m[1]) } if scrubbing
-      reservation = @options.quota_reservation(@config.state_store)
-      quota = reservation ? reservation.reserve : @options.quota_figures
-      call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
-                      targets: engine_targets, messages: messages, temperature: temperature, max_tokens: max_tokens,
-                      feature: @options.feature, quota: quota, block: block)
-      call.answer_format = format
-      request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
-      call.response_cache = response_cache(cache, quota: quota, request: request, max_tokens: max_tokens)
-      call.scrubbing = scrubbing
-      call.quota_reservation = reservation
-      cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
-                                      logger: @config.logger)
-      call.cancellation = cancellation
-      @running_lock.synchronize { @running << cancellation }
+      reservation = @options.quota_reservation(@config.state_store, target: @primary_target)
+      running = false
       begin
-        call.run
+        backup_first = backup_first?(reservation)
+        call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
+                        targets: backup_first ? [@backup_target].freeze : engine_targets, messages: messages,
+                        temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block)
+        call.answer_format = format
+        request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
+        call.response_cache = response_cache(cache, backup_first: backup_first, request: request,
+                                                    max_tokens: max_tokens)
+        call.scrubbing = scrubbing
+        call.quota_reservation = reservation
+        cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
+                                        logger: @config.logger)
+        call.cancellation = cancellation
+        @running_lock.synchronize { @running << cancellation }
+        running = true
+        # settles the reservation, however it ends
+        Tracing.trace(chat: self, messages: messages, temperature: temperature, max_tokens: max_tokens) { call.run }
       ensure
-        @running_lock.synchronize { @running.delete(cancellation) }
+        # Stopped (or failed) before the call ran: no request was sent.
+        reservation&.release unless running
+        @running_lock.synchronize { @running.delete(cancellation) } if cancellation
       end
+    rescue QuotaExceededError => e
+      raise quota_later(e) # raised from here: a RetryLater's cause is the QuotaExceededError
+    end
+
+    # An exhausted quota (enforce_quota) means "later": when its window ends. Past
+    # max_wait_in_call, a RetryLater a job reschedules on; else the error, with retry_at.
+    def quota_later(error)
+      error.retry_at ||= Time.now + @options.quota_window.at[1]
+      return error if error.retry_at - Time.now <= @config.max_wait_in_call
+
+      RetryLater.new("#{error.message} (the quota's window ends at #{error.retry_at.utc.iso8601})",
+                     retry_at: error.retry_at, reason: :quota, provider: @provider, model: @model)
     end
 
     # @return [Scrubber::Session, nil] nil when no scrubber is configured or scrub: false
@@ -250,28 +273,32 @@ module LlmFailover
     # ModelPicker). An answer is written under the key of the target that produced it
     # (see Call), so a backup's answer never serves a later call to the primary, which
     # may be healthy again by then.
-    def response_cache(cache, quota:, request:, max_tokens:)
+    def response_cache(cache, backup_first:, request:, max_tokens:)
       store = cache == true ? @config.cache : cache
       return nil unless store
 
-      lookup = backup_first?(quota) ? [@primary_target, @backup_target] : [@primary_target]
+      lookup = backup_first ? [@primary_target, @backup_target] : [@primary_target]
       ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger,
                         namespace: @options.cache_namespace,
                         request: request, lookup: lookup,
                         max_tokens: max_tokens)
     end
 
-    def backup_first?(quota)
-      return false unless quota && @backup_target
+    # The call's one quota pick, made before anything else reads it (the cache key,
+    # the engine's targets): the core's lf_pick, through ModelPicker, over the
+    # primary's quota as it stands before this call. A shared quota reserves its unit
+    # here.
+    # @raise [QuotaExceededError] with enforce_quota, the quota used up and no backup
+    def backup_first?(reservation)
+      quota = reservation ? reservation.reserve : @options.quota_now
+      return false unless quota
 
-      picker = ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
-                               backup_provider: @backup_provider,
-                               quota: Quota.new(limit: quota[:limit], used: quota[:used]))
-      picker.pick == [@backup_model, @backup_provider]
+      ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
+                      backup_provider: @backup_provider, quota: quota,
+                      enforce_quota: @options.enforce_quota).backup_first?
     end
 
-    # The primary, then the backup if there is one; the engine's attempt loop picks
-    # where to start from the quota.
+    # The primary, then the backup if there is one.
     def engine_targets
       @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
     end

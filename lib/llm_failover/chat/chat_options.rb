@@ -4,6 +4,7 @@ require_relative "../errors"
 require_relative "../quota/quota"
 require_relative "../quota/quota_reservation"
 require_relative "../quota/quota_window"
+require_relative "text"
 
 module LlmFailover
   class Chat
@@ -53,25 +54,25 @@ module LlmFailover
         copy.freeze
       end
 
-      # What the engine picks the first target from, read just before the call. Without
-      # a limit (nil or 0, which means unlimited) there is nothing to pick: quota_used is
+      # The primary's quota as it stands, read just before the call's pick. Without a
+      # limit (nil or 0, which means unlimited) there is nothing to pick: quota_used is
       # not even asked.
-      # @return [Hash, nil] { limit:, used:, enforce: }
-      def quota_figures
+      # @return [Quota, nil]
+      def quota_now
         return nil if @quota.nil? || @quota.zero?
 
-        quota = Quota.new(limit: @quota, used: quota_used_now) # its own checks of the figures
-        { limit: quota.limit, used: quota.used, enforce: @enforce_quota }
+        Quota.new(limit: @quota, used: quota_used_now) # its own checks of the figures
       end
 
       # A shared quota (quota_key:) is counted in the state store: one reservation per
       # call. Without a limit (nil or 0) nothing is reserved.
       # @return [QuotaReservation, nil]
-      def quota_reservation(state_store)
+      # @param target [Target] the primary, whose requests the unit pays for
+      def quota_reservation(state_store, target:)
         return nil if @quota_key.nil? || @quota.nil? || @quota.zero?
 
         QuotaReservation.new(store: state_store, key: @quota_key, limit: @quota, window: @quota_window,
-                             by: @quota_by, enforce: @enforce_quota)
+                             by: @quota_by, target: target)
       end
 
       class << self
@@ -134,7 +135,7 @@ module LlmFailover
             raise ConfigurationError, "feature must be a String, got #{feature.class}"
           end
 
-          feature.to_s.dup.freeze
+          text(feature.to_s, :feature)
         end
 
         # A non-empty String or Symbol, kept as a frozen String; nil stays nil.
@@ -144,7 +145,16 @@ module LlmFailover
             raise ConfigurationError, "#{option} must be a non-empty String, got #{value.inspect}"
           end
 
-          value.to_s.dup.freeze
+          text(value.to_s, option)
+        end
+
+        # A name that goes into keys, records and log lines as text: Rack gives header
+        # values as binary, read here as UTF-8 (anything else converted), so that no
+        # serialisation fails later, after the prompt was stored.
+        def text(value, option)
+          Text.utf8(value, option.to_s).dup.freeze
+        rescue ArgumentError => e
+          raise ConfigurationError, e.message
         end
 
         def boolean(option, value)

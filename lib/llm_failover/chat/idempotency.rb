@@ -7,10 +7,16 @@ module LlmFailover
   # chat.ask(text, idempotency_key: key): the prompt is stored once per key and chat.
   # Asked again with the same key (a retried job, a double-submitted form), the turn
   # is answered again when it has no complete answer, and its stored answer is
-  # returned, without a request, when it has one.
+  # returned, without a request, when it has one. One call at a time answers a turn:
+  # an ask that finds another answering it waits for that answer (then returns it),
+  # or for the other to fail (then answers itself), up to idempotency_wait, and then
+  # raises IdempotencyConflict. Across processes too: the claim is in the store.
   #
   # A store that supports keys has #find_turn(key) (a Turn or nil) and
-  # #add_user_once(content, key) (false when another writer stored the key first).
+  # #add_user_once(content, key) (false when another writer stored the key first); one
+  # that can hold a claim also has #claim_turn(key, stale_after:) (true for the one
+  # caller that now answers the turn: it was free, or its claim older than
+  # stale_after seconds, a dead owner's) and #release_turn(key).
   #
   # @api private: used by Chat#ask
   module Idempotency
@@ -18,30 +24,71 @@ module LlmFailover
     # and whether another user message follows it.
     Turn = Struct.new(:user, :answer, :later)
 
+    # Status of a user message whose turn a call is answering (Chat#ask's claim).
+    ANSWERING = "answering"
+    # First and longest pause between two looks at a turn another call answers.
+    POLL = [0.02, 0.5].freeze
+    private_constant :POLL
+
     module_function
 
-    # Stores +text+ under +key+ unless it is stored already. +format+ (an
-    # AnswerFormat, nil for text) is what this call asks: a stored answer that
-    # satisfies it comes back with reply.json set, as it did when it was answered.
-    # @return [Reply, nil] the stored answer, or nil when the turn is to be answered
+    # Stores +text+ under +key+ unless it is stored already, and answers its turn
+    # (the block) unless it holds a complete answer. +format+ (an AnswerFormat, nil
+    # for text) is what this call asks: a stored answer that satisfies it comes back
+    # with reply.json set, as it did when it was answered.
+    # @param wait [Numeric] seconds to wait for another call answering the turn
+    # @param stale_after [Numeric] seconds after which another call's claim is a dead one's
+    # @yield answers the turn (the prompt is stored and this call holds its claim)
+    # @return [Reply] the stored answer, or the block's
     # @raise [ArgumentError] the key was used for another prompt, or its turn can no
     #   longer be answered (later messages follow it)
     # @raise [ConfigurationError] the store does not support keys
-    def store_prompt(store, text, key, format = nil)
+    # @raise [IdempotencyConflict] another call still answers the turn after +wait+
+    def ask(store, text, key, format, wait:, stale_after:)
       key = normalize(key)
       unless store.respond_to?(:find_turn) && store.respond_to?(:add_user_once)
         raise ConfigurationError, "store #{store.class} does not support idempotency_key " \
                                   "(#find_turn and #add_user_once; for ActiveRecord, an idempotency_key column)"
       end
 
-      turn = store.find_turn(key)
-      if turn.nil?
-        return nil if store.add_user_once(text, key)
+      claims = store.respond_to?(:claim_turn) && store.respond_to?(:release_turn)
+      deadline = now + wait
+      pause = POLL[0]
+      loop do
+        turn = store.find_turn(key)
+        next if turn.nil? && !store.add_user_once(text, key) # another writer stored it first: read it
 
-        turn = store.find_turn(key) # another writer stored it first
+        if turn
+          check(turn, text, key)
+          return replay(turn.answer, format) if turn.answer
+        end
+        return answer(store, key, claims) { yield } unless claims
+        if store.claim_turn(key, stale_after: stale_after)
+          return answer(store, key, claims) do
+            # The call this one waited for may have stored its answer and let go
+            # between the read above and the claim: read again under the claim.
+            answered = store.find_turn(key)&.answer
+            answered ? replay(answered, format) : yield
+          end
+        end
+        if now >= deadline
+          raise IdempotencyConflict, "another call is still answering idempotency_key #{key.inspect} after " \
+                                     "#{wait} s (idempotency_wait): no request was sent; ask again later for its answer"
+        end
+
+        sleep(pause)
+        pause = [pause * 2, POLL[1]].min
       end
-      check(turn, text, key)
-      turn.answer ? replay(turn.answer, format) : nil
+    end
+
+    def answer(store, key, claims)
+      yield
+    ensure
+      store.release_turn(key) if claims
+    end
+
+    def now
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
     # The Turn of +key+ in +messages+ (in order); +key_of+ reads a message's key.

@@ -47,6 +47,29 @@ module LlmFailover
       true
     end
 
+    # Claims the turn of +key+ for one call (Idempotency): true when it was free, or
+    # claimed longer than +stale_after+ seconds ago.
+    def claim_turn(key, stale_after:)
+      @lock.synchronize do
+        user = @messages.find { |m| m.role == "user" && m.idempotency_key == key }
+        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        next false unless user
+        next false if user.status == Idempotency::ANSWERING && now - user.claimed_at < stale_after
+
+        user.update(status: Idempotency::ANSWERING, claimed_at: now)
+        true
+      end
+    end
+
+    # Frees the turn of +key+ (its call has ended, however it ended).
+    def release_turn(key)
+      @lock.synchronize do
+        user = @messages.find { |m| m.role == "user" && m.idempotency_key == key }
+        user&.update(status: "complete", claimed_at: nil)
+      end
+      nil
+    end
+
     def add_system(content)
       push(Message.new(role: "system", content: content.frozen? ? content : content.dup.freeze))
     end

@@ -35,10 +35,14 @@ module LlmFailover
       scrubber: nil,
       circuit_threshold: 5,
       circuit_cooldown: 60,
+      circuit_first_probe: 5,
+      max_wait_in_call: 10,
       state_store: nil,
       on_circuit_change: nil,
       circuit_log: nil,
-      cancel_poll_interval: 0.2
+      cancel_poll_interval: 0.2,
+      idempotency_wait: 60,
+      trace_content: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -89,6 +93,15 @@ module LlmFailover
     def retry_backoff_factor=(value)
       # Below 1 the waits would shrink, which is never what a backoff means.
       @retry_backoff_factor = number(:retry_backoff_factor, value, min: 1)
+      @engine_policy = nil
+    end
+
+    # The longest a call sleeps in one wait (a Retry-After, a backoff) before its next
+    # attempt; a longer Retry-After fails over at once, and a call that ends on an error
+    # meaning "later" further away than this raises RetryLater (retry_at, retry_in)
+    # instead of sleeping. Per chat: LlmFailover.chat(max_wait_in_call: 30).
+    def max_wait_in_call=(value)
+      @max_wait_in_call = number(:max_wait_in_call, value, min: 0)
       @engine_policy = nil
     end
 
@@ -188,6 +201,30 @@ module LlmFailover
       @cancel_poll_interval = number(:cancel_poll_interval, value, positive: true)
     end
 
+    # Seconds an ask waits for another call answering the same idempotency_key (a
+    # double-submitted form, a job run twice) before IdempotencyConflict.
+    def idempotency_wait=(value)
+      @idempotency_wait = number(:idempotency_wait, value, positive: true)
+    end
+
+    # Seconds: the longest a call can run, every attempt on both targets taking its
+    # whole request_timeout and the longest wait between them. Past it, what a call
+    # left unfinished is a dead process's (a claim on an idempotency_key's turn, a
+    # streaming row).
+    # @api private
+    def longest_call
+      2 * (max_retries + 1) * (request_timeout + retry_max_interval)
+    end
+
+    # Whether OpenTelemetry spans carry the prompt and the answer (gen_ai.prompt,
+    # gen_ai.completion): off by default, since a trace backend is seldom where an app
+    # keeps what its users wrote.
+    def trace_content=(value)
+      raise ConfigurationError, "trace_content must be true or false, got #{value.inspect}" unless [true, false].include?(value)
+
+      @trace_content = value
+    end
+
     # Seconds a cached answer lives; nil leaves it to the store.
     def cache_ttl=(value)
       @cache_ttl = value.nil? ? nil : number(:cache_ttl, value, positive: true)
@@ -202,6 +239,15 @@ module LlmFailover
     # Seconds a circuit stays open before one request probes it (fractions allowed).
     def circuit_cooldown=(value)
       @circuit_cooldown = number(:circuit_cooldown, value, positive: true)
+    end
+
+    # Seconds an opened circuit waits before its first half-open probe. Later waits
+    # grow with the outage (a sixth of its age so far, at least this, at most
+    # circuit_cooldown: lf_circuit_interval, in the C core), so that a target is back
+    # in use within a sixth of its outage. A value at or above circuit_cooldown keeps
+    # the fixed schedule of one probe per cooldown.
+    def circuit_first_probe=(value)
+      @circuit_first_probe = number(:circuit_first_probe, value, positive: true)
     end
 
     # Where circuit state lives: a MemoryStateStore (per process, the default), a
@@ -279,7 +325,8 @@ module LlmFailover
     def engine_policy
       @engine_policy ||= {
         max_retries: @max_retries, retry_interval: @retry_interval.to_f,
-        retry_backoff_factor: @retry_backoff_factor.to_f, retry_max_interval: @retry_max_interval.to_f,
+        retry_backoff_factor: @retry_backoff_factor.to_f,
+        retry_max_interval: [@retry_max_interval, @max_wait_in_call].min.to_f, # no wait past max_wait_in_call
         retry_interval_randomness: @retry_interval_randomness.to_f, connect_timeout: @connect_timeout.to_f,
         first_token_timeout: @first_token_timeout.to_f, idle_timeout: @idle_timeout.to_f,
         request_timeout: @request_timeout.to_f, failover_on_context_length: @failover_on_context_length,

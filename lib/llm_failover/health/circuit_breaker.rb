@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "circuit_event"
+require_relative "../records/tracing"
 require_relative "../records/warnings"
 
 module LlmFailover
@@ -86,7 +87,11 @@ module LlmFailover
       args = [target.circuit_key, @config.circuit_threshold, @config.circuit_cooldown, success, hold, error_class&.name]
       # The token tells the store whether this outcome is the half-open probe's own; a
       # store written before record took it gets the six arguments it knows.
-      args << @token unless store.method(:record).arity == 6
+      params = store.method(:record).parameters
+      rest = params.any? { |type, _| type == :rest } # a delegator's, or a store taking *args
+      args << @token unless params.size == 6 && !rest
+      # The recovery schedule's first wait, for a store that takes it (both of the gem's).
+      args << @config.circuit_first_probe if rest || params.size >= 8
       open, change = store.record(*args)
       announce(target, change, error_class) if change
       open
@@ -117,6 +122,7 @@ module LlmFailover
       @config.logger&.public_send(to == :open ? :warn : :info,
                                   "llm_failover: circuit #{target.label} #{from} -> #{to} (#{reason})")
       notify(event)
+      Tracing.circuit_change(event)
       persist(event)
       callback = @config.on_circuit_change
       callback&.call(event)

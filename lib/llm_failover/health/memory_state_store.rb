@@ -28,9 +28,15 @@ module LlmFailover
   #                              that while half-open only the probe's holder's failure
   #                              reopens (another call's is counted, and the probe
   #                              stays out); any success closes; every success is
-  #                              reported, whenever its call began
+  #                              reported, whenever its call began. An optional
+  #                              8th, first_probe: the recovery schedule's first
+  #                              wait (later ones grow with the incident's age up
+  #                              to cooldown, Circuit.interval); probes_failed is
+  #                              shared with the rest of the circuit
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
+  #   reopens_at(keys) (optional) -> [epoch seconds or nil, ...]: when each open
+  #                              circuit lets a request through again (nil: closed)
   #   quiet? (optional) -> true when admit would say "send, 0 failures" for every key
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
@@ -118,8 +124,11 @@ module LlmFailover
 
     # @param token [String, nil] the reporting call's: the outcome is the probe's when
     #   that call holds +key+'s probe (the core checks it has not expired)
+    # @param first_probe [Numeric, nil] seconds before the first half-open probe, the
+    #   next ones growing with the incident to +cooldown+ (lf_circuit_interval); nil:
+    #   every wait +cooldown+
     # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
-    def record(key, threshold, cooldown, success, hold, error_class, token = nil)
+    def record(key, threshold, cooldown, success, hold, error_class, token = nil, first_probe = nil)
       # Every success is reported (whenever its call began); with no circuit in this
       # process there is no count to reset.
       return NO_CHANGE if success && @circuits.empty?
@@ -131,10 +140,25 @@ module LlmFailover
 
         circuit ||= (@circuits[key] = Circuit.new)
         @last_errors[key] = error_class unless success
-        circuit.record(now, threshold, cooldown, success, hold, !token.nil? && @probes[key] == token)
+        circuit.record(now, threshold, cooldown, success, hold, !token.nil? && @probes[key] == token, first_probe)
         state = circuit.state
         @probes.delete(key) unless state == :half_open # the probe ended with the circuit's change
         [state != :closed, circuit.last_change]
+      end
+    end
+
+    # When each key's circuit lets a request through again: its cooldown's end (epoch
+    # seconds, maybe past: half-open) while it is not closed, nil when closed. Read on a
+    # call's failure, to tell when trying again may help (Error#retry_at).
+    # @return [Array<Float, nil>]
+    def reopens_at(keys)
+      return keys.map { nil } if @circuits.empty?
+
+      synchronize do
+        keys.map do |key|
+          circuit = @circuits[key]
+          circuit && circuit.state != :closed ? circuit.cooldown_until : nil
+        end
       end
     end
 
@@ -147,13 +171,14 @@ module LlmFailover
     end
 
     # Each known target's circuit.
-    # @return [Array<Hash>] :provider, :model, :state, :failures, :opened_at,
+    # @return [Array<Hash>] :provider, :model, :state, :failures, :probes_failed, :opened_at,
     #   :cooldown_until, :last_error
     def health
       synchronize do
         @circuits.map do |key, c|
           provider, model = key.split(":", 2)
           { provider: provider.to_sym, model: model, state: c.state, failures: c.failures,
+            probes_failed: c.probes_failed,
             opened_at: c.opened_at && Time.at(c.opened_at), cooldown_until: c.cooldown_until && Time.at(c.cooldown_until),
             last_error: @last_errors[key] }
         end

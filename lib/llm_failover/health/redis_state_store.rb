@@ -108,21 +108,26 @@ module LlmFailover
     LUA
 
     # Mirrors lf_circuit_record. KEYS: circuit, probe. ARGV: threshold, cooldown (s),
-    # success (0/1), hold (s), error class, key ttl (ms), the caller's token. Returns
+    # success (0/1), hold (s), error class, key ttl (ms), the caller's token, the first
+    # probe's wait (s). The wait before the next probe is lf_circuit_interval's: SHARE
+    # (Circuit::RECOVERY_SHARE, from the C core) of the incident's age, at least the
+    # first wait, at most the cooldown; the hash's `probes` counts failed probes. Returns
     # {from, to, reason, failures, open_for (ms: while open, or while another call's
     # probe is out; else 0)}. While half-open only
     # the probe lock's holder's failure reopens; another call's is counted and leaves
     # the lock alone.
-    RECORD = <<~LUA
-      local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until', 'opened_at')
+    # SHARE: lf_circuit.h's, so that the schedule's numbers have one owner.
+    RECORD = <<~LUA.sub("SHARE", format("%.17g", Circuit::RECOVERY_SHARE)).freeze
+      local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until', 'opened_at', 'probes')
       local state = st[1] or 'closed'
       local failures = tonumber(st[2]) or 0
+      local probes = tonumber(st[5]) or 0
       if ARGV[3] == '1' then
         if state == 'closed' then
           if failures > 0 then redis.call('HSET', KEYS[1], 'failures', 0) end
           return {state, state, '', 0, 0}
         end
-        redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'opened_at', 0, 'until', 0)
+        redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'opened_at', 0, 'until', 0, 'probes', 0)
         redis.call('DEL', KEYS[2])
         redis.call('PEXPIRE', KEYS[1], ARGV[6])
         return {state, 'closed', 'success', 0, 0}
@@ -130,12 +135,19 @@ module LlmFailover
       local t = redis.call('TIME')
       local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
       local threshold, cooldown, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+      local first = tonumber(ARGV[8]) or cooldown
+      local function interval(elapsed) -- lf_circuit_interval
+        local wait = elapsed * SHARE
+        if not (wait > first) then wait = first end
+        return math.min(wait, cooldown)
+      end
       local to, reason = state, ''
       local untl, opened = tonumber(st[3]) or 0, tonumber(st[4]) or 0
       failures = failures + 1
       if state == 'half_open' then
         if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then
-          to, reason, untl = 'open', 'probe_failed', math.max(untl, now + math.max(hold, cooldown))
+          probes = probes + 1
+          to, reason, untl = 'open', 'probe_failed', math.max(untl, now + math.max(hold, interval(now - opened)))
           redis.call('DEL', KEYS[2])
         elseif hold > 0 and now + hold > untl then
           untl = now + hold -- another call's Retry-After: no next probe before it is over
@@ -143,15 +155,15 @@ module LlmFailover
       elseif state == 'open' then
         if hold > 0 and now + hold > untl then untl = now + hold end
       elseif threshold > 0 and failures >= threshold then
-        to, reason, untl, opened = 'open', 'threshold', now + math.max(hold, cooldown), now
+        to, reason, untl, opened, probes = 'open', 'threshold', now + math.max(hold, interval(0)), now, 0
         redis.call('DEL', KEYS[2])
       elseif hold > 0 then
-        to, reason, untl, opened = 'open', 'retry_after', now + hold, now
+        to, reason, untl, opened, probes = 'open', 'retry_after', now + hold, now, 0
         redis.call('DEL', KEYS[2])
       end
       redis.call('HSET', KEYS[1], 'state', to, 'failures', failures, 'until', string.format('%.6f', untl),
                  'opened_at', string.format('%.6f', opened), 'last_error', ARGV[5],
-                 'updated_at', string.format('%.6f', now))
+                 'updated_at', string.format('%.6f', now), 'probes', probes)
       redis.call('PEXPIRE', KEYS[1], ARGV[6])
       local open_for = 0
       if to == 'open' then open_for = math.max(math.ceil((untl - now) * 1000), 1) end
@@ -169,7 +181,7 @@ module LlmFailover
     # @param url [String] redis://, rediss:// or unix:// (redis-client's own URL
     #   handling: TLS, passwords, database numbers)
     # @param namespace [String] the prefix of every key
-    # @param logger [#warn, nil] where outage warnings go (Kernel#warn when nil)
+    # @param logger [#warn, nil] where outage warnings go (c.logger when nil, else Kernel#warn)
     # @param pool_size [Integer] connections per process (per fork); a thread waits up to
     #   a second for a free one (each is held for one round trip)
     def initialize(url: ENV.fetch("REDIS_URL", "redis://127.0.0.1:6379"), namespace: "llm_failover",
@@ -215,15 +227,26 @@ module LlmFailover
       end
     end
 
-    def record(key, threshold, cooldown, success, hold, error_class, token = nil)
+    # @param first_probe [Numeric, nil] the recovery schedule's first wait (see RECORD)
+    def record(key, threshold, cooldown, success, hold, error_class, token = nil, first_probe = nil)
       key_ttl = [DAY_MS, ms(2 * (cooldown + hold))].max
-      shared(:record, key, threshold, cooldown, success, hold, error_class, token,
+      shared(:record, key, threshold, cooldown, success, hold, error_class, token, first_probe,
              repair: [circuit_key(key), probe_key(key)]) do |redis|
         from, to, reason, failures, open_for = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key),
                                                           threshold, cooldown.to_f, success ? 1 : 0, hold.to_f,
-                                                          error_class.to_s, key_ttl, token.to_s)
+                                                          error_class.to_s, key_ttl, token.to_s,
+                                                          (first_probe || cooldown).to_f)
         @fallback.adopt(key, failures, open_for / 1000.0)
         [to != "closed", reason.empty? ? nil : [from.to_sym, to.to_sym, reason.to_sym]]
+      end
+    end
+
+    # When each key's circuit lets a request through again (MemoryStateStore#reopens_at),
+    # from Redis: one pipelined HMGET per key.
+    def reopens_at(keys)
+      shared(:reopens_at, keys) do |redis|
+        replies = redis.pipelined { |p| keys.each { |key| p.call("HMGET", circuit_key(key), "state", "until") } }
+        replies.map { |state, untl| state.nil? || state == "closed" ? nil : untl.to_f }
       end
     end
 
@@ -247,6 +270,7 @@ module LlmFailover
           state = (h["state"] || "closed").to_sym
           state = :half_open if state == :open && h["until"].to_f <= now
           { provider: provider.to_sym, model: model, state: state, failures: h["failures"].to_i,
+            probes_failed: h["probes"].to_i,
             opened_at: time_or_nil(h["opened_at"]), cooldown_until: state == :closed ? nil : time_or_nil(h["until"]),
             last_error: h["last_error"].to_s.empty? ? nil : h["last_error"] }
         end
@@ -446,10 +470,11 @@ module LlmFailover
       say(:info, "llm_failover: Redis state store reachable again; sharing resumed") if was_down
     end
 
-    # Warnings go through Warnings.warn (stderr without a logger); the all-clear only
-    # to a logger.
+    # Warnings go through Warnings.warn: the store's own logger, else c.logger (the
+    # generated initializer builds the store without one: an outage belongs in the
+    # app's log), else stderr. The all-clear only to a logger.
     def say(level, message)
-      return Warnings.warn(message.delete_prefix("llm_failover: "), logger: @logger) if level == :warn
+      return Warnings.warn(message.delete_prefix("llm_failover: "), logger: @logger || LlmFailover.configuration.logger) if level == :warn
 
       @logger&.public_send(level, message)
     rescue StandardError

@@ -71,6 +71,13 @@ module LlmFailover
       choice == :backup ? backup_target : primary_target
     end
 
+    # @return [Boolean] whether the quota sends the call to the backup first (then
+    #   alone: nothing behind it)
+    # @raise [QuotaExceededError] with enforce_quota, an exceeded quota and no backup
+    def backup_first?
+      choice == :backup
+    end
+
     # The ordered targets the attempt loop may try. Failover is one level: a backup
     # picked because of the quota has nothing behind it.
     # @return [Array<Array(String, Symbol)>] `[primary, backup]`, `[primary]` or `[backup]`
@@ -96,7 +103,7 @@ module LlmFailover
       return decision unless decision == :refuse
 
       raise QuotaExceededError,
-            "quota exceeded for #{@model} on #{@provider} (used #{@quota.used} of #{@quota.limit}) " \
+            "#{@provider}: quota exceeded for #{@model} on #{@provider} (used #{@quota.used} of #{@quota.limit}) " \
             "and no backup model and provider are configured; enforce_quota: true refuses the call"
     end
 

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "quota"
+
 module LlmFailover
   # One call's hold on a shared quota (Chat's quota_key:): a unit reserved in the state
   # store before the call, atomically for the whole fleet, so that two processes that
@@ -9,26 +11,30 @@ module LlmFailover
   #
   # @api private: built by Chat for every call with a quota_key
   class QuotaReservation
+    # @return [Target] the primary, whose requests the unit pays for
+    attr_reader :target
+
     # @param store [#reserve_quota, #adjust_quota] the state store
     # @param by [Symbol] :calls or :tokens
-    def initialize(store:, key:, limit:, window:, by:, enforce:)
+    # @param target [Target] the primary
+    def initialize(store:, key:, limit:, window:, by:, target:)
       @store = store
       @key = key
       @limit = limit
       @window = window
       @by = by
-      @enforce = enforce
+      @target = target
       @held = 0
     end
 
-    # Reserves one unit when the counter is below the limit.
-    # @return [Hash] the quota figures the engine picks the first target from:
-    #   { limit:, used:, enforce: }, used at the limit or past it when nothing was reserved
+    # Reserves one unit unless the quota is used up (the store's check, atomic for
+    # the fleet: the same rule as Quota#exceeded?).
+    # @return [Quota] the quota as it stood before this call, for the call's pick
     def reserve
       @period, @ttl = @window.at
       reserved, used = @store.reserve_quota(@key, @period, 1, @limit, @ttl)
       @held = reserved ? 1 : 0
-      { limit: @limit, used: reserved ? used - 1 : [used, @limit].max, enforce: @enforce }
+      Quota.new(limit: @limit, used: used - @held)
     end
 
     # Gives back what this call holds (nothing when the reservation was refused).
@@ -36,7 +42,7 @@ module LlmFailover
       adjust(-@held)
     end
 
-    # After an answer. +primary_sent+: whether any request went to the primary;
+    # After the call. +primary_sent+: whether any request may have reached the primary;
     # +tokens+: the input and output tokens of those requests.
     def settle(primary_sent:, tokens:)
       return if @held.zero?

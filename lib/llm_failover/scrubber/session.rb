@@ -1,5 +1,9 @@
 # frozen_string_literal: true
 
+require "json"
+require_relative "../errors"
+require_relative "../chat/text"
+
 module LlmFailover
   class Scrubber
     # The scrubbing of one call: every message and the instructions go through the
@@ -34,7 +38,7 @@ module LlmFailover
         renames = nil
         mapping.each_pair do |placeholder, value|
           placeholder = bracketed(placeholder)
-          value = value.to_s
+          value = original(value)
           final = @by_value[value] || (@mapping.key?(placeholder) ? next_placeholder(placeholder) : placeholder)
           (renames ||= {})[placeholder] = final unless final == placeholder
           adopt(final, value)
@@ -55,28 +59,21 @@ module LlmFailover
         !@mapping.empty?
       end
 
+      # @param json [Boolean] +text+ is a JSON answer: a placeholder stands inside a JSON
+      #   string there, so its value goes back escaped (a quote, a backslash or a
+      #   newline in a PEM key must not break the object)
       # @return [String] +text+ with every placeholder of this call back to its value
-      def restore(text)
+      def restore(text, json: false)
         return text if @mapping.empty? || text.nil?
 
-        text.gsub(@restore ||= Regexp.union(@mapping.keys.sort_by { |p| -p.length }), @mapping)
+        text.gsub(@restore ||= Regexp.union(@mapping.keys.sort_by { |p| -p.length }),
+                  json ? json_mapping : @mapping)
       end
 
-      # @return [Object] a parsed JSON value (reply.json) with every string in it, keys
-      #   too, restored one by one: restoring the JSON text would break it where an
-      #   original value holds a quote
-      def restore_json(value)
-        case value
-        when String then restore(value)
-        when Array then value.map { |v| restore_json(v) }
-        when Hash then value.to_h { |k, v| [restore(k), restore_json(v)] }
-        else value
-        end
-      end
-
+      # @param json [Boolean] see #restore
       # @return [StreamRestorer] for the chunks of one streamed answer
-      def stream
-        StreamRestorer.new(self)
+      def stream(json: false)
+        StreamRestorer.new(self, json: json)
       end
 
       # Counts only: the values are what must not be shown.
@@ -91,7 +88,21 @@ module LlmFailover
 
       private
 
+      # A mapping's value as UTF-8 text: it goes back into the answer, which is text,
+      # after the call (a binary String would fail there, with the answer paid for).
+      def original(value)
+        Text.utf8(value.to_s, "a value #{@scrubber.class}#scrub replaced")
+      rescue ArgumentError => e
+        raise ConfigurationError, e.message
+      end
+
+      # placeholder => the value as the inside of a JSON string
+      def json_mapping
+        @json_mapping ||= @mapping.transform_values { |value| JSON.generate(value)[1...-1] }
+      end
+
       def adopt(placeholder, value)
+        @json_mapping = nil
         @mapping[placeholder] = value
         @by_value[value] ||= placeholder
         number = placeholder[PLACEHOLDER_NUMBER, 1]

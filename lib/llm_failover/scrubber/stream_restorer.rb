@@ -9,8 +9,9 @@ module LlmFailover
     #
     # @api private: one per streamed call, built by Call
     class StreamRestorer
-      def initialize(session)
+      def initialize(session, json: false)
         @session = session
+        @json = json
         @keys = session.mapping.keys
         @longest = @keys.map(&:length).max.to_i
         @starts = @keys.map { |k| k[0] }.uniq
@@ -30,7 +31,7 @@ module LlmFailover
             @held = text[-keep..]
             text = text[0, text.length - keep]
           end
-          out << @session.restore(text) unless text.empty?
+          out << @session.restore(text, json: @json) unless text.empty?
         end
         out
       end
@@ -39,7 +40,7 @@ module LlmFailover
       def flush
         held = @held
         @held = +""
-        held.empty? ? held : @session.restore(held)
+        held.empty? ? held : @session.restore(held, json: @json)
       end
 
       private

@@ -35,8 +35,9 @@ module LlmFailover
       end
 
       # @param session [Scrubber::Session, nil] the call's placeholders
-      def scrubbing=(session)
-        @restorer = session&.restoring? && @block ? session.stream : nil
+      # @param json [Boolean] a JSON answer: values go back escaped for JSON
+      def restore_with(session, json:)
+        @restorer = session&.restoring? && @block ? session.stream(json: json) : nil
       end
 
       # A streamed delta from target index +target+.

@@ -27,6 +27,7 @@ module LlmFailover
         @failures = []
         @cancelled = nil # the engine's record of the attempt Chat#cancel! cut
         @scrubbed = nil
+        @reached = {}.compare_by_identity # Target => tokens of the attempts that may have reached it
       end
 
       # @return [Array<AttemptRecord>] a frozen copy, for a Reply or an error
@@ -44,6 +45,7 @@ module LlmFailover
 
       # One HTTP attempt the engine finished (Engine#run's attempt Hash).
       def engine_attempt(attempt, target)
+        reach(attempt, target)
         unless attempt[:success]
           # Cut by the caller: the exception that did it is on its way up.
           return stopped(attempt, target) if attempt.key?(:stopped_by)
@@ -109,13 +111,23 @@ module LlmFailover
       # What +target+'s requests (not skips past an open circuit, not cache hits) used.
       # @return [Array(Boolean, Integer)] whether any was sent, and their tokens
       def sent_to(target)
-        sent = @list.select do |r|
-          r.provider == target.name && r.model == target.model && !r.skipped? && !r.cached?
-        end
-        [!sent.empty?, sent.sum { |r| r.input_tokens.to_i + r.output_tokens.to_i }]
+        reached = @reached.fetch(target, nil)
+        reached ? [true, reached] : [false, 0]
       end
 
       private
+
+      # What an attempt's target owes a shared quota (its tokens, by target). No
+      # request reached the target when its circuit was open (a skip), when the
+      # connection was refused, or when connecting timed out; any other attempt, cut
+      # or not, may have been billed.
+      def reach(attempt, target)
+        klass = attempt[:error_class]
+        return if attempt[:skipped] || klass == ConnectionRefusedError
+        return if klass.is_a?(Class) && klass <= TimeoutError && attempt[:phase] == :connect
+
+        @reached[target] = @reached.fetch(target, 0) + attempt[:input_tokens].to_i + attempt[:output_tokens].to_i
+      end
 
       def add(record)
         @list << record

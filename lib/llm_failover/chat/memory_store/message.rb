@@ -9,6 +9,8 @@ module LlmFailover
       attr_reader :role, :content, :model, :provider, :status, :input_tokens, :output_tokens
       # @return [String, nil] the user message's idempotency_key (Chat#ask)
       attr_reader :idempotency_key
+      # @api private: when a call claimed this user message's turn (monotonic seconds)
+      attr_reader :claimed_at
 
       def initialize(role:, content:, status: "complete", model: nil, provider: nil)
         @role = role

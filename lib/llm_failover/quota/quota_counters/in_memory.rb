@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../quota"
+
 module LlmFailover
   module QuotaCounters
     # MemoryStateStore's counters: this process's own, under the store's lock. A
@@ -11,7 +13,7 @@ module LlmFailover
       def reserve_quota(key, period, amount, limit, ttl)
         synchronize do
           counter = quota_counter(key, period, ttl)
-          next [false, counter[0]] if counter[0] >= limit
+          next [false, counter[0]] if Quota.new(limit: limit, used: counter[0]).exceeded?
 
           counter[0] += amount
           [true, counter[0]]

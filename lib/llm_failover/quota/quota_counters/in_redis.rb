@@ -9,6 +9,8 @@ module LlmFailover
     # While Redis cannot be reached, the store's in-process fallback counts.
     module InRedis
       # KEYS: counter. ARGV: amount, limit, ttl (ms). Returns {reserved 0/1, used}.
+      # "used >= limit" is Quota#exceeded? (lf_quota_exceeded), the rule's owner; it is
+      # repeated here only because the check and the increment must be one step in Redis.
       RESERVE = <<~LUA
         local used = tonumber(redis.call('GET', KEYS[1]) or '0')
         if used >= tonumber(ARGV[2]) then return {0, used} end
