@@ -59,7 +59,7 @@ int core_loop_run(int argc, char **argv);
 int core_loop_run(int argc, char **argv)
 {
     lf_target t;
-    lf_message msg = { "user", "Hello", 5 };
+    lf_message msg = { .role = "user", .content = "Hello", .content_len = 5 };
     lf_request_params params;
     lf_policy pol;
     lf_listener l = { .on_chunk = core_on_chunk, .on_reset = core_on_reset,

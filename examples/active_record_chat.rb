@@ -39,8 +39,8 @@ end
 
 def show(chat)
   Message.where(chat_id: chat.id).order(:id).each do |m|
-    puts format("  #%-3d %-9s %-9s %-28s %s", m.id, m.role, m.status, [m.provider, m.model].compact.join("/"),
-                m.content.inspect)
+    by = LlmFailover::Target.label(m.provider, m.model) if m.model
+    puts format("  #%-3d %-9s %-9s %-28s %s", m.id, m.role, m.status, by, m.content.inspect)
   end
 end
 
@@ -54,7 +54,7 @@ print "  streamed: "
 reply = chat.ask("What is the capital of France?") do |chunk|
   chunk.reset? ? print(" [reset] ") : print(chunk.content)
 end
-puts "\n  answered by #{reply.provider}/#{reply.model}, failover: #{reply.failover?}"
+puts "\n  answered by #{LlmFailover::Target.label(reply.provider, reply.model)}, failover: #{reply.failover?}"
 show(chat)
 
 puts "\n2. Both targets down: the turn fails, and the failed row is never sent again:"

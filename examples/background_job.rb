@@ -71,7 +71,8 @@ class TicketSummaryJob
                             feature: FEATURE, max_retries: 2)
     chat.with_instructions("Summarize the support ticket in one sentence.")
     reply = chat.ask(ticket.body)
-    ticket.update(summary: reply.content, summarized_by: "#{reply.provider}/#{reply.model}", summary_error: nil)
+    by = LlmFailover::Target.label(reply.provider, reply.model)
+    ticket.update(summary: reply.content, summarized_by: by, summary_error: nil)
     reply
   rescue LlmFailover::Error => e
     # Every target failed on errors that time may fix (overload, outage): let the job

@@ -28,7 +28,8 @@ LlmFailover.configure do |c|
   # One record per HTTP attempt, failed ones included.
   c.usage_log = lambda do |a|
     outcome = a.success ? "ok" : "#{a.error_class} #{a.http_status}"
-    puts "   [attempt #{a.attempt}] #{a.provider}/#{a.model}: #{outcome}, #{a.latency_ms.round} ms"
+    target = LlmFailover::Target.label(a.provider, a.model)
+    puts "   [attempt #{a.attempt}] #{target}: #{outcome}, #{a.latency_ms.round} ms"
   end
 end
 
@@ -41,7 +42,8 @@ chat.with_instructions("Answer with the city name only.")
   puts "Q: #{question}"
   reply = chat.ask(question) # no block: the answer arrives whole
   puts "A: #{reply.content}"
-  puts "   answered by #{reply.provider}/#{reply.model} after #{reply.attempts.size} attempt(s), " \
+  by = LlmFailover::Target.label(reply.provider, reply.model)
+  puts "   answered by #{by} after #{reply.attempts.size} attempt(s), " \
        "failover: #{reply.failover? ? 'yes' : 'no'}, tokens #{reply.input_tokens} in / #{reply.output_tokens} out"
 end
 
@@ -50,13 +52,14 @@ begin
   puts "Q: And of Spain?"
   chat.ask("And of Spain?")
 rescue LlmFailover::Error => e
-  puts "error: #{e.class} (#{e.retryable? ? 'retryable' : 'not retryable'}) from #{e.provider}/#{e.model} " \
+  from = LlmFailover::Target.label(e.provider, e.model)
+  puts "error: #{e.class} (#{e.retryable? ? 'retryable' : 'not retryable'}) from #{from} " \
        "after #{e.attempts.size} attempt(s)"
 end
 
 puts "The chat holds #{chat.messages.size} messages:"
 chat.messages.each do |m|
-  by = m.respond_to?(:model) && m.model ? " (#{m.provider}/#{m.model}, #{m.status})" : ""
+  by = m.respond_to?(:model) && m.model ? " (#{LlmFailover::Target.label(m.provider, m.model)}, #{m.status})" : ""
   puts "  #{m.role.to_s.ljust(9)} #{m.content.inspect}#{by}"
 end
 

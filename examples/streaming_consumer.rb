@@ -109,7 +109,8 @@ reply = chat.ask("Why stream answers?") do |chunk|
 end
 puts
 puts
-puts "answered by #{reply.provider}/#{reply.model}, failover: #{reply.failover? ? 'yes' : 'no'}"
+by = LlmFailover::Target.label(reply.provider, reply.model)
+puts "answered by #{by}, failover: #{reply.failover? ? 'yes' : 'no'}"
 puts "terminal shows exactly the reply: #{terminal.shown == reply.content}"
 puts "browser events: #{browser.events.count { |e| e[:type] == 'delta' }} deltas, " \
      "#{browser.events.count { |e| e[:type] == 'reset' }} reset"

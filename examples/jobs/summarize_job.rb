@@ -48,7 +48,7 @@ class SummarizeJob < ActiveJob::Base
     # The block streams the answer, so the row fills in while it arrives (a page can
     # poll it); after a failover the row is emptied first and holds the backup's words.
     reply = chat.ask(format(PROMPT, document: document), idempotency_key: job_id) { |_chunk| }
-    logger.info("summarized chat #{chat.id} with #{reply.provider}/#{reply.model}" \
+    logger.info("summarized chat #{chat.id} with #{LlmFailover::Target.label(reply.provider, reply.model)}" \
                 "#{' after failing over' if reply.failover?} (request #{reply.request_id})")
     reply.content
   end

@@ -3,10 +3,15 @@
 require "active_record"
 require_relative "active_record/attempt"
 require_relative "active_record/circuit_transition"
+require_relative "report/values"
 require_relative "report/table"
 require_relative "report/rows"
 require_relative "report/tally"
 require_relative "report/calls"
+require_relative "report/circuit_windows"
+require_relative "report/tables"
+require_relative "report/text"
+require_relative "report/html"
 require_relative "chat/target"
 
 module LlmFailover
@@ -23,104 +28,18 @@ module LlmFailover
   # ~0.6 s of CPU, against ~11 s when each table had passes of its own
   # (bench/report.rb, bench/README.md).
   #
-  # This class is the query layer: its methods return plain structs. Report::Text
-  # (#to_s) and Report::Html (#to_html) render the same numbers.
+  # This class is the query layer: its methods return the plain structs of
+  # report/values.rb. Report::Text (#to_s) and Report::Html (#to_html) render the same
+  # numbers.
   class Report
-    BUCKET_SECONDS = 300
-
     # The report as a page an app mounts; loaded when a route names it.
     autoload :Engine, File.expand_path("report/engine", __dir__)
-
-    FailureRate = Struct.new(:provider, :model, :attempts, :failures, :failover_eligible, :top_error,
-                             keyword_init: true) do
-      def rate
-        attempts.zero? ? 0.0 : failures.to_f / attempts
-      end
-    end
-
-    # A call that succeeded after a failed attempt: from the first target that failed
-    # to the one that answered.
-    Save = Struct.new(:request_id, :feature, :from, :to, :attempts, keyword_init: true) do
-      def cross_provider?
-        from.split("/", 2).first != to.split("/", 2).first
-      end
-
-      def failover?
-        from != to
-      end
-    end
-
-    Feature = Struct.new(:feature, :requests, :attempts, :failed_attempts, :failed_over, :saved, :lost, :stopped,
-                         keyword_init: true)
-    Window = Struct.new(:starts_at, :failures, :attempts, :providers, :errors, keyword_init: true) do
-      def ends_at
-        starts_at + BUCKET_SECONDS
-      end
-    end
-    Tokens = Struct.new(:provider, :model, :input, :output, :failed_input, :failed_output, keyword_init: true) do
-      def total
-        input + output
-      end
-
-      def failed_total
-        failed_input + failed_output
-      end
-    end
-
-    # Calls the response cache answered for one provider and model, and what they would
-    # have cost: each hit counted at the mean tokens of that target's uncached successful
-    # attempts in the period (an estimate: the hit's own record bills nothing).
-    CacheHits = Struct.new(:provider, :model, :hits, :saved_input, :saved_output, keyword_init: true)
-
-    # Calls routed around one target's open circuit (skipped records: no request sent),
-    # and the span from the first to the last of them: the circuit was open at least
-    # that long.
-    OpenCircuit = Struct.new(:provider, :model, :calls, :first_skip, :last_skip, keyword_init: true)
-
-    # One incident of one target's circuit, from the persisted transitions (CircuitLog):
-    # opened_at the closed -> open change, closed_at the change back to closed (nil: still
-    # open at the end of the period), reopens the failed probes in between, routed_around
-    # the calls that skipped the target meanwhile.
-    CircuitWindow = Struct.new(:provider, :model, :opened_at, :closed_at, :reason, :error_class, :reopens,
-                               :routed_around, keyword_init: true) do
-      # @return [Float, nil] seconds open; nil while still open
-      def duration
-        closed_at && closed_at - opened_at
-      end
-    end
-
-    # Failed attempts of one error class (short name, without "LlmFailover::").
-    ErrorCount = Struct.new(:error_class, :attempts, :failover_eligible, keyword_init: true)
-
-    # The period cut into equal buckets, and each target's attempts and failures in the
-    # buckets where it had any (Timeline#points, in time order).
-    Timeline = Struct.new(:starts_at, :ends_at, :step, :points, keyword_init: true) do
-      # @return [Array<String>] "provider/model" of every target with a point, by name
-      def targets
-        points.map(&:target).uniq.sort
-      end
-    end
-    TimelinePoint = Struct.new(:starts_at, :provider, :model, :attempts, :failures, keyword_init: true) do
-      def rate
-        attempts.zero? ? 0.0 : failures.to_f / attempts
-      end
-
-      def target
-        Target.label(provider, model)
-      end
-    end
 
     # Bucket lengths a timeline may use (seconds): the shortest that keeps the period
     # within the wanted number of buckets.
     TIMELINE_STEPS = [60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86_400, 7 * 86_400].freeze
     # The HTML page's timeline: at most about this many buckets.
     TIMELINE_BUCKETS = 60
-
-    # The error_class of a skipped record (AttemptRecord#skipped).
-    SKIPPED = "LlmFailover::CircuitOpenError"
-    # The error_class of the attempt a call's caller cut (Timeout.timeout, Thread#kill,
-    # task.stop, a raising block): neither a provider's failure nor a lost call.
-    STOPPED = "LlmFailover::AbortedError"
 
     attr_reader :from, :to
 
@@ -185,7 +104,7 @@ module LlmFailover
       @circuit_windows ||= @circuit_model.connection_pool.with_connection do
         next [] unless circuit_log?
 
-        windows = spans(circuit_rows).reject { |w| @from && w.closed_at && w.closed_at < @from }
+        windows = CircuitWindows.new(events: @circuit_model, from: @from, to: @to).to_a
         windows.each do |w|
           span = w.opened_at...(w.closed_at || @to || Time.now)
           w.routed_around = query do
@@ -420,48 +339,6 @@ module LlmFailover
       end.sort_by { |p| [p.starts_at, p.provider.to_s, p.model.to_s] }
     end
 
-    # The transitions that make the period's windows, in time order: from the opening of
-    # the earliest incident still open when the period began.
-    def circuit_rows
-      events = @circuit_model.all
-      t = @circuit_model.arel_table[:occurred_at]
-      start = carried_in_opening
-      events = events.where(t.gteq(start)) if start
-      events = events.where(t.lt(@to)) if @to
-      events.order(:occurred_at, :id).pluck(:provider, :model, :from_state, :to_state, :reason, :error_class, :occurred_at)
-    end
-
-    # When the earliest incident open at @from began (or @from itself, when none was).
-    def carried_in_opening
-      return nil unless @from
-
-      before = @circuit_model.where(@circuit_model.arel_table[:occurred_at].lt(@from)).group(:provider, :model)
-      opened = before.where(from_state: "closed").maximum(:occurred_at)
-      closed = before.where(to_state: "closed").maximum(:occurred_at)
-      ([@from] + opened.filter_map { |key, at| at if closed[key].nil? || closed[key] < at }).min
-    end
-
-    # Transitions into windows: a target's window opens on closed -> open and ends on
-    # the change back to closed. While a fleet's Redis was unreachable each process kept
-    # its own circuit: an opening inside an open window is part of that window.
-    def spans(events)
-      open = {}
-      events.each_with_object([]) do |(provider, model, from_state, to_state, reason, error_class, at), windows|
-        key = [provider, model]
-        window = open[key]
-        if window.nil? && to_state != "closed"
-          window = open[key] = CircuitWindow.new(provider: provider, model: model, opened_at: at, reason: reason,
-                                                 error_class: error_class, reopens: 0)
-          windows << window
-        elsif window && to_state == "closed"
-          window.closed_at = at
-          open.delete(key)
-        elsif window && reason == "probe_failed"
-          window.reopens += 1
-        end
-      end
-    end
-
     def query(&block)
       @model.connection_pool.with_connection(&block)
     end
@@ -479,8 +356,3 @@ module LlmFailover
     end
   end
 end
-
-# The renderers read the constants above.
-require_relative "report/tables"
-require_relative "report/text"
-require_relative "report/html"

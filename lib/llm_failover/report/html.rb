@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "time"
+require_relative "tables"
 require_relative "markup"
 require_relative "bar_chart"
 require_relative "timeline_chart"

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "values"
+
 module LlmFailover
   class Report
     # The attempts of a period and the rules that sort them (failed, skipped, stopped,

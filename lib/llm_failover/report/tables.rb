@@ -1,5 +1,8 @@
 # frozen_string_literal: true
 
+require_relative "values"
+require_relative "table"
+
 module LlmFailover
   class Report
     # The report's numbers as tables of formatted cells. The text report prints them;

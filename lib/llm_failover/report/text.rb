@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "tables"
+
 module LlmFailover
   class Report
     # The report as aligned text tables: the title, the summary, then one section per

@@ -2,7 +2,12 @@
 
 require "socket"
 require "json"
-require "securerandom"
+require_relative "http_io"
+require_relative "request"
+require_relative "gate"
+require_relative "step"
+require_relative "transcript"
+require_relative "responder"
 
 module LlmFailover
   module Testing
@@ -69,26 +74,6 @@ module LlmFailover
     class FakeProvider
       DEFAULT_TEXT = "Hello from FakeProvider"
 
-      # One request as the server saw it. headers has lowercase names; json is the parsed
-      # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
-      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream) do
-        # @return [Boolean] whether the body asked for a stream
-        def stream?
-          stream
-        end
-
-        # @return [Array<Transcript::Call>] the tool calls in the request's messages
-        def tool_calls
-          Transcript.new(api, json).calls
-        end
-
-        # @return [Array<Transcript::Result>] the tool results in the request's messages
-        #   (id, content as text, error), so a test can count what each tool round sent
-        def tool_results
-          Transcript.new(api, json).results
-        end
-      end
-
       # Errors a client can cause by going away; never worth a warning.
       QUIET_ERRORS = [IOError, EOFError, Errno::EPIPE, Errno::ECONNRESET, Errno::ECONNABORTED,
                       Errno::ENOTCONN, Errno::ESHUTDOWN, Errno::ETIMEDOUT, Errno::EBADF].freeze
@@ -135,6 +120,7 @@ module LlmFailover
         @default_hash = { text: DEFAULT_TEXT }.freeze
         @default = Step.new(@default_hash)
         @connections = {}
+        @gate = Gate.new
         @listener = nil
         @accept_thread = nil
         @stopped = false
@@ -178,9 +164,7 @@ module LlmFailover
         @mutex.synchronize do
           @listener = nil
           @connections.clear
-          quietly { @gate_r&.close }
-          quietly { @gate_w&.close }
-          @gate_r = @gate_w = nil
+          @gate.close
           quietly { @stop_r.close }
           quietly { @stop_w.close }
         end
@@ -270,20 +254,14 @@ module LlmFailover
       # they were in flight at once.
       # @return [self]
       def hold
-        @mutex.synchronize do
-          @gate_r, @gate_w = IO.pipe unless @gate_r && !@gate_open
-          @gate_open = false
-        end
+        @gate.hold
         self
       end
 
       # Lets the held requests, and every later one, be answered.
       # @return [self]
       def release
-        @mutex.synchronize do
-          @gate_open = true
-          @gate_w&.write_nonblock("x", exception: false) # readable for good
-        end
+        @gate.release
         self
       end
 
@@ -335,9 +313,9 @@ module LlmFailover
           parts = io.read_request
           break if parts.nil?
 
-          current = build_request(*parts)
+          current = Request.parse(*parts)
           step = take_step(current)
-          wait_at_gate
+          @gate.wait(@stop_r)
           outcome = step ? Responder.new(io, current, step, method(:pause)).serve : not_found(io, current)
           break unless outcome == :keep
         end
@@ -352,30 +330,6 @@ module LlmFailover
       ensure
         quietly { sock.close }
         @mutex.synchronize { @connections.delete(sock) }
-      end
-
-      def build_request(method, target, headers, body)
-        path = target.dup.force_encoding(Encoding::UTF_8)
-        path = path.sub(%r{\Ahttps?://[^/]*}i, "") # absolute-form targets
-        body = body.dup.force_encoding(Encoding::UTF_8)
-        json = begin
-          parsed = JSON.parse(body)
-          parsed.is_a?(Hash) ? parsed : nil
-        rescue JSON::ParserError, EncodingError
-          nil
-        end
-        headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
-        method = method.dup.force_encoding(Encoding::UTF_8)
-        Request.new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true)
-      end
-
-      def route(method, path)
-        return nil unless method == "POST"
-
-        bare = path.split("?", 2).first
-        if bare.end_with?("/chat/completions") then :openai
-        elsif bare.end_with?("/messages") then :anthropic
-        end
       end
 
       # Logs the request and, when it is routed, hands it the next step (atomically, so
@@ -409,15 +363,6 @@ module LlmFailover
         io.write(body)
       end
 
-      # Sleeps, waking at once (with Stopped) when the server stops.
-      def wait_at_gate
-        gate = @mutex.synchronize { @gate_open ? nil : @gate_r }
-        return unless gate
-
-        ready, = IO.select([gate, @stop_r])
-        raise Stopped if ready.include?(@stop_r)
-      end
-
       def pause(seconds)
         raise Stopped if IO.select([@stop_r], nil, nil, seconds)
       end
@@ -430,9 +375,3 @@ module LlmFailover
     end
   end
 end
-
-require_relative "http_io"
-require_relative "step"
-require_relative "answers"
-require_relative "transcript"
-require_relative "responder"

@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 require "json"
-require_relative "answers"
+require_relative "openai_answer"
+require_relative "anthropic_answer"
 require_relative "canned_errors"
 
 module LlmFailover
@@ -147,9 +148,9 @@ module LlmFailover
           include_usage = @request.json.is_a?(Hash) &&
                           @request.json.dig("stream_options", "include_usage") == true
           text, chunks, calls = @step.answer_for(@request.json)
-          Answer.for(@request.api, model: @step[:model] || request_model, text: text, chunks: chunks,
-                                   calls: calls, usage: usage, finish_reason: @step[:finish_reason],
-                                   include_usage: include_usage)
+          answer = @request.api == :anthropic ? AnthropicAnswer : OpenAIAnswer
+          answer.new(model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls, usage: usage,
+                     finish_reason: @step[:finish_reason], include_usage: include_usage)
         end
 
         def request_model

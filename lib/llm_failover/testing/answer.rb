@@ -1,0 +1,81 @@
+# frozen_string_literal: true
+
+require "json"
+
+module LlmFailover
+  module Testing
+    class FakeProvider
+      # Builds a healthy answer in one provider's protocol: the plain JSON body, or the
+      # streamed events (each a complete SSE event, ready to go out as one HTTP chunk).
+      #
+      # An answer is a list of blocks: its text (when it has any, or when it has no tool
+      # calls), then one block per tool call, in the shapes of the real recordings
+      # (shared/fixtures/recorded/chat_function_calling_*). Streamed, each block's pieces
+      # are the deltas the stream faults count (cut_after: 3 sends three deltas,
+      # whichever blocks they belong to).
+      class Answer
+        # The broken event `malformed_after:` sends (the same bytes on both APIs).
+        MALFORMED_DATA = '{"choices": [{"delta": {"content": "x"'
+
+        # One content block: kind :text or :tool; id, name and arguments for a tool.
+        Block = Struct.new(:kind, :id, :name, :arguments, :pieces)
+        # One streamed delta: which block, which piece of it, whether it opens the block.
+        Delta = Struct.new(:block, :piece, :first)
+
+        attr_reader :model, :text, :chunks, :calls
+
+        # @param model [String] the model the answer reports
+        # @param text [String] the non-streamed answer's text
+        # @param chunks [Array<String>] the text's streamed deltas
+        # @param calls [Array<Step::Call>] tool calls after the text
+        # @param usage [Hash] {input:, output:}
+        # @param finish_reason [String, nil] nil picks the API's default
+        # @param include_usage [Boolean] OpenAI stream_options.include_usage
+        def initialize(model:, text:, chunks:, usage:, finish_reason:, include_usage: false, calls: [])
+          @model = model
+          @text = text
+          @chunks = chunks
+          @calls = calls
+          @blocks = build_blocks
+          @deltas = @blocks.each_with_index.flat_map do |block, b|
+            block.pieces.each_with_index.map { |piece, i| Delta.new(b, piece, i.zero?) }
+          end
+          @input_tokens = usage.fetch(:input, 10)
+          @output_tokens = usage.fetch(:output, @deltas.size)
+          @finish_reason = finish_reason || (calls.empty? ? default_finish_reason : tool_finish_reason)
+          @include_usage = include_usage
+        end
+
+        # @return [Integer] how many deltas the stream carries
+        def delta_count
+          @deltas.size
+        end
+
+        # Events sent before the first content delta.
+        def preamble_events
+          []
+        end
+
+        # Events after the last delta that are not the terminal ones (sent even with no_terminal).
+        def closing_events
+          []
+        end
+
+        private
+
+        def build_blocks
+          blocks = []
+          blocks << Block.new(:text, nil, nil, nil, @chunks) if @calls.empty? || !@text.empty?
+          @calls.each_with_index do |call, i|
+            blocks << Block.new(:tool, call.id || make_id(i), call.name, call.arguments, tool_pieces(call))
+          end
+          blocks
+        end
+
+        def json(obj)
+          JSON.generate(obj)
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,59 @@
+# frozen_string_literal: true
+
+require "json"
+require_relative "transcript"
+
+module LlmFailover
+  module Testing
+    class FakeProvider
+      # One request as the server saw it. headers has lowercase names; json is the parsed
+      # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
+      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream) do
+        # The request from what HttpIO#read_request read: every String as UTF-8, the
+        # path without an absolute-form target's scheme and host, the body parsed when it
+        # is a JSON object, routed by method and path.
+        # @return [Request]
+        def self.parse(method, target, headers, body)
+          path = target.dup.force_encoding(Encoding::UTF_8)
+          path = path.sub(%r{\Ahttps?://[^/]*}i, "") # absolute-form targets
+          body = body.dup.force_encoding(Encoding::UTF_8)
+          json = begin
+            parsed = JSON.parse(body)
+            parsed.is_a?(Hash) ? parsed : nil
+          rescue JSON::ParserError, EncodingError
+            nil
+          end
+          headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
+          method = method.dup.force_encoding(Encoding::UTF_8)
+          new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true)
+        end
+
+        # @return [Symbol, nil] the API a POST to this path speaks; nil: not routed (a 404)
+        def self.route(method, path)
+          return nil unless method == "POST"
+
+          bare = path.split("?", 2).first
+          if bare.end_with?("/chat/completions") then :openai
+          elsif bare.end_with?("/messages") then :anthropic
+          end
+        end
+
+        # @return [Boolean] whether the body asked for a stream
+        def stream?
+          stream
+        end
+
+        # @return [Array<Transcript::Call>] the tool calls in the request's messages
+        def tool_calls
+          Transcript.new(api, json).calls
+        end
+
+        # @return [Array<Transcript::Result>] the tool results in the request's messages
+        #   (id, content as text, error), so a test can count what each tool round sent
+        def tool_results
+          Transcript.new(api, json).results
+        end
+      end
+    end
+  end
+end
