@@ -28,7 +28,7 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
   def env
     @env ||= { "BUNDLE_GEMFILE" => File.expand_path("../Gemfile", __dir__), "RAILS_ENV" => "development",
                "OPENAI_API_KEY" => "sk-app-SECRET-1", "ANTHROPIC_API_KEY" => "sk-ant-app-SECRET-2",
-               "DATABASE_URL" => nil }
+               "DATABASE_URL" => nil, "REDIS_URL" => nil, "LLM_FAILOVER_REDIS_URL" => nil }
   end
 
   def run_in_app(*command)
@@ -94,6 +94,46 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     # The same report, but for its first line ("since" the minute each one started).
     expect(cli.lines.drop(1)).to eq(report.lines.drop(1))
     expect(cli.lines.first).to start_with("llm_failover report: llm_failover_attempts, since ")
+
+    # The gem's warnings in the app's log; a null cache said at boot, until dev:cache.
+    initializer = File.join(@app, "config/initializers/llm_failover.rb")
+    File.write(initializer, File.read(initializer).sub("# c.cache = Rails.cache", "c.cache = Rails.cache"))
+    null_cache = /llm_failover: c\.cache is ActiveSupport::Cache::NullStore, which keeps nothing.*dev:cache/
+    # The gem's own Redis before the job queue's (nothing is asked of either here).
+    env.merge!("LLM_FAILOVER_REDIS_URL" => "redis://127.0.0.1:6390/3", "REDIS_URL" => "redis://127.0.0.1:6391/0")
+    # The report mounted behind the app's own check (here a header; Devise's authenticate
+    # in a real app), the figures of `bin/rails llm_failover:report`.
+    File.write(File.join(@app, "config/routes.rb"), <<~RUBY)
+      Rails.application.routes.draw do
+        constraints ->(request) { request.headers["X-Admin"] == "yes" } do
+          mount LlmFailover::Report::Engine => "/llm_failover"
+        end
+      end
+    RUBY
+    boot = rails("runner", <<~RUBY)
+      puts "STORE \#{LlmFailover.configuration.state_store.inspect}"
+      puts "LOGGER \#{LlmFailover.configuration.logger.equal?(Rails.logger)}"
+      request = ActionDispatch::Request.new(Rails.application.env_config.merge(
+        "REQUEST_METHOD" => "GET", "QUERY_STRING" => "input_tokens=12&idempotency_key=job-1&api_key=sk-x&token=t"))
+      puts "PARAMS \#{request.filtered_parameters.to_json}"
+      require "rack/mock"
+      app = Rack::MockRequest.new(Rails.application)
+      puts "OUTSIDER \#{app.get("/llm_failover/report.txt?since=1d", "HTTP_HOST" => "localhost").status}"
+      page = app.get("/llm_failover/report.txt?since=1d", "HTTP_HOST" => "localhost", "HTTP_X_ADMIN" => "yes")
+      puts "ADMIN \#{page.status}"
+      puts page.body
+    RUBY
+    env.merge!("LLM_FAILOVER_REDIS_URL" => nil, "REDIS_URL" => nil)
+    expect(boot).to include("STORE #<LlmFailover::RedisStateStore redis://127.0.0.1:6390/3", "LOGGER true")
+    expect(JSON.parse(boot[/^PARAMS (.*)$/, 1]))
+      .to eq("input_tokens" => "12", "idempotency_key" => "job-1", "api_key" => "[FILTERED]", "token" => "[FILTERED]")
+    expect(boot).to include("OUTSIDER 404", "ADMIN 200")
+    expect(boot[/^ADMIN 200\n(.*)\z/m, 1].lines.drop(1).take(report.lines.size - 1)).to eq(report.lines.drop(1))
+    expect(boot).not_to match(null_cache) # not on stderr: in the log
+    expect(File.read(File.join(@app, "log/development.log")).scan(null_cache).size).to eq(1)
+    rails("dev:cache")
+    rails("runner", "nil")
+    expect(File.read(File.join(@app, "log/development.log")).scan(null_cache).size).to eq(1)
 
     page = File.join(@app, "tmp/llm_failover_report.html")
     expect(rails("llm_failover:report", "SINCE=1d", "FORMAT=html")).to eq("llm_failover:report: wrote #{page}\n")

@@ -188,5 +188,19 @@ RSpec.describe "A shared quota" do
     ensure
       down&.destroy
     end
+
+    # Issue 27: the outage warning of a store built without a logger (the generated
+    # initializer's) goes to c.logger, Rails.logger in an app, not to stderr.
+    it "warns through c.logger when the store was given no logger of its own" do
+      down = RedisServer.new
+      LlmFailover.configure do |c|
+        c.logger = Logger.new(log)
+        c.state_store = LlmFailover::RedisStateStore.new(url: down.url)
+      end
+      expect { chat.ask("hi") }.not_to output.to_stderr
+      expect(log.string.scan(/llm_failover: Redis state store unreachable/).size).to eq(1)
+    ensure
+      down&.destroy
+    end
   end
 end

@@ -1,11 +1,14 @@
 # frozen_string_literal: true
 
 require "rails/railtie"
+require_relative "active_record/not_secret"
+require_relative "records/warnings"
 
 module LlmFailover
   # Rails integration, loaded by lib/llm_failover.rb when Rails is: acts_as_llm_chat /
   # acts_as_llm_message in every model without a require, `bin/rails llm_failover:report`,
-  # and token counts that the app's filter_parameters (`:token`) leave readable.
+  # the gem's warnings in the app's log, and token counts that the app's
+  # filter_parameters (`:token`) leave readable in the SQL log and in request parameters.
   #
   # Nothing here loads ActiveRecord::Base: llm_failover/active_record only registers
   # an on_load(:active_record) hook and defines the Attempt model lazily, so the
@@ -21,16 +24,39 @@ module LlmFailover
       ActiveSupport.on_load(:active_job) { require "llm_failover/job" }
     end
 
+    # The gem's warnings (a failing sink, Redis down, a null cache) go to the app's log
+    # unless the app's initializer names another logger: this runs before it.
+    initializer "llm_failover.logger", before: :load_config_initializers do
+      LlmFailover.configuration.logger ||= ::Rails.logger
+    end
+
     # After the app's initializers: ActiveRecord's own hook has copied filter_parameters
-    # into filter_attributes by the time this one runs.
-    config.after_initialize do
+    # into filter_attributes by the time this one runs, and no request has built its
+    # parameter filter from config.filter_parameters yet.
+    config.after_initialize do |app|
       ActiveSupport.on_load(:active_record) do
         self.filter_attributes = LlmFailover::ActiveRecord::NotSecret.filters(filter_attributes)
       end
+      filters = app.config.filter_parameters
+      filters.replace(LlmFailover::ActiveRecord::NotSecret.filters(filters))
+      LlmFailover::Railtie.check_cache(LlmFailover.configuration)
     end
 
     rake_tasks do
       load File.expand_path("tasks/llm_failover.rake", __dir__)
+    end
+
+    # Says at boot when the response cache is Rails' null store (development's until
+    # `bin/rails dev:cache`): every call would miss it without a word.
+    # @param config [Configuration]
+    # @return [Boolean] whether it warned
+    def self.check_cache(config)
+      return false unless defined?(::ActiveSupport::Cache::NullStore) && config.cache.is_a?(::ActiveSupport::Cache::NullStore)
+
+      Warnings.warn("c.cache is #{config.cache.class.name}, which keeps nothing: every call misses the response " \
+                    "cache (in development run `bin/rails dev:cache`, or set c.cache to another store)",
+                    logger: config.logger)
+      true
     end
   end
 end

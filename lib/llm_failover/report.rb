@@ -28,6 +28,9 @@ module LlmFailover
   class Report
     BUCKET_SECONDS = 300
 
+    # The report as a page an app mounts; loaded when a route names it.
+    autoload :Engine, File.expand_path("report/engine", __dir__)
+
     FailureRate = Struct.new(:provider, :model, :attempts, :failures, :failover_eligible, :top_error,
                              keyword_init: true) do
       def rate

@@ -38,6 +38,24 @@ ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do
       .to eq(rows.map { |r| [r.attempt, r.provider, r.success] })
   end
 
+  it "writes what the scrubber replaced and the attempts an open circuit skipped" do
+    LlmFailover.configure do |c|
+      c.scrubber = LlmFailover::Scrubber.default
+      c.max_retries = 0
+      c.circuit_threshold = 1
+    end
+    primary.enqueue({ error: :server })
+    chat = Chat.create!(model: "gpt-4o", provider: "openai", backup_model: "claude-sonnet-4-6",
+                        backup_provider: "anthropic")
+    chat.ask("card 4111 1111 1111 1111")
+    chat.ask("card 5555 5555 5555 4444") # the primary's circuit is open: skipped, the backup answers
+
+    rows = LlmFailover::ActiveRecord::Attempt.order(:started_at, :attempt).to_a
+    expect(rows.map { |r| [r.provider, r.success, r.skipped, r.scrubbed] })
+      .to eq([["openai", false, false, { "card" => 1 }], ["anthropic", true, false, { "card" => 1 }],
+              ["openai", false, true, { "card" => 2 }], ["anthropic", true, false, { "card" => 2 }]])
+  end
+
   it "writes a cache hit as a cached row without tokens, which the report counts" do
     LlmFailover.configuration.cache = LlmFailover::MemoryCache.new
     primary.enqueue({ text: "once", usage: { input: 8, output: 2 } })

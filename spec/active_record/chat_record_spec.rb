@@ -180,6 +180,89 @@ ArSpec.describe "acts_as_llm_chat" do
     end
   end
 
+  # Issue 27, item 2: whatever a plain chat does, a record does, with the same names.
+  describe "the plain chat's API on a record" do
+    let(:schema) do
+      { type: "object", additionalProperties: false, required: %w[city days],
+        properties: { city: { type: "string" }, days: { type: "array", items: { type: "integer" } } } }
+    end
+    let(:paris) { { "city" => "Paris", "days" => [1, 2] } }
+
+    it "answers with_schema on every call of the record, reloaded or not, and stores the JSON text" do
+      primary.enqueue({ json: paris }, { json: paris })
+      chat = create_chat(backup_model: nil, backup_provider: nil)
+      expect(chat.with_schema(schema, name: "trip")).to equal(chat)
+      expect(chat.answer_format).to be_a(LlmFailover::AnswerFormat)
+
+      reply = chat.ask("Plan a trip")
+      expect(reply.json).to eq(paris)
+      format = primary.requests.last.json["response_format"]
+      expect(format["type"]).to eq("json_schema")
+      expect(format["json_schema"]).to include("name" => "trip", "strict" => true)
+      expect(JSON.parse(rows(chat).last.content)).to eq(paris)
+
+      expect(chat.complete.json).to eq(paris) # the setting stays with the record, as with a chat
+      expect(primary.requests.last.json["response_format"]["type"]).to eq("json_schema")
+      expect(chat.with_schema(nil).answer_format).to be_nil
+    end
+
+    it "refuses a schema strict mode would refuse at once, as a chat does" do
+      chat = create_chat
+      expect { chat.with_schema({ type: "object", properties: { a: { type: "string" } } }) }
+        .to raise_error(ArgumentError, /additionalProperties/)
+      expect { chat.with_temperature(-1) }.to raise_error(ArgumentError, /temperature/)
+      expect(chat.answer_format).to be_nil
+    end
+
+    it "answers with_json_mode, and json: false for one call" do
+      primary.enqueue({ text: '{"answer": 42}' }, { text: "plain" })
+      chat = create_chat.with_json_mode
+      expect(chat.ask("The answer?").json).to eq("answer" => 42)
+      expect(primary.requests.last.json["response_format"]).to eq("type" => "json_object")
+      expect(chat.ask("And in words?", json: false).content).to eq("plain")
+      expect(primary.requests.last.json).not_to include("response_format")
+    end
+
+    it "sends with_temperature and with_max_tokens, and reads them back" do
+      chat = create_chat.with_temperature(0.25).with_max_tokens(64)
+      chat.ask("Hi")
+      expect(primary.requests.last.json.values_at("temperature", "max_tokens")).to eq([0.25, 64])
+      expect([chat.temperature, chat.max_tokens, chat.backup?]).to eq([0.25, 64, true])
+    end
+
+    it "takes a plain chat's options in #ask: scrub: false, a Configuration option" do
+      LlmFailover.configuration.scrubber = LlmFailover::Scrubber.default
+      card = "4111 1111 1111 1111"
+      chat = create_chat
+      chat.ask("card #{card}")
+      expect(sent_messages(primary.requests.last).last).to eq(["user", "card [CARD_1]"])
+      chat.ask("again #{card}", scrub: false)
+      expect(sent_messages(primary.requests.last).last).to eq(["user", "again #{card}"])
+
+      primary.enqueue({ error: :server }, { error: :server })
+      expect { chat.ask("once", max_retries: 0, backup_model: nil) }
+        .to raise_error(ArgumentError, /:backup_model: the record's own/)
+      chat.ask("once", max_retries: 0)
+      expect([primary.request_count, backup.request_count]).to eq([3, 1]) # no retry of the primary
+      expect { chat.ask("x", nonsense: 1) }.to raise_error(ArgumentError, "unknown keyword: :nonsense")
+    end
+
+    it "takes a plain chat's options in acts_as_llm_chat and llm_config" do
+      stub_const("UnscrubbedChat", Class.new(ActiveRecord::Base) do
+        self.table_name = "chats"
+        acts_as_llm_chat message_class: "Message", foreign_key: "chat_id", scrub: false
+      end)
+      LlmFailover.configuration.scrubber = LlmFailover::Scrubber.default
+      UnscrubbedChat.create!(model: "gpt-4o", provider: "openai").ask("card 4111 1111 1111 1111")
+      expect(sent_messages(primary.requests.last).last).to eq(["user", "card 4111 1111 1111 1111"])
+
+      chat = create_chat
+      chat.llm_config = { scrub: false }
+      chat.ask("card 4111 1111 1111 1111")
+      expect(sent_messages(primary.requests.last).last).to eq(["user", "card 4111 1111 1111 1111"])
+    end
+  end
+
   describe "#with_model" do
     it "saves the new target and keeps the messages" do
       primary.enqueue({ text: "first" }, { text: "second" })

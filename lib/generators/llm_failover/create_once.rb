@@ -7,6 +7,9 @@ module LlmFailover
     # and a migration is written once whatever its timestamp. The including generator
     # includes ActiveRecord::Generators::Migration for the migrations.
     module CreateOnce
+      # The Rails guide, shipped with the gem (the gemspec packages doc/*.md).
+      GUIDE = File.expand_path("../../../doc/rails.md", __dir__)
+
       private
 
       # Writes templates/NAME.rb.tt as db/migrate/<timestamp>_NAME.rb, unless a
@@ -25,7 +28,7 @@ module LlmFailover
 
       def create_once(source, path)
         if File.exist?(File.join(destination_root, path))
-          say_status :skip, "#{path} (exists; the gem's doc/rails.md, \"Upgrading\", says what it needs)", :yellow
+          say_status :skip, "#{path} (exists; #{GUIDE} says what it needs)", :yellow
         else
           template "#{source}.tt", path
         end

@@ -39,7 +39,9 @@ module LlmFailover
       #   :chat only this chat's
       # @param flush_interval [Numeric, nil] seconds between writes of a streaming answer
       #   (0: every delta, nil: only when it ends)
-      # @param config [Hash] LlmFailover::Configuration overrides for these chats
+      # @param config [Hash] options of these chats: any LlmFailover::Configuration option
+      #   and the chat options a record does not hold in columns (ChatRecord::CHAT_OPTIONS:
+      #   scrub:, cache_namespace:, quota_key:, ...)
       def acts_as_llm_chat(messages: :messages, message_class: nil, foreign_key: nil, columns: {}, quota_by: :requests,
                            quota_scope: :model, flush_interval: MessageStore::DEFAULT_FLUSH_INTERVAL, **config)
         columns = LlmFailover::ActiveRecord.column_names(CHAT_COLUMNS, columns, "acts_as_llm_chat")
@@ -50,7 +52,7 @@ module LlmFailover
         unless QUOTA_SCOPES.include?(quota_scope)
           raise ConfigurationError, "quota_scope must be one of #{QUOTA_SCOPES.inspect}, got #{quota_scope.inspect}"
         end
-        unknown = config.keys - Configuration::OPTIONS
+        unknown = config.keys - ChatRecord::CHAT_OPTIONS
         if unknown.any?
           raise ConfigurationError, "acts_as_llm_chat: unknown option(s) #{unknown.map(&:inspect).join(', ')}"
         end

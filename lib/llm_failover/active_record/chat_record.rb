@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../../llm_failover" # CHAT_OPTIONS, Configuration, LlmFailover.chat
+
 module LlmFailover
   module ActiveRecord
     # Included by acts_as_llm_chat: the record answers like LlmFailover::Chat, with its
@@ -9,9 +11,24 @@ module LlmFailover
       KEEP = Object.new.freeze # "argument not given"
       private_constant :KEEP
 
-      # Per-record configuration overrides for #ask / #complete (any
-      # LlmFailover::Configuration option: usage_log:, max_retries:, ...). The
-      # class-level ones from acts_as_llm_chat apply underneath.
+      # LlmFailover.chat's keywords that the record's columns and messages give: not
+      # options of an #ask (the columns are changed with #with_model and friends).
+      FROM_THE_RECORD = %i[model provider backup_model backup_provider quota quota_used feature store
+                           cancel_check system instructions].freeze
+      # Everything else a plain chat is built with (scrub:, cache_namespace:, quota_key:,
+      # every Configuration option): given to acts_as_llm_chat, #llm_config, #to_llm, or
+      # one #ask / #complete.
+      CHAT_OPTIONS = ((LlmFailover::CHAT_OPTIONS - FROM_THE_RECORD) | Configuration::OPTIONS).freeze
+      # Chat's settings that live on the chat object rather than in a column, by what
+      # they set: a record keeps them as long as it lives, as a plain chat does, and
+      # gives them to every Chat it builds (with_schema and with_json_mode set the same
+      # answer format: the later call wins, as on a Chat).
+      SETTINGS = { with_json_mode: :answer_format, with_schema: :answer_format, with_temperature: :temperature,
+                   with_max_tokens: :max_tokens }.freeze
+
+      # Per-record options for #ask / #complete (any of CHAT_OPTIONS: usage_log:,
+      # max_retries:, scrub:, ...). The class-level ones from acts_as_llm_chat apply
+      # underneath.
       # @return [Hash{Symbol => Object}]
       def llm_config
         @llm_config ||= {}
@@ -20,7 +37,9 @@ module LlmFailover
       attr_writer :llm_config
 
       # Stores +text+ as a user message (once) and answers it; see LlmFailover::Chat#ask.
-      # Saves a new record first.
+      # Saves a new record first. Besides Chat#ask's own keywords, any option a plain
+      # chat is built with (CHAT_OPTIONS: scrub: false, cache_namespace:, max_retries:,
+      # ...) applies to this call.
       # @param asked_at [Time, nil] when the user asked, when that was before this call
       #   (the controller's Time.current, given to the job that calls ask): a #cancel!
       #   made since then stops this answer, even one made while the job was queued
@@ -30,14 +49,52 @@ module LlmFailover
           raise ArgumentError, "asked_at must be a Time, got #{asked_at.inspect}"
         end
 
-        llm_chat({}, asked_at).ask(text, **options, &block)
+        call_options, chat_options = llm_split(:ask, options)
+        llm_chat(chat_options, asked_at).ask(text, **call_options, &block)
       end
 
       # Answers from the stored messages without a new user message: after a failed
       # #ask (even in another process, on a freshly loaded record) it answers that turn.
+      # Takes the options #ask takes.
       # @return [LlmFailover::Reply]
       def complete(**options, &block)
-        to_llm.complete(**options, &block)
+        call_options, chat_options = llm_split(:complete, options)
+        llm_chat(chat_options, nil).complete(**call_options, &block)
+      end
+
+      # with_json_mode, with_schema, with_temperature, with_max_tokens: LlmFailover::Chat's
+      # own, applied to every Chat this record builds from now on (see SETTINGS). Each is
+      # checked at once by a Chat, as a plain chat checks it.
+      # @return [self]
+      SETTINGS.each do |name, setting|
+        define_method(name) do |*args, **kwargs|
+          @llm_settings = llm_settings.reject { |_, (_, set)| set == setting }
+          apply = [name, setting, args, kwargs]
+          llm_apply(LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence), [apply])
+          @llm_settings << apply
+          self
+        end
+      end
+
+      # What the Chats of this record answer in: nil (text), JSON mode or a schema.
+      # @return [LlmFailover::AnswerFormat, nil]
+      def answer_format
+        llm_setting(:answer_format)
+      end
+
+      # @return [Numeric, nil] the temperature #with_temperature set, nil for the provider's
+      def temperature
+        llm_setting(:temperature)
+      end
+
+      # @return [Integer, nil] the max_tokens #with_max_tokens set
+      def max_tokens
+        llm_setting(:max_tokens)
+      end
+
+      # Whether the record names a whole backup (model and provider).
+      def backup?
+        llm_read(:backup_model).present? && llm_read(:backup_provider).present?
       end
 
       # Switches the primary target (and the backup when given; nil drops it) and
@@ -139,12 +196,49 @@ module LlmFailover
       def llm_chat(overrides, asked_at)
         save! if new_record?
         config = self.class.llm_chat_options.config.merge(llm_config).merge(overrides)
-        @llm_chat = LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence,
-                                     backup_model: llm_read(:backup_model).presence,
-                                     backup_provider: llm_read(:backup_provider).presence,
-                                     quota: llm_read(:quota), quota_used: -> { llm_quota_used },
-                                     feature: llm_read(:feature).presence, store: llm_store,
-                                     cancel_check: llm_cancel_check(asked_at: asked_at), **config)
+        owned = config.keys & FROM_THE_RECORD
+        unless owned.empty?
+          raise ArgumentError, "#{owned.map(&:inspect).join(', ')}: the record's own (its columns and messages); " \
+                               "change them with with_model / with_instructions"
+        end
+
+        chat = LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence,
+                                backup_model: llm_read(:backup_model).presence,
+                                backup_provider: llm_read(:backup_provider).presence,
+                                quota: llm_read(:quota), quota_used: -> { llm_quota_used },
+                                feature: llm_read(:feature).presence, store: llm_store,
+                                cancel_check: llm_cancel_check(asked_at: asked_at), **config)
+        @llm_chat = llm_apply(chat, llm_settings)
+      end
+
+      def llm_settings
+        @llm_settings ||= []
+      end
+
+      def llm_apply(chat, settings)
+        settings.each { |name, _, args, kwargs| chat.public_send(name, *args, **kwargs) }
+        chat
+      end
+
+      # What a Chat of this record has for +setting+ (the Chat's reader: one implementation).
+      def llm_setting(setting)
+        applied = llm_settings.select { |_, set| set == setting }
+        return nil if applied.empty?
+
+        llm_apply(LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence), applied)
+          .public_send(setting)
+      end
+
+      # Splits #ask's / #complete's options into the Chat method's own keywords (read
+      # from its signature: one list) and the options a Chat is built with.
+      def llm_split(method, options)
+        own = LlmFailover::Chat.instance_method(method).parameters.filter_map { |kind, name| name if %i[key keyreq].include?(kind) }
+        call_options = options.slice(*own)
+        chat_options = options.except(*own)
+        unknown = chat_options.keys - CHAT_OPTIONS - FROM_THE_RECORD
+        raise ArgumentError, "unknown keyword#{'s' if unknown.size > 1}: #{unknown.map(&:inspect).join(', ')}" if unknown.any?
+
+        [call_options, chat_options]
       end
 
       def llm_cancel_column

@@ -91,6 +91,8 @@ module LlmFailover
           t.string :provider_request_id
           t.boolean :cached, null: false, default: false
           t.boolean :cancelled, null: false, default: false
+          t.json :scrubbed
+          t.boolean :skipped, null: false, default: false
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
                                                                name: index_name(attempts, "request_id_and_attempt"),

@@ -6,6 +6,7 @@ require_relative "../errors"
 require_relative "../cache/response_cache"
 require_relative "../quota/model_picker"
 require_relative "../quota/quota"
+require_relative "../records/tracing"
 require_relative "../scrubber/scrubber"
 require_relative "answer_format"
 require_relative "call"
@@ -239,7 +240,8 @@ module LlmFailover
         call.cancellation = cancellation
         @running_lock.synchronize { @running << cancellation }
         running = true
-        call.run # settles the reservation, however it ends
+        # settles the reservation, however it ends
+        Tracing.trace(chat: self, messages: messages, temperature: temperature, max_tokens: max_tokens) { call.run }
       ensure
         # Stopped (or failed) before the call ran: no request was sent.
         reservation&.release unless running

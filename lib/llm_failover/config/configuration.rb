@@ -41,7 +41,8 @@ module LlmFailover
       on_circuit_change: nil,
       circuit_log: nil,
       cancel_poll_interval: 0.2,
-      idempotency_wait: 60
+      idempotency_wait: 60,
+      trace_content: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -213,6 +214,15 @@ module LlmFailover
     # @api private
     def longest_call
       2 * (max_retries + 1) * (request_timeout + retry_max_interval)
+    end
+
+    # Whether OpenTelemetry spans carry the prompt and the answer (gen_ai.prompt,
+    # gen_ai.completion): off by default, since a trace backend is seldom where an app
+    # keeps what its users wrote.
+    def trace_content=(value)
+      raise ConfigurationError, "trace_content must be true or false, got #{value.inspect}" unless [true, false].include?(value)
+
+      @trace_content = value
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "circuit_event"
+require_relative "../records/tracing"
 require_relative "../records/warnings"
 
 module LlmFailover
@@ -121,6 +122,7 @@ module LlmFailover
       @config.logger&.public_send(to == :open ? :warn : :info,
                                   "llm_failover: circuit #{target.label} #{from} -> #{to} (#{reason})")
       notify(event)
+      Tracing.circuit_change(event)
       persist(event)
       callback = @config.on_circuit_change
       callback&.call(event)

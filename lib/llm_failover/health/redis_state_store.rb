@@ -181,7 +181,7 @@ module LlmFailover
     # @param url [String] redis://, rediss:// or unix:// (redis-client's own URL
     #   handling: TLS, passwords, database numbers)
     # @param namespace [String] the prefix of every key
-    # @param logger [#warn, nil] where outage warnings go (Kernel#warn when nil)
+    # @param logger [#warn, nil] where outage warnings go (c.logger when nil, else Kernel#warn)
     # @param pool_size [Integer] connections per process (per fork); a thread waits up to
     #   a second for a free one (each is held for one round trip)
     def initialize(url: ENV.fetch("REDIS_URL", "redis://127.0.0.1:6379"), namespace: "llm_failover",
@@ -470,10 +470,11 @@ module LlmFailover
       say(:info, "llm_failover: Redis state store reachable again; sharing resumed") if was_down
     end
 
-    # Warnings go through Warnings.warn (stderr without a logger); the all-clear only
-    # to a logger.
+    # Warnings go through Warnings.warn: the store's own logger, else c.logger (the
+    # generated initializer builds the store without one: an outage belongs in the
+    # app's log), else stderr. The all-clear only to a logger.
     def say(level, message)
-      return Warnings.warn(message.delete_prefix("llm_failover: "), logger: @logger) if level == :warn
+      return Warnings.warn(message.delete_prefix("llm_failover: "), logger: @logger || LlmFailover.configuration.logger) if level == :warn
 
       @logger&.public_send(level, message)
     rescue StandardError
