@@ -26,6 +26,7 @@ require_relative "llm_failover/records/alerts"
 require_relative "llm_failover/tools/tool"
 require_relative "llm_failover/tools/tool_call"
 require_relative "llm_failover/tools/runner"
+require_relative "llm_failover/embeddings/embedder"
 
 # LLM chat calls with honest retries and one-level provider failover.
 #
@@ -84,6 +85,16 @@ module LlmFailover
       text = system || instructions
       chat.with_instructions(text) if text
       chat
+    end
+
+    # Embeddings of +texts+ from +model+ on +provider+ (OpenAI-compatible), through the
+    # attempt loop: retried, and failed over to +backup_provider+ for the same model.
+    # @param texts [String, Array<String>]
+    # @return [Embeddings]
+    # @raise [Error] every target failed
+    def embed(texts, model:, provider:, backup_provider: nil, feature: nil)
+      Embedder.new(config: configuration, model: model, provider: provider, backup_provider: backup_provider,
+                   feature: feature).embed(texts)
     end
 
     # The process-wide engine (a libcurl connection pool, dropped in forked children).

@@ -6,6 +6,7 @@
 #include "lf_attempt.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -225,9 +226,21 @@ static void lf_exchange(lf_call *c, lf_attempt *a)
 
 /* ---- judge --------------------------------------------------------------- */
 
-static const char *lf_api_name(lf_api api)
+static const char *lf_api_name(const lf_call *c, lf_api api)
 {
+    if (c->embed_inputs) return "OpenAI embeddings";
     return api == LF_API_ANTHROPIC ? "Anthropic messages" : "OpenAI chat completions";
+}
+
+/* A plain body read as what the request asked for: embeddings, a schema's
+ * answer, or a chat answer. */
+static int lf_parse_body(const lf_call *c, lf_attempt *a)
+{
+    const char *body = a->body.ptr ? a->body.ptr : "";
+
+    if (c->embed_inputs) return lf_wire_parse_embeddings(body, a->body.len, c->embed_inputs, &a->answer, &a->werr);
+    return (c->prep->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(a->target->api, body, a->body.len,
+                                                                                  &a->answer, &a->werr);
 }
 
 /* What the provider sent, as far as it has been read. The body was cut
@@ -280,7 +293,7 @@ static int lf_stream_answered(lf_call *c, lf_attempt *a, lf_facts *f)
 
 /* A 2xx stream that did not answer: an error event, a malformed event, or
  * an end without the terminal event. 1 when it carried an error object. */
-static int lf_judge_broken_stream(lf_attempt *a, lf_facts *f)
+static int lf_judge_broken_stream(const lf_call *c, lf_attempt *a, lf_facts *f)
 {
     if (a->stream_rc == LF_STREAM_ERROR) {
         f->in_stream = 1;
@@ -293,7 +306,7 @@ static int lf_judge_broken_stream(lf_attempt *a, lf_facts *f)
     }
     if (a->stream_rc == LF_STREAM_INVALID) {
         f->invalid_body = 1;
-        lf_buf_setf(&a->message, "malformed event in the %s stream", lf_api_name(a->target->api));
+        lf_buf_setf(&a->message, "malformed event in the %s stream", lf_api_name(c, a->target->api));
     } else {
         f->stream_interrupted = 1;
         lf_buf_setf(&a->message, "stream ended without its terminal event after %zu bytes", a->resp.body_bytes);
@@ -307,8 +320,7 @@ static int lf_judge_broken_stream(lf_attempt *a, lf_facts *f)
 static int lf_judge_body(lf_call *c, lf_attempt *a, lf_facts *f, int *have_err)
 {
     long status = a->resp.status;
-    int rc = (c->prep->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(
-        a->target->api, a->body.ptr ? a->body.ptr : "", a->body.len, &a->answer, &a->werr);
+    int rc = lf_parse_body(c, a);
 
     lf_redact_attempt(c, a); /* the error read from it, \u escapes undone */
     if (rc == LF_WIRE_OK) {
@@ -328,7 +340,7 @@ static int lf_judge_body(lf_call *c, lf_attempt *a, lf_facts *f, int *have_err)
         f->invalid_body = 1;
         if (!a->body.len) lf_buf_setf(&a->message, "HTTP %ld with an empty body", status);
         else lf_buf_setf(&a->message, "HTTP %ld body is not the %s protocol: %.80s", status,
-                         lf_api_name(a->target->api), lf_buf_cstr(&a->body));
+                         lf_api_name(c, a->target->api), lf_buf_cstr(&a->body));
     }
     return 0;
 }
@@ -430,7 +442,7 @@ static void lf_judge(lf_call *c, lf_attempt *a)
     }
     lf_redact_attempt(c, a);
     if (f.transfer == LF_T_OK && lf_is_2xx(a->resp.status)) {
-        if (a->mode == LF_MODE_SSE) have_err = lf_judge_broken_stream(a, &f);
+        if (a->mode == LF_MODE_SSE) have_err = lf_judge_broken_stream(c, a, &f);
         else if (lf_judge_body(c, a, &f, &have_err)) return;
     } else if (f.transfer == LF_T_OK || (a->resp.status >= 300 && f.transfer == LF_T_CONNECTION)) {
         have_err = lf_judge_error_status(c, a, &f);
@@ -550,6 +562,13 @@ void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o)
     lf_buf_move(&o->answer.id, &src->id);
     o->answer.input_tokens = src->input_tokens;
     o->answer.output_tokens = src->output_tokens;
+    /* Embeddings: the vectors move as the text does. */
+    free(o->answer.vectors);
+    o->answer.vectors = src->vectors;
+    o->answer.n_vectors = src->n_vectors;
+    o->answer.dims = src->dims;
+    src->vectors = NULL;
+    src->n_vectors = src->dims = 0;
     lf_buf_move(&o->provider_request_id, &a->resp.request_id);
     lf_buf_move(&o->json, &a->json);
 }

@@ -35,6 +35,8 @@ typedef struct lf_call {
     size_t n_targets;
     /* JSON mode or a schema: every answer must pass lf_json_answer_check. */
     int want_json;
+    /* An embeddings request: its answer must hold this many vectors; 0 for chat. */
+    size_t embed_inputs;
 } lf_call;
 
 enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };

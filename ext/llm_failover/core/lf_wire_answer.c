@@ -21,6 +21,17 @@ void lf_answer_init(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    a->vectors = NULL;
+    a->n_vectors = 0;
+    a->dims = 0;
+}
+
+static void lf_answer_drop_vectors(lf_answer *a)
+{
+    free(a->vectors);
+    a->vectors = NULL;
+    a->n_vectors = 0;
+    a->dims = 0;
 }
 
 void lf_answer_clear(lf_answer *a)
@@ -34,6 +45,7 @@ void lf_answer_clear(lf_answer *a)
     /* The array stays for the next answer; the calls go. */
     lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
     a->n_tool_calls = 0;
+    lf_answer_drop_vectors(a);
 }
 
 void lf_answer_free(lf_answer *a)
@@ -49,6 +61,7 @@ void lf_answer_free(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_answer_drop_vectors(a);
 }
 
 /* The choice with index 0 (servers that stream n > 1 interleave choices),
