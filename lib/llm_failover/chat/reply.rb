@@ -25,7 +25,8 @@ module LlmFailover
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
-                   cached: false, cancelled: false, json: nil, response_model: nil)
+                   cached: false, cancelled: false, json: nil, response_model: nil, cache_tier: nil,
+                   similarity: nil)
       @content = content
       @model = model
       @response_model = response_model
@@ -42,6 +43,8 @@ module LlmFailover
       @cached = cached ? true : false
       @cancelled = cancelled ? true : false
       @json = json
+      @cache_tier = cache_tier
+      @similarity = similarity
       freeze
     end
 
@@ -56,6 +59,13 @@ module LlmFailover
     def cached?
       @cached
     end
+
+    # @return [Symbol, nil] which cache tier answered: :exact (the same request) or
+    #   :semantic (a question close enough, everything else equal); nil for a provider's
+    attr_reader :cache_tier
+
+    # @return [Float, nil] a semantic hit's cosine similarity to the question it answered
+    attr_reader :similarity
 
     # Whether Chat#cancel! stopped the answer: content is the partial text received.
     def cancelled?

@@ -31,6 +31,7 @@ module LlmFailover
       alert_window: 900,
       logger: nil,
       cache: nil,
+      semantic_cache: nil,
       cache_ttl: 86_400,
       scrubber: nil,
       circuit_threshold: 5,
@@ -182,6 +183,16 @@ module LlmFailover
       end
 
       @cache = value
+    end
+
+    # The semantic tier behind the exact cache: nil (off, the default) or a
+    # SemanticCache (anything with its #lookup).
+    def semantic_cache=(value)
+      unless value.nil? || value.respond_to?(:lookup)
+        raise ConfigurationError, "semantic_cache must be a LlmFailover::SemanticCache, got #{value.class}"
+      end
+
+      @semantic_cache = value
     end
 
     # What replaces sensitive values before a request leaves the process: nil (off,

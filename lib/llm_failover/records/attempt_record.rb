@@ -11,7 +11,7 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached cancelled scrubbed skipped].freeze
+                started_at provider_request_id cached cancelled scrubbed skipped cache_tier similarity].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -32,12 +32,16 @@ module LlmFailover
     # @return [Hash{String => Integer}, nil] how many values of each kind the scrubber
     #   replaced in the call's request, e.g. {"card" => 1}; nil when it did not run
     attr_reader :scrubbed
+    # @return [Symbol, nil] a cache hit's tier, :exact or :semantic
+    attr_reader :cache_tier
+    # @return [Float, nil] a semantic hit's cosine similarity
+    attr_reader :similarity
 
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
                    started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil,
-                   skipped: false)
+                   skipped: false, cache_tier: nil, similarity: nil)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -59,6 +63,8 @@ module LlmFailover
       @cancelled = cancelled ? true : false
       @scrubbed = scrubbed
       @skipped = skipped ? true : false
+      @cache_tier = cache_tier&.to_sym
+      @similarity = similarity
       freeze
     end
 
@@ -98,7 +104,7 @@ module LlmFailover
     def to_h
       FIELDS.to_h do |name|
         value = public_send(name)
-        value = value.to_s if name == :provider && value
+        value = value.to_s if (name == :provider || name == :cache_tier) && value
         value = value.utc.iso8601(3) if value.is_a?(Time)
         [name, value]
       end
