@@ -93,6 +93,8 @@ module LlmFailover
           t.boolean :cancelled, null: false, default: false
           t.json :scrubbed
           t.boolean :skipped, null: false, default: false
+          t.string :cache_tier, limit: 16
+          t.float :similarity
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
                                                                name: index_name(attempts, "request_id_and_attempt"),
