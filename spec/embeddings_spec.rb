@@ -57,13 +57,14 @@ RSpec.describe "LlmFailover.embed" do
     expect(result.attempts.map { |a| [a.success?, a.error_class, a.http_status] })
       .to eq([[false, "LlmFailover::ServerError", 500], [true, nil, 200]])
     expect(primary.requests.size).to eq(2)
+    expect(result.failover?).to be(false)
   end
 
   it "fails over to the same model on the backup provider, never to another model" do
     LlmFailover.configuration.max_retries = 0
     primary.enqueue_embeddings({ error: :server })
     result = LlmFailover.embed(["a b"], model: model, provider: :openai, backup_provider: :mistral)
-    expect(result.provider).to eq(:mistral)
+    expect([result.provider, result.failover?]).to eq([:mistral, true])
     expect(backup.requests.map { |r| [r.path, r.json["model"]] }).to eq([["/v1/embeddings", model]])
     expect(result.attempts.map { |a| [a.provider, a.model, a.success?] })
       .to eq([[:openai, model, false], [:mistral, model, true]])

@@ -39,9 +39,9 @@ module LlmFailover
       @vectors.first&.size || 0
     end
 
-    # Whether a backup provider made them.
+    # Whether the backup provider made them.
     def failover?
-      @attempts.any? { |a| !a.success? && !a.cached? }
+      !@attempts.empty? && @attempts.first.provider != @provider
     end
 
     def inspect
