@@ -102,6 +102,13 @@ module LlmFailover
         false
       end
 
+      # The turn +message+ (a user row) opens, for the attempt records of the calls
+      # that answer it: "<table>/<id>", which finds the row again.
+      # @return [String]
+      def turn_id(message)
+        "#{@klass.table_name}/#{message.id}"
+      end
+
       # Claims the turn of +key+ for one call (Idempotency), across processes: one
       # conditional UPDATE of the user row's status, which one writer wins. A claim
       # older than +stale_after+ seconds is a dead process's and can be taken. Without

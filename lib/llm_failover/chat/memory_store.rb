@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "securerandom"
 require_relative "idempotency"
 require_relative "memory_store/message"
 
@@ -45,6 +46,13 @@ module LlmFailover
         @messages << message.update(idempotency_key: key)
       end
       true
+    end
+
+    # The turn +message+ (a user message) opens, for the attempt records of the calls
+    # that answer it: made the first time it is asked for.
+    # @return [String]
+    def turn_id(message)
+      @lock.synchronize { message.turn_id || message.update(turn_id: SecureRandom.uuid).turn_id }
     end
 
     # Claims the turn of +key+ for one call (Idempotency): true when it was free, or

@@ -149,7 +149,10 @@ module LlmFailover
                     t.datetime :occurred_at, null: false
                   RUBY
                   indexes: [Index.new(columns: %i[provider model occurred_at], what: "provider_model_occurred_at"),
-                            Index.new(columns: %i[occurred_at], what: "occurred_at")])
+                            Index.new(columns: %i[occurred_at], what: "occurred_at")]),
+        Column.new(:attempts, :turn_id, :string,
+                   comment: "the turn the call answered (the user message): a retried job's calls share it",
+                   indexes: [Index.new(columns: %i[turn_id], what: "turn_id")])
       ].freeze
     end
   end
