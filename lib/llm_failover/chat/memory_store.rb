@@ -88,8 +88,22 @@ module LlmFailover
       add_system(content)
     end
 
+    # The answer of the turn the chat ends on. When its last message is a failed
+    # answer, this call answers that turn again (a retried job, a #complete after a
+    # failed #ask): it takes that message's place, so that one turn has one assistant
+    # message; the failed calls stay in the attempt records.
     def start_assistant(model:, provider:)
-      push(Message.new(role: "assistant", content: +"", status: "streaming", model: model, provider: provider))
+      @lock.synchronize do
+        last = @messages.last
+        if last&.role == "assistant" && last.status == "failed"
+          return last.update(status: "streaming", content: +"", model: model, provider: provider,
+                             input_tokens: nil, output_tokens: nil)
+        end
+
+        @messages << Message.new(role: "assistant", content: +"", status: "streaming", model: model,
+                                 provider: provider)
+        @messages.last
+      end
     end
 
     # Runs once per streamed chunk: appends in place to the String #start_assistant
