@@ -16,6 +16,8 @@ module LlmFailover
                                            desc: "Table AttemptLog writes and the report reads"
         base.class_option :circuit_events_table, type: :string, default: "llm_failover_circuit_events",
                                                  desc: "Table CircuitLog writes and the report reads"
+        base.class_option :vectors_table, type: :string, default: "llm_failover_vectors",
+                                          desc: "Table ActiveRecordIndex (the semantic cache's vectors) keeps"
       end
 
       private
@@ -42,6 +44,10 @@ module LlmFailover
 
       def circuit_events_table
         options[:circuit_events_table]
+      end
+
+      def vectors_table
+        options[:vectors_table]
       end
 
       # The messages' reference to their chat: chat_id for the chats table.

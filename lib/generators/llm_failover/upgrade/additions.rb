@@ -152,7 +152,17 @@ module LlmFailover
                             Index.new(columns: %i[occurred_at], what: "occurred_at")]),
         Column.new(:attempts, :turn_id, :string,
                    comment: "the turn the call answered (the user message): a retried job's calls share it",
-                   indexes: [Index.new(columns: %i[turn_id], what: "turn_id")])
+                   indexes: [Index.new(columns: %i[turn_id], what: "turn_id")]),
+        Table.new(:vectors, "llm_failover_vectors",
+                  comment: "The semantic cache's shared vectors (ActiveRecordIndex).",
+                  body: <<~RUBY,
+                    t.string :partition_key, null: false, limit: 64 # SHA-256 of the partition, hex
+                    t.integer :dimensions, null: false
+                    t.binary :vector, null: false # little-endian float32
+                    t.text :value, null: false
+                    t.datetime :created_at, null: false
+                  RUBY
+                  indexes: [Index.new(columns: %i[partition_key id], what: "partition_key_and_id")])
       ].freeze
     end
   end
