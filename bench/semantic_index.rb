@@ -26,6 +26,7 @@ QUERIES = Integer(ENV.fetch("QUERIES", 40))
 RUBY_QUERIES = Integer(ENV.fetch("RUBY_QUERIES", 3))
 BASELINE = Float(ENV.fetch("BASELINE", 0))
 THRESHOLD = 0.92
+$stdout.sync = true
 
 begin
   require "numo/narray"
@@ -100,14 +101,12 @@ SIZES.each do |n|
   GC.start
   rng = Random.new(n)
   index = LlmFailover::MemoryIndex.new(max_entries: nil, max_bytes: nil)
-  keep_rows = n <= 100_000 # the Ruby and Numo scans read the same vectors
-  stored = []
+  stored = Array.new(n) { vector(rng) } # the Ruby and Numo scans read the same vectors
+  GC.start
   rss_before = rss_kb
   t0 = now
-  n.times do |i|
-    v = vector(rng)
+  stored.each_with_index do |v, i|
     index.add(partition: "tenant|text-embedding-3-small|digest", vector: v, value: i.to_s)
-    stored << v if keep_rows
   end
   add_s = (now - t0) / n
   rss_index = rss_kb
