@@ -7,9 +7,8 @@
 # Every question is new (a counter in it), so every lookup misses. Two rows with the tier:
 # each call in a tenant of its own (an empty partition: the tier's own cost, the embedding
 # round trip, hashing, the queued write), and every call in one tenant, whose partition
-# grows to N x ROUNDS entries (the index's scan on top). The index is a plain Ruby exact
-# scan (spec/support/pure_index.rb) unless LlmFailover::MemoryIndex is loaded. Figures are
-# printed, never asserted.
+# grows to N x ROUNDS entries (the index's scan on top; bench/semantic_index.rb measures the
+# index alone). The index is LlmFailover::MemoryIndex. Figures are printed, never asserted.
 #
 #   bundle exec ruby bench/semantic_miss.rb          # N=1000 calls per row, best of ROUNDS=3
 #
@@ -18,13 +17,12 @@
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "llm_failover"
 require "llm_failover/testing"
-require_relative "../spec/support/pure_index"
 
 N = Integer(ENV.fetch("N", 1000))
 ROUNDS = Integer(ENV.fetch("ROUNDS", 3))
 
 def index
-  defined?(LlmFailover::MemoryIndex) ? LlmFailover::MemoryIndex.new : PureIndex.new
+  LlmFailover::MemoryIndex.new
 end
 
 # Best round's mean microseconds per call of the block.

@@ -2,7 +2,6 @@
 
 require_relative "ar_spec_helper"
 require "llm_failover/report"
-require_relative "../support/pure_index"
 
 ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do
   include_context "with fake providers"
@@ -74,7 +73,7 @@ ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do
     LlmFailover.configure do |c|
       c.cache = LlmFailover::MemoryCache.new
       c.semantic_cache = LlmFailover::SemanticCache.new(embed_model: "text-embedding-3-small", provider: :openai,
-                                                        threshold: 0.6, index: PureIndex.new, feature: "semantic")
+                                                        threshold: 0.6, index: LlmFailover::MemoryIndex.new, feature: "semantic")
     end
     primary.enqueue({ text: "Paris", usage: { input: 8, output: 2 } })
     ask = lambda do |text|

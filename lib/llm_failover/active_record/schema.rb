@@ -7,7 +7,7 @@ module LlmFailover
     # migration (spec/active_record/generator_spec.rb keeps the two equal).
     module Schema
       DEFAULT_TABLES = { chats: "chats", messages: "messages", attempts: "llm_failover_attempts",
-                         circuit_events: "llm_failover_circuit_events" }.freeze
+                         circuit_events: "llm_failover_circuit_events", vectors: "llm_failover_vectors" }.freeze
       # PostgreSQL's limit on identifiers (MySQL's is 64): longer index names fail the migration.
       MAX_NAME = 63
 
@@ -24,18 +24,18 @@ module LlmFailover
         "#{name[0, MAX_NAME - 11]}_#{Digest::SHA256.hexdigest(name)[0, 10]}"
       end
 
-      # Creates the four tables on +connection+ (anything with create_table/add_index:
+      # Creates the five tables on +connection+ (anything with create_table/add_index:
       # a connection or a migration).
       # @param foreign_key [String, nil] messages' reference to chats (chat_id for "chats")
       # @param force [Boolean] drop and recreate the tables
       # @param if_not_exists [Boolean] leave existing tables alone (scripts rerun)
       def define(connection, chats: DEFAULT_TABLES[:chats], messages: DEFAULT_TABLES[:messages],
                  attempts: DEFAULT_TABLES[:attempts], circuit_events: DEFAULT_TABLES[:circuit_events],
-                 foreign_key: nil, force: false, if_not_exists: true)
+                 vectors: DEFAULT_TABLES[:vectors], foreign_key: nil, force: false, if_not_exists: true)
         foreign_key ||= "#{chats.to_s.singularize}_id"
         # Messages reference chats: drop them first, create them after.
         if force
-          [messages, chats, attempts, circuit_events].each { |table| connection.drop_table(table, if_exists: true) }
+          [messages, chats, attempts, circuit_events, vectors].each { |table| connection.drop_table(table, if_exists: true) }
         end
         table_options = { if_not_exists: if_not_exists && !force }
 
@@ -93,6 +93,7 @@ module LlmFailover
           t.boolean :cancelled, null: false, default: false
           t.json :scrubbed
           t.boolean :skipped, null: false, default: false
+          t.string :turn_id # the turn the call answered: a retried job's calls share it
           t.string :cache_tier, limit: 16
           t.float :similarity
         end
@@ -102,8 +103,25 @@ module LlmFailover
         connection.add_index(attempts, :started_at, name: index_name(attempts, "started_at"), if_not_exists: true)
         connection.add_index(attempts, %i[provider model started_at],
                              name: index_name(attempts, "provider_model_started_at"), if_not_exists: true)
+        # The report looks for a later answer of a failed call's turn.
+        connection.add_index(attempts, :turn_id, name: index_name(attempts, "turn_id"), if_not_exists: true)
         define_circuit_events(connection, circuit_events, **table_options)
+        define_vectors(connection, vectors, **table_options)
         nil
+      end
+
+      # The semantic cache's shared vectors (ActiveRecordIndex): one row per add, read
+      # by each process's mirror in id order per partition.
+      def define_vectors(connection, table, **table_options)
+        connection.create_table(table, **table_options) do |t|
+          t.string :partition_key, null: false, limit: 64 # SHA-256 of the partition, hex
+          t.integer :dimensions, null: false
+          t.binary :vector, null: false # little-endian float32
+          t.text :value, null: false
+          t.datetime :created_at, null: false
+        end
+        connection.add_index(table, %i[partition_key id], name: index_name(table, "partition_key_and_id"),
+                                                          if_not_exists: true)
       end
 
       # The circuit transitions CircuitLog writes (one row per change, written once for a

@@ -38,7 +38,9 @@ module LlmFailover
     # @param targets [Array<Target>] where the call starts (the quota's pick: the backup
     #   alone when the primary's quota is used up), then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
-    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:, block:)
+    # @param turn_id [String, nil] the turn it answers (nil: its own, the request_id)
+    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:, block:,
+                   turn_id: nil)
       @engine = engine
       @config = config
       @targets = targets
@@ -48,7 +50,8 @@ module LlmFailover
       @feature = feature
       @request_id = Engine.uuid
       @delivery = Delivery.new(store: store, block: block, targets: targets, request_id: @request_id)
-      @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter)
+      @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter,
+                             turn_id: turn_id || @request_id)
       @breaker = CircuitBreaker.new(config, targets, @request_id) if config.circuit_threshold.positive?
       @answering = 0 # the target whose text @partial holds
       @partial = +"" # the streamed text of the current answer, for a cancelled result

@@ -19,8 +19,10 @@ module LlmFailover
       # @return [Hash{String => Integer}, nil] the scrubber's counts, on every record
       attr_writer :scrubbed
 
-      def initialize(request_id:, feature:, usage_log:)
+      # @param turn_id [String] the turn the call answers (Chat's), on every record
+      def initialize(request_id:, feature:, usage_log:, turn_id: nil)
         @request_id = request_id
+        @turn_id = turn_id
         @feature = feature
         @usage_log = usage_log
         @list = []
@@ -74,7 +76,8 @@ module LlmFailover
         add(AttemptRecord.new(request_id: @request_id, attempt: 1, provider: provider, model: model,
                               feature: @feature, success: true, latency_ms: latency_ms, input_tokens: 0,
                               output_tokens: 0, started_at: started_at, provider_request_id: provider_request_id,
-                              cached: true, scrubbed: @scrubbed, cache_tier: tier, similarity: similarity))
+                              cached: true, scrubbed: @scrubbed, turn_id: @turn_id,
+                              cache_tier: tier, similarity: similarity))
       end
 
       # Chat#cancel! stopped the call: the engine's record of the attempt it cut or,
@@ -137,7 +140,7 @@ module LlmFailover
 
       def fields(target)
         { request_id: @request_id, provider: target.name, model: target.model, feature: @feature,
-          scrubbed: @scrubbed }
+          scrubbed: @scrubbed, turn_id: @turn_id }
       end
 
       # The attempt the call's caller cut (Engine#run's :stopped_by: the exception's
