@@ -4,7 +4,7 @@
 # (a round trip to the embedding provider) and the index's scan, before the provider call,
 # then the write of the answer, on the cache's own thread. Against the same call without
 # the tier, in the same run, both providers the gem's FakeProvider on loopback (unstreamed).
-# Every question is new (a counter in it), so every lookup misses. Two rows with the tier:
+# Every question is eight random words, so every lookup misses (the script checks it). Two rows with the tier:
 # each call in a tenant of its own (an empty partition: the tier's own cost, the embedding
 # round trip, hashing, the queued write), and every call in one tenant, whose partition
 # grows to N x ROUNDS entries (the index's scan on top; bench/semantic_index.rb measures the
@@ -17,6 +17,7 @@
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "llm_failover"
 require "llm_failover/testing"
+require "securerandom"
 
 N = Integer(ENV.fetch("N", 1000))
 ROUNDS = Integer(ENV.fetch("ROUNDS", 3))
@@ -28,9 +29,10 @@ end
 # Best round's mean microseconds per call of the block.
 def measure
   best = Float::INFINITY
-  ROUNDS.times do |round|
+  ROUNDS.times do
+    questions = Array.new(N) { Array.new(8) { SecureRandom.hex(4) }.join(" ") } # no two alike
     t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    N.times { |i| yield "Question #{round}-#{i}: how long does shipping to Norway take for order #{i}?" }
+    questions.each { |q| yield q }
     best = [best, (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0) / N * 1e6].min
   end
   best
@@ -53,10 +55,14 @@ LlmFailover::Testing::FakeProvider.open do |fp|
     LlmFailover.configuration.semantic_cache = semantic
     rows << ["with the semantic tier, a miss, empty partition", measure(&own_tenant)]
     semantic.flush
-    rows << ["... a miss, one partition of up to #{N * ROUNDS} (#{semantic.index.class.name})", measure(&ask)]
+    before = fp.request_count
+    rows << ["... a miss, one partition of up to #{N * ROUNDS} entries", measure(&ask)]
+    misses = fp.request_count - before
+    abort "bench/semantic_miss.rb: #{N * ROUNDS - misses} lookups hit; every one must miss" unless misses == N * ROUNDS
     semantic.flush
     hits = fp.request_count
-    LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Question 0-0: how long does shipping to Norway take for order 0?")
+    asked = embedder.requests.last.json["input"].first
+    LlmFailover.chat(model: "gpt-4o", provider: :openai).ask(asked)
     abort "bench/semantic_miss.rb: expected a hit for a question asked before" unless fp.request_count == hits
   end
 end
