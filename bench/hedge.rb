@@ -13,7 +13,7 @@
 # costs) and the share the backup answered. Nothing is asserted.
 #
 # Environment: CALLS (400), THREADS (25), SLOW_SHARE (0.1), SLOW_S (5), FAST_S (0.3),
-# WARM (100), SEED (1).
+# WARM (100), SEED (1), MODES (off,2.0,1.0,0.5,auto).
 
 require "bundler/setup"
 require "llm_failover"
@@ -77,7 +77,10 @@ end
 puts format("hedged requests: %d calls per mode, %d at a time; first token %.2f s late for %.0f%% of requests, " \
             "else %.2f s", CALLS, THREADS, SLOW_S, SLOW_SHARE * 100, FAST_S)
 puts format("%-18s %8s %8s %8s %14s %16s", "mode", "p50 s", "p95 s", "p99 s", "extra requests", "backup answered")
-[nil, 2.0, 1.0, 0.5, :auto].each do |mode|
+modes = ENV.fetch("MODES", "off,2.0,1.0,0.5,auto").split(",").map do |m|
+  { "off" => nil, "auto" => :auto }.fetch(m) { Float(m) }
+end
+modes.each do |mode|
   primary.clear
   backup.clear
   if mode == :auto
@@ -96,6 +99,10 @@ puts format("%-18s %8s %8s %8s %14s %16s", "mode", "p50 s", "p95 s", "p99 s", "e
   by_backup = replies.count { |r| r.provider == :anthropic }
   label = mode.nil? ? "off" : "hedge_after #{mode.inspect}"
   label += format(" (%.2f s)", LlmFailover::HedgeDelay.percentile(store.first_token_times("openai:gpt-4o")) || 0) if mode == :auto
+  if mode == :auto && ENV["SAMPLES"]
+    samples = store.first_token_times("openai:gpt-4o").sort
+    warn "primary samples: #{samples.size}, top 15: #{samples.last(15).map { |s| s.round(2) }.inspect}"
+  end
   puts format("%-18s %8.2f %8.2f %8.2f %13.1f%% %15.1f%%", label, percentile(sorted, 0.5), percentile(sorted, 0.95),
               percentile(sorted, 0.99), 100.0 * hedged / CALLS, 100.0 * by_backup / CALLS)
 end
