@@ -2,6 +2,7 @@
 
 require "spec_helper"
 require "async"
+require "timeout"
 require_relative "support/redis_server"
 
 # Hedged requests (hedge_after): when the primary's first token is late, the backup is
@@ -130,6 +131,20 @@ RSpec.describe "hedged requests" do
     expect { ask(failover_chat(hedge_after: 0.2)) }.to raise_error(LlmFailover::UnauthorizedError) { |e|
       expect(e.attempts.map { |a| [a.attempt, a.cancelled?, a.hedged?] }).to eq([[1, false, true], [2, true, true]])
     }
+    expect(wait_for_hangup(backup, 0)).to be(true)
+  end
+
+  it "ends both requests of a hedge when a Timeout cuts the call, and records both" do
+    seen = []
+    LlmFailover.configure { |c| c.usage_log = ->(record) { seen << record } }
+    primary.enqueue({ text: "slow", delay_first_token: 20 })
+    backup.enqueue({ text: "slow too", delay_first_token: 20 })
+    chat = failover_chat(hedge_after: 0.2)
+
+    expect { Timeout.timeout(1.5) { ask(chat) } }.to raise_error(Timeout::Error)
+    expect(seen.map { |r| [r.attempt, r.error_class, r.hedged?] })
+      .to contain_exactly([1, "LlmFailover::AbortedError", true], [2, "LlmFailover::AbortedError", true])
+    expect(wait_for_hangup(primary, 0)).to be(true)
     expect(wait_for_hangup(backup, 0)).to be(true)
   end
 

@@ -168,7 +168,7 @@ module LlmFailover
                                       latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
                                       input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
                                       started_at: attempt[:started_at],
-                                      provider_request_id: attempt[:provider_request_id])
+                                      provider_request_id: attempt[:provider_request_id], hedged: attempt[:hedge])
         if cause == Cancellation::Signal
           @cancelled = AttemptRecord.new(**fields, error_message: "cancelled by Chat#cancel!", cancelled: true)
           @list << @cancelled
