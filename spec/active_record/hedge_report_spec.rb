@@ -39,6 +39,7 @@ ArSpec.describe "hedged requests in the attempts table and the report" do
       { provider: "anthropic", model: "claude-sonnet-4-6", attempts: 2, answered: 1, cut: 1, cut_input: 6,
         cut_output: 1 }
     )
-    expect(report.to_s).to include("Hedged requests").and include("2 calls")
+    expect(report.to_s).to include("Hedged requests")
+    expect(report.to_html).to include("2 calls sent their backup")
   end
 end
