@@ -134,9 +134,8 @@ module LlmFailover
 
         # Whether the readable socket says the client is gone (EOF or a reset).
         def hung_up?
-          return true unless @buf.empty? && @socket.recv_nonblock(1, Socket::MSG_PEEK, exception: false) != ""
-
-          false
+          peeked = @socket.recv_nonblock(1, Socket::MSG_PEEK, exception: false)
+          peeked.nil? || peeked == "" # EOF (nil or "", by Ruby version); bytes or :wait_readable: still there
         rescue IOError, SystemCallError
           true
         end
