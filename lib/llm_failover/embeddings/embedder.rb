@@ -86,7 +86,7 @@ module LlmFailover
       end
 
       share = budget.to_f / @targets.size
-      @config.engine_policy.merge(max_retries: 0, connect_timeout: share, request_timeout: share,
+      @config.engine_policy.merge(max_retries: 0, hedge_after: nil, connect_timeout: share, request_timeout: share,
                                   first_token_timeout: share, idle_timeout: share).freeze
     end
 

@@ -105,6 +105,12 @@ module LlmFailover
         @cached_column
       end
 
+      # Tables made before the hedged column keep working (and have no hedges).
+      def hedged_column?
+        @hedged_column = @model.column_names.include?("hedged") if @hedged_column.nil?
+        @hedged_column
+      end
+
       # Tables made before the cache_tier column keep working (every hit was exact then).
       def cache_tier_column?
         @cache_tier_column = @model.column_names.include?("cache_tier") if @cache_tier_column.nil?
