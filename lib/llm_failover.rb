@@ -62,6 +62,16 @@ module LlmFailover
       @configuration || @lock.synchronize { @configuration ||= Configuration.new }
     end
 
+    # @api private: LlmFailover::Testing's switch between the app's configuration and a
+    # test's copy of it
+    # @param config [Configuration]
+    # @return [Configuration] the one it replaced
+    def swap_configuration(config)
+      before = configuration
+      @lock.synchronize { @configuration = config }
+      before
+    end
+
     # Forgets providers and options, alert windows and sink warnings.
     def reset_configuration!
       @lock.synchronize { @configuration = Configuration.new }

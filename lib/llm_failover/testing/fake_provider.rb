@@ -8,6 +8,7 @@ require_relative "gate"
 require_relative "step"
 require_relative "transcript"
 require_relative "responder"
+require_relative "lane"
 
 module LlmFailover
   module Testing
@@ -116,6 +117,7 @@ module LlmFailover
         self.strict_transcript = strict_transcript
         @mutex = Mutex.new
         @queue = []
+        @lanes = {}
         @requests = []
         @default_hash = { text: DEFAULT_TEXT }.freeze
         @default = Step.new(@default_hash)
@@ -203,6 +205,19 @@ module LlmFailover
         self
       end
 
+      # The script of the provider named +name+: its own queue, default and request log
+      # ({Lane}); configure that provider with `fp.on(name).base_url(api)`.
+      # @param name [Symbol, String] the provider's name in the app's configuration
+      # @return [Lane] the same one for the same name
+      def on(name)
+        key = name.to_s.to_sym
+        existing = synchronize { @lanes[key] }
+        return existing if existing
+
+        lane = Lane.new(self, key) # validates the name outside the lock
+        synchronize { @lanes[key] ||= lane }
+      end
+
       # @return [Hash] the step used when the queue is empty
       def default
         @mutex.synchronize { @default_hash }
@@ -275,6 +290,28 @@ module LlmFailover
         self
       end
 
+      # Back to a fresh server on the same port: no queued steps on any lane, no log, the
+      # default answers, no held requests, transcripts not checked. What
+      # LlmFailover::Testing does between two tests.
+      # @return [self]
+      def reset
+        @mutex.synchronize do
+          @queue.clear
+          @requests.clear
+          @lanes.each_value(&:clear_locked)
+          @default_hash = { text: DEFAULT_TEXT }.freeze
+          @default = Step.new(@default_hash)
+        end
+        @gate.release
+        self.strict_transcript = false
+        self
+      end
+
+      # @api private: the server's lock, which its lanes share
+      def synchronize(&block)
+        @mutex.synchronize(&block)
+      end
+
       def inspect
         "#<#{self.class.name} #{url} queued=#{queue_size} requests=#{request_count}>"
       end
@@ -342,7 +379,8 @@ module LlmFailover
           next nil unless request.api
           next Step.new(refusal) if refusal
 
-          @queue.shift || @default
+          lane = request.lane && @lanes[request.lane]
+          lane&.shift || @queue.shift || lane&.default_step || @default
         end
       end
 

@@ -7,8 +7,9 @@ module LlmFailover
   module Testing
     class FakeProvider
       # One request as the server saw it. headers has lowercase names; json is the parsed
-      # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
-      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream) do
+      # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted); lane
+      # is the provider name its path starts with (`/providers/NAME/...`, see Lane) or nil.
+      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream, :lane) do
         # The request from what HttpIO#read_request read: every String as UTF-8, the
         # path without an absolute-form target's scheme and host, the body parsed when it
         # is a JSON object, routed by method and path.
@@ -25,7 +26,8 @@ module LlmFailover
           end
           headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
           method = method.dup.force_encoding(Encoding::UTF_8)
-          new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true)
+          new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true,
+              path[%r{\A/providers/([^/?]+)/}, 1]&.to_sym)
         end
 
         # @return [Symbol, nil] the API a POST to this path speaks; nil: not routed (a 404)
