@@ -5,3 +5,4 @@
 # test first runs).
 require_relative "testing/fake_provider"
 require_relative "testing/isolation"
+require_relative "testing/offline"
