@@ -67,6 +67,18 @@ RSpec.describe "LLM_FAILOVER_FAKE=1 in a Rails app", :rails_app do
     expect(File.read(File.join(app, "log/development.log"))).to include("answered offline by the FakeProvider")
   end
 
+  it "answers what an initializer scripted (examples/rails/llm_failover_offline.rb)" do
+    initializer = File.join(app, "config/initializers/llm_failover_offline.rb")
+    FileUtils.cp(File.expand_path("../examples/rails/llm_failover_offline.rb", __dir__), initializer)
+    out, err, status = rails_runner("LLM_FAILOVER_FAKE" => "1")
+    expect(status).to be_success, "#{out}\n#{err}"
+    result = JSON.parse(out[/^RESULT (.*)$/, 1])
+    expect(result).to include("content" => LlmFailover::Testing::Offline::DEFAULT_ANSWER[:text], "provider" => "anthropic")
+    expect(result["paths"].first(5)).to eq(["/providers/openai/v1/chat/completions"] * 4 + ["/providers/anthropic/v1/messages"])
+  ensure
+    FileUtils.rm_f(initializer)
+  end
+
   it "leaves the providers alone without LLM_FAILOVER_FAKE, or with LLM_FAILOVER_FAKE=0" do
     [nil, "0"].each do |value|
       out, err, status = rails_runner({ "LLM_FAILOVER_FAKE" => value },

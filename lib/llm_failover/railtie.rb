@@ -58,7 +58,7 @@ module LlmFailover
     def self.start_offline_fake(env: ENV)
       return false if env["LLM_FAILOVER_FAKE"].to_s.empty? # llm_failover/testing stays unloaded
 
-      require_relative "testing/offline"
+      require_relative "testing" # the whole of it, the file LlmFailover autoloads Testing from
       return false unless Testing::Offline.requested?(env)
 
       Testing::Offline.start!(env: env, rails_env: ::Rails.env)
