@@ -18,6 +18,7 @@ RSpec.describe "LLM_FAILOVER_FAKE=1 in a Rails app", :rails_app do
 
   # What the app's code does: a failover chat, then what the fake saw.
   script = <<~RUBY
+    LlmFailover::ActiveRecord::Attempt.delete_all # the examples share the app's database
     chat = LlmFailover.chat(model: "gpt-4o", provider: :openai,
                             backup_model: "claude-sonnet-4-6", backup_provider: :anthropic)
     streamed = +""

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "fake_provider"
+require_relative "helpers"
 
 module LlmFailover
   # Helpers for an app's own test suite (doc/testing.md). Every test runs against one
@@ -84,43 +85,20 @@ module LlmFailover
       # @return [Configuration]
       def test_configuration(config, fp)
         copy = config.with_overrides({})
-        config.providers.each_value do |p|
-          copy.provider(p.name, api: p.api, api_key: p.api_key, base_url: fp.on(p.name).base_url(p.api),
-                                headers: p.headers)
-        end
+        point_providers(copy, fp)
         copy.state_store = LlmFailover::MemoryStateStore.new
         copy.cache = LlmFailover::MemoryCache.new unless config.cache.nil?
         copy
       end
-    end
 
-    # Included in an RSpec example group or a Minitest test class: each example or test
-    # runs isolated (LlmFailover::Testing.isolate) and can script the fake.
-    module Helpers
-      # RSpec: an around hook on the group (its nested groups inherit it). Minitest
-      # takes #before_setup and #after_teardown below instead.
-      def self.included(base)
-        super
-        base.around { |example| LlmFailover::Testing.isolate { example.run } } if base.respond_to?(:around)
-      end
-
-      # @return [FakeProvider] the fake every configured provider talks to in this test;
-      #   `fake_llm.on(:openai)` is provider :openai's own script ({FakeProvider::Lane})
-      def fake_llm
-        LlmFailover::Testing.fake
-      end
-
-      # Minitest's hook for libraries, before the test's own setup.
-      def before_setup
-        @llm_failover_before = LlmFailover::Testing.enter
-        super
-      end
-
-      # Minitest's hook for libraries, after the test's own teardown.
-      def after_teardown
-        super
-      ensure
-        LlmFailover::Testing.leave(@llm_failover_before) if @llm_failover_before
+      # @api private: declares every provider of +config+ again, the same but for its
+      # base_url: its own lane of +fp+ (the one rule of the test helpers and offline mode)
+      # @return [void]
+      def point_providers(config, fp)
+        config.providers.each_value do |p|
+          config.provider(p.name, api: p.api, api_key: p.api_key, base_url: fp.on(p.name).base_url(p.api),
+                                  headers: p.headers)
+        end
       end
     end
   end

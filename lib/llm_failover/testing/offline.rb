@@ -44,10 +44,7 @@ module LlmFailover
           logger ||= config.logger
           fp = Testing.fake
           fp.default = DEFAULT_ANSWER
-          config.providers.each_value do |p|
-            config.provider(p.name, api: p.api, api_key: p.api_key, base_url: fp.on(p.name).base_url(p.api),
-                                    headers: p.headers)
-          end
+          Testing.point_providers(config, fp)
           announce(fp, config, logger)
           fp
         end
