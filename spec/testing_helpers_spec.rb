@@ -110,6 +110,25 @@ RSpec.describe LlmFailover::Testing do
       expect(LlmFailover.configuration).to equal(app)
     end
 
+    it "starts a fake of its own in a forked child (a parallel test worker), whose parent's has no threads there" do
+      parent = described_class.fake
+      reader, writer = IO.pipe
+      pid = fork do
+        reader.close
+        answer = described_class.isolate do |fake|
+          [fake.port == parent.port, LlmFailover.chat(model: "gpt-4o", provider: :openai).ask("Hi").content]
+        end
+        writer.write(JSON.generate(answer))
+        writer.close
+        exit!(0)
+      end
+      writer.close
+      answer = JSON.parse(reader.read)
+      Process.wait(pid)
+      expect(answer).to eq([false, LlmFailover::Testing::FakeProvider::DEFAULT_TEXT])
+      expect(described_class.fake).to equal(parent)
+    end
+
     it "leaves the cache off when the app has none" do
       LlmFailover.configure { |c| c.cache = nil }
       described_class.isolate { expect(LlmFailover.configuration.cache).to be_nil }

@@ -25,15 +25,27 @@ module LlmFailover
   #   fake_llm.on(:anthropic).enqueue({ text: "Hi from the backup" })
   module Testing
     @fake = nil
+    @fake_pid = nil
     @fake_lock = Mutex.new
 
     class << self
-      # The process's FakeProvider, started on first use. It is never stopped: its
-      # threads end with the process, and an at_exit stop would run before the tests of
-      # minitest/autorun, which runs them from an at_exit hook registered earlier.
+      # The process's FakeProvider, started on first use, and again in a forked child (a
+      # parallel test worker), which has none of its parent's server threads. It is never
+      # stopped: its threads end with the process, and an at_exit stop would run before
+      # the tests of minitest/autorun, which runs them from an at_exit hook registered
+      # earlier.
       # @return [FakeProvider]
       def fake
-        @fake || @fake_lock.synchronize { @fake ||= FakeProvider.start }
+        fp = @fake
+        return fp if fp && @fake_pid == Process.pid
+
+        @fake_lock.synchronize do
+          unless @fake && @fake_pid == Process.pid
+            @fake = FakeProvider.start
+            @fake_pid = Process.pid
+          end
+          @fake
+        end
       end
 
       # Runs the block as one isolated test (see the module's documentation) and puts the
