@@ -11,7 +11,8 @@ require "tmpdir"
 # boots the app in its own process, so this is tagged :rails_app.
 RSpec.describe "a Rails app's test suite with LlmFailover::Testing", :rails_app do
   fixture = File.expand_path("fixtures/rails_app", __dir__)
-  tests = File.expand_path("../examples/rails/test", __dir__)
+  gem_root = File.expand_path("..", __dir__)
+  tests = %w[examples/rails/test/test_helper.rb examples/rails/test/models/chat_test.rb]
   app = nil
   env = { "BUNDLE_GEMFILE" => File.expand_path("../Gemfile", __dir__), "RAILS_ENV" => "test", "RACK_ENV" => nil,
           "OPENAI_API_KEY" => "sk-app-tests-1", "ANTHROPIC_API_KEY" => "sk-ant-app-tests-2", "DATABASE_URL" => nil,
@@ -25,7 +26,11 @@ RSpec.describe "a Rails app's test suite with LlmFailover::Testing", :rails_app 
       output, status = Open3.capture2e(env, RbConfig.ruby, "bin/rails", *command.split, chdir: app)
       raise "bin/rails #{command} failed:\n#{output}" unless status.success?
     end
-    FileUtils.cp_r(tests, app)
+    tests.each do |path|
+      target = File.join(app, path.delete_prefix("examples/rails/"))
+      FileUtils.mkdir_p(File.dirname(target))
+      FileUtils.cp(File.join(gem_root, path), target)
+    end
   end
 
   after(:all) { FileUtils.rm_rf(app) if app }
