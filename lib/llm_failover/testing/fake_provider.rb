@@ -18,6 +18,8 @@ module LlmFailover
     # provider would send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
+    # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
+    # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
     # `/chat/completions` or `/messages` (or that are not POSTs) get a 404 and take no step.
     #
