@@ -50,6 +50,9 @@ module LlmFailover
   autoload :RedisIndex, File.expand_path("llm_failover/cache/redis_index", __dir__)
   autoload :ActiveRecordIndex, File.expand_path("llm_failover/cache/active_record_index", __dir__)
   autoload :MirroredIndex, File.expand_path("llm_failover/cache/mirrored_index", __dir__)
+  # Loaded on first use: an app's test helper, or an initializer that asks
+  # LlmFailover::Testing::Offline.requested? (doc/rails.md).
+  autoload :Testing, File.expand_path("llm_failover/testing", __dir__)
   # Loaded on first use (it loads ActiveRecord): config/routes.rb names Report::Engine.
   autoload :Report, File.expand_path("llm_failover/report", __dir__)
 
@@ -67,6 +70,16 @@ module LlmFailover
     # @return [Configuration]
     def configuration
       @configuration || @lock.synchronize { @configuration ||= Configuration.new }
+    end
+
+    # @api private: LlmFailover::Testing's switch between the app's configuration and a
+    # test's copy of it
+    # @param config [Configuration]
+    # @return [Configuration] the one it replaced
+    def swap_configuration(config)
+      before = configuration
+      @lock.synchronize { @configuration = config }
+      before
     end
 
     # Forgets providers and options, alert windows and sink warnings.
