@@ -37,8 +37,8 @@ module LlmFailover
   # both stores to the same contract.
   #
   # A call costs one round trip on the happy path: one pipelined EVALSHA per target,
-  # read-only while the circuit is closed (a success is written only when the target
-  # had failures). When Redis is down or slower than the budget (50 ms), the call goes
+  # read-only while the circuit is closed; its success is written only when this
+  # process knows of something to reset (#record). When Redis is down or slower than the budget (50 ms), the call goes
   # on with this process's own MemoryStateStore: one warning per outage, nothing
   # raised, sharing resumes when Redis answers again (retried at most once a second).
   # That own state is not blank: every answer from Redis about a target that is not
@@ -179,6 +179,9 @@ module LlmFailover
       return {state, to, reason, failures, open_for}
     LUA
 
+    NO_CHANGE = [false, nil].freeze
+    private_constant :NO_CHANGE
+
     SCRIPTS = { admit: ADMIT, peek: PEEK, record: RECORD, release: RELEASE }.freeze
     SHAS = SCRIPTS.transform_values { |src| Digest::SHA1.hexdigest(src) }.freeze
 
@@ -233,11 +236,20 @@ module LlmFailover
       end
     end
 
+    # MemoryStateStore#record's contract, shared by the fleet. A success on a target of
+    # which this process knows nothing to reset (Redis's last answer about it, to any
+    # call of this process, said closed with no failure) costs no round trip, so that
+    # a call that succeeds costs one: its health read. A failure another process
+    # counts after that answer is reset by the next success of a call that began after
+    # it (its health read tells this process).
     # @param first_probe [Numeric, nil] the recovery schedule's first wait (see RECORD)
-    def record(key, threshold, cooldown, success, hold, error_class, token = nil, first_probe = nil)
+    def record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil, first_probe: nil)
+      return NO_CHANGE if success && !@fallback.unsettled?(key)
+
       key_ttl = [DAY_MS, ms(2 * (cooldown + hold))].max
-      shared(:record, key, threshold, cooldown, success, hold, error_class, token, first_probe,
-             repair: [circuit_key(key), probe_key(key)]) do |redis|
+      shared(:record, key, threshold: threshold, cooldown: cooldown, success: success, hold: hold,
+                           error_class: error_class, token: token, first_probe: first_probe,
+                           repair: [circuit_key(key), probe_key(key)]) do |redis|
         from, to, reason, failures, open_for = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key),
                                                           threshold, cooldown.to_f, success ? 1 : 0, hold.to_f,
                                                           error_class.to_s, key_ttl, token.to_s,
@@ -344,8 +356,8 @@ module LlmFailover
     # retry once the second is over) declares it back. An answer to a request sent
     # before the outage does not end it; a failure of one sent before the recovery
     # does not start another.
-    def shared(name, *args, repair: nil)
-      return @fallback.public_send(name, *args) if @down_until && monotonic < @down_until
+    def shared(name, *args, repair: nil, **keywords)
+      return @fallback.public_send(name, *args, **keywords) if @down_until && monotonic < @down_until
 
       epoch = @epoch
       result = pool.with { |redis| on_live_connection(redis) { with_scripts(redis) { repairing(redis, repair) { yield redis } } } }
@@ -353,13 +365,13 @@ module LlmFailover
       result
     rescue ConnectionPool::TimeoutError
       # More threads than connections, all busy: this call only, Redis is not down.
-      @fallback.public_send(name, *args)
+      @fallback.public_send(name, *args, **keywords)
     rescue RedisClient::CommandError => e
       refused(e)
-      @fallback.public_send(name, *args)
+      @fallback.public_send(name, *args, **keywords)
     rescue RedisClient::Error, SystemCallError, IOError => e
       went_down(e, epoch)
-      @fallback.public_send(name, *args)
+      @fallback.public_send(name, *args, **keywords)
     end
 
     # A pooled connection that Redis closed while it sat idle (a restart, Redis's own
