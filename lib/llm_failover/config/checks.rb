@@ -4,7 +4,7 @@ require_relative "../errors"
 
 module LlmFailover
   class Configuration
-    # The number rules the setters share: a bad value raises ConfigurationError naming
+    # The rules the setters share (numbers, callbacks): a bad value raises ConfigurationError naming
     # the option.
     #
     # @api private: included by Configuration
@@ -26,6 +26,13 @@ module LlmFailover
         raise ConfigurationError, "#{name} must be an Integer, got #{value.inspect}" unless value.is_a?(Integer)
         raise ConfigurationError, "#{name} must not be negative, got #{value}" if value.negative?
         raise ConfigurationError, "#{name} must be at least #{min}, got #{value}" if value < min
+
+        value
+      end
+
+      # A callback: nil (none) or anything with #call.
+      def callable_or_nil(name, value)
+        raise ConfigurationError, "#{name} must respond to #call, got #{value.class}" unless value.nil? || value.respond_to?(:call)
 
         value
       end

@@ -43,21 +43,13 @@ module LlmFailover
 
       # A callable given a CircuitEvent whenever a target's circuit changes state.
       def on_circuit_change=(value)
-        unless value.nil? || value.respond_to?(:call)
-          raise ConfigurationError, "on_circuit_change must respond to #call, got #{value.class}"
-        end
-
-        @on_circuit_change = value
+        @on_circuit_change = callable_or_nil(:on_circuit_change, value)
       end
 
       # Where circuit changes are persisted (LlmFailover::ActiveRecord::CircuitLog, or any
       # #call(CircuitEvent)); a failing log is logged, never raised.
       def circuit_log=(value)
-        unless value.nil? || value.respond_to?(:call)
-          raise ConfigurationError, "circuit_log must respond to #call, got #{value.class}"
-        end
-
-        @circuit_log = value
+        @circuit_log = callable_or_nil(:circuit_log, value)
       end
     end
   end

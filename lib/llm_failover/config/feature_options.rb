@@ -21,11 +21,7 @@ module LlmFailover
       # A callable given an Alert when every target of a call failed on errors a
       # backup could have fixed; see Alerts.
       def on_chain_exhausted=(value)
-        unless value.nil? || value.respond_to?(:call)
-          raise ConfigurationError, "on_chain_exhausted must respond to #call, got #{value.class}"
-        end
-
-        @on_chain_exhausted = value
+        @on_chain_exhausted = callable_or_nil(:on_chain_exhausted, value)
       end
 
       def alert_window=(value)
