@@ -34,6 +34,19 @@ module LlmFailover
         @engine_policy = nil
       end
 
+      # Hedged requests: when the primary's first token is this late, the backup is sent
+      # beside it and the first of the two to produce a token answers (the other is cut
+      # and recorded as cancelled). Seconds, or :auto (HedgeDelay: a percentile of the
+      # primary's recent times to first token, kept in the state store); nil or false:
+      # off (the default). Without a backup it does nothing.
+      def hedge_after=(value)
+        @hedge_after = if value.nil? || value == false then nil
+                       elsif value == :auto then :auto
+                       else number(:hedge_after, value, positive: true)
+                       end
+        @engine_policy = nil
+      end
+
       def retry_max_interval=(value)
         @retry_max_interval = number(:retry_max_interval, value, min: 0)
         @engine_policy = nil

@@ -49,6 +49,7 @@ module LlmFailover
       circuit_cooldown: 60,
       circuit_first_probe: 5,
       max_wait_in_call: 10,
+      hedge_after: nil,
       state_store: nil,
       on_circuit_change: nil,
       circuit_log: nil,
@@ -140,7 +141,8 @@ module LlmFailover
         retry_interval_randomness: @retry_interval_randomness.to_f, connect_timeout: @connect_timeout.to_f,
         first_token_timeout: @first_token_timeout.to_f, idle_timeout: @idle_timeout.to_f,
         request_timeout: @request_timeout.to_f, failover_on_context_length: @failover_on_context_length,
-        max_response_bytes: @max_response_bytes
+        max_response_bytes: @max_response_bytes,
+        hedge_after: @hedge_after.is_a?(Numeric) ? @hedge_after.to_f : nil # :auto: per call (HedgeDelay)
       }.freeze
     end
 

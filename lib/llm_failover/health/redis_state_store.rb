@@ -3,6 +3,7 @@
 require "set"
 require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
+require_relative "first_token_times/in_redis"
 require_relative "memory_state_store"
 require_relative "../config/provider_config" # ProviderConfig.shown_url
 
@@ -45,6 +46,7 @@ module LlmFailover
   # cut off from Redis keeps away from a target the fleet knew to be down.
   class RedisStateStore
     include QuotaCounters::InRedis # reserve_quota, adjust_quota, quota_used
+    include FirstTokenTimes::InRedis # record_first_tokens, first_token_times (hedge_after: :auto)
     include Scripts # the Lua that runs lf_circuit.c's transitions in Redis
     include Sharing # Redis or, while it is out, this process's own state
 
