@@ -309,6 +309,19 @@ RSpec.describe "The tool loop" do
     expect(primary.requests.last.tool_results.size).to eq(1)
   end
 
+  it "resumes the loop of an idempotency_key's turn asked again, never taking a tool step for its answer" do
+    chat = openai_chat
+    primary.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Paris" } }] }, { error: :bad_request })
+    expect { chat.ask("Paris?", idempotency_key: "job-1") }.to raise_error(LlmFailover::BadRequestError)
+    primary.enqueue({ text: "21 in Paris" })
+    reply = chat.ask("Paris?", idempotency_key: "job-1")
+    expect(reply.content).to eq("21 in Paris")
+    expect(ran).to eq([[:weather, "Paris"]]) # once, in the first ask
+    expect(primary.request_count).to eq(3)
+    expect(chat.ask("Paris?", idempotency_key: "job-1").content).to eq("21 in Paris") # stored: no request
+    expect(primary.request_count).to eq(3)
+  end
+
   it "stops at max_tool_rounds with ToolLoopError, the transcript intact, and complete goes on" do
     chat = openai_chat(max_tool_rounds: 2)
     primary.default = { tool_calls: [{ name: "clock", arguments: { "city" => "Oslo" } }] }
@@ -368,6 +381,7 @@ RSpec.describe "The tool loop" do
     primary.enqueue({ tool_calls: [{ name: "stopper", arguments: {} }] }, { text: "never sent" })
     reply = chat.ask("Go")
     expect(reply.cancelled?).to be(true)
+    expect(reply.content).to eq("")
     expect(reply.tool_calls.map(&:result)).to eq(["finished anyway"])
     expect(primary.request_count).to eq(1)
     expect(chat.messages.map(&:role)).to eq(%w[user assistant tool])

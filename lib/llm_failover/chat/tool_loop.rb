@@ -159,13 +159,29 @@ module LlmFailover
         end
         ready.each { |call, _| emit(:call, call) }
         if @concurrency == :threads && ready.size > 1
-          threads = ready.map { |call, tool| Thread.new { perform(call, tool) } }
-          threads.each(&:value) # a non-StandardError of a tool goes on up from here
+          run_in_threads(ready)
         else
           ready.each { |call, tool| perform(call, tool) }
         end
         ready.each { |call, _| result(call) }
         []
+      end
+
+      # Every call on a thread of its own; all have ended before the first
+      # non-StandardError of a tool (which #perform lets through) goes on up from here.
+      def run_in_threads(ready)
+        threads = ready.map do |call, tool|
+          Thread.new do
+            Thread.current.report_on_exception = false # raised again in the loop's thread
+            perform(call, tool)
+          end
+        end
+        threads.each do |t|
+          t.join
+        rescue Exception # rubocop:disable Lint/RescueException -- waited for; raised below by #value
+          nil
+        end
+        threads.each(&:value)
       end
 
       def perform(call, tool)
@@ -216,7 +232,9 @@ module LlmFailover
         attempts = @replies.flat_map(&:attempts)
         provider = last ? last.provider : @target.name
         model = last ? last.model : @target.model
-        Reply.new(content: last&.content || "", model: model, response_model: last&.response_model,
+        # Cancelled between turns: nothing of a next answer was said.
+        content = cancelled || last.nil? ? "" : last.content
+        Reply.new(content: content, model: model, response_model: last&.response_model,
                   provider: provider, input_tokens: sum(:input_tokens), output_tokens: sum(:output_tokens),
                   request_id: @request_id, attempts: attempts, failover: @on_backup,
                   finish_reason: cancelled ? "cancelled" : last&.finish_reason,
