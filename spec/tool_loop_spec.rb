@@ -152,6 +152,33 @@ RSpec.describe "The tool loop" do
     expect(primary.requests.last.tool_results.map(&:id)).to eq(reply.tool_calls.map(&:id))
   end
 
+  it "runs a turn's calls on fibers under a Fiber scheduler (Async) with concurrency: :threads" do
+    require "async"
+    started = []
+    threads = []
+    meet = Class.new(LlmFailover::Tool) do
+      tool_name "meet"
+      param :who, type: :string
+      define_method(:execute) do |who:|
+        started << who
+        threads << Thread.current
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 5
+        sleep 0.01 while started.size < 2 && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+        "met #{started.size}"
+      end
+    end
+    primary.enqueue({ tool_calls: [{ name: "meet", arguments: { "who" => "a" } },
+                                   { name: "meet", arguments: { "who" => "b" } }] }, { text: "ok" })
+    reply = nil
+    caller = nil
+    Async do
+      caller = Thread.current
+      reply = LlmFailover.chat(model: "gpt-4o", provider: :openai).with_tools(meet, concurrency: :threads).ask("meet")
+    end.wait
+    expect(reply.tool_calls.map(&:result)).to eq(["met 2", "met 2"])
+    expect(threads).to eq([caller, caller])
+  end
+
   describe "failover" do
     [false, true].each do |stream|
       it "goes from the OpenAI protocol to the Anthropic one between two turns and stays there#{' (streamed)' if stream}" do

@@ -159,7 +159,7 @@ module LlmFailover
         end
         ready.each { |call, _| emit(:call, call) }
         if @concurrency == :threads && ready.size > 1
-          run_in_threads(ready)
+          Fiber.scheduler ? run_in_fibers(ready) : run_in_threads(ready)
         else
           ready.each { |call, tool| perform(call, tool) }
         end
@@ -182,6 +182,22 @@ module LlmFailover
           nil
         end
         threads.each(&:value)
+      end
+
+      # Under a Fiber scheduler (Async), the calls run on fibers of the caller's thread
+      # instead, so that a tool's waits go through the scheduler too.
+      def run_in_fibers(ready)
+        ended = Thread::Queue.new # scheduler-aware: pop lets the other fibers run
+        ready.each do |call, tool|
+          Fiber.schedule do
+            perform(call, tool)
+            ended << nil
+          rescue Exception => e # rubocop:disable Lint/RescueException -- raised below, in the loop's fiber
+            ended << e
+          end
+        end
+        raised = ready.map { ended.pop }.compact
+        raise raised.first unless raised.empty?
       end
 
       def perform(call, tool)
