@@ -414,6 +414,23 @@ RSpec.describe "The tool loop" do
     expect(chat.messages.map(&:role)).to eq(%w[user assistant tool])
   end
 
+  it "stops between turns when the chat's cancel check says so (a Stop pressed in another process)" do
+    stop = false
+    long = Class.new(LlmFailover::Tool) do
+      tool_name "long"
+      define_method(:execute) do
+        stop = true # pressed while the tool runs
+        "done"
+      end
+    end
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, cancel_check: -> { stop }).with_tool(long)
+    primary.enqueue({ tool_calls: [{ name: "long", arguments: {} }] }, { text: "never sent" })
+    reply = chat.ask("Go")
+    expect(reply.cancelled?).to be(true)
+    expect(primary.request_count).to eq(1)
+    expect(chat.messages.map(&:role)).to eq(%w[user assistant tool])
+  end
+
   it "restores scrubbed arguments before execute and scrubs results before they are sent" do
     LlmFailover.configure { |c| c.scrubber = LlmFailover::Scrubber.default(email: true) }
     seen = []

@@ -90,14 +90,16 @@ module LlmFailover
       # Runs an ask (or complete) with tools: every turn through #answer_turn. Chat#cancel!
       # reaches the loop between turns through its own Cancellation.
       def answer_with_tools(temperature, max_tokens, block, cache, format)
+        between = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
+                                   logger: @config.logger)
         tool_loop = ToolLoop.new(store: store, toolbox: @toolbox, fields: tool_fields, concurrency: @tool_concurrency,
                                  max_rounds: @config.max_tool_rounds, block: block, scrubbing: scrub_session,
-                                 cancellation: (between = Cancellation.new), target: @primary_target)
+                                 cancellation: between, target: @primary_target)
         @running_lock.synchronize { @running << between }
         begin
           # An ask with tools neither reads nor writes the response cache: its answer
           # depends on what the tools returned.
-          tool_loop.run { |turn| answer_turn(temperature, max_tokens, block, false, format, turn) }
+          between.watching { tool_loop.run { |turn| answer_turn(temperature, max_tokens, block, false, format, turn) } }
         ensure
           @running_lock.synchronize { @running.delete(between) }
         end

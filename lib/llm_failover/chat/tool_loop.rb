@@ -45,7 +45,8 @@ module LlmFailover
       # @param block [#call, nil] the ask's block: gets tool_call? and tool_result? chunks
       # @param scrubbing [Scrubber::Session, nil] one for the whole ask: a placeholder
       #   means the same value in every turn
-      # @param cancellation [Cancellation] Chat#cancel! sets it: read between turns
+      # @param cancellation [Cancellation] Chat#cancel! and the chat's cancel check set
+      #   it: read between turns
       # @param target [Target] the chat's primary (names a reply no turn answered)
       def initialize(store:, toolbox:, fields:, concurrency:, max_rounds:, block:, scrubbing:, cancellation:,
                      target:)
@@ -78,7 +79,7 @@ module LlmFailover
         loop do
           parked = run_open_calls
           return finish(@replies.last, pending: parked) unless parked.empty?
-          return finish(@replies.last, cancelled: true) if @cancellation.cancelled?
+          return finish(@replies.last, cancelled: true) if @cancellation.requested_now?
 
           reply = yield Turn.new(@request_id, @scrubbing, @on_backup, @fields, method(:make_calls))
           rounds += 1
