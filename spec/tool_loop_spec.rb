@@ -472,6 +472,8 @@ RSpec.describe "The tool loop" do
     primary.enqueue({ tool_calls: [{ name: "clock", arguments: { "city" => "Oslo" } }] }, { text: "noon" })
     openai_chat.with_tool_choice("clock").ask("time?")
     expect(primary.requests.first.json["tool_choice"]).to eq({ "type" => "function", "function" => { "name" => "clock" } })
+    # Forced on the first turn only: the next may answer.
+    expect(primary.requests.last.json["tool_choice"]).to eq("auto")
     backup.enqueue({ text: "fine" })
     anthropic_chat.with_tool_choice(:required).ask("x")
     expect(backup.requests.last.json["tool_choice"]).to eq({ "type" => "any" })

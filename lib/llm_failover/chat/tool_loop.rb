@@ -81,7 +81,7 @@ module LlmFailover
           return finish(@replies.last, pending: parked) unless parked.empty?
           return finish(@replies.last, cancelled: true) if @cancellation.requested_now?
 
-          reply = yield Turn.new(@request_id, @scrubbing, @on_backup, @fields, method(:make_calls))
+          reply = yield Turn.new(@request_id, @scrubbing, @on_backup, fields_for(rounds), method(:make_calls))
           rounds += 1
           @replies << reply
           @on_backup ||= reply.failover?
@@ -98,6 +98,15 @@ module LlmFailover
       end
 
       private
+
+      # A forced choice (:required, a tool's name) is the ask's first turn's: kept on the
+      # later turns, it would leave the model no way to answer and the loop would run to
+      # max_tool_rounds.
+      def fields_for(round)
+        return @fields if round.zero? || [nil, :auto, :none].include?(@fields[:tool_choice])
+
+        @later_fields ||= @fields.merge(tool_choice: :auto)
+      end
 
       # The answer's calls as the transcript keeps them (Call#succeed stores them with
       # the answer): an id no other call of the transcript has (a provider that gave
