@@ -205,6 +205,8 @@ RSpec.describe "The tool loop" do
         expect(backup.requests.first.tool_results.map(&:id)).to eq([sent])
         expect(reply.attempts.map(&:provider)).to eq(%i[openai openai anthropic anthropic])
         expect(reply.attempts.map(&:request_id).uniq).to eq([reply.request_id])
+        # One number per attempt of the request (records keep request id and number unique).
+        expect(reply.attempts.map(&:attempt)).to eq([1, 2, 3, 4])
 
         # The next ask starts on the primary again.
         primary.enqueue({ text: "back on the primary" })

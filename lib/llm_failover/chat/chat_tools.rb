@@ -109,10 +109,14 @@ module LlmFailover
       def tool_fields
         choice = tool_choice
         if choice.is_a?(String) && @toolbox[choice].nil?
-          raise ArgumentError, "tool choice #{choice.inspect} is not one of the chat's tools (#{@toolbox.names.join(', ')})"
+          raise ArgumentError,
+                "tool choice #{choice.inspect} is not one of the chat's tools (#{@toolbox.names.join(', ')})"
         end
 
-        { tools: @toolbox.definitions.map { |d| [d["name"], d["description"].empty? ? nil : d["description"], JSON.generate(d["schema"])] },
+        tools = @toolbox.definitions.map do |d|
+          [d["name"], d["description"].empty? ? nil : d["description"], JSON.generate(d["schema"])]
+        end
+        { tools: tools,
           tool_choice: choice,
           parallel_tool_calls: @tool_concurrency == :threads ? true : nil }
       end

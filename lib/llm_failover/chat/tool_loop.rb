@@ -29,11 +29,12 @@ module LlmFailover
     # @api private: built by Chat for an ask or complete on a chat with tools
     class ToolLoop
       # What one turn needs of the loop (Chat#answer_turn reads it).
-      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker) do
+      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker, :attempts_before) do
         # @param call [Call] the turn's call
         def prepare(call)
           call.tool_fields = fields
           call.tool_calls_from = maker
+          call.attempt_offset = attempts_before # one number per attempt of the request
         end
       end
 
@@ -81,7 +82,8 @@ module LlmFailover
           return finish(@replies.last, pending: parked) unless parked.empty?
           return finish(@replies.last, cancelled: true) if @cancellation.requested_now?
 
-          reply = yield Turn.new(@request_id, @scrubbing, @on_backup, fields_for(rounds), method(:make_calls))
+          reply = yield Turn.new(@request_id, @scrubbing, @on_backup, fields_for(rounds), method(:make_calls),
+                                 @replies.sum { |r| r.attempts.size })
           rounds += 1
           @replies << reply
           @on_backup ||= reply.failover?

@@ -45,7 +45,8 @@ module LlmFailover
     end
 
     def intro
-      @out.puts(paint("llm_failover demo --tools: a tool loop across two fake providers (no keys, no network)", :bold))
+      @out.puts(paint("llm_failover demo --tools: a tool loop across two fake providers (no keys, no network)",
+                      :bold))
       rows = [["primary", label(PRIMARY), "OpenAI protocol", "asks for the weather tool, then answers 503"],
               ["backup", label(BACKUP), "Anthropic protocol", "healthy"]]
       widths = rows.transpose.map { |column| column.map(&:length).max }
