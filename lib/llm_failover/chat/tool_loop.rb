@@ -114,14 +114,14 @@ module LlmFailover
       # the answer): an id no other call of the transcript has (a provider that gave
       # none, or reused one, gets a fresh one; provider_id keeps what it gave), the
       # arguments restored from the placeholders the model saw.
-      def make_calls(raw, target, response_model)
+      def make_calls(raw, target, _response_model)
         @ids ||= transcript_ids
         raw.map do |id, name, arguments|
           canonical = id.empty? || @ids.include?(id) ? "call_#{Engine.uuid.delete('-')}" : id
           @ids << canonical
           arguments = @scrubbing.restore(arguments, json: true) if @scrubbing
           ToolCall.new(id: canonical, provider_id: id.empty? ? nil : id, name: name, arguments: arguments,
-                       provider: target.name, model: response_model || target.model)
+                       provider: target.name, model: target.model) # the model asked, as Reply#model
         end
       end
 
