@@ -80,7 +80,7 @@ module LlmFailover
       def later_additions
         { cancel_requested_at: /\bcancel_requested_at\b/, idempotency_key: /\bidempotency_key\b/,
           cached: /:cached\b/, cancelled: /:cancelled\b/, failure_reason: /:failure_reason\b/,
-          scrubbed: /:scrubbed\b/, skipped: /:skipped\b/,
+          scrubbed: /:scrubbed\b/, skipped: /:skipped\b/, hedged: /:hedged\b/,
           circuit_events: /create_table :#{Regexp.escape(circuit_events_table)}\b/ }
       end
 
