@@ -42,7 +42,8 @@ module LlmFailover
       circuit_log: nil,
       cancel_poll_interval: 0.2,
       idempotency_wait: 60,
-      trace_content: false
+      trace_content: false,
+      log_tool_content: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -223,6 +224,17 @@ module LlmFailover
       raise ConfigurationError, "trace_content must be true or false, got #{value.inspect}" unless [true, false].include?(value)
 
       @trace_content = value
+    end
+
+    # Whether a tool run's "tool.llm_failover" event and usage-log line carry its
+    # arguments and its result: off by default, since they hold what the app's users
+    # and its own systems said (addresses, order numbers, records).
+    def log_tool_content=(value)
+      unless [true, false].include?(value)
+        raise ConfigurationError, "log_tool_content must be true or false, got #{value.inspect}"
+      end
+
+      @log_tool_content = value
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.
