@@ -87,6 +87,50 @@ RSpec.shared_examples "a store of tool calls" do
   end
 end
 
+RSpec.shared_examples "decisions on stored tool calls" do
+  let(:decisions) { LlmFailover::Tools::Decisions }
+
+  def parked(store, id = "call_1")
+    call = LlmFailover::ToolCall.new(id: id, name: "refund", arguments: { "order" => 7 })
+    call.await_approval!
+    store.add_user("Refund order 7")
+    message = store.start_assistant(model: "gpt-4o", provider: :openai)
+    store.finish_assistant(message, content: "", model: "gpt-4o", provider: :openai, input_tokens: 1,
+                                    output_tokens: 1, tool_calls: [call])
+    call
+  end
+
+  it "approves a parked call: approved, not awaiting, nothing run" do
+    parked(store)
+    decisions.approve(reread, "call_1")
+    stored = reread.tool_call("call_1")
+    expect([stored.status, stored.awaiting_approval?]).to eq([:approved, false])
+    expect(reread.conversation.map(&:role)).to eq(%w[user assistant])
+    expect { decisions.approve(reread, "call_1") }.to raise_error(ArgumentError, /approved, not awaiting approval/)
+  end
+
+  it "denies a parked call: its result says so, marked as an error" do
+    parked(store)
+    decisions.deny(reread, "call_1", reason: "over the limit")
+    result = reread.conversation.last
+    expect([result.role, result.tool_call_id, result.content, result.is_error])
+      .to eq(["tool", "call_1", "The user denied this call: over the limit", true])
+    expect { decisions.approve(reread, "call_1") }.to raise_error(ArgumentError, /denied, not awaiting/)
+  end
+
+  it "settles a call left running with a result or an error, and nothing else" do
+    a = parked(store, "a")
+    expect { decisions.settle(reread, "a", result: "done") }.to raise_error(ArgumentError, /only a call left running/)
+    store.save_tool_call(a.approve!)
+    store.save_tool_call(a.start!)
+    expect { decisions.settle(reread, "a", result: 1, error: "x") }.to raise_error(ArgumentError, /one of them/)
+    decisions.settle(reread, "a", error: "the refund bounced")
+    expect(reread.tool_call("a").status).to eq(:failed)
+    expect(reread.conversation.last.content).to eq("the refund bounced")
+    expect { decisions.settle(reread, "nope", result: 1) }.to raise_error(ArgumentError, /no tool call "nope"/)
+  end
+end
+
 RSpec.describe LlmFailover::MemoryStore do
   let(:store) { described_class.new }
 
@@ -94,6 +138,7 @@ RSpec.describe LlmFailover::MemoryStore do
   def stores_in_database? = false
 
   it_behaves_like "a store of tool calls"
+  it_behaves_like "decisions on stored tool calls"
 end
 
 ArSpec.describe LlmFailover::ActiveRecord::MessageStore do
@@ -104,6 +149,22 @@ ArSpec.describe LlmFailover::ActiveRecord::MessageStore do
   def stores_in_database? = true
 
   it_behaves_like "a store of tool calls"
+  it_behaves_like "decisions on stored tool calls"
+
+  it "lets one process take a call: a second claim to run it, or a late approval, is refused" do
+    call = LlmFailover::ToolCall.new(id: "call_1", name: "refund", arguments: "{}")
+    call.await_approval!
+    store.add_user("Refund")
+    m = store.start_assistant(model: "gpt-4o", provider: :openai)
+    store.finish_assistant(m, content: "", model: "gpt-4o", provider: :openai, input_tokens: 1, output_tokens: 1,
+                              tool_calls: [call])
+    chat.approve_tool_call("call_1") # the web request
+    job_a = reread.tool_call("call_1")
+    job_b = reread.tool_call("call_1")
+    reread.save_tool_call(job_a.start!)
+    expect { reread.save_tool_call(job_b.start!) }.to raise_error(ArgumentError, /is running in the store/)
+    expect { Chat.find(chat.id).deny_tool_call("call_1", reason: "no") }.to raise_error(ArgumentError, /running/)
+  end
 
   it "writes the calls to the tool_calls table and the result to messages" do
     call = LlmFailover::ToolCall.new(id: "toolu_1", provider_id: "toolu_1", name: "weather", arguments: '{"city":"Oslo"}',

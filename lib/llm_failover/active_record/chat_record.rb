@@ -92,6 +92,24 @@ module LlmFailover
         llm_setting(:max_tokens)
       end
 
+      # Chat#approve_tool_call, #deny_tool_call, #settle_tool_call on this record's
+      # stored calls: from any process (a web request approves, the job's #complete
+      # goes on).
+      # @return [LlmFailover::ToolCall]
+      def approve_tool_call(id)
+        Tools::Decisions.approve(llm_store, id)
+      end
+
+      # @return [LlmFailover::ToolCall]
+      def deny_tool_call(id, reason:)
+        Tools::Decisions.deny(llm_store, id, reason: reason)
+      end
+
+      # @return [LlmFailover::ToolCall]
+      def settle_tool_call(id, result: nil, error: nil)
+        Tools::Decisions.settle(llm_store, id, result: result, error: error)
+      end
+
       # Whether the record names a whole backup (model and provider).
       def backup?
         llm_read(:backup_model).present? && llm_read(:backup_provider).present?

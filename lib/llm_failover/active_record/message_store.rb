@@ -214,11 +214,7 @@ module LlmFailover
         changes = ToolCallRow.columns_of(call).slice("status", "awaiting_approval")
         changes["started_at"] = Time.current if call.status == :running
         changes["updated_at"] = Time.current
-        with_connection do
-          # Never over a result: a row that has one stays as it is.
-          n = chat_rows.where(call_id: call.id).where.not(status: FINAL_STATUSES).update_all(changes)
-          raise ArgumentError, "tool call #{call.id} is not stored in this chat, or has its result" unless n == 1
-        end
+        with_connection { transition(call, changes) }
         call
       end
 
@@ -236,13 +232,10 @@ module LlmFailover
             changes = ToolCallRow.columns_of(call).slice("status", "awaiting_approval", "result", "error_kind",
                                                          "error_class", "error_message")
             changes.merge!("finished_at" => now, "updated_at" => now)
-            n = chat_rows.where(call_id: call.id).where.not(status: FINAL_STATUSES).update_all(changes)
-            if n.zero?
-              existing = result_message(call.id)
-              next existing if existing
+            existing = result_message(call.id)
+            next existing if existing
 
-              raise ArgumentError, "tool call #{call.id} is not stored in this chat"
-            end
+            transition(call, changes)
             message = create(role: "tool", content: call.content.to_s, status: "complete", tool_call_id: call.id)
             message.llm_tool_result_error = call.error? if message.respond_to?(:llm_tool_result_error=)
             message
@@ -287,8 +280,14 @@ module LlmFailover
         "#<#{self.class.name} #{@chat.class.name}##{@chat.id} #{@association}>"
       end
 
-      FINAL_STATUSES = ToolCall::FINAL.map(&:to_s).freeze
-      private_constant :FINAL_STATUSES
+      # The stored status each status is written over, and no other: one process
+      # wins a call (two jobs completing one chat never both run it), an approval
+      # never lands on a denied call, a denial never on one that runs. A result is
+      # taken over any state without one: the tool has run by then.
+      PRIOR = { running: %w[pending approved], approved: %w[pending], pending: %w[pending],
+                succeeded: %w[pending approved running], failed: %w[pending approved running],
+                rejected: %w[pending approved], denied: %w[pending] }.freeze
+      private_constant :PRIOR
 
       private
 
@@ -300,6 +299,21 @@ module LlmFailover
       # This chat's tool_calls rows.
       def chat_rows
         rows.where(message_id: proxy.unscope(:order).select(@klass.primary_key))
+      end
+
+      # One conditional UPDATE of the call's row from a status PRIOR allows.
+      # @raise [ArgumentError] the row is not there, or in another status (another
+      #   process moved it first)
+      def transition(call, changes)
+        n = chat_rows.where(call_id: call.id, status: PRIOR.fetch(call.status)).update_all(changes)
+        return if n == 1
+
+        stored = chat_rows.where(call_id: call.id).pick(:status)
+        raise ArgumentError, "tool call #{call.id} is not stored in this chat" if stored.nil?
+
+        raise ArgumentError, "tool call #{call.id} (#{call.name}) is #{stored} in the store, not " \
+                             "#{PRIOR.fetch(call.status).join(' or ')}: it cannot become #{call.status} " \
+                             "(another process moved it first)"
       end
 
       def result_message(call_id)
