@@ -43,6 +43,7 @@ module LlmFailover
       cancel_poll_interval: 0.2,
       idempotency_wait: 60,
       trace_content: false,
+      max_tool_rounds: 10,
       log_tool_content: false
     }.freeze
 
@@ -206,6 +207,12 @@ module LlmFailover
     # double-submitted form, a job run twice) before IdempotencyConflict.
     def idempotency_wait=(value)
       @idempotency_wait = number(:idempotency_wait, value, positive: true)
+    end
+
+    # Model turns one ask may make with tools (LlmFailover.chat(max_tool_rounds:) for
+    # one chat); past them, ToolLoopError with the transcript intact.
+    def max_tool_rounds=(value)
+      @max_tool_rounds = integer(:max_tool_rounds, value, min: 1)
     end
 
     # Seconds: the longest a call can run, every attempt on both targets taking its
