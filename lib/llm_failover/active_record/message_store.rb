@@ -48,6 +48,7 @@ module LlmFailover
         @flush_interval = flush_interval
         @buffers = {}.compare_by_identity
         @lock = Mutex.new
+        @seen = {} # call id -> the status this store last read for it (see #transition)
       end
 
       # @return [Array<ActiveRecord::Base>] every stored message, failed answers included,
@@ -246,12 +247,12 @@ module LlmFailover
       # @return [ToolCall, nil] the stored call of +id+ in this chat
       def tool_call(id)
         row = with_connection { chat_rows.find_by(call_id: id) }
-        row&.to_tool_call
+        row && seen(row.to_tool_call)
       end
 
       # @return [Array<ToolCall>] every stored call of this chat, in the order they were asked for
       def tool_calls
-        with_connection { chat_rows.order(:id).map(&:to_tool_call) }
+        with_connection { chat_rows.order(:id).map { |row| seen(row.to_tool_call) } }
       end
 
       # Chat#cancel! stopped the answer: the row keeps the partial text, status
@@ -301,18 +302,37 @@ module LlmFailover
         rows.where(message_id: proxy.unscope(:order).select(@klass.primary_key))
       end
 
+      def seen(call)
+        @lock.synchronize { @seen[call.id] = call.status.to_s }
+        call
+      end
+
+      # The statuses +call+ may be written over. A call this store read as running
+      # (the loop runs an idempotent! one again after a crash) is run again from
+      # running; any other run starts from pending or approved, so that of two
+      # processes that read it pending only one runs it.
+      def prior(call)
+        return %w[running] if call.status == :running && @lock.synchronize { @seen[call.id] } == "running"
+
+        PRIOR.fetch(call.status)
+      end
+
       # One conditional UPDATE of the call's row from a status PRIOR allows.
       # @raise [ArgumentError] the row is not there, or in another status (another
       #   process moved it first)
       def transition(call, changes)
-        n = chat_rows.where(call_id: call.id, status: PRIOR.fetch(call.status)).update_all(changes)
-        return if n == 1
+        allowed = prior(call)
+        n = chat_rows.where(call_id: call.id, status: allowed).update_all(changes)
+        if n == 1
+          @lock.synchronize { @seen[call.id] = call.status.to_s }
+          return
+        end
 
         stored = chat_rows.where(call_id: call.id).pick(:status)
         raise ArgumentError, "tool call #{call.id} is not stored in this chat" if stored.nil?
 
         raise ArgumentError, "tool call #{call.id} (#{call.name}) is #{stored} in the store, not " \
-                             "#{PRIOR.fetch(call.status).join(' or ')}: it cannot become #{call.status} " \
+                             "#{allowed.join(' or ')}: it cannot become #{call.status} " \
                              "(another process moved it first)"
       end
 
@@ -337,7 +357,9 @@ module LlmFailover
 
         by_message = Hash.new { |h, k| h[k] = [] }
         if tool_tables?
-          with_connection { chat_rows.order(:id).to_a }.each { |row| by_message[row.message_id] << row.to_tool_call }
+          with_connection { chat_rows.order(:id).to_a }.each do |row|
+            by_message[row.message_id] << seen(row.to_tool_call)
+          end
         end
         errors = by_message.values.flatten.to_h { |call| [call.id, call.error?] }
         all.each do |m|

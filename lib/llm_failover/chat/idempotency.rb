@@ -104,9 +104,15 @@ module LlmFailover
           turn.later = true
           break
         end
-        turn.answer = m if role == "assistant" && m.status.to_s == "complete"
+        # An answer that asked for tools is a step of the turn, not its answer: a
+        # retried ask with the key resumes the tool loop from it.
+        turn.answer = m if role == "assistant" && m.status.to_s == "complete" && !asks_for_tools?(m)
       end
       turn
+    end
+
+    def asks_for_tools?(message)
+      message.respond_to?(:tool_calls) && !message.tool_calls.empty?
     end
 
     def normalize(key)
