@@ -142,6 +142,8 @@ RSpec.describe LlmFailover::MemoryStore do
 end
 
 ArSpec.describe LlmFailover::ActiveRecord::MessageStore do
+  include_context "with fake providers"
+
   let(:chat) { Chat.create!(model: "gpt-4o", provider: "openai") }
   let(:store) { chat.llm_store }
 
@@ -185,6 +187,30 @@ ArSpec.describe LlmFailover::ActiveRecord::MessageStore do
     expect(row["finished_at"]).not_to be_nil
     expect(raw_rows("SELECT role, content, tool_call_id FROM messages ORDER BY id").last)
       .to eq("role" => "tool", "content" => "12 C", "tool_call_id" => "toolu_1")
+  end
+
+  it "says, when tools are added, that a table installed before tools lacks them, and which generator adds them" do
+    ActiveRecord::Base.connection_pool.with_connection do |c|
+      LlmFailover::ActiveRecord.create_tables!(connection: c, chats: "old_chats", messages: "old_messages",
+                                               attempts: "old_attempts", force: true)
+      c.drop_table(:old_message_tool_calls)
+    end
+    stub_const("OldMessage", Class.new(ActiveRecord::Base) { self.table_name = "old_messages" })
+    stub_const("OldChat", Class.new(ActiveRecord::Base) { self.table_name = "old_chats" })
+    OldChat.acts_as_llm_chat(messages: :old_messages, message_class: "OldMessage", foreign_key: "old_chat_id")
+    OldMessage.acts_as_llm_message(chat: :old_chat, chat_class: "OldChat", foreign_key: "old_chat_id")
+    weather = Class.new(LlmFailover::Tool) do
+      tool_name "weather"
+      def execute = "sunny"
+    end
+    old = OldChat.create!(model: "gpt-4o", provider: "openai")
+    expect { old.with_tool(weather) }
+      .to raise_error(LlmFailover::ConfigurationError, /no old_message_tool_calls table.*llm_failover:upgrade/)
+    old.ask("Hi") # without tools it answers as before
+  ensure
+    ActiveRecord::Base.connection_pool.with_connection do |c|
+      %w[old_message_tool_calls old_messages old_chats old_attempts].each { |t| c.drop_table(t, if_exists: true) }
+    end
   end
 
   it "never sees another chat's calls" do

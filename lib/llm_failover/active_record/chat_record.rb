@@ -102,6 +102,8 @@ module LlmFailover
         define_method(name) do |*args, **kwargs|
           apply = [name, nil, args, kwargs]
           llm_apply(llm_tool_probe, [*llm_tool_settings, apply])
+          # An app installed before tools: said now, not after the model asked for one.
+          llm_store.check_tools! if persisted? && name != :with_tool_choice && !args.empty?
           @llm_tool_settings = [*llm_tool_settings, apply]
           self
         end

@@ -186,6 +186,7 @@ module LlmFailover
       def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil)
         @lock.synchronize { @buffers.delete(message) }
         calls = Array(tool_calls)
+        check_tools! unless calls.empty?
         with_connection do
           @klass.transaction do
             save(message, content: content, model: model, provider: provider, status: "complete",
@@ -242,6 +243,19 @@ module LlmFailover
             message
           end
         end
+      end
+
+      # Whether this app's database can keep tool calls: the tool_calls table beside the
+      # messages table and messages.tool_call_id (an app installed before tools runs
+      # the upgrade generator first).
+      # @return [true]
+      # @raise [ConfigurationError] naming what is missing and the generator that adds it
+      def check_tools!
+        tool_call_column!
+        return true if with_connection { rows.table_exists? }
+
+        raise ConfigurationError, "there is no #{rows.table_name} table for the tool calls of #{@klass.table_name} " \
+                                  "(run `rails g llm_failover:upgrade` and migrate: it adds it)"
       end
 
       # @return [ToolCall, nil] the stored call of +id+ in this chat
