@@ -152,6 +152,33 @@ RSpec.describe "The tool loop" do
     expect(primary.requests.last.tool_results.map(&:id)).to eq(reply.tool_calls.map(&:id))
   end
 
+  it "runs a turn's calls on fibers under a Fiber scheduler (Async) with concurrency: :threads" do
+    require "async"
+    started = []
+    threads = []
+    meet = Class.new(LlmFailover::Tool) do
+      tool_name "meet"
+      param :who, type: :string
+      define_method(:execute) do |who:|
+        started << who
+        threads << Thread.current
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 5
+        sleep 0.01 while started.size < 2 && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+        "met #{started.size}"
+      end
+    end
+    primary.enqueue({ tool_calls: [{ name: "meet", arguments: { "who" => "a" } },
+                                   { name: "meet", arguments: { "who" => "b" } }] }, { text: "ok" })
+    reply = nil
+    caller = nil
+    Async do
+      caller = Thread.current
+      reply = LlmFailover.chat(model: "gpt-4o", provider: :openai).with_tools(meet, concurrency: :threads).ask("meet")
+    end.wait
+    expect(reply.tool_calls.map(&:result)).to eq(["met 2", "met 2"])
+    expect(threads).to eq([caller, caller])
+  end
+
   describe "failover" do
     [false, true].each do |stream|
       it "goes from the OpenAI protocol to the Anthropic one between two turns and stays there#{' (streamed)' if stream}" do
@@ -178,6 +205,8 @@ RSpec.describe "The tool loop" do
         expect(backup.requests.first.tool_results.map(&:id)).to eq([sent])
         expect(reply.attempts.map(&:provider)).to eq(%i[openai openai anthropic anthropic])
         expect(reply.attempts.map(&:request_id).uniq).to eq([reply.request_id])
+        # One number per attempt of the request (records keep request id and number unique).
+        expect(reply.attempts.map(&:attempt)).to eq([1, 2, 3, 4])
 
         # The next ask starts on the primary again.
         primary.enqueue({ text: "back on the primary" })
@@ -309,6 +338,19 @@ RSpec.describe "The tool loop" do
     expect(primary.requests.last.tool_results.size).to eq(1)
   end
 
+  it "resumes the loop of an idempotency_key's turn asked again, never taking a tool step for its answer" do
+    chat = openai_chat
+    primary.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Paris" } }] }, { error: :bad_request })
+    expect { chat.ask("Paris?", idempotency_key: "job-1") }.to raise_error(LlmFailover::BadRequestError)
+    primary.enqueue({ text: "21 in Paris" })
+    reply = chat.ask("Paris?", idempotency_key: "job-1")
+    expect(reply.content).to eq("21 in Paris")
+    expect(ran).to eq([[:weather, "Paris"]]) # once, in the first ask
+    expect(primary.request_count).to eq(3)
+    expect(chat.ask("Paris?", idempotency_key: "job-1").content).to eq("21 in Paris") # stored: no request
+    expect(primary.request_count).to eq(3)
+  end
+
   it "stops at max_tool_rounds with ToolLoopError, the transcript intact, and complete goes on" do
     chat = openai_chat(max_tool_rounds: 2)
     primary.default = { tool_calls: [{ name: "clock", arguments: { "city" => "Oslo" } }] }
@@ -368,7 +410,25 @@ RSpec.describe "The tool loop" do
     primary.enqueue({ tool_calls: [{ name: "stopper", arguments: {} }] }, { text: "never sent" })
     reply = chat.ask("Go")
     expect(reply.cancelled?).to be(true)
+    expect(reply.content).to eq("")
     expect(reply.tool_calls.map(&:result)).to eq(["finished anyway"])
+    expect(primary.request_count).to eq(1)
+    expect(chat.messages.map(&:role)).to eq(%w[user assistant tool])
+  end
+
+  it "stops between turns when the chat's cancel check says so (a Stop pressed in another process)" do
+    stop = false
+    long = Class.new(LlmFailover::Tool) do
+      tool_name "long"
+      define_method(:execute) do
+        stop = true # pressed while the tool runs
+        "done"
+      end
+    end
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, cancel_check: -> { stop }).with_tool(long)
+    primary.enqueue({ tool_calls: [{ name: "long", arguments: {} }] }, { text: "never sent" })
+    reply = chat.ask("Go")
+    expect(reply.cancelled?).to be(true)
     expect(primary.request_count).to eq(1)
     expect(chat.messages.map(&:role)).to eq(%w[user assistant tool])
   end
@@ -414,6 +474,8 @@ RSpec.describe "The tool loop" do
     primary.enqueue({ tool_calls: [{ name: "clock", arguments: { "city" => "Oslo" } }] }, { text: "noon" })
     openai_chat.with_tool_choice("clock").ask("time?")
     expect(primary.requests.first.json["tool_choice"]).to eq({ "type" => "function", "function" => { "name" => "clock" } })
+    # Forced on the first turn only: the next may answer.
+    expect(primary.requests.last.json["tool_choice"]).to eq("auto")
     backup.enqueue({ text: "fine" })
     anthropic_chat.with_tool_choice(:required).ask("x")
     expect(backup.requests.last.json["tool_choice"]).to eq({ "type" => "any" })

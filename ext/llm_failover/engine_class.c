@@ -96,7 +96,7 @@ static void lf_engine_check_transcript(const lf_engine_request *r)
     rb_hash_aset(kw, ID2SYM(rb_intern("call_id")), call_id);
     args[0] = message;
     args[1] = kw;
-    error = rb_class_new_instance_kw(2, args, rb_path2class("LlmFailover::ToolTranscriptError"), RB_PASS_KEYWORDS);
+    error = rb_class_new_instance_kw(2, args, lf_transcript_error_class(), RB_PASS_KEYWORDS);
     rb_exc_raise(error);
 }
 

@@ -66,6 +66,11 @@ module LlmFailover
       @records.scrubbed = session&.counts
     end
 
+    # @param count [Integer] attempts an earlier turn of the same request made
+    def attempt_offset=(count)
+      @records.attempt_offset = count
+    end
+
     def answer_format=(format)
       @answer_format = format
       @delivery.restore_with(@scrubbing, json: !format.nil?) # a JSON answer restores escaped
@@ -233,7 +238,8 @@ module LlmFailover
       content = restored(sent)
       @delivery.flush
       settle_quota
-      calls = result[:tool_calls] && @tool_calls_from ? @tool_calls_from.call(result[:tool_calls], target, result[:model]) : []
+      raw_calls = result[:tool_calls]
+      calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, result[:model]) : []
       @delivery.finish(index, content: content, model: result[:model], provider: target.name,
                               input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
                               tool_calls: calls)

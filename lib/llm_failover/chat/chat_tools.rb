@@ -91,15 +91,16 @@ module LlmFailover
       # Runs an ask (or complete) with tools: every turn through #answer_turn. Chat#cancel!
       # reaches the loop between turns through its own Cancellation.
       def answer_with_tools(temperature, max_tokens, block, cache, format)
+        between = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
+                                   logger: @config.logger)
         tool_loop = ToolLoop.new(store: store, toolbox: @toolbox, fields: tool_fields, concurrency: @tool_concurrency,
                                  max_rounds: @config.max_tool_rounds, block: block, scrubbing: scrub_session,
-                                 cancellation: (between = Cancellation.new), target: @primary_target,
-                                 on_run: method(:tool_ran))
+                                 cancellation: between, target: @primary_target, on_run: method(:tool_ran))
         @running_lock.synchronize { @running << between }
         begin
           # An ask with tools neither reads nor writes the response cache: its answer
           # depends on what the tools returned.
-          tool_loop.run { |turn| answer_turn(temperature, max_tokens, block, false, format, turn) }
+          between.watching { tool_loop.run { |turn| answer_turn(temperature, max_tokens, block, false, format, turn) } }
         ensure
           @running_lock.synchronize { @running.delete(between) }
         end
@@ -118,10 +119,14 @@ module LlmFailover
       def tool_fields
         choice = tool_choice
         if choice.is_a?(String) && @toolbox[choice].nil?
-          raise ArgumentError, "tool choice #{choice.inspect} is not one of the chat's tools (#{@toolbox.names.join(', ')})"
+          raise ArgumentError,
+                "tool choice #{choice.inspect} is not one of the chat's tools (#{@toolbox.names.join(', ')})"
         end
 
-        { tools: @toolbox.definitions.map { |d| [d["name"], d["description"].empty? ? nil : d["description"], JSON.generate(d["schema"])] },
+        tools = @toolbox.definitions.map do |d|
+          [d["name"], d["description"].empty? ? nil : d["description"], JSON.generate(d["schema"])]
+        end
+        { tools: tools,
           tool_choice: choice,
           parallel_tool_calls: @tool_concurrency == :threads ? true : nil }
       end

@@ -104,15 +104,13 @@ module LlmFailover
           turn.later = true
           break
         end
-        # An answer that asked for tools is a step of the turn, not its answer: a
-        # retried ask with the key resumes the tool loop from it.
-        turn.answer = m if role == "assistant" && m.status.to_s == "complete" && !asks_for_tools?(m)
+        # An answer that asked for tools is a step of the turn's tool loop, not its
+        # answer: the loop resumes from it.
+        next unless role == "assistant" && m.status.to_s == "complete"
+
+        turn.answer = m unless m.respond_to?(:tool_calls) && !m.tool_calls.empty?
       end
       turn
-    end
-
-    def asks_for_tools?(message)
-      message.respond_to?(:tool_calls) && !message.tool_calls.empty?
     end
 
     def normalize(key)

@@ -29,11 +29,12 @@ module LlmFailover
     # @api private: built by Chat for an ask or complete on a chat with tools
     class ToolLoop
       # What one turn needs of the loop (Chat#answer_turn reads it).
-      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker) do
+      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker, :attempts_before) do
         # @param call [Call] the turn's call
         def prepare(call)
           call.tool_fields = fields
           call.tool_calls_from = maker
+          call.attempt_offset = attempts_before # one number per attempt of the request
         end
       end
 
@@ -45,7 +46,8 @@ module LlmFailover
       # @param block [#call, nil] the ask's block: gets tool_call? and tool_result? chunks
       # @param scrubbing [Scrubber::Session, nil] one for the whole ask: a placeholder
       #   means the same value in every turn
-      # @param cancellation [Cancellation] Chat#cancel! sets it: read between turns
+      # @param cancellation [Cancellation] Chat#cancel! and the chat's cancel check set
+      #   it: read between turns
       # @param target [Target] the chat's primary (names a reply no turn answered)
       # @param on_run [#call, nil] given every run of a tool once it has its outcome
       #   (call, started_at:, duration_ms:, request_id:): the tool.llm_failover event
@@ -81,9 +83,10 @@ module LlmFailover
         loop do
           parked = run_open_calls
           return finish(@replies.last, pending: parked) unless parked.empty?
-          return finish(@replies.last, cancelled: true) if @cancellation.cancelled?
+          return finish(@replies.last, cancelled: true) if @cancellation.requested_now?
 
-          reply = yield Turn.new(@request_id, @scrubbing, @on_backup, @fields, method(:make_calls))
+          reply = yield Turn.new(@request_id, @scrubbing, @on_backup, fields_for(rounds), method(:make_calls),
+                                 @replies.sum { |r| r.attempts.size })
           rounds += 1
           @replies << reply
           @on_backup ||= reply.failover?
@@ -101,18 +104,27 @@ module LlmFailover
 
       private
 
+      # A forced choice (:required, a tool's name) is the ask's first turn's: kept on the
+      # later turns, it would leave the model no way to answer and the loop would run to
+      # max_tool_rounds.
+      def fields_for(round)
+        return @fields if round.zero? || [nil, :auto, :none].include?(@fields[:tool_choice])
+
+        @later_fields ||= @fields.merge(tool_choice: :auto)
+      end
+
       # The answer's calls as the transcript keeps them (Call#succeed stores them with
       # the answer): an id no other call of the transcript has (a provider that gave
       # none, or reused one, gets a fresh one; provider_id keeps what it gave), the
       # arguments restored from the placeholders the model saw.
-      def make_calls(raw, target, response_model)
+      def make_calls(raw, target, _response_model)
         @ids ||= transcript_ids
         raw.map do |id, name, arguments|
           canonical = id.empty? || @ids.include?(id) ? "call_#{Engine.uuid.delete('-')}" : id
           @ids << canonical
           arguments = @scrubbing.restore(arguments, json: true) if @scrubbing
           ToolCall.new(id: canonical, provider_id: id.empty? ? nil : id, name: name, arguments: arguments,
-                       provider: target.name, model: response_model || target.model)
+                       provider: target.name, model: target.model) # the model asked, as Reply#model
         end
       end
 
@@ -162,13 +174,45 @@ module LlmFailover
         end
         ready.each { |call, _| emit(:call, call) }
         if @concurrency == :threads && ready.size > 1
-          threads = ready.map { |call, tool| Thread.new { perform(call, tool) } }
-          threads.each(&:value) # a non-StandardError of a tool goes on up from here
+          Fiber.scheduler ? run_in_fibers(ready) : run_in_threads(ready)
         else
           ready.each { |call, tool| perform(call, tool) }
         end
         ready.each { |call, _| result(call) }
         []
+      end
+
+      # Every call on a thread of its own; all have ended before the first
+      # non-StandardError of a tool (which #perform lets through) goes on up from here.
+      def run_in_threads(ready)
+        threads = ready.map do |call, tool|
+          Thread.new do
+            Thread.current.report_on_exception = false # raised again in the loop's thread
+            perform(call, tool)
+          end
+        end
+        threads.each do |t|
+          t.join
+        rescue Exception # rubocop:disable Lint/RescueException -- waited for; raised below by #value
+          nil
+        end
+        threads.each(&:value)
+      end
+
+      # Under a Fiber scheduler (Async), the calls run on fibers of the caller's thread
+      # instead, so that a tool's waits go through the scheduler too.
+      def run_in_fibers(ready)
+        ended = Thread::Queue.new # scheduler-aware: pop lets the other fibers run
+        ready.each do |call, tool|
+          Fiber.schedule do
+            perform(call, tool)
+            ended << nil
+          rescue Exception => e # rubocop:disable Lint/RescueException -- raised below, in the loop's fiber
+            ended << e
+          end
+        end
+        raised = ready.map { ended.pop }.compact
+        raise raised.first unless raised.empty?
       end
 
       def perform(call, tool)
@@ -228,7 +272,9 @@ module LlmFailover
         attempts = @replies.flat_map(&:attempts)
         provider = last ? last.provider : @target.name
         model = last ? last.model : @target.model
-        Reply.new(content: last&.content || "", model: model, response_model: last&.response_model,
+        # Cancelled between turns: nothing of a next answer was said.
+        content = cancelled || last.nil? ? "" : last.content
+        Reply.new(content: content, model: model, response_model: last&.response_model,
                   provider: provider, input_tokens: sum(:input_tokens), output_tokens: sum(:output_tokens),
                   request_id: @request_id, attempts: attempts, failover: @on_backup,
                   finish_reason: cancelled ? "cancelled" : last&.finish_reason,

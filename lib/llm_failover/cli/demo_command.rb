@@ -6,8 +6,7 @@ require_relative "usage_error"
 
 module LlmFailover
   class CLI
-    # `llm_failover demo`: one failover between two local fake providers (CLI::Demo);
-    # `llm_failover demo --tools`: a tool loop across a failover (ToolsDemo).
+    # `llm_failover demo`: one failover between two local fake providers (CLI::Demo).
     class DemoCommand < Command
       NAME = "demo"
 
@@ -18,11 +17,10 @@ module LlmFailover
           o.separator "Starts two fake providers on loopback: the primary (OpenAI protocol) answers 503,"
           o.separator "then cuts its stream halfway; the backup (Anthropic protocol) is healthy. Streams"
           o.separator "the answer, shows the reset, and prints every attempt. No keys, no network."
+          o.separator "With --tools: the primary asks for a tool, the tool runs, the primary dies on the"
+          o.separator "next turn, and the backup finishes the loop in its own protocol; the tool ran once."
           o.separator ""
-          o.on("--tools", "the tool scene: the primary asks for a tool, the tool runs, the primary dies on the",
-               "next turn, the backup (the other protocol) finishes the loop; the tool runs once") do
-            opts[:tools] = true
-          end
+          o.on("--tools", "the tool loop scene") { opts[:tools] = true }
           o.on("--[no-]color", "ANSI colors (default: when stdout is a terminal and NO_COLOR is unset)") do |v|
             opts[:color] = v
           end
@@ -37,14 +35,8 @@ module LlmFailover
         raise UsageError, "demo takes no arguments, got #{rest.first.inspect}" unless rest.empty?
 
         load_gem
-        color = opts.fetch(:color) { color?(@out) }
-        if opts[:tools]
-          require_relative "tools_demo"
-          return ToolsDemo.new(out: @out, color: color).run
-        end
-
-        require_relative "demo"
-        Demo.new(out: @out, color: color).run
+        require_relative(opts[:tools] ? "tools_demo" : "demo")
+        (opts[:tools] ? ToolsDemo : Demo).new(out: @out, color: opts.fetch(:color) { color?(@out) }).run
       end
     end
   end
