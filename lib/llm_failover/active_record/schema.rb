@@ -107,6 +107,7 @@ module LlmFailover
           t.boolean :cancelled, null: false, default: false
           t.json :scrubbed
           t.boolean :skipped, null: false, default: false
+          t.boolean :hedged, null: false, default: false
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
                                                                name: index_name(attempts, "request_id_and_attempt"),

@@ -137,6 +137,8 @@ module LlmFailover
                    comment: "what the scrubber replaced in the request, by kind ({\"card\": 1}); NULL when it did not run"),
         Column.new(:attempts, :skipped, :boolean, options: "null: false, default: false",
                    comment: "the target's circuit was open: no request"),
+        Column.new(:attempts, :hedged, :boolean, options: "null: false, default: false",
+                   comment: "one of a hedged request's two attempts (hedge_after): the loser is also cancelled"),
         Table.new(:circuit_events, "llm_failover_circuit_events",
                   comment: "Circuit changes (CircuitLog): the report's incidents from open to closed.",
                   body: <<~RUBY,
