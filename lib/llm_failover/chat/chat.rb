@@ -20,6 +20,7 @@ require_relative "text"
 require_relative "transcript"
 require_relative "../records/warnings"
 require_relative "target"
+require_relative "../tools/decisions"
 
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
@@ -185,6 +186,29 @@ module LlmFailover
     # @return [Array] the stored messages, in order
     def messages
       @options.store.messages
+    end
+
+    # Approves a parked call of a requires_approval! tool (reply.pending_tool_calls):
+    # the next #complete runs it. With the ActiveRecord store any process may approve.
+    # @param id [String] ToolCall#id
+    # @return [ToolCall]
+    # @raise [ArgumentError] no such call, or it is not awaiting approval
+    def approve_tool_call(id)
+      Tools::Decisions.approve(@options.store, id)
+    end
+
+    # Denies a parked call: it never runs, and the next #complete sends the model
+    # "The user denied this call: <reason>" as its result.
+    # @return [ToolCall]
+    def deny_tool_call(id, reason:)
+      Tools::Decisions.deny(@options.store, id, reason: reason)
+    end
+
+    # Gives a call a crash left running (ToolInterruptedError) the outcome the app
+    # knows it had, result: or error:; the next #complete sends it to the model.
+    # @return [ToolCall]
+    def settle_tool_call(id, result: nil, error: nil)
+      Tools::Decisions.settle(@options.store, id, result: result, error: error)
     end
 
     def backup?

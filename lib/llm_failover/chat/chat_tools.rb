@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require_relative "../records/tool_run"
 require_relative "../tools/toolbox"
 require_relative "chat_options"
 require_relative "tool_loop"
@@ -94,7 +95,7 @@ module LlmFailover
                                    logger: @config.logger)
         tool_loop = ToolLoop.new(store: store, toolbox: @toolbox, fields: tool_fields, concurrency: @tool_concurrency,
                                  max_rounds: @config.max_tool_rounds, block: block, scrubbing: scrub_session,
-                                 cancellation: between, target: @primary_target)
+                                 cancellation: between, target: @primary_target, on_run: method(:tool_ran))
         @running_lock.synchronize { @running << between }
         begin
           # An ask with tools neither reads nor writes the response cache: its answer
@@ -103,6 +104,15 @@ module LlmFailover
         ensure
           @running_lock.synchronize { @running.delete(between) }
         end
+      end
+
+      # A tool ran: the "tool.llm_failover" event and a usage-log line (ToolRun), with
+      # its arguments and result only under c.log_tool_content. A sink that raises never
+      # breaks the loop (UsageLog reports it once).
+      def tool_ran(call, started_at:, duration_ms:, request_id:)
+        run = ToolRun.of(call, duration_ms: duration_ms, started_at: started_at, request_id: request_id,
+                               feature: @options.feature, content: @config.log_tool_content)
+        @config.usage_log_emitter.emit_tool(run)
       end
 
       # The engine's tool fields of every turn.

@@ -49,8 +49,10 @@ module LlmFailover
       # @param cancellation [Cancellation] Chat#cancel! and the chat's cancel check set
       #   it: read between turns
       # @param target [Target] the chat's primary (names a reply no turn answered)
+      # @param on_run [#call, nil] given every run of a tool once it has its outcome
+      #   (call, started_at:, duration_ms:, request_id:): the tool.llm_failover event
       def initialize(store:, toolbox:, fields:, concurrency:, max_rounds:, block:, scrubbing:, cancellation:,
-                     target:)
+                     target:, on_run: nil)
         @store = store
         @toolbox = toolbox
         @runner = Tools::Runner.new(toolbox)
@@ -61,6 +63,7 @@ module LlmFailover
         @scrubbing = scrubbing
         @cancellation = cancellation
         @target = target
+        @on_run = on_run
         @request_id = Engine.uuid
         @replies = []
         @calls = []  # every call this ask made or ran, in order (reply.tool_calls)
@@ -213,7 +216,16 @@ module LlmFailover
       end
 
       def perform(call, tool)
-        @runner.perform(call, tool, started: ->(c) { @store.save_tool_call(c) })
+        clock = nil
+        @runner.perform(call, tool, started: lambda { |c|
+          @store.save_tool_call(c)
+          clock = [Time.now, Process.clock_gettime(Process::CLOCK_MONOTONIC)] # #execute's time, not the store's
+        })
+        return call unless @on_run && clock
+
+        duration_ms = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - clock[1]) * 1000.0
+        @on_run.call(call, started_at: clock[0], duration_ms: duration_ms, request_id: @request_id)
+        call
       end
 
       # A rejected call's result goes to the model at once; a run one's after all ran.

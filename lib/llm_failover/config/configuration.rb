@@ -44,7 +44,8 @@ module LlmFailover
       cancel_poll_interval: 0.2,
       idempotency_wait: 60,
       trace_content: false,
-      max_tool_rounds: 10
+      max_tool_rounds: 10,
+      log_tool_content: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -244,6 +245,17 @@ module LlmFailover
       raise ConfigurationError, "trace_content must be true or false, got #{value.inspect}" unless [true, false].include?(value)
 
       @trace_content = value
+    end
+
+    # Whether a tool run's "tool.llm_failover" event and usage-log line carry its
+    # arguments and its result: off by default, since they hold what the app's users
+    # and its own systems said (addresses, order numbers, records).
+    def log_tool_content=(value)
+      unless [true, false].include?(value)
+        raise ConfigurationError, "log_tool_content must be true or false, got #{value.inspect}"
+      end
+
+      @log_tool_content = value
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.
