@@ -55,7 +55,9 @@ module LlmFailover
       circuit_log: nil,
       cancel_poll_interval: 0.2,
       idempotency_wait: 60,
-      trace_content: false
+      trace_content: false,
+      max_tool_rounds: 10,
+      log_tool_content: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze

@@ -6,7 +6,7 @@ require_relative "../records/usage_log"
 module LlmFailover
   class Configuration
     # The options of what surrounds a call: the usage log and alerts, the response cache,
-    # scrubbing, cancellation, idempotency, tracing and the gem's own logger.
+    # scrubbing, cancellation, idempotency, tool rounds, tracing and the gem's own logger.
     #
     # @api private: included by Configuration
     module FeatureOptions
@@ -73,6 +73,23 @@ module LlmFailover
       # Seconds a cached answer lives; nil leaves it to the store.
       def cache_ttl=(value)
         @cache_ttl = value.nil? ? nil : number(:cache_ttl, value, positive: true)
+      end
+
+      # Model turns one ask may make with tools (LlmFailover.chat(max_tool_rounds:) for
+      # one chat); past them, ToolLoopError with the transcript intact.
+      def max_tool_rounds=(value)
+        @max_tool_rounds = integer(:max_tool_rounds, value, min: 1)
+      end
+
+      # Whether a tool run's "tool.llm_failover" event and usage-log line carry its
+      # arguments and its result: off by default, since they hold what the app's users
+      # and its own systems said (addresses, order numbers, records).
+      def log_tool_content=(value)
+        unless [true, false].include?(value)
+          raise ConfigurationError, "log_tool_content must be true or false, got #{value.inspect}"
+        end
+
+        @log_tool_content = value
       end
 
       # Where the gem's own warnings go (a failing sink, a failing alert callback).
