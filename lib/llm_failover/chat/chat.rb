@@ -99,6 +99,7 @@ module LlmFailover
       max_tokens = max_tokens.equal?(KEEP) ? @options.max_tokens : Options.max_tokens(max_tokens)
       cache = cache.equal?(KEEP) ? @options.cache : Options.cache(cache)
       format = format_for(json)
+      check_schema_with_tools(format)
       if idempotency_key.nil?
         @options.store.add_user(text)
         return answer(temperature, max_tokens, block, cache, format)
@@ -114,9 +115,11 @@ module LlmFailover
     # failed #ask this answers the same turn.
     # @return [Reply]
     def complete(temperature: KEEP, max_tokens: KEEP, cache: KEEP, json: KEEP, &block)
+      format = format_for(json)
+      check_schema_with_tools(format)
       answer(temperature.equal?(KEEP) ? @options.temperature : Options.temperature(temperature),
              max_tokens.equal?(KEEP) ? @options.max_tokens : Options.max_tokens(max_tokens), block,
-             cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format_for(json))
+             cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format)
     end
 
     # Every answer is one JSON object (reply.json): OpenAI-compatible APIs get
@@ -250,7 +253,9 @@ module LlmFailover
       # The conversation as stored, system messages where they are: where each protocol
       # wants them (in the array for OpenAI, lifted and joined for Anthropic) is the
       # wire layer's rule, and one call may go out in both protocols.
-      messages = Transcript.engine_messages(@options.store.conversation)
+      # A chat without tools sends earlier tool calls and results as text: Anthropic
+      # refuses tool_use blocks in a request that offers no tools (doc/tools.md).
+      messages = Transcript.engine_messages(@options.store.conversation, tools: tools?)
       unless messages.any? { |m| m[0] != "system" }
         raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
