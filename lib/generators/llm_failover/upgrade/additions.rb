@@ -104,6 +104,7 @@ module LlmFailover
           !known.key?(tables.fetch(@role))
         end
 
+        # @return [Array<String>] lines of the migration's up
         def up(tables)
           table = tables.fetch(@role)
           body = @body.respond_to?(:call) ? @body.call(tables) : @body
@@ -114,6 +115,7 @@ module LlmFailover
           lines + @indexes.flat_map { |index| index.code(table, tables) }
         end
 
+        # @return [Array<String>] lines of the migration's down
         def down(tables)
           ["drop_table :#{tables.fetch(@role)}, if_exists: true"]
         end
