@@ -57,9 +57,10 @@ module LlmFailover
     end
 
     # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
-    #   target), lost (calls without any successful attempt), cache_hits (calls the
-    #   response cache answered, without a request), routed_around (calls that skipped
-    #   an open circuit), stopped (calls their caller stopped: neither failed nor lost)
+    #   target), lost (calls without any successful attempt whose turn no later call
+    #   answered), cache_hits (calls the response cache answered, without a request),
+    #   routed_around (calls that skipped an open circuit), stopped (calls their caller
+    #   stopped: neither failed nor lost)
     def summary
       @summary ||= begin
         calls = call_counts.values
