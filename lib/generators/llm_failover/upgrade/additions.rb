@@ -139,6 +139,8 @@ module LlmFailover
                    comment: "what the scrubber replaced in the request, by kind ({\"card\": 1}); NULL when it did not run"),
         Column.new(:attempts, :skipped, :boolean, options: "null: false, default: false",
                    comment: "the target's circuit was open: no request"),
+        Column.new(:attempts, :hedged, :boolean, options: "null: false, default: false",
+                   comment: "one of a hedged request's two attempts (hedge_after): the loser is also cancelled"),
         Column.new(:attempts, :turn_id, :string,
                    comment: "the turn the call answered (the user message): a retried job's calls share it",
                    indexes: [Index.new(columns: %i[turn_id], what: "turn_id")]),
