@@ -19,7 +19,7 @@ class ChatUiApp
   REQUIRES = %(require "action_cable/engine"\nrequire "turbo-rails"\n)
   BOOT_WAIT = 120 # seconds for the server to answer (6 helpers on 2 cores boot slowly)
 
-  attr_reader :dir, :url
+  attr_reader :dir, :url, :env
 
   def initialize
     @dir = Dir.mktmpdir("llm_failover_chat_ui")
@@ -82,8 +82,10 @@ class ChatUiApp
   end
 
   # Starts `bin/rails server` (Puma) on a free loopback port and waits until it answers.
+  # @param up_path [String] a page that answers 2xx once the app is up
   # @return [String] its URL
-  def start_server
+  def start_server(up_path: "/chats")
+    @up_path = up_path
     port = free_port
     @log = File.join(@dir, "log/server.out")
     @pid = Process.spawn(@env, RbConfig.ruby, "bin/rails", "server", "-b", "127.0.0.1", "-p", port.to_s,
@@ -132,7 +134,7 @@ class ChatUiApp
       raise "bin/rails server exited:\n#{server_log}" if Process.wait(@pid, Process::WNOHANG)
 
       begin
-        return if get("/chats").is_a?(Net::HTTPSuccess)
+        return if get(@up_path).is_a?(Net::HTTPSuccess)
       rescue SystemCallError, Net::ReadTimeout, EOFError
         nil # not listening yet
       end
