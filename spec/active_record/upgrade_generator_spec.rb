@@ -130,7 +130,9 @@ RSpec.describe LlmFailover::Generators::UpgradeGenerator do
         upgrade = File.read(upgrades.sole)
         expect(upgrade).not_to include(":cached")
         expect(upgrade).to include("add_column :conversations, :cancel_requested_at",
-                                   "%i[conversation_id idempotency_key]", "create_table :audit_circuit_events")
+                                   "%i[conversation_id idempotency_key]", "create_table :audit_circuit_events",
+                                   "add_column :utterances, :tool_call_id",
+                                   "create_table :utterance_tool_calls", "foreign_key: { to_table: :utterances }")
         migrate(UpgradeSpecApp, upgrade, "UpgradeLlmFailoverTables")
         expect(shape(UpgradeSpecApp)).to eq(created_shape(db, **names))
       end

@@ -44,6 +44,12 @@ module LlmFailover
         options[:circuit_events_table]
       end
 
+      # Beside the messages table, named as create_tables! names it (tool_calls beside
+      # messages, utterance_tool_calls beside utterances).
+      def tool_calls_table
+        LlmFailover::ActiveRecord::Schema.tool_calls_table(messages_table)
+      end
+
       # The messages' reference to their chat: chat_id for the chats table.
       def chat_reference
         chats_table.singularize

@@ -156,7 +156,34 @@ module LlmFailover
                     t.datetime :occurred_at, null: false
                   RUBY
                   indexes: [Index.new(columns: %i[provider model occurred_at], what: "provider_model_occurred_at"),
-                            Index.new(columns: %i[occurred_at], what: "occurred_at")])
+                            Index.new(columns: %i[occurred_at], what: "occurred_at")]),
+        Column.new(:messages, :tool_call_id, :string, comment: 'a role "tool" message: the call it is the result of'),
+        # Named after the messages table (Schema.tool_calls_table), which the generator gives.
+        Table.new(:tool_calls, "tool_calls",
+                  comment: "Tool calls (chat.with_tool): stored before a tool runs and with its outcome, " \
+                           "so a retried job never runs it twice.",
+                  body: lambda { |t|
+                    <<~RUBY
+                      t.references :message, null: false, index: false, foreign_key: { to_table: :#{t.fetch(:messages)} }
+                      t.string :call_id, null: false
+                      t.string :provider_call_id
+                      t.string :name, null: false
+                      t.text :arguments
+                      t.string :provider
+                      t.string :model
+                      t.string :status, null: false, default: "pending"
+                      t.boolean :awaiting_approval, null: false, default: false
+                      t.text :result
+                      t.string :error_kind
+                      t.string :error_class
+                      t.text :error_message
+                      t.datetime :started_at
+                      t.datetime :finished_at
+                      t.timestamps
+                    RUBY
+                  },
+                  indexes: [Index.new(columns: %i[message_id call_id], what: "message_id_and_call_id", unique: true),
+                            Index.new(columns: %i[call_id], what: "call_id")])
       ].freeze
     end
   end
