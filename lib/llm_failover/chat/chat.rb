@@ -29,7 +29,8 @@ module LlmFailover
   #
   # A store is any object with #messages, #conversation, #add_user, #add_system,
   # #replace_system, #start_assistant, #append_assistant, #reset_assistant,
-  # #finish_assistant and #fail_assistant (see MemoryStore).
+  # #finish_assistant and #fail_assistant (see MemoryStore); optionally #turn_id(message),
+  # which names the turn a user message opens in the attempt records.
   class Chat
     include ChatTools
 
@@ -255,7 +256,8 @@ module LlmFailover
       # wire layer's rule, and one call may go out in both protocols.
       # A chat without tools sends earlier tool calls and results as text: Anthropic
       # refuses tool_use blocks in a request that offers no tools (doc/tools.md).
-      messages = Transcript.engine_messages(@options.store.conversation, tools: tools?)
+      conversation = @options.store.conversation
+      messages = Transcript.engine_messages(conversation, tools: tools?)
       unless messages.any? { |m| m[0] != "system" }
         raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
@@ -271,7 +273,7 @@ module LlmFailover
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
                         targets: backup_first ? [@backup_target].freeze : engine_targets, messages: messages,
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
-                        request_id: turn&.request_id)
+                        request_id: turn&.request_id, turn_id: turn_id(conversation))
         call.answer_format = format
         turn&.prepare(call)
         request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
@@ -293,6 +295,19 @@ module LlmFailover
       end
     rescue QuotaExceededError => e
       raise quota_later(e) # raised from here: a RetryLater's cause is the QuotaExceededError
+    end
+
+    # The turn a call answers is the last user message: the one a retried job's ask
+    # (its idempotency_key) or a #complete after a failed #ask answers again. A store
+    # names it with #turn_id(message); without that, or without a user message, each
+    # call is a turn of its own (nil: Call's request_id).
+    # @return [String, nil]
+    def turn_id(conversation)
+      store = @options.store
+      return nil unless store.respond_to?(:turn_id)
+
+      user = conversation.reverse_each.find { |m| m.role.to_s == "user" }
+      user && store.turn_id(user)
     end
 
     # An exhausted quota (enforce_quota) means "later": when its window ends. Past
