@@ -8,6 +8,7 @@ require_relative "report/table"
 require_relative "report/rows"
 require_relative "report/tally"
 require_relative "report/calls"
+require_relative "report/turns"
 require_relative "report/circuit_windows"
 require_relative "report/tables"
 require_relative "report/text"
@@ -55,9 +56,10 @@ module LlmFailover
     end
 
     # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
-    #   target), lost (calls without any successful attempt), cache_hits (calls the
-    #   response cache answered, without a request), routed_around (calls that skipped
-    #   an open circuit), stopped (calls their caller stopped: neither failed nor lost)
+    #   target), lost (calls without any successful attempt whose turn no later call
+    #   answered), cache_hits (calls the response cache answered, without a request),
+    #   routed_around (calls that skipped an open circuit), stopped (calls their caller
+    #   stopped: neither failed nor lost)
     def summary
       @summary ||= begin
         calls = call_counts.values
@@ -243,7 +245,8 @@ module LlmFailover
     # Per feature. A call with one attempt in the period is one row of the tally, whose
     # counts are its own: a failed attempt is a lost call, a stopped one a stopped call,
     # a skipped one a call routed around. The calls with more attempts (#calls) replace
-    # their rows' share by their own verdict.
+    # their rows' share by their own verdict. A lost call whose turn a later call
+    # answered (a retried job's) is not lost (Turns).
     # @return [Hash{String, nil => CallCount}]
     def call_counts
       @call_counts ||= begin
@@ -259,7 +262,21 @@ module LlmFailover
           count.stopped += (c.stops.positive? ? 1 : 0) - c.stops
           count.routed_around += (c.skips.positive? ? 1 : 0) - c.skips
         end
+        answered_later(counts)
         counts
+      end
+    end
+
+    # Takes the calls a later call of their turn answered out of the lost ones: a call
+    # of #calls when its verdict was lost, any other (its one row in the period failed,
+    # so the tally counted it lost).
+    def answered_later(counts)
+      by_id = calls.to_h { |c| [c.request_id, c] }
+      query { Turns.new(rows).answered_later }.each do |request_id, feature|
+        call = by_id[request_id]
+        next if call && !call.lost?
+
+        counts.fetch(call ? call.feature : feature).lost -= 1
       end
     end
 

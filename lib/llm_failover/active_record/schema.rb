@@ -108,6 +108,7 @@ module LlmFailover
           t.json :scrubbed
           t.boolean :skipped, null: false, default: false
           t.boolean :hedged, null: false, default: false
+          t.string :turn_id # the turn the call answered: a retried job's calls share it
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
                                                                name: index_name(attempts, "request_id_and_attempt"),
@@ -115,6 +116,8 @@ module LlmFailover
         connection.add_index(attempts, :started_at, name: index_name(attempts, "started_at"), if_not_exists: true)
         connection.add_index(attempts, %i[provider model started_at],
                              name: index_name(attempts, "provider_model_started_at"), if_not_exists: true)
+        # The report looks for a later answer of a failed call's turn.
+        connection.add_index(attempts, :turn_id, name: index_name(attempts, "turn_id"), if_not_exists: true)
         define_circuit_events(connection, circuit_events, **table_options)
         define_tool_calls(connection, tool_calls, messages: messages, **table_options)
         nil
