@@ -64,16 +64,18 @@ module LlmFailover
           @failures << [attempt, target]
         end
         number = attempt[:attempt] + @attempt_offset
-        # The call's fields written out, not merged in from #fields: one Hash fewer per attempt.
-        add(AttemptRecord.new(request_id: @request_id, provider: target.name, model: target.model, feature: @feature,
-                              scrubbed: @scrubbed, attempt: number, success: attempt[:success],
-                              error_class: attempt[:error_class], error_message: attempt[:error_message],
-                              http_status: attempt[:http_status], failover_eligible: attempt[:failover_eligible],
-                              retry_after: attempt[:retry_after], latency_ms: attempt[:latency_ms],
-                              first_token_ms: attempt[:first_token_ms], input_tokens: attempt[:input_tokens],
-                              output_tokens: attempt[:output_tokens], started_at: attempt[:started_at],
-                              provider_request_id: attempt[:provider_request_id], skipped: attempt[:skipped],
-                              hedged: attempt[:hedge]))
+        add(AttemptRecord.new(**fields(target), attempt: number, success: attempt[:success],
+                                                error_class: attempt[:error_class],
+                                                error_message: attempt[:error_message],
+                                                http_status: attempt[:http_status],
+                                                failover_eligible: attempt[:failover_eligible],
+                                                retry_after: attempt[:retry_after], latency_ms: attempt[:latency_ms],
+                                                first_token_ms: attempt[:first_token_ms],
+                                                input_tokens: attempt[:input_tokens],
+                                                output_tokens: attempt[:output_tokens],
+                                                started_at: attempt[:started_at],
+                                                provider_request_id: attempt[:provider_request_id],
+                                                skipped: attempt[:skipped], hedged: attempt[:hedge]))
       end
 
       # The one record of a call the response cache answered: no request, nothing
