@@ -157,7 +157,7 @@ RSpec.describe "the hot path" do
                                                                              request_timeout: 0.3), listener)
       expect(listener.attempts.map(&:keys)).to all(match_array(
         %i[attempt target success error_class error_message phase http_status failover_eligible retry_after
-           latency_ms first_token_ms input_tokens output_tokens started_at provider_request_id skipped]
+           latency_ms first_token_ms input_tokens output_tokens started_at provider_request_id skipped hedge cancelled]
       ))
       expect(listener.attempts.map { |a| [a[:error_class], a[:phase]] })
         .to eq([[LlmFailover::ServiceUnavailableError, nil], [LlmFailover::TimeoutError, :total]])

@@ -80,7 +80,11 @@ static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
          * before that exception has unwound (its errinfo would be lost), so
          * the record waits for lf_ruby_listener_unwind. */
         VALUE h = rb_protect(lf_attempt_hash_protected, (VALUE)rec, &state);
-        if (!state) rl->stopped_attempt = h;
+        if (state) return 1;
+        /* A hedged request's two attempts are both cut: an Array of them. */
+        if (RB_TYPE_P(rl->stopped_attempt, T_HASH)) rl->stopped_attempt = rb_ary_new_from_args(2, rl->stopped_attempt, h);
+        else if (RB_TYPE_P(rl->stopped_attempt, T_ARRAY)) rb_ary_push(rl->stopped_attempt, h);
+        else rl->stopped_attempt = h;
         return 1;
     }
     rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
@@ -95,9 +99,16 @@ typedef struct lf_stopped_args {
 static VALUE lf_call_on_stopped_attempt(VALUE arg)
 {
     lf_stopped_args *a = (lf_stopped_args *)arg;
-    VALUE h = a->rl->stopped_attempt;
-    rb_hash_aset(h, lf_sym_stopped_by, a->cause);
-    return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, h);
+    VALUE list = a->rl->stopped_attempt;
+    long i;
+
+    if (!RB_TYPE_P(list, T_ARRAY)) list = rb_ary_new_from_args(1, list);
+    for (i = 0; i < RARRAY_LEN(list); i++) {
+        VALUE h = RARRAY_AREF(list, i);
+        rb_hash_aset(h, lf_sym_stopped_by, a->cause);
+        rb_funcall(a->rl->listener, lf_id_on_attempt, 1, h);
+    }
+    return Qnil;
 }
 
 void lf_ruby_listener_unwind(lf_ruby_listener *rl)

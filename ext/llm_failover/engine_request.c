@@ -39,6 +39,7 @@ enum lf_key {
     LF_K_REQUEST_TIMEOUT,
     LF_K_FAILOVER_ON_CONTEXT_LENGTH,
     LF_K_MAX_RESPONSE_BYTES,
+    LF_K_HEDGE_AFTER,
     LF_K_LIMIT,
     LF_K_USED,
     LF_K_ENFORCE,
@@ -74,6 +75,7 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_REQUEST_TIMEOUT] = "request_timeout",
     [LF_K_FAILOVER_ON_CONTEXT_LENGTH] = "failover_on_context_length",
     [LF_K_MAX_RESPONSE_BYTES] = "max_response_bytes",
+    [LF_K_HEDGE_AFTER] = "hedge_after",
     [LF_K_LIMIT] = "limit",
     [LF_K_USED] = "used",
     [LF_K_ENFORCE] = "enforce",
@@ -227,6 +229,8 @@ static void lf_fill_policy(lf_policy *p, VALUE policy)
     p->request_timeout = lf_fetch_num(policy, LF_K_REQUEST_TIMEOUT);
     p->failover_on_context_length = RTEST(lf_fetch(policy, LF_K_FAILOVER_ON_CONTEXT_LENGTH, 1));
     p->max_response_bytes = (size_t)lf_fetch_num(policy, LF_K_MAX_RESPONSE_BYTES);
+    /* Optional: nil or absent is no hedging. */
+    p->hedge_after = NIL_P(lf_fetch(policy, LF_K_HEDGE_AFTER, 0)) ? 0 : lf_fetch_num(policy, LF_K_HEDGE_AFTER);
 }
 
 /* :quota, when given: { limit:, used:, enforce: } of the primary. */

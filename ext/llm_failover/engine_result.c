@@ -12,7 +12,8 @@ static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_s
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
     lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_phase,
     lf_sym_attempt, lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
-    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped, lf_sym_json;
+    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped, lf_sym_json,
+    lf_sym_hedge, lf_sym_cancelled;
 
 static VALUE lf_num_or_nil(double v)
 {
@@ -86,6 +87,8 @@ VALUE lf_attempt_to_hash(const lf_attempt_record *r)
     LF_PAIR(lf_sym_started_at, lf_time_from_epoch(r->started_at));
     LF_PAIR(lf_sym_provider_request_id, lf_cstr_or_nil(r->provider_request_id));
     LF_PAIR(lf_sym_skipped, r->skipped ? Qtrue : Qfalse);
+    LF_PAIR(lf_sym_hedge, r->hedge ? Qtrue : Qfalse);
+    LF_PAIR(lf_sym_cancelled, r->cancelled ? Qtrue : Qfalse);
     return lf_hash_of(pairs, n);
 }
 
@@ -172,6 +175,8 @@ void lf_init_engine_result(void)
     LF_SYM(lf_sym_started_at, "started_at");
     LF_SYM(lf_sym_skipped, "skipped");
     LF_SYM(lf_sym_json, "json");
+    LF_SYM(lf_sym_hedge, "hedge");
+    LF_SYM(lf_sym_cancelled, "cancelled");
 #undef LF_SYM
     lf_phase_syms[LF_PHASE_NONE] = Qnil;
     for (int p = LF_PHASE_CONNECT; p <= LF_PHASE_TOTAL; p++)

@@ -38,7 +38,8 @@ typedef struct lf_ruby_listener {
     volatile int woken;  /* set by the unblocking function */
     int on_interrupt;    /* the listener has on_interrupt */
     lf_fiber_wait fiber; /* the calling fiber's scheduler, when it has one */
-    VALUE stopped_attempt; /* the record of the attempt a stashed exception cut, or Qnil */
+    VALUE stopped_attempt; /* the record of the attempt a stashed exception cut (an Array of
+                            * two: a hedged request's), or Qnil */
 } lf_ruby_listener;
 
 /* Checks the listener's methods and fills the core's listener (l->ud = rl). */

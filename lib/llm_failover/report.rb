@@ -57,9 +57,10 @@ module LlmFailover
     end
 
     # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
-    #   target), lost (calls without any successful attempt), cache_hits (calls the
-    #   response cache answered, without a request), routed_around (calls that skipped
-    #   an open circuit), stopped (calls their caller stopped: neither failed nor lost)
+    #   target), lost (calls without any successful attempt whose turn no later call
+    #   answered), cache_hits (calls the response cache answered, without a request),
+    #   routed_around (calls that skipped an open circuit), stopped (calls their caller
+    #   stopped: neither failed nor lost)
     def summary
       @summary ||= begin
         calls = call_counts.values
@@ -82,6 +83,32 @@ module LlmFailover
         CacheHits.new(provider: provider, model: model, hits: hits, saved_input: mean.call(:paid_input),
                       saved_output: mean.call(:paid_output))
       end.sort_by { |h| [-h.hits, h.provider.to_s, h.model.to_s] }
+    end
+
+    # @return [Array<Hedges>] per provider and model, most hedged attempts first; empty
+    #   for a table without the hedged column
+    def hedges
+      @hedges ||= query do
+        next [] unless rows.hedged_column?
+
+        t = rows.table
+        cut = t[:cancelled].eq(true)
+        rows.scope.where(t[:hedged].eq(true)).group(:provider, :model)
+            .pluck(:provider, :model, Arel.star.count, rows.count_if(t[:success].eq(true)), rows.count_if(cut),
+                   rows.sum_if(cut, :input_tokens), rows.sum_if(cut, :output_tokens))
+            .map do |provider, model, attempts, answered, lost, input, output|
+              Hedges.new(provider: provider, model: model, attempts: attempts.to_i, answered: answered.to_i,
+                         cut: lost.to_i, cut_input: input.to_i, cut_output: output.to_i)
+            end.sort_by { |h| [-h.attempts, h.provider.to_s, h.model.to_s] }
+      end
+    end
+
+    # @return [Integer] calls that sent a hedge (two attempts side by side): each one
+    #   extra request
+    def hedged_calls
+      @hedged_calls ||= query do
+        rows.hedged_column? ? rows.scope.where(rows.table[:hedged].eq(true)).distinct.count(:request_id) : 0
+      end
     end
 
     # @return [Array<OpenCircuit>] per provider and model, most calls first

@@ -29,6 +29,7 @@ void lf_attempt_init(lf_attempt *a, lf_call *c, int target_index)
     memset(a, 0, sizeof(*a));
     a->target = t;
     a->target_index = target_index;
+    a->conn = c->conn;
     lf_response_init(&a->resp, c->pol->max_response_bytes);
     lf_sse_init(&a->sse);
     lf_stream_init(&a->stream, t->api);
@@ -39,7 +40,7 @@ void lf_attempt_init(lf_attempt *a, lf_call *c, int target_index)
     lf_buf_init(&a->message);
     lf_buf_init(&a->json);
     a->retry_after = -1;
-    c->attempt_no++;
+    a->number = ++c->attempt_no;
 }
 
 void lf_attempt_free(lf_attempt *a)
@@ -71,6 +72,7 @@ static int lf_deliver(lf_call *c, lf_attempt *a, const char *text, size_t len)
 {
     if (!len) return 0;
     if (!a->first_token_at) a->first_token_at = lf_now_monotonic();
+    if (a->muted) return 0;
     a->delivered = 1;
     c->delivered = 1;
     if (c->l->on_chunk(c->l->ud, a->target_index, text, len) != 0) {
@@ -154,16 +156,19 @@ static double lf_deadline(const lf_call *c, const lf_attempt *a, lf_transfer *wh
     return deadline;
 }
 
-/* Waits for the transfer until `deadline` at most (LF_MAX_WAIT_MS at a
- * time); nonzero when the host stopped the call. */
-static int lf_wait_transfer(lf_call *c, double now, double deadline)
+/* Waits for the call's transfers until `deadline` at most (LF_MAX_WAIT_MS at
+ * a time); nonzero when the host stopped the call. A poll-driven wait is on
+ * the multi handle the call's transfer runs in (a hedge's lead's, when the
+ * backup went on alone). */
+int lf_exchange_wait(lf_call *c, double now, double deadline)
 {
     int ms = isinf(deadline) ? LF_MAX_WAIT_MS : (int)ceil((deadline - now) * 1000.0);
+    lf_conn *conn = c->conn;
 
     if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
     if (ms < 1) ms = 1;
-    if (c->evented ? c->l->wait_fd(c->l->ud, c->conn->evfd, lf_transfer_wait_ms(c->conn, ms)) != 0
-                   : c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+    if (c->evented ? c->l->wait_fd(c->l->ud, conn->evfd, lf_transfer_wait_ms(conn, ms)) != 0
+                   : c->l->wait(c->l->ud, conn->runs_in ? conn->runs_in : conn->multi, ms) != 0) {
         c->stopped = 1;
         return -1;
     }
@@ -174,7 +179,7 @@ static int lf_wait_transfer(lf_call *c, double now, double deadline)
  * whether the call goes on. */
 static int lf_woken(lf_call *c)
 {
-    if (!c->conn->woken) return 0;
+    if (!c->conn->woken || c->wake_fd < 0) return 0;
     c->conn->woken = 0;
     if (c->l->on_wake(c->l->ud) != 0) {
         c->stopped = 1;
@@ -183,8 +188,7 @@ static int lf_woken(lf_call *c)
     return 0;
 }
 
-/* Runs one HTTP exchange until it ends, fails, or a deadline passes. */
-static void lf_exchange(lf_call *c, lf_attempt *a)
+int lf_exchange_begin(lf_call *c, lf_attempt *a, lf_conn *lead)
 {
     const lf_prepared *p = &c->prep->target[a->target_index];
     lf_http_request req = {
@@ -195,32 +199,57 @@ static void lf_exchange(lf_call *c, lf_attempt *a)
         .connect_timeout_ms = c->pol->connect_timeout > 0 ? (long)ceil(c->pol->connect_timeout * 1000.0) : 0,
         .errbuf = a->errbuf,
         .evented = c->evented,
+        .lead = lead,
     };
-    double now, deadline;
-    lf_transfer which;
 
     a->started_mono = lf_now_monotonic();
     a->started_wall = lf_now_wall();
-    if (lf_transfer_start(c->conn, &req, &a->resp) != 0) {
+    if (lf_transfer_start(a->conn, &req, &a->resp) != 0) {
         a->transfer = LF_T_OTHER;
         lf_buf_setf(&a->message, "could not start the transfer");
-        return;
+        return -1;
     }
-    for (;;) {
-        if (lf_transfer_step(c->conn, &a->curl_done, &a->curl_rc) != 0) {
-            a->transfer = LF_T_OTHER;
-            break;
-        }
-        if (lf_consume(c, a) != 0 || a->curl_done || lf_woken(c) != 0) break;
-        now = lf_now_monotonic();
-        deadline = lf_deadline(c, a, &which);
-        if (now >= deadline) {
-            a->transfer = which;
-            break;
-        }
-        if (lf_wait_transfer(c, now, deadline) != 0) break;
+    return 0;
+}
+
+int lf_exchange_pump(lf_call *c, lf_attempt *a, double *deadline)
+{
+    lf_transfer which;
+    double now;
+
+    if (lf_transfer_step(a->conn, &a->curl_done, &a->curl_rc) != 0) {
+        a->transfer = LF_T_OTHER;
+        return 1;
     }
-    lf_transfer_end(c->conn);
+    if (lf_consume(c, a) != 0 || a->curl_done || lf_woken(c) != 0) return 1;
+    now = lf_now_monotonic();
+    *deadline = lf_deadline(c, a, &which);
+    if (now >= *deadline) {
+        a->transfer = which;
+        return 1;
+    }
+    return 0;
+}
+
+void lf_exchange_end(lf_attempt *a)
+{
+    lf_transfer_end(a->conn);
+}
+
+int lf_attempt_started(const lf_call *c, const lf_attempt *a)
+{
+    return a->first_token_at > 0 || (!c->stream && a->resp.first_byte_at > 0);
+}
+
+/* Runs one HTTP exchange until it ends, fails, or a deadline passes. */
+static void lf_exchange(lf_call *c, lf_attempt *a)
+{
+    double deadline;
+
+    if (lf_exchange_begin(c, a, NULL) != 0) return;
+    while (!lf_exchange_pump(c, a, &deadline))
+        if (lf_exchange_wait(c, lf_now_monotonic(), deadline) != 0) break;
+    lf_exchange_end(a);
 }
 
 /* ---- judge --------------------------------------------------------------- */
@@ -481,11 +510,16 @@ static void lf_check_json(lf_call *c, lf_attempt *a)
     a->retry_after = -1;
 }
 
+void lf_attempt_judge(lf_call *c, lf_attempt *a)
+{
+    lf_judge(c, a);
+    if (a->success && c->want_json) lf_check_json(c, a);
+}
+
 void lf_attempt_run(lf_call *c, lf_attempt *a)
 {
     lf_exchange(c, a);
-    lf_judge(c, a);
-    if (a->success && c->want_json) lf_check_json(c, a);
+    lf_attempt_judge(c, a);
 }
 
 /* ---- finish -------------------------------------------------------------- */
@@ -496,8 +530,10 @@ void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_re
     double end = lf_now_monotonic();
 
     memset(rec, 0, sizeof(*rec));
-    rec->attempt = c->attempt_no;
+    rec->attempt = a->number;
     rec->target = a->target_index;
+    rec->hedge = a->hedge;
+    rec->cancelled = a->cancelled;
     rec->success = a->success;
     rec->kind = a->success ? LF_OK : a->verdict.kind;
     rec->phase = a->success ? LF_PHASE_NONE : a->verdict.phase;

@@ -18,7 +18,9 @@ typedef struct lf_call {
     const lf_policy *pol;
     const lf_listener *l;
     const lf_prepared_call *prep; /* every target's request, the parsed schema */
-    lf_conn *conn;
+    lf_pool *pool;
+    lf_conn *conn;    /* the call's connection: its waits (and wake_fd) are this slot's */
+    lf_conn *spare;   /* a second slot, for a hedged request (lf_hedge.c); NULL until one */
     uint64_t rng;
     int attempt_no;
     int stream;       /* the request asks for a stream */
@@ -43,6 +45,11 @@ enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };
 typedef struct lf_attempt {
     const lf_target *target;
     int target_index;
+    int number;               /* its attempt number in the call */
+    lf_conn *conn;            /* the slot it runs on (the call's, or the spare for a hedge) */
+    int hedge;                /* it ran beside another attempt of the call (a hedged request) */
+    int cancelled;            /* the other one produced its first token first: this one was cut */
+    int muted;                /* cut: what still arrives is read for the record, never delivered */
     lf_response resp;
     lf_sse_parser sse;
     lf_stream_state stream;
@@ -74,6 +81,38 @@ void lf_attempt_free(lf_attempt *a);
  * fails or a deadline passes; then judges it: a->success, or the facts of
  * the failure and a->verdict. Content goes to the listener as it comes. */
 void lf_attempt_run(lf_call *c, lf_attempt *a);
+
+/* lf_attempt_run in parts, for two attempts at once (lf_hedge.c). begin:
+ * the request is sent on a->conn, beside lead's transfer when lead is set;
+ * nonzero when it could not start (then it is over: end, judge). pump: one
+ * step of the transfer, its bytes consumed; 1 when the exchange is over (it
+ * ended, failed, a deadline passed, the host stopped the call), and
+ * *deadline the attempt's next deadline otherwise. wait: until the call's
+ * connection has activity or `deadline`. end: the transfer removed (a
+ * running one cut, its connection closed). judge: the verdict, after end. */
+int lf_exchange_begin(lf_call *c, lf_attempt *a, lf_conn *lead);
+int lf_exchange_pump(lf_call *c, lf_attempt *a, double *deadline);
+int lf_exchange_wait(lf_call *c, double now, double deadline);
+void lf_exchange_end(lf_attempt *a);
+void lf_attempt_judge(lf_call *c, lf_attempt *a);
+/* The attempt has its first token (a streamed delta; a plain body's first
+ * byte): the race of a hedged request is decided by it. */
+int lf_attempt_started(const lf_call *c, const lf_attempt *a);
+
+/* A hedged request (lf_hedge.c): the first attempt at target ti, with the
+ * backup `backup` started beside it once the first token is hedge_after
+ * late. Returns LF_HEDGE_NONE (no backup was started: a ran alone),
+ * LF_HEDGE_FIRST (b ran, and was recorded: a goes on as usual; the caller
+ * frees b) or LF_HEDGE_BACKUP (a was recorded: b, the backup's first
+ * attempt, goes on; the caller frees a). Either one that goes on is judged,
+ * not yet recorded. */
+enum { LF_HEDGE_NONE, LF_HEDGE_FIRST, LF_HEDGE_BACKUP };
+int lf_hedge_run(lf_call *c, lf_attempt *a, lf_attempt *b, int backup, lf_health *health);
+/* Whether the first request hedges to `backup` (-1: none); and the record
+ * and the breaker's report of an attempt, lf_failover.c's, used here too. */
+int lf_hedge_wanted(const lf_call *c, int backup);
+void lf_record_attempt(lf_call *c, const lf_attempt *a);
+int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h);
 /* The attempt's record for on_attempt. */
 void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec);
 /* The answer moves into the outcome: the attempt ends right after. */

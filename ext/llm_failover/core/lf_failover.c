@@ -73,7 +73,7 @@ static int lf_sleep(lf_call *c, double seconds)
     while ((left = until - lf_now_monotonic()) > 0) {
         int ms = (int)ceil(left * 1000.0);
         if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
-        if (c->evented ? c->l->wait_fd(c->l->ud, c->wake_fd, ms) != 0 : c->l->wait(c->l->ud, c->conn->multi, ms) != 0) {
+        if (c->evented ? c->l->wait_fd(c->l->ud, c->wake_fd, ms) != 0 : c->l->wait(c->l->ud, lf_conn_multi(c->conn), ms) != 0) {
             c->stopped = 1;
             return -1;
         }
@@ -185,12 +185,13 @@ static int lf_skip(lf_call *c, int target_index, lf_outcome *o)
 
 /* Tells the host's breaker about an attempt that bears on its target's
  * circuit. Returns 1 when a counted failure left the circuit open. */
-static int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
+int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
 {
     const lf_listener *l = c->l;
     int counted, open = 0;
 
-    if (c->stopped || !c->breaker) return 0;
+    /* A hedge's loser was cut by the call itself: nothing about its target. */
+    if (c->stopped || !c->breaker || a->cancelled) return 0;
     counted = !a->success && lf_circuit_counts(a->verdict.kind);
     /* Every success, whatever the store said when the call began: a slow
      * answer started before other calls' failures still resets their count,
@@ -215,7 +216,7 @@ static int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
  * in this attempt (an interrupt, its fiber's scheduler, a raising block):
  * the attempt is still recorded, and the host, unwinding, may only keep it
  * for later (see on_attempt). */
-static void lf_record_attempt(lf_call *c, const lf_attempt *a)
+void lf_record_attempt(lf_call *c, const lf_attempt *a)
 {
     lf_attempt_record rec;
 
@@ -254,9 +255,31 @@ static void lf_fail(lf_call *c, lf_attempt *a, const lf_health *health, lf_outco
 
 enum { LF_CALL_DONE, LF_NEXT_TARGET };
 
+/* The first attempt at target ti: hedged to the next target when the policy
+ * asks for it (lf_hedge.c). Returns 1 when the backup's attempt, run and
+ * judged, goes on in *carry (a is freed), else 0 with a run and judged. */
+static int lf_first_attempt(lf_call *c, size_t ti, lf_health *health, lf_attempt *a, lf_attempt *carry)
+{
+    int backup = lf_next_target(health, ti, c->n_targets);
+
+    lf_attempt_init(a, c, (int)ti);
+    if (!lf_hedge_wanted(c, backup)) {
+        lf_attempt_run(c, a);
+        return 0;
+    }
+    switch (lf_hedge_run(c, a, carry, backup, health)) {
+    case LF_HEDGE_FIRST: lf_attempt_free(carry); break;
+    case LF_HEDGE_BACKUP: lf_attempt_free(a); return 1;
+    default: break;
+    }
+    return 0;
+}
+
 /* Sends to target ti, retrying as the policy and its circuit allow. Returns
- * LF_NEXT_TARGET to fail over, or LF_CALL_DONE with the outcome filled. */
-static int lf_try_target(lf_call *c, size_t ti, lf_health *health, lf_outcome *o)
+ * LF_NEXT_TARGET to fail over (with *carry set when a hedge's backup attempt
+ * goes on there: already run, its record still to make), or LF_CALL_DONE
+ * with the outcome filled. */
+static int lf_try_target(lf_call *c, size_t ti, lf_health *health, lf_outcome *o, lf_attempt *carry, int *carried)
 {
     int max_retries = health[ti].route == LF_ROUTE_PROBE ? 0 : c->pol->max_retries; /* one probe request */
     int retry;
@@ -266,8 +289,16 @@ static int lf_try_target(lf_call *c, size_t ti, lf_health *health, lf_outcome *o
         int circuit_open, has_next;
         double delay;
 
-        lf_attempt_init(&a, c, (int)ti);
-        lf_attempt_run(c, &a);
+        if (*carried) {
+            a = *carry; /* the hedge's backup attempt, run already */
+            *carried = 0;
+        } else if (retry == 0 && lf_first_attempt(c, ti, health, &a, carry)) {
+            *carried = 1;
+            return LF_NEXT_TARGET;
+        } else if (retry > 0) {
+            lf_attempt_init(&a, c, (int)ti);
+            lf_attempt_run(c, &a);
+        }
         o->attempts = c->attempt_no;
         lf_record_attempt(c, &a);
         circuit_open = lf_report_circuit(c, &a, &health[ti]);
@@ -323,9 +354,16 @@ static int lf_withdraw(lf_call *c)
  * or the host stops the call. Fills o. */
 static void lf_try_targets(lf_call *c, size_t first, lf_health *health, lf_outcome *o)
 {
+    lf_attempt carry; /* a hedge's backup attempt, going on at the next target */
+    int carried = 0;
     size_t ti;
 
     for (ti = first; ti < c->n_targets; ti++) {
+        if (carried) {
+            /* Admitted when the hedge was sent; the first target delivered nothing. */
+            if (lf_try_target(c, ti, health, o, &carry, &carried) != LF_NEXT_TARGET) return;
+            continue;
+        }
         /* health only told which probe is free: the call takes a probe when
          * it sends to that target, not before (its primary may answer). */
         if (((ti > first && health[ti].route != LF_ROUTE_SKIP) || health[ti].route == LF_ROUTE_PROBE) &&
@@ -345,8 +383,9 @@ static void lf_try_targets(lf_call *c, size_t first, lf_health *health, lf_outco
             lf_stopped(o);
             return;
         }
-        if (lf_try_target(c, ti, health, o) != LF_NEXT_TARGET) return;
+        if (lf_try_target(c, ti, health, o, &carry, &carried) != LF_NEXT_TARGET) return;
     }
+    if (carried) lf_attempt_free(&carry); /* unreachable: a hedge goes to a next target */
 }
 
 /* A connection for the call, and how its waits go: by socket readiness when
@@ -368,8 +407,14 @@ static void lf_call_disconnect(lf_call *c, lf_pool *pool)
 {
     if (!c->conn) return;
     if (c->wake_fd >= 0) lf_conn_unwatch_wake(c->conn);
+    lf_conn_unwatch_peer(c->conn);
     lf_pool_checkin(pool, c->conn);
     c->conn = NULL;
+    if (c->spare) {
+        lf_conn_unwatch_peer(c->spare);
+        lf_pool_checkin(pool, c->spare);
+        c->spare = NULL;
+    }
 }
 
 static int lf_run_args_ok(const lf_run_args *a)
@@ -417,6 +462,7 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
     call.pol = args->policy;
     call.l = args->listener;
     call.prep = &prep;
+    call.pool = args->pool;
     call.targets = targets;
     call.n_targets = n_targets;
     call.stream = params->stream;

@@ -26,6 +26,11 @@ typedef struct lf_policy {
     double request_timeout;       /* whole attempt */
     int failover_on_context_length;
     size_t max_response_bytes;
+    /* Hedged requests: seconds after the first request of a call is sent
+     * without its first token, the backup is sent beside it, and the first
+     * of the two to produce a token answers (the other is cut). <= 0: off;
+     * without a backup it does nothing. */
+    double hedge_after;
 } lf_policy;
 
 /* The primary's quota, as the host read it just before the call. The loop
@@ -55,6 +60,8 @@ typedef struct lf_attempt_record {
     double started_at;            /* wall clock, epoch seconds */
     const char *provider_request_id; /* NULL when none */
     int skipped;                  /* no request sent: the target's circuit is open */
+    int hedge;                    /* one of a hedged request's two attempts, run side by side */
+    int cancelled;                /* cut because the other hedged attempt produced a token first */
 } lf_attempt_record;
 
 /* A target's health as the host's state store sees it when the call starts. */

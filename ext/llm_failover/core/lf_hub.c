@@ -287,6 +287,7 @@ int lf_hub_drive(lf_conn *c, int *running)
             c->woken = 1; /* the host's: not libcurl's business */
             continue;
         }
+        if (ev[i].data.fd == c->peer_fd) continue; /* the peer's own step drives it */
         if (ev[i].data.fd == c->tfd) {
             /* The wait's timeout, as lf_transfer_wait_ms set it, or a poke:
              * not a socket, so the hub's timer runs below. */
@@ -395,6 +396,33 @@ void lf_conn_unwatch_wake(lf_conn *c)
 #endif
     c->wake_fd = -1;
     c->woken = 0;
+}
+
+int lf_conn_watch_peer(lf_conn *lead, lf_conn *peer)
+{
+#ifdef __linux__
+    struct epoll_event ev;
+
+    if (lead->evfd < 0 || peer->evfd < 0 || lead->peer_fd >= 0) return -1;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.fd = peer->evfd;
+    if (epoll_ctl(lead->evfd, EPOLL_CTL_ADD, peer->evfd, &ev) != 0) return -1;
+    lead->peer_fd = peer->evfd;
+    return 0;
+#else
+    (void)lead;
+    (void)peer;
+    return -1;
+#endif
+}
+
+void lf_conn_unwatch_peer(lf_conn *lead)
+{
+#ifdef __linux__
+    if (lead->peer_fd >= 0) epoll_ctl(lead->evfd, EPOLL_CTL_DEL, lead->peer_fd, NULL);
+#endif
+    lead->peer_fd = -1;
 }
 
 int lf_transfer_wait_ms(lf_conn *c, int ms)

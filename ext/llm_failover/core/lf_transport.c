@@ -105,6 +105,7 @@ static lf_conn *lf_conn_new(void)
     c->connect_timeout_ms = -1;
     c->evfd = -1;
     c->wake_fd = -1;
+    c->peer_fd = -1;
     c->tfd = -1;
     c->tfd_at = -1;
     c->easy = curl_easy_init();
@@ -332,8 +333,12 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
         lf_transfer_end(c);
         return -1;
     }
-    if (!lf_conn_multi(c)) return -1;
-    return curl_multi_add_handle(c->multi, e) == CURLM_OK ? 0 : -1;
+    c->runs_in = req->lead ? lf_conn_multi(req->lead) : lf_conn_multi(c);
+    c->done = 0;
+    if (!c->runs_in) return -1;
+    if (curl_multi_add_handle(c->runs_in, e) == CURLM_OK) return 0;
+    c->runs_in = NULL;
+    return -1;
 }
 
 /* Whether a transfer that ended on result never wrote a byte of its request,
@@ -364,8 +369,8 @@ static int lf_transfer_finished(lf_conn *c, CURLcode result, int *done, CURLcode
         if (c->evented) {
             if (lf_hub_restart(c) != 0) return -1;
         } else {
-            curl_multi_remove_handle(c->multi, c->easy);
-            if (curl_multi_add_handle(c->multi, c->easy) != CURLM_OK) return -1;
+            curl_multi_remove_handle(c->runs_in, c->easy);
+            if (curl_multi_add_handle(c->runs_in, c->easy) != CURLM_OK) return -1;
         }
         *again = 1;
         return 0;
@@ -388,27 +393,35 @@ static void lf_stamp_bytes(lf_response *r)
     if (!r->first_byte_at && r->body_bytes) r->first_byte_at = now;
 }
 
+/* The messages of the finished transfers in a poll-driven multi handle go to
+ * their slots (two run in one when a request is hedged). */
+static void lf_collect(CURLM *m)
+{
+    CURLMsg *msg;
+    int left = 0;
+
+    while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+        lf_conn *o = NULL;
+        if (msg->msg != CURLMSG_DONE) continue;
+        if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&o) != CURLE_OK || !o) continue;
+        o->done = 1;
+        o->done_result = msg->data.result;
+    }
+}
+
 int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
 {
-    int running = 0, left = 0, again;
-    CURLMsg *msg;
+    int running = 0, again;
 
     do {
         again = 0;
-        if (c->evented ? lf_hub_drive(c, &running) != 0 : curl_multi_perform(c->multi, &running) != CURLM_OK)
+        if (c->evented ? lf_hub_drive(c, &running) != 0 : curl_multi_perform(c->runs_in, &running) != CURLM_OK)
             return -1;
         lf_stamp_bytes(c->resp);
-        if (c->evented) {
-            if (c->done) {
-                c->done = 0;
-                if (lf_transfer_finished(c, c->done_result, done, result, &again) != 0) return -1;
-            }
-            continue;
-        }
-        while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE || msg->easy_handle != c->easy) continue;
-            if (lf_transfer_finished(c, msg->data.result, done, result, &again) != 0) return -1;
-            if (again) break;
+        if (!c->evented) lf_collect(c->runs_in);
+        if (c->done) {
+            c->done = 0;
+            if (lf_transfer_finished(c, c->done_result, done, result, &again) != 0) return -1;
         }
     } while (again);
     return 0;
@@ -417,7 +430,9 @@ int lf_transfer_step(lf_conn *c, int *done, CURLcode *result)
 void lf_transfer_end(lf_conn *c)
 {
     if (c->hub) lf_hub_detach(c);
-    else if (c->multi) curl_multi_remove_handle(c->multi, c->easy);
+    else if (c->runs_in) curl_multi_remove_handle(c->runs_in, c->easy);
+    c->runs_in = NULL;
+    c->done = 0;
     c->resp = NULL;
     c->errbuf = NULL;
     c->evented = 0;

@@ -19,6 +19,9 @@ struct lf_hub;
  * lf_conn_evented). */
 typedef struct lf_conn {
     CURLM *multi;          /* NULL until a poll-driven transfer needs it */
+    /* The multi handle the poll-driven transfer under way runs in: the
+     * slot's own, or its lead's when it runs beside another (a hedge). */
+    CURLM *runs_in;
     CURL *easy;
     pid_t pid;             /* the process that created the handles */
     long connect_timeout_ms; /* what the easy handle was last given; -1 before */
@@ -33,6 +36,7 @@ typedef struct lf_conn {
     int evented;           /* the transfer under way is readiness-driven */
     int wake_fd;           /* the host's descriptor in the epoll set (lf_conn_watch_wake), -1 */
     int woken;             /* wake_fd was ready in the last lf_transfer_step */
+    int peer_fd;           /* another slot's epoll fd watched in this set (lf_conn_watch_peer), -1 */
     /* A timerfd in the epoll set, so that a wait needs no timeout of its own
      * (lf_transfer_wait_ms), and so that the hub can wake this slot's wait
      * (another slot's libcurl call ran this transfer, or the hub's timer is
@@ -42,7 +46,7 @@ typedef struct lf_conn {
     /* In the hub, while a readiness-driven transfer runs. */
     struct lf_hub *hub;
     struct lf_conn *hub_prev, *hub_next; /* the hub's slots with a transfer */
-    int done;              /* the hub reported the transfer finished ... */
+    int done;              /* the hub (or the lead's multi) reported the transfer finished ... */
     CURLcode done_result;  /* ... with this */
     int poked;             /* its timerfd was set to fire now, not yet seen by its wait */
 } lf_conn;
@@ -107,6 +111,11 @@ typedef struct lf_http_request {
     long connect_timeout_ms;
     char *errbuf;            /* CURL_ERROR_SIZE bytes for libcurl's message */
     int evented;             /* drive it by readiness of lf_conn_evented's fd */
+    /* NULL, or the slot whose transfer this one runs beside (a hedged
+     * request): a poll-driven transfer then runs in the lead's multi handle,
+     * so that one curl_multi_poll waits for both; a readiness-driven one
+     * needs lf_conn_watch_peer(lead, this slot) for one wait to cover both. */
+    lf_conn *lead;
 } lf_http_request;
 
 /* Lets c's transfers be driven by socket readiness instead of
@@ -137,6 +146,12 @@ CURLM *lf_conn_multi(lf_conn *c);
  * success. lf_conn_unwatch_wake takes it out again (before check-in). */
 int lf_conn_watch_wake(lf_conn *c, int fd);
 void lf_conn_unwatch_wake(lf_conn *c);
+/* Adds peer's epoll set (lf_conn_evented) to lead's, so that a wait on
+ * lead's fd also ends when peer's transfer has work: two transfers of one
+ * call, one wait. lead's steps leave it to peer's own. 0 on success.
+ * lf_conn_unwatch_peer takes it out again. */
+int lf_conn_watch_peer(lf_conn *lead, lf_conn *peer);
+void lf_conn_unwatch_peer(lf_conn *lead);
 
 /* Prepares c->easy for the request and adds it to c->multi. 0 on success. */
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp);
@@ -158,7 +173,8 @@ int lf_transfer_step(lf_conn *c, int *done, CURLcode *result);
  * ms. */
 int lf_transfer_wait_ms(lf_conn *c, int ms);
 /* Removes the easy handle from the multi (aborting the transfer if it is
- * still running). */
+ * still running: libcurl then closes its connection, which cannot be reused
+ * with half a response on it). */
 void lf_transfer_end(lf_conn *c);
 
 #endif

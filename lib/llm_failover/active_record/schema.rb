@@ -93,6 +93,7 @@ module LlmFailover
           t.boolean :cancelled, null: false, default: false
           t.json :scrubbed
           t.boolean :skipped, null: false, default: false
+          t.boolean :hedged, null: false, default: false
           t.string :turn_id # the turn the call answered: a retried job's calls share it
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,

@@ -4,6 +4,7 @@ require_relative "../errors"
 require "llm_failover/llm_failover" # the compiled extension: Engine
 require_relative "../health/circuit_breaker"
 require_relative "cancellation"
+require_relative "hedge_delay"
 require_relative "reply"
 require_relative "target"
 require_relative "call/delivery"
@@ -50,6 +51,7 @@ module LlmFailover
       @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter,
                              turn_id: turn_id || @request_id)
       @breaker = CircuitBreaker.new(config, targets, @request_id) if config.circuit_threshold.positive?
+      @hedge = HedgeDelay.new(setting: config.hedge_after, store: config.state_store, targets: targets) if config.hedge_after
       @answering = 0 # the target whose text @partial holds
       @partial = +"" # the streamed text of the current answer, for a cancelled result
       @attempts_seen = 0
@@ -103,6 +105,7 @@ module LlmFailover
           settle_quota
         end
         @breaker&.finish
+        learn_first_tokens
       end
     end
 
@@ -194,8 +197,23 @@ module LlmFailover
     def engine_request
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
-                  policy: @config.engine_policy, circuit: !@breaker.nil? }
+                  policy: engine_policy, circuit: !@breaker.nil? }
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
+    end
+
+    # The configuration's policy; with hedge_after: :auto, this call's figure from the
+    # state store (nil until the primary has enough first tokens recorded).
+    def engine_policy
+      policy = @config.engine_policy
+      @hedge&.learning? ? policy.merge(hedge_after: @hedge.seconds) : policy
+    end
+
+    # hedge_after: :auto learns from every call's first tokens. A store that fails here
+    # costs the next calls a sample, never this call its answer.
+    def learn_first_tokens
+      @hedge&.learn(@records.to_a)
+    rescue StandardError => e
+      log(:warn, "could not record times to first token: #{e.class}: #{e.message}")
     end
 
     # @return [String, nil] +text+ with the request's placeholders back to their values

@@ -37,6 +37,7 @@ module LlmFailover
       circuit_cooldown: 60,
       circuit_first_probe: 5,
       max_wait_in_call: 10,
+      hedge_after: nil,
       state_store: nil,
       on_circuit_change: nil,
       circuit_log: nil,
@@ -102,6 +103,19 @@ module LlmFailover
     # instead of sleeping. Per chat: LlmFailover.chat(max_wait_in_call: 30).
     def max_wait_in_call=(value)
       @max_wait_in_call = number(:max_wait_in_call, value, min: 0)
+      @engine_policy = nil
+    end
+
+    # Hedged requests: when the primary's first token is this late, the backup is sent
+    # beside it and the first of the two to produce a token answers (the other is cut
+    # and recorded as cancelled). Seconds, or :auto (HedgeDelay: a percentile of the
+    # primary's recent times to first token, kept in the state store); nil or false:
+    # off (the default). Without a backup it does nothing.
+    def hedge_after=(value)
+      @hedge_after = if value.nil? || value == false then nil
+                     elsif value == :auto then :auto
+                     else number(:hedge_after, value, positive: true)
+                     end
       @engine_policy = nil
     end
 
@@ -330,7 +344,8 @@ module LlmFailover
         retry_interval_randomness: @retry_interval_randomness.to_f, connect_timeout: @connect_timeout.to_f,
         first_token_timeout: @first_token_timeout.to_f, idle_timeout: @idle_timeout.to_f,
         request_timeout: @request_timeout.to_f, failover_on_context_length: @failover_on_context_length,
-        max_response_bytes: @max_response_bytes
+        max_response_bytes: @max_response_bytes,
+        hedge_after: @hedge_after.is_a?(Numeric) ? @hedge_after.to_f : nil # :auto: per call (HedgeDelay)
       }.freeze
     end
 

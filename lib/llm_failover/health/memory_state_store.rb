@@ -2,6 +2,7 @@
 
 require "llm_failover/llm_failover" # the compiled extension: Circuit and its route codes
 require_relative "../quota/quota_counters"
+require_relative "first_token_times"
 
 module LlmFailover
   # Provider health kept in this process: one Circuit per target (its rules are the
@@ -40,6 +41,7 @@ module LlmFailover
   # A key is "provider:model"; a change is [from, to, reason] or nil.
   class MemoryStateStore
     include QuotaCounters::InMemory # reserve_quota, adjust_quota, quota_used
+    include FirstTokenTimes::InMemory # record_first_tokens, first_token_times (hedge_after: :auto)
     def initialize
       @lock = Mutex.new
       @pid = Process.pid
@@ -199,6 +201,7 @@ module LlmFailover
         @probes.clear
         @last_errors.clear
         @claims.clear
+        @first_tokens&.clear
       end
       nil
     end

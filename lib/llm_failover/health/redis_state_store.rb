@@ -5,6 +5,7 @@ require "llm_failover/llm_failover" # Circuit's route codes (the C core's)
 require "set"
 require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
+require_relative "first_token_times/in_redis"
 require_relative "memory_state_store"
 require_relative "../config/provider_config" # ProviderConfig.shown_url
 require_relative "../records/warnings"
@@ -46,6 +47,7 @@ module LlmFailover
   # cut off from Redis keeps away from a target the fleet knew to be down.
   class RedisStateStore
     include QuotaCounters::InRedis # reserve_quota, adjust_quota, quota_used
+    include FirstTokenTimes::InRedis # record_first_tokens, first_token_times (hedge_after: :auto)
     BUDGET = 0.05 # seconds: connect, read and write timeouts
     RETRY_AFTER = 1.0 # seconds between attempts to reach a Redis that failed
     DAY_MS = 86_400_000

@@ -11,7 +11,7 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached cancelled scrubbed skipped turn_id].freeze
+                started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -42,7 +42,7 @@ module LlmFailover
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
                    started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil,
-                   skipped: false, turn_id: nil)
+                   skipped: false, hedged: false, turn_id: nil)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -65,6 +65,7 @@ module LlmFailover
       @scrubbed = scrubbed
       @skipped = skipped ? true : false
       @turn_id = turn_id
+      @hedged = hedged ? true : false
       freeze
     end
 
@@ -85,12 +86,21 @@ module LlmFailover
     end
     alias cached cached?
 
-    # Whether the attempt was stopped by Chat#cancel! (not a provider's failure: it
-    # neither failed over nor counts against the provider).
+    # Whether the attempt was stopped by Chat#cancel!, or cut as the loser of a hedged
+    # request (#hedged?: the other attempt produced its first token first). Not a
+    # provider's failure: it neither failed over nor counts against the provider.
     def cancelled?
       @cancelled
     end
     alias cancelled cancelled?
+
+    # Whether the attempt was one of a hedged request's two, sent side by side because
+    # the primary's first token was late (hedge_after): the winner and the loser
+    # (cancelled) both say so.
+    def hedged?
+      @hedged
+    end
+    alias hedged hedged?
 
     # Whether no request was sent because the target's circuit was open (error_class
     # "LlmFailover::CircuitOpenError", no status, latency 0).
@@ -121,6 +131,8 @@ module LlmFailover
     def inspect
       outcome = success? ? (cached? ? "cached" : "ok") : "#{error_class}#{" #{http_status}" if http_status}"
       outcome += " skipped" if skipped?
+      outcome = "cancelled" if cancelled?
+      outcome += " hedged" if hedged?
       "#<#{self.class.name} #{request_id} ##{attempt} #{Target.label(provider, model)} #{outcome}>"
     end
   end

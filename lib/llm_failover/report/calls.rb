@@ -86,8 +86,15 @@ module LlmFailover
           Arel::Nodes::Case.new.when(t[:provider].minimum.not_eq(t[:provider].maximum)
                                       .or(t[:model].minimum.not_eq(t[:model].maximum))).then(1).else(0).as("spread"),
           first_attempt(t[:success].eq(true).and(t[:attempt].gt(1))).as("won_at"),
-          first_attempt(t[:success].eq(false)).as("failed_at")
+          first_attempt(unsuccessful).as("failed_at")
         )
+      end
+
+      # An attempt that did not answer and was not cut by a cancel: a hedged request's
+      # loser (cancelled) never makes the winner a save.
+      def unsuccessful
+        t = @rows.table
+        @rows.cancelled_column? ? t[:success].eq(false).and(t[:cancelled].eq(false)) : t[:success].eq(false)
       end
 
       # MIN(CASE WHEN condition THEN attempt END)

@@ -61,6 +61,7 @@ module LlmFailover
             error_classes(m)
             tokens(m)
             cache_hits(m)
+            hedges(m)
             features(m)
           end
         end
@@ -278,6 +279,14 @@ module LlmFailover
         BarChart.new(id: "cache", title: "Response cache hits per provider and model",
                      description: "Calls the response cache answered without a request.",
                      bars: hits.map { |h| bar(Target.label(h.provider, h.model), h.hits, color: "ok") })
+      end
+
+      def hedges(m)
+        section(m, "hedges", "Hedged requests",
+                "#{@report.hedged_calls} calls sent their backup beside a primary whose first token was late " \
+                "(hedge_after): one extra request each, and the tokens of the attempts cut.") do
+          m.tag(:div, class: "numbers") { table(m, :hedges) }
+        end
       end
 
       def features(m)

@@ -105,6 +105,12 @@ module LlmFailover
         @cached_column
       end
 
+      # Tables made before the hedged column keep working (and have no hedges).
+      def hedged_column?
+        @hedged_column = @model.column_names.include?("hedged") if @hedged_column.nil?
+        @hedged_column
+      end
+
       # Tables made before the cancelled column keep working.
       def cancelled_column?
         @cancelled_column = @model.column_names.include?("cancelled") if @cancelled_column.nil?

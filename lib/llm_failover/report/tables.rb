@@ -21,6 +21,7 @@ module LlmFailover
         incident_windows: "Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)",
         tokens: "Tokens (failed attempts included)",
         cache_hits: "Response cache hits (saved tokens estimated from uncached answers)",
+        hedges: "Hedged requests (hedge_after: two attempts side by side, one extra request; cut: the losers)",
         open_circuits: "Calls routed around an open circuit",
         circuit_windows: "Circuit incidents (open -> closed, from the circuit log)",
         error_classes: "Failed attempts by error class",
@@ -83,6 +84,12 @@ module LlmFailover
       def cache_hits
         Table.new(%w[provider model hits saved_input saved_output],
                   @report.cache_hits.map { |h| [h.provider, h.model, h.hits, h.saved_input, h.saved_output] })
+      end
+
+      # @return [Table] per provider and model
+      def hedges
+        Table.new(%w[provider model hedged_attempts answered cut cut_input cut_output],
+                  @report.hedges.map { |h| [h.provider, h.model, h.attempts, h.answered, h.cut, h.cut_input, h.cut_output] })
       end
 
       # @return [Table]

@@ -7,7 +7,7 @@ module LlmFailover
     # The report as aligned text tables: the title, the summary, then one section per
     # table.
     class Text
-      SECTIONS = %i[failure_rates saves features incident_windows tokens cache_hits open_circuits
+      SECTIONS = %i[failure_rates saves features incident_windows tokens cache_hits hedges open_circuits
                     circuit_windows].freeze
 
       # @param report [Report]

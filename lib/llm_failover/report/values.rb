@@ -55,6 +55,12 @@ module LlmFailover
     # Calls routed around one target's open circuit (skipped records: no request sent),
     # and the span from the first to the last of them: the circuit was open at least
     # that long.
+    # Hedged requests (hedge_after) per provider and model: the attempts sent as one of
+    # a race's two, those that answered, those cut as the loser (cancelled), and the
+    # tokens the losers used. Each hedge is one extra request; the losers' tokens are
+    # what it cost beyond that (an Anthropic stream names its input tokens first).
+    Hedges = Struct.new(:provider, :model, :attempts, :answered, :cut, :cut_input, :cut_output, keyword_init: true)
+
     OpenCircuit = Struct.new(:provider, :model, :calls, :first_skip, :last_skip, keyword_init: true)
 
     # One incident of one target's circuit, from the persisted transitions (CircuitLog):

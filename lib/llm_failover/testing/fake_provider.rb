@@ -363,7 +363,10 @@ module LlmFailover
         io.write(body)
       end
 
-      def pause(seconds)
+      # With the answer's connection, the wait also ends when the client hangs up.
+      def pause(seconds, io = nil)
+        return io.pause(seconds) if io
+
         raise Stopped if IO.select([@stop_r], nil, nil, seconds)
       end
 

@@ -97,6 +97,28 @@ module LlmFailover
           !ready.nil?
         end
 
+        # Raised by #pause when the client closed the connection while the server waited
+        # (a hedged request's loser, a cancelled call): nothing more can be sent.
+        class HungUp < IOError; end
+
+        # Sleeps +seconds+ while watching the connection: the client closing it ends the
+        # wait with HungUp, the server stopping with Stopped. Bytes the client sends
+        # meanwhile stay unread (they would be its next request).
+        def pause(seconds)
+          deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+          loop do
+            left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+            return if left <= 0
+
+            ready, = IO.select([@socket, @stop_io], nil, nil, left)
+            return if ready.nil?
+            raise Stopped if ready.include?(@stop_io)
+            raise HungUp, "the client closed the connection" if hung_up?
+
+            return sleep([left, 0].max) # data: not a hang-up, and select would spin on it
+          end
+        end
+
         # Waits until the client goes away or the server stops, discarding whatever arrives.
         def wait_for_hangup
           loop do
@@ -108,6 +130,14 @@ module LlmFailover
           end
         rescue IOError, SystemCallError
           nil
+        end
+
+        # Whether the readable socket says the client is gone (EOF or a reset).
+        def hung_up?
+          peeked = @socket.recv_nonblock(1, Socket::MSG_PEEK, exception: false)
+          peeked.nil? || peeked == "" # EOF (nil or "", by Ruby version); bytes or :wait_readable: still there
+        rescue IOError, SystemCallError
+          true
         end
 
         # Closes with TCP RST instead of FIN.

@@ -8,7 +8,9 @@ module LlmFailover
     class FakeProvider
       # One request as the server saw it. headers has lowercase names; json is the parsed
       # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
-      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream) do
+      # client_closed is set when the client hung up while the answer was held back (a
+      # delay): a hedged request's loser, a cancelled call.
+      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream, :client_closed) do
         # The request from what HttpIO#read_request read: every String as UTF-8, the
         # path without an absolute-form target's scheme and host, the body parsed when it
         # is a JSON object, routed by method and path.
@@ -41,6 +43,12 @@ module LlmFailover
         # @return [Boolean] whether the body asked for a stream
         def stream?
           stream
+        end
+
+        # @return [Boolean] whether the client closed the connection during a delay of
+        #   this answer (delay_headers, delay_first_token, chunk_delay)
+        def client_closed?
+          client_closed ? true : false
         end
 
         # @return [Array<Transcript::Call>] the tool calls in the request's messages

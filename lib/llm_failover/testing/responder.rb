@@ -52,8 +52,13 @@ module LlmFailover
           @request.headers["connection"].to_s.downcase.split(/\s*,\s*/).include?("close")
         end
 
+        # Waits between parts of the answer; a client that hangs up meanwhile is
+        # recorded on its request (Request#client_closed?).
         def pause(seconds)
-          @waiter.call(seconds) if seconds&.positive?
+          @waiter.call(seconds, @io) if seconds&.positive?
+        rescue HttpIO::HungUp
+          @request.client_closed = true
+          raise
         end
 
         def serve_fixture

@@ -32,9 +32,10 @@ module LlmFailover
         @reached = {}.compare_by_identity # Target => tokens of the attempts that may have reached it
       end
 
-      # @return [Array<AttemptRecord>] a frozen copy, for a Reply or an error
+      # @return [Array<AttemptRecord>] a frozen copy, for a Reply or an error, in attempt
+      #   order (a hedge's loser is recorded when it is cut, before the winner ends)
       def to_a
-        @list.dup.freeze
+        @list.sort_by(&:attempt).freeze
       end
 
       def size
@@ -48,6 +49,8 @@ module LlmFailover
       # One HTTP attempt the engine finished (Engine#run's attempt Hash).
       def engine_attempt(attempt, target)
         reach(attempt, target)
+        return hedge_loser(attempt, target) if attempt[:cancelled]
+
         unless attempt[:success]
           # Cut by the caller: the exception that did it is on its way up.
           return stopped(attempt, target) if attempt.key?(:stopped_by)
@@ -67,7 +70,7 @@ module LlmFailover
                                                 output_tokens: attempt[:output_tokens],
                                                 started_at: attempt[:started_at],
                                                 provider_request_id: attempt[:provider_request_id],
-                                                skipped: attempt[:skipped]))
+                                                skipped: attempt[:skipped], hedged: attempt[:hedge]))
       end
 
       # The one record of a call the response cache answered: no request, nothing
@@ -119,6 +122,21 @@ module LlmFailover
 
       private
 
+      # The loser of a hedged request: cut by the call when the other attempt produced
+      # its first token first. Not a failure of its target's: no error class, nothing
+      # for the breaker, only what it cost (its tokens, if any reached the gem).
+      def hedge_loser(attempt, target)
+        add(AttemptRecord.new(**fields(target), attempt: attempt[:attempt], success: false,
+                                                error_message: attempt[:error_message],
+                                                http_status: attempt[:http_status], latency_ms: attempt[:latency_ms],
+                                                first_token_ms: attempt[:first_token_ms],
+                                                input_tokens: attempt[:input_tokens],
+                                                output_tokens: attempt[:output_tokens],
+                                                started_at: attempt[:started_at],
+                                                provider_request_id: attempt[:provider_request_id],
+                                                cancelled: true, hedged: true))
+      end
+
       # What an attempt's target owes a shared quota (its tokens, by target). No
       # request reached the target when its circuit was open (a skip), when the
       # connection was refused, or when connecting timed out; any other attempt, cut
@@ -152,7 +170,7 @@ module LlmFailover
                                       latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
                                       input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
                                       started_at: attempt[:started_at],
-                                      provider_request_id: attempt[:provider_request_id])
+                                      provider_request_id: attempt[:provider_request_id], hedged: attempt[:hedge])
         if cause == Cancellation::Signal
           @cancelled = AttemptRecord.new(**fields, error_message: "cancelled by Chat#cancel!", cancelled: true)
           @list << @cancelled
