@@ -183,7 +183,17 @@ module LlmFailover
                     RUBY
                   },
                   indexes: [Index.new(columns: %i[message_id call_id], what: "message_id_and_call_id", unique: true),
-                            Index.new(columns: %i[call_id], what: "call_id")])
+                            Index.new(columns: %i[call_id], what: "call_id")]),
+        Table.new(:vectors, "llm_failover_vectors",
+                  comment: "The semantic cache's shared vectors (ActiveRecordIndex).",
+                  body: <<~RUBY,
+                    t.string :partition_key, null: false, limit: 64 # SHA-256 of the partition, hex
+                    t.integer :dimensions, null: false
+                    t.binary :vector, null: false # little-endian float32
+                    t.text :value, null: false
+                    t.datetime :created_at, null: false
+                  RUBY
+                  indexes: [Index.new(columns: %i[partition_key id], what: "partition_key_and_id")])
       ].freeze
     end
   end
