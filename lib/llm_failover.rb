@@ -46,13 +46,13 @@ module LlmFailover
 
   # Loaded on first use: only apps that share state through Redis need redis-client.
   autoload :RedisStateStore, File.expand_path("llm_failover/health/redis_state_store", __dir__)
+  # Loaded on first use: an app's test helper, or an initializer that asks
+  # LlmFailover::Testing::Offline.requested? (doc/rails.md).
+  autoload :Testing, File.expand_path("llm_failover/testing", __dir__)
   # The semantic cache's shared indexes, loaded on first use (redis-client, ActiveRecord).
   autoload :RedisIndex, File.expand_path("llm_failover/cache/redis_index", __dir__)
   autoload :ActiveRecordIndex, File.expand_path("llm_failover/cache/active_record_index", __dir__)
   autoload :MirroredIndex, File.expand_path("llm_failover/cache/mirrored_index", __dir__)
-  # Loaded on first use: an app's test helper, or an initializer that asks
-  # LlmFailover::Testing::Offline.requested? (doc/rails.md).
-  autoload :Testing, File.expand_path("llm_failover/testing", __dir__)
   # Loaded on first use (it loads ActiveRecord): config/routes.rb names Report::Engine.
   autoload :Report, File.expand_path("llm_failover/report", __dir__)
 

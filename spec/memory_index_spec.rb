@@ -134,7 +134,7 @@ RSpec.describe LlmFailover::MemoryIndex do
     expect(index.size).to eq(1)
   end
 
-  it "is shared by threads, large scans running without the GVL" do
+  it "answers every thread right while threads look up and add at once (large scans release the GVL)" do
     index = described_class.new
     dim = 1536
     base = Array.new(2000) { |i| Array.new(dim) { |k| Math.sin(i * 0.37 + k * 0.011) } }

@@ -101,7 +101,7 @@ ArSpec.describe "Turns in the attempt records and the report" do
     expect(LlmFailover::Report.new(attempts: old).summary).to include(requests: 2, lost: 1)
   ensure
     ActiveRecord::Base.connection_pool.with_connection do |c|
-      %w[old_turn_messages old_turn_chats old_turn_attempts].each { |t| c.drop_table(t, if_exists: true) }
+      %w[old_turn_message_tool_calls old_turn_messages old_turn_chats old_turn_attempts].each { |t| c.drop_table(t, if_exists: true) }
     end
   end
 end

@@ -130,7 +130,9 @@ RSpec.describe LlmFailover::Generators::UpgradeGenerator do
         upgrade = File.read(upgrades.sole)
         expect(upgrade).not_to include(":cached")
         expect(upgrade).to include("add_column :conversations, :cancel_requested_at",
-                                   "%i[conversation_id idempotency_key]", "create_table :audit_circuit_events")
+                                   "%i[conversation_id idempotency_key]", "create_table :audit_circuit_events",
+                                   "add_column :utterances, :tool_call_id",
+                                   "create_table :utterance_tool_calls", "foreign_key: { to_table: :utterances }")
         migrate(UpgradeSpecApp, upgrade, "UpgradeLlmFailoverTables")
         expect(shape(UpgradeSpecApp)).to eq(created_shape(db, **names))
       end
@@ -152,6 +154,26 @@ RSpec.describe LlmFailover::Generators::UpgradeGenerator do
         expect(generate).to include("nothing to add")
       end
     end
+  end
+
+  it "counts what the app's own migrations added, in change_table blocks and add_column" do
+    FileUtils.mkdir_p(File.join(dir, "db/migrate"))
+    FileUtils.cp(first_version, File.join(dir, "db/migrate"))
+    File.write(File.join(dir, "db/migrate/20251201000000_app_changes.rb"), <<~RUBY)
+      class AppChanges < ActiveRecord::Migration[7.2]
+        def change
+          change_table :llm_failover_attempts do |t|
+            t.boolean :cached, null: false, default: false
+            t.remove :skipped
+          end
+          add_column :chats, :cancel_requested_at, :datetime
+        end
+      end
+    RUBY
+    generate
+    upgrade = File.read(upgrades.sole)
+    expect(upgrade).not_to include(":cached", "cancel_requested_at")
+    expect(upgrade).to include(":cancelled", ":skipped", "idempotency_key")
   end
 
   it "writes nothing for an app without the install's tables, and says so" do

@@ -74,6 +74,24 @@ class ChatUiApp
     RUBY
   end
 
+  # What a developer does to let the assistant call a tool: a Tool class, named in the
+  # generated job's #tools.
+  def give_the_job_a_tool
+    File.write(File.join(@dir, "app/models/order_status.rb"), <<~RUBY)
+      class OrderStatus < LlmFailover::Tool
+        description "Where an order is"
+        param :order, type: :integer
+        def execute(order:) = { order: order, status: "shipped" }
+      end
+    RUBY
+    job = File.join(@dir, "app/jobs/chat_answer_job.rb")
+    source = File.read(job)
+    edited = source.sub(/  def tools\n    \[\]\n  end/, "  def tools\n    [OrderStatus]\n  end")
+    raise "the generated job has no `def tools [] end` to edit" if edited == source
+
+    File.write(job, edited)
+  end
+
   # Every file of the app but logs, tmp and the database, with its content and mtime.
   def files
     Dir.glob("**/*", base: @dir).sort.reject { |f| f.start_with?("log/", "tmp/", "storage/") }

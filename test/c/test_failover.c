@@ -230,6 +230,29 @@ static const char *CUT_STREAM =
     "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"half \"}}]}\n\n"
     "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"an answer\"}}]}\n\n";
 
+/* OpenAI stream: a tool call whose arguments stream in two pieces, cut
+ * before the call is complete. */
+static const char *CUT_TOOL_STREAM =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+    "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\","
+    "\"type\":\"function\",\"function\":{\"name\":\"weather\",\"arguments\":\"\"}}]}}]}\n\n"
+    "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
+    "\"function\":{\"arguments\":\"{\\\"ci\"}}]}}]}\n\n";
+
+/* Anthropic stream: a complete tool_use call. */
+static const char *ANTHROPIC_TOOL_STREAM =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\","
+    "\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+    "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"weather\",\"input\":{}}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+    "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\":\\\"Oslo\\\"}\"}}\n\n"
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},"
+    "\"usage\":{\"output_tokens\":4}}\n\n"
+    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
 /* Anthropic stream, complete. */
 static const char *ANTHROPIC_STREAM =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
@@ -248,8 +271,6 @@ typedef struct fixture {
     lf_message msg;
     lf_request_params params;
     lf_policy pol;
-    lf_budget budget;
-    int has_budget;
     seen seen;
     lf_listener l;
     lf_outcome o;
@@ -308,14 +329,6 @@ static void fixture_serve_openai(fixture *f, int i, const char *script)
     snprintf(f->url[i], sizeof f->url[i], "http://127.0.0.1:%d/v1", f->srv[i].port);
 }
 
-static void fixture_quota(fixture *f, double limit, double used, int enforce)
-{
-    f->has_budget = 1;
-    f->budget.quota.limit = limit;
-    f->budget.quota.used = used;
-    f->budget.enforce = enforce;
-}
-
 static int fixture_run(fixture *f, size_t n_targets)
 {
     return lf_run(&(lf_run_args){
@@ -324,7 +337,6 @@ static int fixture_run(fixture *f, size_t n_targets)
                       .n_targets = n_targets,
                       .params = &f->params,
                       .policy = &f->pol,
-                      .budget = f->has_budget ? &f->budget : NULL,
                       .listener = &f->l,
                   },
                   &f->o);
@@ -475,6 +487,33 @@ static void test_cut_stream_resets_then_backup(void)
     fixture_free(&f);
 }
 
+/* A stream cut while a tool call streams is a failed attempt like any cut:
+ * nothing of the call reaches the outcome. The backup's complete call does,
+ * with JSON mode on (it judges only an answer without tool calls). */
+static void test_cut_tool_call_then_backup_call(void)
+{
+    fixture f;
+    fixture_init(&f, 1);
+    f.params.json_mode = 1;
+    f.srv[0].script[0] = CUT_TOOL_STREAM;
+    f.srv[0].n_script = 1;
+    f.srv[1].script[0] = ANTHROPIC_TOOL_STREAM;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_STREAM_INTERRUPTED);
+    LF_CHECK_INT((int)f.o.answer.n_tool_calls, 1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.tool_calls[0].id), "toolu_1");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.tool_calls[0].name), "weather");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.tool_calls[0].arguments), "{\"city\":\"Oslo\"}");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.finish_reason), LF_FINISH_TOOL_CALLS);
+    LF_CHECK_INT((int)f.o.json.len, 0);
+    fixture_free(&f);
+}
+
 static void test_cut_stream_without_backup_keeps_partial(void)
 {
     fixture f;
@@ -541,57 +580,6 @@ static void test_long_retry_after_fails_over_at_once(void)
     LF_CHECK_INT(f.o.target, 1);
     LF_CHECK_INT(f.o.attempts, 2);
     LF_CHECK_INT(f.seen.kinds[0], LF_E_RATE_LIMIT);
-    fixture_free(&f);
-}
-
-/* The loop picks its first target from the quota, before any network. */
-static void test_exceeded_quota_starts_at_the_backup(void)
-{
-    fixture f;
-    fixture_init(&f, 0);
-    fixture_quota(&f, 100, 100, 0);
-    fixture_serve_openai(&f, 1, OK_JSON);
-    /* The primary's URL stays empty: it would fail if it were prepared or asked. */
-    LF_CHECK_INT(fixture_run(&f, 2), 0);
-    LF_CHECK_INT(f.o.ok, 1);
-    LF_CHECK_INT(f.o.first_target, 1);
-    LF_CHECK_INT(f.o.target, 1);
-    LF_CHECK_INT(f.o.attempts, 1);
-    LF_CHECK_STR(f.seen.log, "a1/t1:ok|");
-    fixture_free(&f);
-}
-
-static void test_exceeded_quota_without_backup(void)
-{
-    fixture f;
-    fixture_init(&f, 0);
-    fixture_quota(&f, 10, 11, 0);
-    /* A budget, not a switch: the primary is still called. */
-    fixture_serve_openai(&f, 0, OK_JSON);
-    LF_CHECK_INT(fixture_run(&f, 1), 0);
-    LF_CHECK_INT(f.o.ok, 1);
-    LF_CHECK_INT(f.o.first_target, 0);
-    LF_CHECK_INT(f.o.target, 0);
-    LF_CHECK_INT(f.o.attempts, 1);
-    fixture_free(&f);
-
-    /* enforce: refused before any request, no attempt. */
-    fixture_init(&f, 0);
-    fixture_quota(&f, 10, 10, 1);
-    LF_CHECK_INT(fixture_run(&f, 1), 0);
-    LF_CHECK_INT(f.o.ok, 0);
-    LF_CHECK_INT(f.o.kind, LF_E_QUOTA_EXCEEDED);
-    LF_CHECK_INT(f.o.attempts, 0);
-    LF_CHECK_STR(f.seen.log, "");
-    LF_CHECK(strstr(lf_buf_cstr(&f.o.message), "used 10 of 10") != NULL);
-    fixture_free(&f);
-
-    /* A limit of 0 is unlimited, however much was used. */
-    fixture_init(&f, 0);
-    fixture_quota(&f, 0, 1e9, 1);
-    fixture_serve_openai(&f, 0, OK_JSON);
-    LF_CHECK_INT(fixture_run(&f, 1), 0);
-    LF_CHECK_INT(f.o.ok, 1);
     fixture_free(&f);
 }
 
@@ -1149,12 +1137,11 @@ int main(void)
         LF_RUN(test_retry_then_success);
         LF_RUN(test_cut_stream_resets_then_backup);
         LF_RUN(test_cut_stream_without_backup_keeps_partial);
+        LF_RUN(test_cut_tool_call_then_backup_call);
         LF_RUN(test_unauthorized_never_fails_over);
         LF_RUN(test_key_quoted_back_is_scrubbed);
         LF_RUN(test_long_retry_after_fails_over_at_once);
         LF_RUN(test_refused);
-        LF_RUN(test_exceeded_quota_starts_at_the_backup);
-        LF_RUN(test_exceeded_quota_without_backup);
         LF_RUN(test_host_stops_the_call);
         LF_RUN(test_host_wakes_a_silent_wait);
         LF_RUN(test_host_wakes_a_retry_sleep);

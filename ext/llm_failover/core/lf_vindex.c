@@ -18,6 +18,10 @@
 #define LF_VI_CODE_PAD 64
 /* Float vectors are padded with zeros to a multiple of this (the rescoring's lanes). */
 #define LF_VI_FLOAT_PAD 16
+/* Codes of this many bytes or more are split: a head of a quarter of them is
+ * scanned first for every entry, the tail only for the entries the head's
+ * bound leaves in (lf_vi_nearest_locked). */
+#define LF_VI_SPLIT_FROM 256
 
 typedef struct lf_vi_part lf_vi_part;
 
@@ -36,11 +40,14 @@ struct lf_vi_part {
     char *name;
     size_t name_len;
     size_t dim, cstride, fstride;
+    size_t hstride, tstride; /* cstride split in head and tail (tail 0: not split) */
     size_t n, cap;
-    int8_t *codes;        /* cap * cstride */
+    int8_t *head;         /* cap * hstride: the first hstride codes of each entry */
+    int8_t *tail;         /* cap * tstride: the rest */
     float *vecs;          /* cap * fstride, normalised */
     float *scale;         /* a code times its scale is the component */
     float *resid;         /* the norm of the vector minus its decoded codes */
+    float *tnorm;         /* the norm of the vector's components past the head */
     uint64_t *vhash;      /* of the normalised vector, to find a repeat */
     lf_vi_entry **entries;
 };
@@ -61,6 +68,7 @@ typedef struct lf_vi_vec {
     float *f;      /* fstride floats */
     int8_t *c;     /* cstride codes */
     float scale, resid;
+    float tnorm;   /* past the head (lf_vi_head_bytes) */
     uint64_t hash;
 } lf_vi_vec;
 
@@ -99,7 +107,7 @@ static uint64_t lf_vi_hash_floats(const float *f, size_t n)
 size_t lf_vindex_entry_bytes(size_t dim, size_t value_len)
 {
     return lf_vi_round_up(dim, LF_VI_FLOAT_PAD) * sizeof(float) + lf_vi_round_up(dim, LF_VI_CODE_PAD) +
-           2 * sizeof(float) + sizeof(uint64_t) + sizeof(lf_vi_entry *) + sizeof(lf_vi_entry) + value_len;
+           3 * sizeof(float) + sizeof(uint64_t) + sizeof(lf_vi_entry *) + sizeof(lf_vi_entry) + value_len;
 }
 
 const char *lf_vindex_strerror(int status)
@@ -205,6 +213,14 @@ static double lf_vi_dot_float(const float *restrict a, const float *restrict b, 
 
 /* ---- vectors --------------------------------------------------------------- */
 
+/* The head's share of cstride code bytes: all of them below LF_VI_SPLIT_FROM,
+ * else a quarter (a multiple of the padding). */
+static size_t lf_vi_head_bytes(size_t cstride)
+{
+    if (cstride < LF_VI_SPLIT_FROM) return cstride;
+    return lf_vi_round_up(cstride / 4, LF_VI_CODE_PAD);
+}
+
 /* Normalises and quantises in into v (whose f and c have room for the padded
  * sizes). LF_VINDEX_OK or LF_VINDEX_EVECTOR. */
 static int lf_vi_prepare(const float *in, size_t dim, size_t fstride, size_t cstride, lf_vi_vec *v)
@@ -238,6 +254,12 @@ static int lf_vi_prepare(const float *in, size_t dim, size_t fstride, size_t cst
         rsum += r * r;
     }
     v->resid = (float)sqrt(rsum);
+    {
+        double tsum = 0;
+        for (size_t i = lf_vi_head_bytes(cstride); i < dim; i++) tsum += (double)v->f[i] * v->f[i];
+        /* Rounded up: it bounds a product below. */
+        v->tnorm = (float)(sqrt(tsum) * (1 + 1e-6));
+    }
     v->hash = lf_vi_hash_floats(v->f, dim);
     return LF_VINDEX_OK;
 }
@@ -274,10 +296,12 @@ static lf_vi_part **lf_vi_slot_of(lf_vindex *ix, const char *name, size_t len, u
 static void lf_vi_part_free(lf_vi_part *p)
 {
     free(p->name);
-    free(p->codes);
+    free(p->head);
+    free(p->tail);
     free(p->vecs);
     free(p->scale);
     free(p->resid);
+    free(p->tnorm);
     free(p->vhash);
     free(p->entries);
     free(p);
@@ -320,6 +344,8 @@ static lf_vi_part *lf_vi_part_new(lf_vindex *ix, lf_vi_part **slot, const char *
     p->hash = hash;
     p->dim = dim;
     p->cstride = lf_vi_round_up(dim, LF_VI_CODE_PAD);
+    p->hstride = lf_vi_head_bytes(p->cstride);
+    p->tstride = p->cstride - p->hstride;
     p->fstride = lf_vi_round_up(dim, LF_VI_FLOAT_PAD);
     *slot = p;
     ix->nparts++;
@@ -330,20 +356,25 @@ static lf_vi_part *lf_vi_part_new(lf_vindex *ix, lf_vi_part **slot, const char *
 /* Resizes every per-slot array to cap slots (cap >= n). */
 static int lf_vi_part_resize(lf_vi_part *p, size_t cap)
 {
-    int8_t *codes = realloc(p->codes, cap * p->cstride);
-    if (codes) p->codes = codes;
+    int8_t *head = realloc(p->head, cap * p->hstride);
+    if (head) p->head = head;
+    /* At least a byte: realloc of 0 bytes may free and answer NULL. */
+    int8_t *tail = realloc(p->tail, cap * p->tstride + 1);
+    if (tail) p->tail = tail;
     float *vecs = realloc(p->vecs, cap * p->fstride * sizeof(float));
     if (vecs) p->vecs = vecs;
     float *scale = realloc(p->scale, cap * sizeof(float));
     if (scale) p->scale = scale;
     float *resid = realloc(p->resid, cap * sizeof(float));
     if (resid) p->resid = resid;
+    float *tnorm = realloc(p->tnorm, cap * sizeof(float));
+    if (tnorm) p->tnorm = tnorm;
     uint64_t *vhash = realloc(p->vhash, cap * sizeof(uint64_t));
     if (vhash) p->vhash = vhash;
     lf_vi_entry **entries = realloc(p->entries, cap * sizeof(lf_vi_entry *));
     if (entries) p->entries = entries;
     /* A failed realloc left its array as it was (at least n slots): still consistent. */
-    if (!codes || !vecs || !scale || !resid || !vhash || !entries) return LF_VINDEX_ENOMEM;
+    if (!head || !tail || !vecs || !scale || !resid || !tnorm || !vhash || !entries) return LF_VINDEX_ENOMEM;
     p->cap = cap;
     return LF_VINDEX_OK;
 }
@@ -351,7 +382,7 @@ static int lf_vi_part_resize(lf_vi_part *p, size_t cap)
 static size_t lf_vi_part_allocated(const lf_vi_part *p)
 {
     return sizeof(*p) + p->name_len +
-           p->cap * (p->cstride + p->fstride * sizeof(float) + 2 * sizeof(float) + sizeof(uint64_t) +
+           p->cap * (p->cstride + p->fstride * sizeof(float) + 3 * sizeof(float) + sizeof(uint64_t) +
                      sizeof(lf_vi_entry *));
 }
 
@@ -393,10 +424,12 @@ static void lf_vi_remove(lf_vindex *ix, lf_vi_entry *e)
 
     lf_vi_unlink(ix, e);
     if (s != last) {
-        memcpy(p->codes + s * p->cstride, p->codes + last * p->cstride, p->cstride);
+        memcpy(p->head + s * p->hstride, p->head + last * p->hstride, p->hstride);
+        memcpy(p->tail + s * p->tstride, p->tail + last * p->tstride, p->tstride);
         memcpy(p->vecs + s * p->fstride, p->vecs + last * p->fstride, p->fstride * sizeof(float));
         p->scale[s] = p->scale[last];
         p->resid[s] = p->resid[last];
+        p->tnorm[s] = p->tnorm[last];
         p->vhash[s] = p->vhash[last];
         p->entries[s] = p->entries[last];
         p->entries[s]->slot = s;
@@ -547,10 +580,12 @@ static int lf_vi_add_locked(lf_vindex *ix, const char *name, size_t name_len, ui
         }
         return LF_VINDEX_ENOMEM;
     }
-    memcpy(p->codes + p->n * p->cstride, v->c, p->cstride);
+    memcpy(p->head + p->n * p->hstride, v->c, p->hstride);
+    memcpy(p->tail + p->n * p->tstride, v->c + p->hstride, p->tstride);
     memcpy(p->vecs + p->n * p->fstride, v->f, p->fstride * sizeof(float));
     p->scale[p->n] = v->scale;
     p->resid[p->n] = v->resid;
+    p->tnorm[p->n] = v->tnorm;
     p->vhash[p->n] = v->hash;
     p->entries[p->n] = e;
     e->part = p;
@@ -608,48 +643,69 @@ static double lf_vi_error_bound(double rq, double re)
 }
 
 /* The scan under the read lock: *best set to the slot of the answer, or
- * SIZE_MAX. */
+ * SIZE_MAX.
+ *
+ * Stage 1 scans every entry's head codes. q.e = qh.eh + qt.et, and
+ * |qt.et| <= |qt||et| (Cauchy-Schwarz): an entry whose head score plus its
+ * error bound plus that product is below the threshold cannot reach it, and
+ * its tail is never read. With a high threshold (a cache's 0.9 or so) that is
+ * nearly every entry, and the scan reads a quarter of the bytes. Stage 2 adds
+ * the tail's dot product for the entries left, and the rescoring decides among
+ * those whose bound can still win. */
 static int lf_vi_nearest_locked(const lf_vi_part *p, const lf_vi_vec *q, double threshold, size_t *best,
                                 double *best_score, size_t *rescored)
 {
-    int32_t *dots = malloc(p->n * sizeof(int32_t));
+    /* Scanned in chunks into a buffer on the stack: a heap buffer of n dot
+     * products would be new pages, and their faults, on every lookup. */
+    enum { CHUNK = 1024 };
+    int32_t dots[CHUNK];
+    lf_vi_scan_fn scan = lf_vi_scan_pick(NULL);
     lf_vi_cand *cand = NULL;
-    size_t ncand = 0;
+    size_t ncand = 0, cap = 0;
     double floor = threshold;
 
     *best = SIZE_MAX;
     *rescored = 0;
-    if (!dots) return LF_VINDEX_ENOMEM;
-    lf_vi_scan_pick(NULL)(q->c, p->codes, p->cstride, p->n, dots);
+    for (size_t base = 0; base < p->n; base += CHUNK) {
+        size_t m = p->n - base < CHUNK ? p->n - base : CHUNK;
 
-    /* The best lower bound: no entry whose upper bound is below it can win. */
-    for (size_t i = 0; i < p->n; i++) {
-        double approx = (double)dots[i] * q->scale * p->scale[i];
-        double lower = approx - lf_vi_error_bound(q->resid, p->resid[i]);
-        if (lower > floor) floor = lower;
-    }
-    for (size_t pass = 0; pass < 2; pass++) {
-        /* Pass 0 counts the candidates, pass 1 collects them. */
-        ncand = 0;
-        for (size_t i = 0; i < p->n; i++) {
-            double upper = (double)dots[i] * q->scale * p->scale[i] + lf_vi_error_bound(q->resid, p->resid[i]);
-            if (upper < floor) continue;
-            if (pass) cand[ncand] = (lf_vi_cand){ upper, i };
-            ncand++;
-        }
-        if (pass == 0) {
-            if (ncand == 0) break;
-            if (!(cand = malloc(ncand * sizeof(*cand)))) {
-                free(dots);
-                return LF_VINDEX_ENOMEM;
+        scan(q->c, p->head + base * p->hstride, p->hstride, m, dots);
+        for (size_t j = 0; j < m; j++) {
+            size_t i = base + j;
+            double err = lf_vi_error_bound(q->resid, p->resid[i]), approx, upper;
+            int32_t dot = dots[j];
+
+            if (p->tstride) {
+                int32_t t;
+                if ((double)dot * q->scale * p->scale[i] + err + (double)q->tnorm * p->tnorm[i] < floor) continue;
+                scan(q->c + p->hstride, p->tail + i * p->tstride, p->tstride, 1, &t);
+                dot += t;
             }
+            approx = (double)dot * q->scale * p->scale[i];
+            upper = approx + err;
+            if (upper < floor) continue;
+            if (approx - err > floor) floor = approx - err;
+            if (ncand == cap) {
+                size_t ncap = cap ? cap * 2 : 64;
+                lf_vi_cand *c = realloc(cand, ncap * sizeof(*c));
+                if (!c) {
+                    free(cand);
+                    return LF_VINDEX_ENOMEM;
+                }
+                cand = c;
+                cap = ncap;
+            }
+            cand[ncand++] = (lf_vi_cand){ upper, i };
         }
     }
-    free(dots);
+    /* Candidates kept before the floor rose may be below it now: rescoring goes
+     * in order of upper bound and stops below the best exact score, which is at
+     * least the floor, so they are never read. */
     if (ncand > 1) qsort(cand, ncand, sizeof(*cand), lf_vi_cand_cmp);
     for (size_t k = 0; k < ncand; k++) {
         double exact;
 
+        if (cand[k].upper < floor) break;
         if (*best != SIZE_MAX && cand[k].upper < *best_score) break;
         exact = lf_vi_dot_float(q->f, p->vecs + cand[k].slot * p->fstride, p->fstride);
         (*rescored)++;

@@ -46,6 +46,13 @@ module LlmFailover
         options[:circuit_events_table]
       end
 
+      # Beside the messages table, named as create_tables! names it (tool_calls beside
+      # messages, utterance_tool_calls beside utterances).
+      def tool_calls_table
+        LlmFailover::ActiveRecord::Schema.tool_calls_table(messages_table)
+      end
+
+      # The semantic cache's shared vectors (ActiveRecordIndex).
       def vectors_table
         options[:vectors_table]
       end

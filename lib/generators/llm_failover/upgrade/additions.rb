@@ -104,6 +104,7 @@ module LlmFailover
           !known.key?(tables.fetch(@role))
         end
 
+        # @return [Array<String>] lines of the migration's up
         def up(tables)
           table = tables.fetch(@role)
           body = @body.respond_to?(:call) ? @body.call(tables) : @body
@@ -114,13 +115,14 @@ module LlmFailover
           lines + @indexes.flat_map { |index| index.code(table, tables) }
         end
 
+        # @return [Array<String>] lines of the migration's down
         def down(tables)
           ["drop_table :#{tables.fetch(@role)}, if_exists: true"]
         end
       end
 
-      # In the order they were added (an upgrade applies them in this order, and its
-      # down takes them away in the reverse order).
+      # Roughly in the order they were added; each stands alone (an upgrade applies
+      # them in this order, and its down takes them away in the reverse order).
       LIST = [
         Column.new(:chats, :cancel_requested_at, :datetime,
                    comment: "chat.cancel! (a Stop button): the streaming ask stops"),
@@ -137,6 +139,11 @@ module LlmFailover
                    comment: "what the scrubber replaced in the request, by kind ({\"card\": 1}); NULL when it did not run"),
         Column.new(:attempts, :skipped, :boolean, options: "null: false, default: false",
                    comment: "the target's circuit was open: no request"),
+        Column.new(:attempts, :hedged, :boolean, options: "null: false, default: false",
+                   comment: "one of a hedged request's two attempts (hedge_after): the loser is also cancelled"),
+        Column.new(:attempts, :turn_id, :string,
+                   comment: "the turn the call answered (the user message): a retried job's calls share it",
+                   indexes: [Index.new(columns: %i[turn_id], what: "turn_id")]),
         Table.new(:circuit_events, "llm_failover_circuit_events",
                   comment: "Circuit changes (CircuitLog): the report's incidents from open to closed.",
                   body: <<~RUBY,
@@ -150,9 +157,33 @@ module LlmFailover
                   RUBY
                   indexes: [Index.new(columns: %i[provider model occurred_at], what: "provider_model_occurred_at"),
                             Index.new(columns: %i[occurred_at], what: "occurred_at")]),
-        Column.new(:attempts, :turn_id, :string,
-                   comment: "the turn the call answered (the user message): a retried job's calls share it",
-                   indexes: [Index.new(columns: %i[turn_id], what: "turn_id")]),
+        Column.new(:messages, :tool_call_id, :string, comment: 'a role "tool" message: the call it is the result of'),
+        # Named after the messages table (Schema.tool_calls_table), which the generator gives.
+        Table.new(:tool_calls, "tool_calls",
+                  comment: "Tool calls (chat.with_tool): stored before a tool runs and with its outcome, " \
+                           "so a retried job never runs it twice.",
+                  body: lambda { |t|
+                    <<~RUBY
+                      t.references :message, null: false, index: false, foreign_key: { to_table: :#{t.fetch(:messages)} }
+                      t.string :call_id, null: false
+                      t.string :provider_call_id
+                      t.string :name, null: false
+                      t.text :arguments
+                      t.string :provider
+                      t.string :model
+                      t.string :status, null: false, default: "pending"
+                      t.boolean :awaiting_approval, null: false, default: false
+                      t.text :result
+                      t.string :error_kind
+                      t.string :error_class
+                      t.text :error_message
+                      t.datetime :started_at
+                      t.datetime :finished_at
+                      t.timestamps
+                    RUBY
+                  },
+                  indexes: [Index.new(columns: %i[message_id call_id], what: "message_id_and_call_id", unique: true),
+                            Index.new(columns: %i[call_id], what: "call_id")]),
         Table.new(:vectors, "llm_failover_vectors",
                   comment: "The semantic cache's shared vectors (ActiveRecordIndex).",
                   body: <<~RUBY,

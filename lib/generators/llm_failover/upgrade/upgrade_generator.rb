@@ -62,7 +62,7 @@ module LlmFailover
       def tables
         @tables ||= begin
           names = { chats: chats_table, messages: messages_table, attempts: attempts_table,
-                    circuit_events: circuit_events_table }
+                    circuit_events: circuit_events_table, tool_calls: tool_calls_table }
           Additions::LIST.each do |addition|
             next unless addition.respond_to?(:default_name)
 
