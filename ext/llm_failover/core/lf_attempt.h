@@ -115,7 +115,9 @@ int lf_hedge_run(lf_call *c, lf_attempt *a, lf_attempt *b, int backup, lf_health
 int lf_hedge_wanted(const lf_call *c, int backup);
 void lf_record_attempt(lf_call *c, const lf_attempt *a);
 int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h);
-/* The attempt's record for on_attempt. */
+/* The attempt's answer: the stream's, or the plain body's. */
+const lf_answer *lf_attempt_answer(const lf_attempt *a);
+/* The attempt's record for on_attempt (lf_attempt_finish.c, as the two below). */
 void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec);
 /* The answer moves into the outcome: the attempt ends right after. */
 void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o);

@@ -241,6 +241,9 @@ typedef struct lf_answer {
 void lf_answer_init(lf_answer *a);
 void lf_answer_clear(lf_answer *a);
 void lf_answer_free(lf_answer *a);
+/* Moves src's tool calls and vectors into dst (what dst held goes to src, freed
+ * with it); the text and the other fields are the caller's. */
+void lf_answer_take_parts(lf_answer *dst, lf_answer *src);
 
 #define LF_WIRE_OK 0
 #define LF_WIRE_INVALID 1       /* not the protocol: not JSON, wrong shape, empty */

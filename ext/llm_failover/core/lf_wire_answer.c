@@ -64,6 +64,26 @@ void lf_answer_free(lf_answer *a)
     lf_answer_drop_vectors(a);
 }
 
+void lf_answer_take_parts(lf_answer *dst, lf_answer *src)
+{
+    lf_answer_call *calls = dst->tool_calls;
+    size_t n = dst->n_tool_calls, cap = dst->cap_tool_calls;
+
+    /* Tool calls swapped, so that whatever dst held is freed with src. */
+    dst->tool_calls = src->tool_calls;
+    dst->n_tool_calls = src->n_tool_calls;
+    dst->cap_tool_calls = src->cap_tool_calls;
+    src->tool_calls = calls;
+    src->n_tool_calls = n;
+    src->cap_tool_calls = cap;
+    lf_answer_drop_vectors(dst);
+    dst->vectors = src->vectors;
+    dst->n_vectors = src->n_vectors;
+    dst->dims = src->dims;
+    src->vectors = NULL;
+    src->n_vectors = src->dims = 0;
+}
+
 /* The choice with index 0 (servers that stream n > 1 interleave choices),
  * else the first one; NULL when there is none. */
 json_object *lf_wire_first_choice(json_object *choices)
