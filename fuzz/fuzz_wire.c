@@ -78,6 +78,14 @@ static void fuzz_response(const uint8_t *data, size_t size)
         if (rc != LF_WIRE_OK) CHECK(a.text.len == 0 && a.model.len == 0 && a.input_tokens == -1);
         if (rc != LF_WIRE_ERROR_BODY) CHECK(e.type.len == 0 && e.code.len == 0 && e.message.len == 0);
     }
+    /* Embeddings: a whole answer (one vector per input, one length) or nothing. */
+    for (api = 1; api <= 3; api++) {
+        rc = lf_wire_parse_embeddings((const char *)data, size, (size_t)api, &a, &e);
+        CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
+        if (rc == LF_WIRE_OK) CHECK(a.vectors && a.n_vectors == (size_t)api && a.dims > 0);
+        else CHECK(!a.vectors && a.n_vectors == 0 && a.dims == 0);
+        check_error(&e);
+    }
     rc = lf_wire_parse_error((const char *)data, size, &e);
     CHECK(rc == 0 || rc == 1);
     check_error(&e);

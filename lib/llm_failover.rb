@@ -18,6 +18,7 @@ require_relative "llm_failover/health/memory_state_store"
 require_relative "llm_failover/cache/memory_cache"
 require_relative "llm_failover/cache/response_cache"
 require_relative "llm_failover/cache/memory_index"
+require_relative "llm_failover/cache/semantic_cache"
 require_relative "llm_failover/scrubber/scrubber"
 require_relative "llm_failover/quota/quota"
 require_relative "llm_failover/quota/model_picker"
@@ -27,6 +28,7 @@ require_relative "llm_failover/records/alerts"
 require_relative "llm_failover/tools/tool"
 require_relative "llm_failover/tools/tool_call"
 require_relative "llm_failover/tools/runner"
+require_relative "llm_failover/embeddings/embedder"
 
 # LLM chat calls with honest retries and one-level provider failover.
 #
@@ -102,6 +104,16 @@ module LlmFailover
       text = system || instructions
       chat.with_instructions(text) if text
       chat
+    end
+
+    # Embeddings of +texts+ from +model+ on +provider+ (OpenAI-compatible), through the
+    # attempt loop: retried, and failed over to +backup_provider+ for the same model.
+    # @param texts [String, Array<String>]
+    # @return [Embeddings]
+    # @raise [Error] every target failed
+    def embed(texts, model:, provider:, backup_provider: nil, feature: nil)
+      Embedder.new(config: configuration, model: model, provider: provider, backup_provider: backup_provider,
+                   feature: feature).embed(texts)
     end
 
     # The process-wide engine (a libcurl connection pool, dropped in forked children).

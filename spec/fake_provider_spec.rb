@@ -815,13 +815,17 @@ RSpec.describe LlmFailover::Testing::FakeProvider do
         res = h.get("/v1/models")
         expect(res.code).to eq("404")
         expect(JSON.parse(res.body)["error"]["message"]).to include("/v1/models")
-        res = post_json(h, "/v1/embeddings", openai_body)
+        res = post_json(h, "/v1/moderations", openai_body)
         expect(res.code).to eq("404")
+        # Embeddings are answered (deterministically) from a queue of their own.
+        res = post_json(h, "/v1/embeddings", { "model" => "e", "input" => ["a b"] })
+        expect(JSON.parse(res.body)["data"].size).to eq(1)
         res = post_json(h, "/v1/chat/completions", openai_body)
         expect(JSON.parse(res.body)["choices"][0]["message"]["content"]).to eq("kept")
       end
       expect(fp.requests.map { |r| [r.method, r.path, r.api] }).to eq(
-        [["GET", "/v1/models", nil], ["POST", "/v1/embeddings", nil], ["POST", "/v1/chat/completions", :openai]]
+        [["GET", "/v1/models", nil], ["POST", "/v1/moderations", nil], ["POST", "/v1/embeddings", :openai],
+         ["POST", "/v1/chat/completions", :openai]]
       )
     end
 

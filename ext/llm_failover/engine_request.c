@@ -42,6 +42,7 @@ enum lf_key {
     LF_K_JSON,
     LF_K_SCHEMA,
     LF_K_SCHEMA_NAME,
+    LF_K_INPUTS,
     LF_K_TOOLS,
     LF_K_TOOL_CHOICE,
     LF_K_PARALLEL_TOOL_CALLS,
@@ -77,6 +78,7 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_JSON] = "json",
     [LF_K_SCHEMA] = "schema",
     [LF_K_SCHEMA_NAME] = "schema_name",
+    [LF_K_INPUTS] = "inputs",
     [LF_K_TOOLS] = "tools",
     [LF_K_TOOL_CHOICE] = "tool_choice",
     [LF_K_PARALLEL_TOOL_CALLS] = "parallel_tool_calls",
@@ -280,6 +282,21 @@ static void lf_fill_tools(lf_engine_request *r, VALUE request)
     }
 }
 
+/* :inputs, an Array of Strings: the request asks for their embeddings. */
+static void lf_fill_inputs(lf_engine_request *r, VALUE inputs)
+{
+    long i;
+    Check_Type(inputs, T_ARRAY);
+    r->inputs = lf_alloc((size_t)RARRAY_LEN(inputs) * sizeof(lf_text));
+    for (i = 0; i < RARRAY_LEN(inputs); i++) {
+        r->n_inputs = (size_t)i + 1; /* counted first: freed from here on, whatever raises */
+        r->inputs[i].ptr = lf_copy_text(RARRAY_AREF(inputs, i), "text to embed", &r->inputs[i].len);
+    }
+    r->params.kind = LF_REQUEST_EMBEDDINGS;
+    r->params.inputs = r->inputs;
+    r->params.n_inputs = r->n_inputs;
+}
+
 /* The policy: a Hash of its own under :policy (Configuration#engine_policy),
  * or the same keys in the request. */
 static void lf_fill_policy(lf_policy *p, VALUE policy)
@@ -302,7 +319,7 @@ static void lf_fill_policy(lf_policy *p, VALUE policy)
 
 void lf_engine_request_fill(lf_engine_request *r, VALUE request)
 {
-    VALUE targets, system, schema, schema_name, temperature, max_tokens, policy, circuit;
+    VALUE targets, system, schema, schema_name, temperature, max_tokens, policy, circuit, inputs;
     long i;
 
     Check_Type(request, T_HASH);
@@ -312,7 +329,9 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
         rb_raise(rb_eArgError, "llm_failover: 1 or %d targets, got %ld", LF_MAX_TARGETS, RARRAY_LEN(targets));
     for (i = 0; i < RARRAY_LEN(targets); i++) lf_fill_target(r, (size_t)i, RARRAY_AREF(targets, i));
     r->n_targets = (size_t)RARRAY_LEN(targets);
-    lf_fill_messages(r, lf_fetch(request, LF_K_MESSAGES, 1));
+    inputs = lf_fetch(request, LF_K_INPUTS, 0);
+    if (NIL_P(inputs)) lf_fill_messages(r, lf_fetch(request, LF_K_MESSAGES, 1));
+    else lf_fill_inputs(r, inputs);
 
     r->params.messages = r->messages;
     r->params.n_messages = r->n_messages;
@@ -379,6 +398,8 @@ void lf_engine_request_free(lf_engine_request *r)
     free((void *)r->params.tools);
     free((void *)r->params.tool_choice_name);
     free(r->messages);
+    for (i = 0; i < r->n_inputs; i++) free((void *)r->inputs[i].ptr);
+    free(r->inputs);
     free((void *)r->params.system);
     free((void *)r->params.schema);
     free((void *)r->params.schema_name);

@@ -14,7 +14,7 @@ static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_s
     lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_phase,
     lf_sym_attempt, lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
     lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped, lf_sym_json,
-    lf_sym_hedge, lf_sym_cancelled;
+    lf_sym_hedge, lf_sym_cancelled, lf_sym_vectors;
 
 static VALUE lf_num_or_nil(double v)
 {
@@ -110,6 +110,22 @@ static VALUE lf_body_or_nil(const lf_buf *b)
     return body;
 }
 
+/* An embeddings answer's vectors: an Array of Arrays of Floats, in input order. */
+static VALUE lf_vectors_value(const lf_answer *a)
+{
+    VALUE all = rb_ary_new_capa((long)a->n_vectors);
+    size_t i, k;
+
+    for (i = 0; i < a->n_vectors; i++) {
+        const double *row = a->vectors + i * a->dims;
+        VALUE v = rb_ary_new_capa((long)a->dims);
+
+        for (k = 0; k < a->dims; k++) rb_ary_push(v, DBL2NUM(row[k]));
+        rb_ary_push(all, v);
+    }
+    return all;
+}
+
 /* An answer's tool calls: [[id, name, arguments JSON], ...] (valid UTF-8,
  * the wire layer's promise). */
 static VALUE lf_tool_calls_to_array(const lf_answer *a)
@@ -144,6 +160,7 @@ VALUE lf_outcome_to_hash(const lf_outcome *o)
         LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
         LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
         if (o->json.len) LF_PAIR(lf_sym_json, rb_utf8_str_new(o->json.ptr, (long)o->json.len));
+        if (o->answer.vectors) LF_PAIR(lf_sym_vectors, lf_vectors_value(&o->answer));
         if (o->answer.n_tool_calls) LF_PAIR(lf_sym_tool_calls, lf_tool_calls_to_array(&o->answer));
     } else {
         LF_PAIR(lf_sym_error_class, lf_error_class_for(o->kind));
@@ -197,6 +214,7 @@ void lf_init_engine_result(void)
     LF_SYM(lf_sym_tool_calls, "tool_calls");
     LF_SYM(lf_sym_hedge, "hedge");
     LF_SYM(lf_sym_cancelled, "cancelled");
+    LF_SYM(lf_sym_vectors, "vectors");
 #undef LF_SYM
     lf_phase_syms[LF_PHASE_NONE] = Qnil;
     for (int p = LF_PHASE_CONNECT; p <= LF_PHASE_TOTAL; p++)

@@ -18,6 +18,8 @@ typedef struct lf_engine_request {
     char **headers[LF_MAX_TARGETS];   /* "Name: value" lines of each target */
     lf_message *messages;
     size_t n_messages;
+    lf_text *inputs;                  /* :inputs: texts to embed (an embeddings request) */
+    size_t n_inputs;
     lf_request_params params;
     lf_policy policy;
     int circuit;                      /* :circuit: the listener is the breaker (circuit_health, circuit_report) */

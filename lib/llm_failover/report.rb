@@ -78,9 +78,11 @@ module LlmFailover
         next if hits.zero?
 
         paid = list.sum(&:paid)
+        semantic = list.sum(&:semantic)
         mean = ->(tokens) { paid.zero? ? 0 : (list.sum(&tokens).to_f / paid * hits).round }
         CacheHits.new(provider: provider, model: model, hits: hits, saved_input: mean.call(:paid_input),
-                      saved_output: mean.call(:paid_output))
+                      saved_output: mean.call(:paid_output), semantic: semantic,
+                      exact_rate: (hits - semantic).fdiv(paid + hits), semantic_rate: semantic.fdiv(paid + hits))
       end.sort_by { |h| [-h.hits, h.provider.to_s, h.model.to_s] }
     end
 

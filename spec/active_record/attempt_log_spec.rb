@@ -69,6 +69,27 @@ ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do
     expect(report.cache_hits.map { |h| [h.hits, h.saved_input, h.saved_output] }).to eq([[1, 8, 2]])
   end
 
+  it "writes each hit's tier and a semantic hit's similarity, which the report shows as hit rates by tier" do
+    LlmFailover.configure do |c|
+      c.cache = LlmFailover::MemoryCache.new
+      c.semantic_cache = LlmFailover::SemanticCache.new(embed_model: "text-embedding-3-small", provider: :openai,
+                                                        threshold: 0.6, index: LlmFailover::MemoryIndex.new, feature: "semantic")
+    end
+    primary.enqueue({ text: "Paris", usage: { input: 8, output: 2 } })
+    ask = lambda do |text|
+      LlmFailover.chat(model: "gpt-4o", provider: :openai, feature: "geo").ask(text)
+      LlmFailover.configuration.semantic_cache.flush
+    end
+    ask.call("What is the capital city of France?")
+    ask.call("What is the capital city of France?")
+    ask.call("Tell me the capital city of France")
+    rows = LlmFailover::ActiveRecord::Attempt.where(feature: "geo").order(:started_at).to_a
+    expect(rows.map { |r| [r.cached, r.cache_tier] }).to eq([[false, nil], [true, "exact"], [true, "semantic"]])
+    expect(rows.last.similarity).to be_between(0.6, 1.0)
+    hits = LlmFailover::Report.new.cache_hits.find { |h| h.model == "gpt-4o" }
+    expect([hits.hits, hits.semantic, hits.exact_rate, hits.semantic_rate]).to eq([2, 1, 1 / 3.0, 1 / 3.0])
+  end
+
   it "keeps logging to a table made before the cached column" do
     old = Class.new(LlmFailover::ActiveRecord::Attempt) do
       self.table_name = "old_llm_attempts"

@@ -161,7 +161,7 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
         expect(output).to match(%r{create  db/migrate/\d+_upgrade_llm_failover_tables\.rb})
         upgrade = upgrade_sources.sole
         expect(upgrade).to include("class UpgradeLlmFailoverTables < ActiveRecord::Migration[7.2]", "cancel_requested_at",
-                                   "idempotency_key", ":cached", ":cancelled", ":scrubbed", ":skipped",
+                                   "idempotency_key", ":cached", ":cancelled", ":scrubbed", ":skipped", ":cache_tier",
                                    "create_table :llm_failover_circuit_events")
         migrate(upgrade, "UpgradeLlmFailoverTables")
         expect(shape(GeneratorSpecMigrated)).to eq(shape_of_created(db))

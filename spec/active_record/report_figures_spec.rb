@@ -47,12 +47,15 @@ module ReportFigures
           PLANS[random.rand(PLANS.size)].each_with_index.map do |((provider, model), outcome), n|
             error = outcome.is_a?(String) ? "LlmFailover::#{outcome.delete_prefix('LlmFailover::')}" : nil
             success = %i[ok cached].include?(outcome)
+            cached = outcome == :cached
+            semantic = cached && i.odd? # every other hit from the semantic tier
             { request_id: format("req-%04d", i), attempt: n + 1, provider: provider, model: model, feature: feature,
               success: success, error_class: error, error_message: error && "x", http_status: success ? 200 : 500,
               failover_eligible: error ? n.even? : false, latency_ms: 10.0, started_at: at + (n * 40),
-              input_tokens: outcome == :cached || error == SKIPPED ? nil : random.rand(50),
-              output_tokens: outcome == :cached ? 0 : random.rand(20), cached: outcome == :cached,
-              cancelled: outcome == :cancelled }
+              input_tokens: cached || error == SKIPPED ? nil : random.rand(50),
+              output_tokens: cached ? 0 : random.rand(20), cached: cached,
+              cancelled: outcome == :cancelled, cache_tier: (semantic ? "semantic" : ("exact" if cached)),
+              similarity: semantic ? 0.95 : nil }
           end
         end.flatten
       end
@@ -118,7 +121,9 @@ module ReportFigures
 
           paid = list.select { |r| r[:success] && !r[:cached] }
           mean = ->(k) { paid.empty? ? 0 : (paid.sum { |r| r[k].to_i }.to_f / paid.size * hits).round }
-          [provider, model, hits, mean[:input_tokens], mean[:output_tokens]]
+          semantic = list.count { |r| r[:cache_tier] == "semantic" }
+          [provider, model, hits, mean[:input_tokens], mean[:output_tokens], semantic,
+           (hits - semantic).fdiv(paid.size + hits), semantic.fdiv(paid.size + hits)]
         end.sort,
         open_circuits: period.select { |r| r[:error_class] == SKIPPED }.group_by { |r| [r[:provider], r[:model]] }
                              .map do |(provider, model), list|

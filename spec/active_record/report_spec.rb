@@ -102,7 +102,9 @@ RSpec.describe LlmFailover::Report, :active_record do
       # gpt-4o's uncached answers (B, C) averaged 15 in and 7.5 out.
       expect(report.cache_hits.map { |h| [h.provider, h.model, h.hits, h.saved_input, h.saved_output] })
         .to eq([["openai", "gpt-4o", 3, 45, 23]])
-      expect(report.to_s).to include("Response cache hits", "openai    gpt-4o     3           45            23")
+      expect(report.cache_hits.map { |h| [h.semantic, h.exact_rate, h.semantic_rate] }).to eq([[0, 3 / 5.0, 0.0]])
+      expect(report.to_s).to include("Response cache hits",
+                                     "openai    gpt-4o     3       60.0%         0           0.0%           45            23")
     end
   end
 

@@ -1,11 +1,12 @@
 /* One attempt of the attempt loop (lf_attempt.h): the exchange (send the
  * prepared request, feed what arrives to the stream parser and the listener,
  * enforce the deadlines), the judgement (success, or the facts of a failure
- * and lf_classify's verdict), and the finish (the attempt's record, the
- * call's outcome). */
+ * and lf_classify's verdict). The finish (the attempt's record, the call's
+ * outcome) is lf_attempt_finish.c's. */
 #include "lf_attempt.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,9 +17,6 @@
 #include "lf_utf8.h"
 
 #include "lf_banned.h"
-
-/* An error body is kept for the exception up to this size. */
-#define LF_ERROR_BODY_CAP (64u * 1024u)
 
 #define LF_STOPPED_BY_HOST "call stopped by the host"
 
@@ -55,8 +53,7 @@ void lf_attempt_free(lf_attempt *a)
     lf_buf_free(&a->json);
 }
 
-/* The attempt's answer: the stream's, or the plain body's. */
-static const lf_answer *lf_attempt_answer(const lf_attempt *a)
+const lf_answer *lf_attempt_answer(const lf_attempt *a)
 {
     return a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
 }
@@ -257,9 +254,21 @@ static void lf_exchange(lf_call *c, lf_attempt *a)
 
 /* ---- judge --------------------------------------------------------------- */
 
-static const char *lf_api_name(lf_api api)
+static const char *lf_api_name(const lf_call *c, lf_api api)
 {
+    if (c->embed_inputs) return "OpenAI embeddings";
     return api == LF_API_ANTHROPIC ? "Anthropic messages" : "OpenAI chat completions";
+}
+
+/* A plain body read as what the request asked for: embeddings, a schema's
+ * answer, or a chat answer. */
+static int lf_parse_body(const lf_call *c, lf_attempt *a)
+{
+    const char *body = a->body.ptr ? a->body.ptr : "";
+
+    if (c->embed_inputs) return lf_wire_parse_embeddings(body, a->body.len, c->embed_inputs, &a->answer, &a->werr);
+    return (c->prep->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(a->target->api, body, a->body.len,
+                                                                                  &a->answer, &a->werr);
 }
 
 /* What the provider sent, as far as it has been read. The body was cut
@@ -312,7 +321,7 @@ static int lf_stream_answered(lf_call *c, lf_attempt *a, lf_facts *f)
 
 /* A 2xx stream that did not answer: an error event, a malformed event, or
  * an end without the terminal event. 1 when it carried an error object. */
-static int lf_judge_broken_stream(lf_attempt *a, lf_facts *f)
+static int lf_judge_broken_stream(const lf_call *c, lf_attempt *a, lf_facts *f)
 {
     if (a->stream_rc == LF_STREAM_ERROR) {
         f->in_stream = 1;
@@ -325,7 +334,7 @@ static int lf_judge_broken_stream(lf_attempt *a, lf_facts *f)
     }
     if (a->stream_rc == LF_STREAM_INVALID) {
         f->invalid_body = 1;
-        lf_buf_setf(&a->message, "malformed event in the %s stream", lf_api_name(a->target->api));
+        lf_buf_setf(&a->message, "malformed event in the %s stream", lf_api_name(c, a->target->api));
     } else {
         f->stream_interrupted = 1;
         lf_buf_setf(&a->message, "stream ended without its terminal event after %zu bytes", a->resp.body_bytes);
@@ -339,8 +348,7 @@ static int lf_judge_broken_stream(lf_attempt *a, lf_facts *f)
 static int lf_judge_body(lf_call *c, lf_attempt *a, lf_facts *f, int *have_err)
 {
     long status = a->resp.status;
-    int rc = (c->prep->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(
-        a->target->api, a->body.ptr ? a->body.ptr : "", a->body.len, &a->answer, &a->werr);
+    int rc = lf_parse_body(c, a);
 
     lf_redact_attempt(c, a); /* the error read from it, \u escapes undone */
     if (rc == LF_WIRE_OK) {
@@ -360,7 +368,7 @@ static int lf_judge_body(lf_call *c, lf_attempt *a, lf_facts *f, int *have_err)
         f->invalid_body = 1;
         if (!a->body.len) lf_buf_setf(&a->message, "HTTP %ld with an empty body", status);
         else lf_buf_setf(&a->message, "HTTP %ld body is not the %s protocol: %.80s", status,
-                         lf_api_name(a->target->api), lf_buf_cstr(&a->body));
+                         lf_api_name(c, a->target->api), lf_buf_cstr(&a->body));
     }
     return 0;
 }
@@ -462,7 +470,7 @@ static void lf_judge(lf_call *c, lf_attempt *a)
     }
     lf_redact_attempt(c, a);
     if (f.transfer == LF_T_OK && lf_is_2xx(a->resp.status)) {
-        if (a->mode == LF_MODE_SSE) have_err = lf_judge_broken_stream(a, &f);
+        if (a->mode == LF_MODE_SSE) have_err = lf_judge_broken_stream(c, a, &f);
         else if (lf_judge_body(c, a, &f, &have_err)) return;
     } else if (f.transfer == LF_T_OK || (a->resp.status >= 300 && f.transfer == LF_T_CONNECTION)) {
         have_err = lf_judge_error_status(c, a, &f);
@@ -525,85 +533,4 @@ void lf_attempt_run(lf_call *c, lf_attempt *a)
 {
     lf_exchange(c, a);
     lf_attempt_judge(c, a);
-}
-
-/* ---- finish -------------------------------------------------------------- */
-
-void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec)
-{
-    const lf_answer *ans = lf_attempt_answer(a);
-    double end = lf_now_monotonic();
-
-    memset(rec, 0, sizeof(*rec));
-    rec->attempt = a->number;
-    rec->target = a->target_index;
-    rec->hedge = a->hedge;
-    rec->cancelled = a->cancelled;
-    rec->success = a->success;
-    rec->kind = a->success ? LF_OK : a->verdict.kind;
-    rec->phase = a->success ? LF_PHASE_NONE : a->verdict.phase;
-    rec->error_message = a->success ? NULL : lf_buf_cstr(&a->message);
-    rec->http_status = a->resp.status;
-    rec->failover_eligible = a->success ? 0 : a->verdict.failover;
-    rec->retry_after = a->retry_after;
-    rec->latency_ms = (end - a->started_mono) * 1000.0;
-    /* A plain answer's first token is its first byte. */
-    if (a->first_token_at) rec->first_token_ms = (a->first_token_at - a->started_mono) * 1000.0;
-    else if (!c->stream && a->resp.first_byte_at)
-        rec->first_token_ms = (a->resp.first_byte_at - a->started_mono) * 1000.0;
-    else rec->first_token_ms = -1;
-    rec->input_tokens = ans->input_tokens;
-    rec->output_tokens = ans->output_tokens;
-    rec->started_at = a->started_wall;
-    rec->provider_request_id = a->resp.request_id.len ? lf_buf_cstr(&a->resp.request_id) : NULL;
-}
-
-void lf_attempt_finish_failure(const lf_call *c, lf_attempt *a, lf_outcome *o)
-{
-    o->ok = 0;
-    o->aborted = c->stopped || a->verdict.kind == LF_E_ABORTED;
-    o->target = a->target_index;
-    o->kind = a->verdict.kind;
-    o->phase = a->verdict.phase;
-    o->retryable = a->verdict.retryable;
-    o->status = a->resp.status;
-    o->retry_after = a->retry_after;
-    lf_buf_copy(&o->message, &a->message);
-    if (a->mode != LF_MODE_SSE && a->body.len)
-        lf_buf_set(&o->body, a->body.ptr, a->body.len < LF_ERROR_BODY_CAP ? a->body.len : LF_ERROR_BODY_CAP);
-    if (c->delivered) lf_buf_copy(&o->partial, &lf_attempt_answer(a)->text);
-    lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
-    lf_buf_copy(&o->error_type, &a->werr.type);
-    lf_buf_copy(&o->error_code, &a->werr.code);
-}
-
-void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o)
-{
-    lf_answer *src = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
-
-    o->ok = 1;
-    o->target = a->target_index;
-    o->status = a->resp.status;
-    lf_buf_move(&o->answer.text, &src->text);
-    if (src->model.len) lf_buf_move(&o->answer.model, &src->model);
-    else lf_buf_set(&o->answer.model, a->target->model, strlen(a->target->model));
-    lf_buf_move(&o->answer.finish_reason, &src->finish_reason);
-    lf_buf_move(&o->answer.id, &src->id);
-    o->answer.input_tokens = src->input_tokens;
-    o->answer.output_tokens = src->output_tokens;
-    /* The tool calls, complete (a stream publishes them only when it ends):
-     * swapped, so that whatever the outcome held is freed with the attempt. */
-    {
-        lf_answer_call *calls = o->answer.tool_calls;
-        size_t n = o->answer.n_tool_calls, cap = o->answer.cap_tool_calls;
-
-        o->answer.tool_calls = src->tool_calls;
-        o->answer.n_tool_calls = src->n_tool_calls;
-        o->answer.cap_tool_calls = src->cap_tool_calls;
-        src->tool_calls = calls;
-        src->n_tool_calls = n;
-        src->cap_tool_calls = cap;
-    }
-    lf_buf_move(&o->provider_request_id, &a->resp.request_id);
-    lf_buf_move(&o->json, &a->json);
 }

@@ -37,6 +37,8 @@ typedef struct lf_call {
     size_t n_targets;
     /* JSON mode or a schema: every answer must pass lf_json_answer_check. */
     int want_json;
+    /* An embeddings request: its answer must hold this many vectors; 0 for chat. */
+    size_t embed_inputs;
 } lf_call;
 
 enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };
@@ -113,7 +115,9 @@ int lf_hedge_run(lf_call *c, lf_attempt *a, lf_attempt *b, int backup, lf_health
 int lf_hedge_wanted(const lf_call *c, int backup);
 void lf_record_attempt(lf_call *c, const lf_attempt *a);
 int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h);
-/* The attempt's record for on_attempt. */
+/* The attempt's answer: the stream's, or the plain body's. */
+const lf_answer *lf_attempt_answer(const lf_attempt *a);
+/* The attempt's record for on_attempt (lf_attempt_finish.c, as the two below). */
 void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec);
 /* The answer moves into the outcome: the attempt ends right after. */
 void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o);

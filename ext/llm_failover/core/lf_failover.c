@@ -444,9 +444,10 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
     call.pool = args->pool;
     call.targets = targets;
     call.n_targets = n_targets;
-    call.stream = params->stream;
+    call.embed_inputs = params->kind == LF_REQUEST_EMBEDDINGS ? params->n_inputs : 0;
+    call.stream = params->stream && !call.embed_inputs;
     call.breaker = args->listener->report != NULL;
-    call.want_json = params->json_mode || params->schema;
+    call.want_json = !call.embed_inputs && (params->json_mode || params->schema);
     call.wake_fd = -1;
     call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)lf_current_pid();
     if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;

@@ -119,7 +119,7 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     tp.model = t->model;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
-    p->url = lf_concat(t->base_url, lf_wire_path(t->api));
+    p->url = lf_concat(t->base_url, lf_wire_path_for(t->api, params->kind));
     if (!p->url || lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;

@@ -22,6 +22,18 @@
 
 typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1 } lf_api;
 
+/* What a request asks for: a chat answer (messages), or the embeddings of
+ * texts (inputs) from the OpenAI-compatible /embeddings endpoint, which
+ * OpenAI, Azure, Mistral, Ollama, OpenRouter and others speak (Anthropic
+ * has none: such a request is refused before any network). */
+typedef enum lf_request_kind { LF_REQUEST_CHAT = 0, LF_REQUEST_EMBEDDINGS = 1 } lf_request_kind;
+
+/* A text to embed: UTF-8, len bytes. */
+typedef struct lf_text {
+    const char *ptr;
+    size_t len;
+} lf_text;
+
 /* Anthropic requires max_tokens; this is sent when the caller gave none. */
 #define LF_ANTHROPIC_DEFAULT_MAX_TOKENS 4096
 
@@ -97,7 +109,15 @@ typedef struct lf_request_params {
      * tool_choice disable_parallel_tool_use. Only with tools. */
     int has_parallel_tool_calls;
     int parallel_tool_calls;
+    /* LF_REQUEST_EMBEDDINGS: the texts (1 to LF_EMBED_MAX_INPUTS), in order;
+     * every chat member above is ignored but api and model. */
+    lf_request_kind kind;
+    const lf_text *inputs;
+    size_t n_inputs;
 } lf_request_params;
+
+/* OpenAI's own cap on the inputs of one embeddings request. */
+#define LF_EMBED_MAX_INPUTS 2048
 
 #define LF_JSON_INSTRUCTION \
     "Answer with one JSON object and nothing else: no text before or after it, no Markdown code fence."
@@ -105,6 +125,8 @@ typedef struct lf_request_params {
 
 /* Path appended to the provider's base_url. */
 const char *lf_wire_path(lf_api api);
+/* The same for a kind of request: "/embeddings" for LF_REQUEST_EMBEDDINGS. */
+const char *lf_wire_path_for(lf_api api, lf_request_kind kind);
 
 /* Writes the JSON body into out (cleared first). OpenAI: system messages stay
  * in the array (params->system becomes a leading system message), stream adds
@@ -206,6 +228,12 @@ typedef struct lf_answer {
     lf_answer_call *tool_calls;
     size_t n_tool_calls;
     size_t cap_tool_calls;
+    /* An embeddings answer: n_vectors vectors of dims numbers each, row by
+     * row in the order of the inputs (the provider's "index"); NULL for a
+     * chat answer. */
+    double *vectors;
+    size_t n_vectors;
+    size_t dims;
 } lf_answer;
 
 #define LF_FINISH_TOOL_CALLS "tool_calls"
@@ -213,6 +241,9 @@ typedef struct lf_answer {
 void lf_answer_init(lf_answer *a);
 void lf_answer_clear(lf_answer *a);
 void lf_answer_free(lf_answer *a);
+/* Moves src's tool calls and vectors into dst (what dst held goes to src, freed
+ * with it); the text and the other fields are the caller's. */
+void lf_answer_take_parts(lf_answer *dst, lf_answer *src);
 
 #define LF_WIRE_OK 0
 #define LF_WIRE_INVALID 1       /* not the protocol: not JSON, wrong shape, empty */
@@ -226,6 +257,13 @@ int lf_wire_parse_response(lf_api api, const char *body, size_t len,
  * input is the answer). */
 int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
                                 lf_answer *out, lf_wire_error *err);
+
+/* An embeddings answer ({"data":[{"index","embedding":[numbers]}],"model",
+ * "usage":{"prompt_tokens"}}): one vector per input (n_inputs), every index
+ * once, all of one length, each finite number; anything else is
+ * LF_WIRE_INVALID (a short answer must not be taken for a whole one). The
+ * input token count goes to input_tokens, output_tokens is 0. */
+int lf_wire_parse_embeddings(const char *body, size_t len, size_t n_inputs, lf_answer *out, lf_wire_error *err);
 
 /* Per-stream state: feed it every SSE event of one response. */
 typedef struct lf_stream_state {

@@ -21,6 +21,17 @@ void lf_answer_init(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    a->vectors = NULL;
+    a->n_vectors = 0;
+    a->dims = 0;
+}
+
+static void lf_answer_drop_vectors(lf_answer *a)
+{
+    free(a->vectors);
+    a->vectors = NULL;
+    a->n_vectors = 0;
+    a->dims = 0;
 }
 
 void lf_answer_clear(lf_answer *a)
@@ -34,6 +45,7 @@ void lf_answer_clear(lf_answer *a)
     /* The array stays for the next answer; the calls go. */
     lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
     a->n_tool_calls = 0;
+    lf_answer_drop_vectors(a);
 }
 
 void lf_answer_free(lf_answer *a)
@@ -49,6 +61,27 @@ void lf_answer_free(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_answer_drop_vectors(a);
+}
+
+void lf_answer_take_parts(lf_answer *dst, lf_answer *src)
+{
+    lf_answer_call *calls = dst->tool_calls;
+    size_t n = dst->n_tool_calls, cap = dst->cap_tool_calls;
+
+    /* Tool calls swapped, so that whatever dst held is freed with src. */
+    dst->tool_calls = src->tool_calls;
+    dst->n_tool_calls = src->n_tool_calls;
+    dst->cap_tool_calls = src->cap_tool_calls;
+    src->tool_calls = calls;
+    src->n_tool_calls = n;
+    src->cap_tool_calls = cap;
+    lf_answer_drop_vectors(dst);
+    dst->vectors = src->vectors;
+    dst->n_vectors = src->n_vectors;
+    dst->dims = src->dims;
+    src->vectors = NULL;
+    src->n_vectors = src->dims = 0;
 }
 
 /* The choice with index 0 (servers that stream n > 1 interleave choices),

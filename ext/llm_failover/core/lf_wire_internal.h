@@ -12,6 +12,9 @@
  * error shapes. */
 int lf_wire_error_from_json(json_object *root, lf_wire_error *e);
 
+/* lf_wire_embed.c: an embeddings request body (LF_REQUEST_EMBEDDINGS). */
+int lf_wire_build_embeddings(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
+
 /* lf_wire_answer.c: the choice with index 0, else the first; NULL for none. */
 json_object *lf_wire_first_choice(json_object *choices);
 /* lf_wire_answer.c: token counts of a usage object into a; 1 when seen. */

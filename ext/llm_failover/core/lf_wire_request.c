@@ -285,6 +285,7 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         lf_wire_fail(errmsg, "no request parameters");
         return -1;
     }
+    if (p->kind == LF_REQUEST_EMBEDDINGS) return lf_wire_build_embeddings(p, out, errmsg);
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
     /* Never a body for a transcript a provider would refuse. */
     rc = lf_wire_check_transcript(p->messages, p->n_messages, errmsg, NULL);
@@ -328,7 +329,7 @@ int lf_wire_build_request(const lf_request_params *p, lf_buf *out, lf_buf *errms
     size_t n_chat;
     int rc;
 
-    if (p && p->schema) {
+    if (p && p->schema && p->kind == LF_REQUEST_CHAT) {
         /* The parameters first, as without a schema: a bad schema name is
          * named as such, whatever the schema holds. */
         if (lf_wire_check_params(p, errmsg, &n_chat) != 0) {

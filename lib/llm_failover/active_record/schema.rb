@@ -110,6 +110,8 @@ module LlmFailover
           t.boolean :skipped, null: false, default: false
           t.boolean :hedged, null: false, default: false
           t.string :turn_id # the turn the call answered: a retried job's calls share it
+          t.string :cache_tier, limit: 16
+          t.float :similarity
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
                                                                name: index_name(attempts, "request_id_and_attempt"),

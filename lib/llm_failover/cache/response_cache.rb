@@ -70,12 +70,34 @@ module LlmFailover
       # Encoding is guarded too: whatever an answer holds, a call that was answered
       # never fails on its way into the cache.
       guard(:write) do
-        value = JSON.generate("content" => content, "model" => model, "provider" => target.provider.name.to_s,
-                              "requested_model" => target.model, "finish_reason" => finish_reason,
-                              "provider_request_id" => provider_request_id, "json_text" => json_text)
+        value = ResponseCache.encode(target, content: content, model: model, finish_reason: finish_reason,
+                                             provider_request_id: provider_request_id, json_text: json_text)
         @store.write(key(target), value, expires_in: @ttl)
       end
       true
+    end
+
+    # An entry's value: a JSON String every store keeps as it is (the semantic tier's
+    # index keeps the same).
+    # @return [String]
+    def self.encode(target, content:, model:, finish_reason:, provider_request_id:, json_text:)
+      JSON.generate("content" => content, "model" => model, "provider" => target.provider.name.to_s,
+                    "requested_model" => target.model, "finish_reason" => finish_reason,
+                    "provider_request_id" => provider_request_id, "json_text" => json_text)
+    end
+
+    # @return [Answer, nil] nil for anything that is not an entry of ours
+    def self.decode(value)
+      return nil unless value.is_a?(String)
+
+      h = JSON.parse(value)
+      return nil unless h.is_a?(Hash) && h["content"].is_a?(String) && h["provider"].is_a?(String)
+
+      Answer.new(content: h["content"], model: h["model"], provider: h["provider"].to_sym,
+                 requested_model: h["requested_model"], finish_reason: h["finish_reason"],
+                 provider_request_id: h["provider_request_id"], json_text: h["json_text"])
+    rescue JSON::ParserError
+      nil # an entry written by something else under our prefix: a miss
     end
 
     # Never stored: an empty answer, a refusal, an answer cut by a limit nobody asked for.
@@ -101,16 +123,7 @@ module LlmFailover
     private
 
     def decode(value)
-      return nil unless value.is_a?(String)
-
-      h = JSON.parse(value)
-      return nil unless h.is_a?(Hash) && h["content"].is_a?(String) && h["provider"].is_a?(String)
-
-      Answer.new(content: h["content"], model: h["model"], provider: h["provider"].to_sym,
-                 requested_model: h["requested_model"], finish_reason: h["finish_reason"],
-                 provider_request_id: h["provider_request_id"], json_text: h["json_text"])
-    rescue JSON::ParserError
-      nil # an entry written by something else under our prefix: a miss
+      ResponseCache.decode(value)
     end
 
     # A store that raises (Redis down, a full disk) must not fail the call.

@@ -24,6 +24,9 @@ module LlmFailover
     attr_reader :request_id
     # @return [ResponseCache, nil] read before any request, written after a success
     attr_accessor :response_cache
+    # @return [SemanticCache::SemanticLookup, nil] read when the exact tier missed,
+    #   written (off the caller's path) after a success
+    attr_accessor :semantic_cache
     # @return [Scrubber::Session, nil] the placeholders of the request, restored in the answer
     attr_reader :scrubbing
     # @return [Cancellation] what Chat#cancel! stops this call through
@@ -92,11 +95,14 @@ module LlmFailover
       returned = sending = false
       begin
         cached = @response_cache&.read
-        # An entry without the checked object cannot answer a JSON call, nor one whose
-        # object the answer check refuses now (an older version cached NaN).
-        if cached && !(@answer_format && (cached.json_text.nil? || @answer_format.check(cached.json_text).nil?))
+        if servable?(cached)
           returned = true # answer_from_cache settles the store and the quota itself
-          return answer_from_cache(cached)
+          return answer_from_cache(cached, tier: :exact)
+        end
+        cached, similarity = @semantic_cache&.read
+        if servable?(cached)
+          returned = true
+          return answer_from_cache(cached, tier: :semantic, similarity: similarity)
         end
 
         sending = true
@@ -191,6 +197,12 @@ module LlmFailover
 
     private
 
+    # An entry without the checked object cannot answer a JSON call, nor one whose
+    # object the answer check refuses now (an older version cached NaN).
+    def servable?(cached)
+      cached && !(@answer_format && (cached.json_text.nil? || @answer_format.check(cached.json_text).nil?))
+    end
+
     # Clock readings, made into a Time only for a cancelled result.
     def attempt_started
       @attempt_started_ns = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
@@ -266,6 +278,8 @@ module LlmFailover
       json_text = result[:json]
       @response_cache&.write(target, content: sent, model: result[:model], finish_reason: result[:finish_reason],
                                      provider_request_id: result[:provider_request_id], json_text: json_text)
+      @semantic_cache&.write(target, content: sent, model: result[:model], finish_reason: result[:finish_reason],
+                                     provider_request_id: result[:provider_request_id], json_text: json_text)
       # A backup the quota picked first is not a failover: nothing failed.
       failover = index != result[:first_target]
       if failover
@@ -282,7 +296,7 @@ module LlmFailover
     # A cache hit: no request, no provider, no circuit. The answer goes through the
     # store and the block as a streamed one would, and one attempt record says it
     # was served from the cache.
-    def answer_from_cache(cached)
+    def answer_from_cache(cached, tier:, similarity: nil)
       @quota_reservation&.release # a cached answer costs the quota nothing
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       started_at = Time.now
@@ -298,13 +312,14 @@ module LlmFailover
       end
       @records.cache_hit(provider: provider, model: model,
                          latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0,
-                         started_at: started_at, provider_request_id: cached.provider_request_id)
+                         started_at: started_at, provider_request_id: cached.provider_request_id, tier: tier,
+                         similarity: similarity)
       Reply.new(content: content, model: model, response_model: cached.model, provider: provider,
                 input_tokens: 0, output_tokens: 0,
                 request_id: @request_id, attempts: @records.to_a, failover: false,
                 finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
                 streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, cached: true,
-                json: parsed_json(cached.json_text))
+                json: parsed_json(cached.json_text), cache_tier: tier, similarity: similarity)
     end
 
     # Chat#cancel! stopped the call: the partial text is kept (the stored message is

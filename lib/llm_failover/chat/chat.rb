@@ -279,6 +279,8 @@ module LlmFailover
         request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
         call.response_cache = response_cache(cache, backup_first: backup_first, request: request,
                                                     max_tokens: max_tokens)
+        call.semantic_cache = semantic_lookup(cache, backup_first: backup_first, messages: messages,
+                                                     request: request.drop(1), format: format)
         call.scrubbing = scrubbing
         call.quota_reservation = reservation
         cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
@@ -341,6 +343,16 @@ module LlmFailover
                         namespace: @options.cache_namespace,
                         request: request, lookup: lookup,
                         max_tokens: max_tokens)
+    end
+
+    # The semantic tier for one call (SemanticCache#lookup), nil when none is
+    # configured or the call bypasses the cache; read after the exact tier missed.
+    def semantic_lookup(cache, backup_first:, messages:, request:, format:)
+      tier = @config.semantic_cache
+      return nil unless tier && cache != false
+
+      tier.lookup(config: @config, namespace: @options.cache_namespace, messages: messages, request: request,
+                  targets: backup_first ? [@primary_target, @backup_target] : [@primary_target], format: format)
     end
 
     # The call's one quota pick, made before anything else reads it (the cache key,

@@ -31,7 +31,7 @@ module LlmFailover
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
                    cached: false, cancelled: false, json: nil, response_model: nil, tool_calls: [],
-                   pending_tool_calls: [])
+                   pending_tool_calls: [], cache_tier: nil, similarity: nil)
       @content = content
       @model = model
       @response_model = response_model
@@ -48,6 +48,8 @@ module LlmFailover
       @cached = cached ? true : false
       @cancelled = cancelled ? true : false
       @json = json
+      @cache_tier = cache_tier
+      @similarity = similarity
       @tool_calls = tool_calls.frozen? ? tool_calls : tool_calls.dup.freeze
       @pending_tool_calls = pending_tool_calls.frozen? ? pending_tool_calls : pending_tool_calls.dup.freeze
       freeze
@@ -64,6 +66,13 @@ module LlmFailover
     def cached?
       @cached
     end
+
+    # @return [Symbol, nil] which cache tier answered: :exact (the same request) or
+    #   :semantic (a question close enough, everything else equal); nil for a provider's
+    attr_reader :cache_tier
+
+    # @return [Float, nil] a semantic hit's cosine similarity to the question it answered
+    attr_reader :similarity
 
     # Whether Chat#cancel! stopped the answer: content is the partial text received.
     def cancelled?

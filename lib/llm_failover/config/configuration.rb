@@ -43,6 +43,7 @@ module LlmFailover
       alert_window: 900,
       logger: nil,
       cache: nil,
+      semantic_cache: nil,
       cache_ttl: 86_400,
       scrubber: nil,
       circuit_threshold: 5,

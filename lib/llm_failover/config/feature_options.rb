@@ -38,6 +38,16 @@ module LlmFailover
         @cache = value
       end
 
+      # The semantic tier behind the exact cache: nil (off, the default) or a
+      # SemanticCache (anything with its #lookup).
+      def semantic_cache=(value)
+        unless value.nil? || value.respond_to?(:lookup)
+          raise ConfigurationError, "semantic_cache must be a LlmFailover::SemanticCache, got #{value.class}"
+        end
+
+        @semantic_cache = value
+      end
+
       # What replaces sensitive values before a request leaves the process: nil (off,
       # the default), a Scrubber, or any object with #scrub(text) -> [text, mapping].
       def scrubber=(value)

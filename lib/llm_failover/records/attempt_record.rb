@@ -11,7 +11,8 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id].freeze
+                started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id cache_tier
+                similarity].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -37,12 +38,17 @@ module LlmFailover
     #   failed #ask. The report counts a failed call as lost only when no later call of
     #   its turn answered.
     attr_reader :turn_id
+    # @return [Symbol, nil] a cache hit's tier, :exact or :semantic
+    attr_reader :cache_tier
+    # @return [Float, nil] a semantic hit's cosine similarity
+    attr_reader :similarity
 
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
                    started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil,
-                   skipped: false, hedged: false, turn_id: nil)
+                   skipped: false, hedged: false, turn_id: nil, cache_tier: nil,
+                   similarity: nil)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -64,8 +70,10 @@ module LlmFailover
       @cancelled = cancelled ? true : false
       @scrubbed = scrubbed
       @skipped = skipped ? true : false
-      @turn_id = turn_id
       @hedged = hedged ? true : false
+      @turn_id = turn_id
+      @cache_tier = cache_tier&.to_sym
+      @similarity = similarity
       freeze
     end
 
@@ -114,7 +122,7 @@ module LlmFailover
     def to_h
       FIELDS.to_h do |name|
         value = public_send(name)
-        value = value.to_s if name == :provider && value
+        value = value.to_s if (name == :provider || name == :cache_tier) && value
         value = value.utc.iso8601(3) if value.is_a?(Time)
         [name, value]
       end

@@ -111,6 +111,12 @@ module LlmFailover
         @hedged_column
       end
 
+      # Tables made before the cache_tier column keep working (every hit was exact then).
+      def cache_tier_column?
+        @cache_tier_column = @model.column_names.include?("cache_tier") if @cache_tier_column.nil?
+        @cache_tier_column
+      end
+
       # Tables made before the cancelled column keep working.
       def cancelled_column?
         @cancelled_column = @model.column_names.include?("cancelled") if @cancelled_column.nil?

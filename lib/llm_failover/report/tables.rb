@@ -82,8 +82,11 @@ module LlmFailover
 
       # @return [Table]
       def cache_hits
-        Table.new(%w[provider model hits saved_input saved_output],
-                  @report.cache_hits.map { |h| [h.provider, h.model, h.hits, h.saved_input, h.saved_output] })
+        Table.new(%w[provider model hits exact_rate semantic semantic_rate saved_input saved_output],
+                  @report.cache_hits.map { |h|
+                    [h.provider, h.model, h.hits, percent(h.exact_rate), h.semantic, percent(h.semantic_rate),
+                     h.saved_input, h.saved_output]
+                  })
       end
 
       # @return [Table] per provider and model

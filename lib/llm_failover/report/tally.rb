@@ -11,7 +11,7 @@ module LlmFailover
       # failover_eligible), cached; paid (uncached successes) and their tokens; tokens
       # of every attempt and of the unanswered ones (failed or stopped).
       Group = Struct.new(:provider, :model, :feature, :error_class, :attempts, :sent, :failures,
-                         :failed_eligible, :cached, :paid, :paid_input, :paid_output, :input, :output,
+                         :failed_eligible, :cached, :semantic, :paid, :paid_input, :paid_output, :input, :output,
                          :unanswered_input, :unanswered_output, keyword_init: true) do
         def target
           [provider, model]
@@ -46,6 +46,7 @@ module LlmFailover
               output: r.table[:output_tokens].sum, unanswered_input: r.sum_if(r.unanswered, :input_tokens),
               unanswered_output: r.sum_if(r.unanswered, :output_tokens) }
         m[:cached] = r.count_if(r.table[:cached].eq(true)) if r.cached_column?
+        m[:semantic] = r.count_if(r.table[:cache_tier].eq("semantic")) if r.cache_tier_column?
         m
       end
 
@@ -53,6 +54,7 @@ module LlmFailover
       def integers(group, names)
         names.each { |name| group[name] = group[name].to_i }
         group.cached ||= 0
+        group.semantic ||= 0
       end
     end
   end

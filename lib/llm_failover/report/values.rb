@@ -50,7 +50,10 @@ module LlmFailover
     # Calls the response cache answered for one provider and model, and what they would
     # have cost: each hit counted at the mean tokens of that target's uncached successful
     # attempts in the period (an estimate: the hit's own record bills nothing).
-    CacheHits = Struct.new(:provider, :model, :hits, :saved_input, :saved_output, keyword_init: true)
+    # hits of both tiers; semantic: those of the semantic tier; exact_rate and
+    # semantic_rate: each tier's hits over the calls answered (hits and paid answers)
+    CacheHits = Struct.new(:provider, :model, :hits, :saved_input, :saved_output, :semantic, :exact_rate,
+                           :semantic_rate, keyword_init: true)
 
     # Calls routed around one target's open circuit (skipped records: no request sent),
     # and the span from the first to the last of them: the circuit was open at least

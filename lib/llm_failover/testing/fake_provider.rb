@@ -74,8 +74,15 @@ module LlmFailover
     # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed
     # answers, counting text pieces and pieces of tool call arguments alike; `delay_headers`, `reset`, `close` and `headers` apply to every step, and
     # `chunk_delay` to every stream, recorded fixtures included.
+    #
+    # Embeddings (POST .../embeddings, OpenAI-compatible) are answered deterministically
+    # (EmbeddingAnswer: texts that share words get close vectors) and take their steps
+    # from a queue of their own, {#enqueue_embeddings}, so that a semantic cache's
+    # embedding requests never take a chat's scripted steps:
+    #   fp.enqueue_embeddings({ error: :server }, { delay_headers: 2 })
     class FakeProvider
       DEFAULT_TEXT = "Hello from FakeProvider"
+      EMBEDDINGS_DEFAULT = Step.new({})
 
       # Errors a client can cause by going away; never worth a warning.
       QUIET_ERRORS = [IOError, EOFError, Errno::EPIPE, Errno::ECONNRESET, Errno::ECONNABORTED,
@@ -119,6 +126,7 @@ module LlmFailover
         self.strict_transcript = strict_transcript
         @mutex = Mutex.new
         @queue = []
+        @embed_queue = []
         @lanes = {}
         @requests = []
         @default_hash = { text: DEFAULT_TEXT }.freeze
@@ -207,6 +215,15 @@ module LlmFailover
         self
       end
 
+      # Queues steps for embeddings requests only (an error, a delay, a reset, a model
+      # name); with none queued they get the deterministic answer.
+      # @return [self]
+      def enqueue_embeddings(*steps)
+        built = steps.map { |s| Step.new(s) }
+        @mutex.synchronize { @embed_queue.concat(built) }
+        self
+      end
+
       # The script of the provider named +name+: its own queue, default and request log
       # ({Lane}); configure that provider with `fp.on(name).base_url(api)`.
       # @param name [Symbol, String] the provider's name in the app's configuration
@@ -287,6 +304,7 @@ module LlmFailover
       def clear
         @mutex.synchronize do
           @queue.clear
+          @embed_queue.clear
           @requests.clear
         end
         self
@@ -299,6 +317,7 @@ module LlmFailover
       def reset
         @mutex.synchronize do
           @queue.clear
+          @embed_queue.clear
           @requests.clear
           @lanes.each_value(&:clear_locked)
           @default_hash = { text: DEFAULT_TEXT }.freeze
@@ -375,11 +394,12 @@ module LlmFailover
       # concurrent requests take steps in the order they are logged). A transcript a
       # strict provider refuses takes no step: the script is about answers.
       def take_step(request)
-        refusal = (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api)
+        refusal = (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api && !request.embeddings?)
         @mutex.synchronize do
           @requests << request
           next nil unless request.api
           next Step.new(refusal) if refusal
+          next @embed_queue.shift || EMBEDDINGS_DEFAULT if request.embeddings?
 
           lane = request.lane && @lanes[request.lane]
           lane&.shift || @queue.shift || lane&.default_step || @default
@@ -388,7 +408,7 @@ module LlmFailover
 
       def not_found(io, request)
         body = JSON.generate("error" => { "message" => "FakeProvider: no route for #{request.method} #{request.path} " \
-                                                       "(POST .../chat/completions or .../messages)",
+                                                       "(POST .../chat/completions, .../embeddings or .../messages)",
                                           "type" => "invalid_request_error", "param" => nil, "code" => "not_found" })
         io.write_head(404, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
                             ["Connection", "keep-alive"]])

@@ -37,9 +37,14 @@ module LlmFailover
           return nil unless method == "POST"
 
           bare = path.split("?", 2).first
-          if bare.end_with?("/chat/completions") then :openai
+          if bare.end_with?("/chat/completions", "/embeddings") then :openai
           elsif bare.end_with?("/messages") then :anthropic
           end
+        end
+
+        # @return [Boolean] whether it asks for embeddings (the OpenAI-compatible /embeddings)
+        def embeddings?
+          api == :openai && path.split("?", 2).first.end_with?("/embeddings")
         end
 
         # @return [Boolean] whether the body asked for a stream

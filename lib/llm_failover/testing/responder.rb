@@ -4,6 +4,7 @@ require "json"
 require_relative "openai_answer"
 require_relative "anthropic_answer"
 require_relative "canned_errors"
+require_relative "embedding_answer"
 
 module LlmFailover
   module Testing
@@ -40,6 +41,7 @@ module LlmFailover
           elsif @step.key?(:raw) then serve_raw
           elsif @step.key?(:error) then serve_error
           elsif @step.key?(:status) || @step.key?(:body) then serve_exact
+          elsif @request.embeddings? then serve_embeddings
           elsif @request.stream then return serve_stream
           else serve_answer
           end
@@ -97,6 +99,13 @@ module LlmFailover
           headers["retry-after"] = @step[:retry_after].to_s if @step.key?(:retry_after)
           headers["retry-after-ms"] = @step[:retry_after_ms].to_s if @step.key?(:retry_after_ms)
           send_whole(@step[:status] || 200, headers, body.to_s)
+        end
+
+        # Embeddings: the deterministic bag-of-words vectors of the request's input.
+        def serve_embeddings
+          input = @request.json && @request.json["input"]
+          answer = EmbeddingAnswer.new(input.is_a?(Array) ? input : [input.to_s], model: @step[:model] || request_model)
+          send_whole(200, { "Content-Type" => "application/json" }, answer.body)
         end
 
         def serve_answer

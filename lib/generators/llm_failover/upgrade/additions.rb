@@ -193,7 +193,12 @@ module LlmFailover
                     t.text :value, null: false
                     t.datetime :created_at, null: false
                   RUBY
-                  indexes: [Index.new(columns: %i[partition_key id], what: "partition_key_and_id")])
+                  indexes: [Index.new(columns: %i[partition_key id], what: "partition_key_and_id")]),
+        Column.new(:attempts, :hedged, :boolean, options: "null: false, default: false",
+                   comment: "one of a hedged request's two attempts (hedge_after): the loser is also cancelled"),
+        Column.new(:attempts, :cache_tier, :string, options: "limit: 16",
+                   comment: "a cache hit's tier: exact or semantic"),
+        Column.new(:attempts, :similarity, :float, comment: "a semantic hit's cosine similarity")
       ].freeze
     end
   end

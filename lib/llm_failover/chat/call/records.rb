@@ -80,11 +80,12 @@ module LlmFailover
 
       # The one record of a call the response cache answered: no request, nothing
       # billed; +model+ is the model asked of the target whose answer was cached.
-      def cache_hit(provider:, model:, latency_ms:, started_at:, provider_request_id:)
+      def cache_hit(provider:, model:, latency_ms:, started_at:, provider_request_id:, tier: :exact, similarity: nil)
         add(AttemptRecord.new(request_id: @request_id, attempt: 1, provider: provider, model: model,
                               feature: @feature, success: true, latency_ms: latency_ms, input_tokens: 0,
                               output_tokens: 0, started_at: started_at, provider_request_id: provider_request_id,
-                              cached: true, scrubbed: @scrubbed, turn_id: @turn_id))
+                              cached: true, scrubbed: @scrubbed, turn_id: @turn_id,
+                              cache_tier: tier, similarity: similarity))
       end
 
       # Chat#cancel! stopped the call: the engine's record of the attempt it cut or,

@@ -1,0 +1,81 @@
+/* The finish of one attempt (lf_attempt.h): its record for the listener, and
+ * what it leaves in the call's outcome, a failure's facts or a success's answer. */
+#include "lf_attempt.h"
+
+#include <string.h>
+
+#include "lf_clock.h"
+
+#include "lf_banned.h"
+
+/* An error body is kept for the exception up to this size. */
+#define LF_ERROR_BODY_CAP (64u * 1024u)
+
+void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec)
+{
+    const lf_answer *ans = lf_attempt_answer(a);
+    double end = lf_now_monotonic();
+
+    memset(rec, 0, sizeof(*rec));
+    rec->attempt = a->number;
+    rec->target = a->target_index;
+    rec->hedge = a->hedge;
+    rec->cancelled = a->cancelled;
+    rec->success = a->success;
+    rec->kind = a->success ? LF_OK : a->verdict.kind;
+    rec->phase = a->success ? LF_PHASE_NONE : a->verdict.phase;
+    rec->error_message = a->success ? NULL : lf_buf_cstr(&a->message);
+    rec->http_status = a->resp.status;
+    rec->failover_eligible = a->success ? 0 : a->verdict.failover;
+    rec->retry_after = a->retry_after;
+    rec->latency_ms = (end - a->started_mono) * 1000.0;
+    /* A plain answer's first token is its first byte. */
+    if (a->first_token_at) rec->first_token_ms = (a->first_token_at - a->started_mono) * 1000.0;
+    else if (!c->stream && a->resp.first_byte_at)
+        rec->first_token_ms = (a->resp.first_byte_at - a->started_mono) * 1000.0;
+    else rec->first_token_ms = -1;
+    rec->input_tokens = ans->input_tokens;
+    rec->output_tokens = ans->output_tokens;
+    rec->started_at = a->started_wall;
+    rec->provider_request_id = a->resp.request_id.len ? lf_buf_cstr(&a->resp.request_id) : NULL;
+}
+
+void lf_attempt_finish_failure(const lf_call *c, lf_attempt *a, lf_outcome *o)
+{
+    o->ok = 0;
+    o->aborted = c->stopped || a->verdict.kind == LF_E_ABORTED;
+    o->target = a->target_index;
+    o->kind = a->verdict.kind;
+    o->phase = a->verdict.phase;
+    o->retryable = a->verdict.retryable;
+    o->status = a->resp.status;
+    o->retry_after = a->retry_after;
+    lf_buf_copy(&o->message, &a->message);
+    if (a->mode != LF_MODE_SSE && a->body.len)
+        lf_buf_set(&o->body, a->body.ptr, a->body.len < LF_ERROR_BODY_CAP ? a->body.len : LF_ERROR_BODY_CAP);
+    if (c->delivered) lf_buf_copy(&o->partial, &lf_attempt_answer(a)->text);
+    lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
+    lf_buf_copy(&o->error_type, &a->werr.type);
+    lf_buf_copy(&o->error_code, &a->werr.code);
+}
+
+void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o)
+{
+    lf_answer *src = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+
+    o->ok = 1;
+    o->target = a->target_index;
+    o->status = a->resp.status;
+    lf_buf_move(&o->answer.text, &src->text);
+    if (src->model.len) lf_buf_move(&o->answer.model, &src->model);
+    else lf_buf_set(&o->answer.model, a->target->model, strlen(a->target->model));
+    lf_buf_move(&o->answer.finish_reason, &src->finish_reason);
+    lf_buf_move(&o->answer.id, &src->id);
+    o->answer.input_tokens = src->input_tokens;
+    o->answer.output_tokens = src->output_tokens;
+    /* The tool calls (complete: a stream publishes them only when it ends) and an
+     * embeddings answer's vectors move as the text does. */
+    lf_answer_take_parts(&o->answer, src);
+    lf_buf_move(&o->provider_request_id, &a->resp.request_id);
+    lf_buf_move(&o->json, &a->json);
+}

@@ -1,0 +1,100 @@
+# frozen_string_literal: true
+
+require_relative "../errors"
+require "llm_failover/llm_failover" # the compiled extension: Engine
+require_relative "../chat/call/failure"
+require_relative "../chat/call/records"
+require_relative "../chat/model_name"
+require_relative "../chat/text"
+require_relative "embeddings"
+
+module LlmFailover
+  # Embeddings of texts through the engine's attempt loop: the OpenAI-compatible
+  # /embeddings endpoint, with a chat call's classification, retries, deadlines,
+  # redaction and attempt records. The backup is the same model on another provider,
+  # never another model: vectors of two models do not compare.
+  #
+  #   LlmFailover.embed(["a text", "another"], model: "text-embedding-3-small", provider: :openai)
+  #
+  # Also the engine's listener for one call (there is nothing to stream).
+  class Embedder
+    # @return [String]
+    attr_reader :model
+
+    # @param config [Configuration]
+    # @param budget [Numeric, nil] seconds the whole call may take, split between the
+    #   targets, with no retry (the semantic cache's lookup); nil: the configured policy
+    # @raise [ConfigurationError] unknown provider, a provider that is not OpenAI-compatible
+    def initialize(config:, model:, provider:, backup_provider: nil, feature: nil, budget: nil, engine: nil)
+      @config = config
+      @model = ModelName.check(model, "model")
+      @targets = [provider, backup_provider].compact.map { |name| target(name) }.freeze
+      @feature = feature
+      @engine = engine
+      @policy = budget ? budget_policy(budget) : config.engine_policy
+    end
+
+    # @param texts [String, Array<String>] each non-empty
+    # @return [Embeddings]
+    # @raise [Error] the provider call failed (of the class the engine classified)
+    # @raise [ArgumentError] no text, an empty text, bytes that are not text
+    def embed(texts)
+      texts = Array(texts).each_with_index.map { |t, i| Text.given(t, "text #{i}") }
+      raise ArgumentError, "nothing to embed: give one text or more" if texts.empty?
+      raise ArgumentError, "text #{texts.index(&:empty?)} to embed is empty" if texts.any?(&:empty?)
+
+      @request_id = Engine.uuid
+      @records = Call::Records.new(request_id: @request_id, feature: @feature, usage_log: @config.usage_log_emitter)
+      result = (@engine || LlmFailover.engine).run({ targets: @targets.map(&:engine), inputs: texts,
+                                                     policy: @policy, circuit: false }, self)
+      return failed(result) unless result[:ok]
+
+      Embeddings.new(vectors: result[:vectors], model: @model, provider: @targets.fetch(result[:target]).name,
+                     tokens: result[:input_tokens], attempts: @records.to_a, request_id: @request_id)
+    end
+
+    # Engine listener: embeddings are not streamed.
+    def on_chunk(_text, _target); end
+
+    # Engine listener.
+    def on_reset; end
+
+    # Engine listener: one HTTP attempt finished.
+    def on_attempt(attempt)
+      @records.engine_attempt(attempt, @targets[attempt[:target]])
+    end
+
+    def inspect
+      "#<#{self.class.name} #{@targets.map(&:label).join(' -> ')}>"
+    end
+
+    private
+
+    def target(name)
+      provider = @config.provider_config(name)
+      unless provider.api == :openai
+        raise ConfigurationError, "embeddings need an OpenAI-compatible provider: #{provider.name.inspect} " \
+                                  "speaks #{provider.api}"
+      end
+      provider.target(@model)
+    end
+
+    # One try per target, each within its share of the budget.
+    def budget_policy(budget)
+      unless budget.is_a?(Numeric) && budget.positive?
+        raise ArgumentError, "budget must be a positive number of seconds, got #{budget.inspect}"
+      end
+
+      share = budget.to_f / @targets.size
+      @config.engine_policy.merge(max_retries: 0, hedge_after: nil, connect_timeout: share, request_timeout: share,
+                                  first_token_timeout: share, idle_timeout: share).freeze
+    end
+
+    def failed(result)
+      failure = Call::Failure.new(result: result, targets: @targets, records: @records, request_id: @request_id,
+                                  restore: ->(text) { text })
+      cause = failure.cause
+      cause ? raise(failure.error, cause: cause) : raise(failure.error)
+    end
+  end
+end
