@@ -18,6 +18,8 @@ typedef struct lf_engine_request {
     char **headers[LF_MAX_TARGETS];   /* "Name: value" lines of each target */
     lf_message *messages;
     size_t n_messages;
+    lf_attachment *attachments;       /* every message's, in order (a message points at its run) */
+    size_t n_attachments;
     lf_request_params params;
     lf_policy policy;
     lf_budget budget;
