@@ -32,6 +32,8 @@ module LlmFailover
     attr_reader :answer_format
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
+    # @return [Array, nil] the engine request's :attachments (Attachment::Selection.engine_list)
+    attr_writer :attachments
 
     # @param targets [Array<Target>] where the call starts (the quota's pick: the backup
     #   alone when the primary's quota is used up), then the backup if there is one
@@ -195,6 +197,7 @@ module LlmFailover
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
                   policy: engine_policy, circuit: !@breaker.nil? }
+      request[:attachments] = @attachments if @attachments && !@attachments.empty?
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end
 

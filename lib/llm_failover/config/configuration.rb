@@ -43,7 +43,8 @@ module LlmFailover
       circuit_log: nil,
       cancel_poll_interval: 0.2,
       idempotency_wait: 60,
-      trace_content: false
+      trace_content: false,
+      attachment_private_hosts: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -65,8 +66,11 @@ module LlmFailover
     # @example
     #   c.provider :groq, api: :openai, api_key: ENV["GROQ_API_KEY"], base_url: "https://api.groq.com/openai/v1"
     # @return [ProviderConfig]
-    def provider(name, api:, api_key:, base_url: nil, headers: {})
-      config = ProviderConfig.new(name, api: api, api_key: api_key, base_url: base_url, headers: headers)
+    # Attachment options (images:, documents:, attachment_urls:, max_attachment_bytes:,
+    # max_attachments:): see ProviderConfig#initialize.
+    def provider(name, api:, api_key:, base_url: nil, headers: {}, **attachments)
+      config = ProviderConfig.new(name, api: api, api_key: api_key, base_url: base_url, headers: headers,
+                                  **attachments)
       @providers = @providers.merge(config.name => config).freeze
       config
     end
@@ -233,6 +237,16 @@ module LlmFailover
     # Whether OpenTelemetry spans carry the prompt and the answer (gen_ai.prompt,
     # gen_ai.completion): off by default, since a trace backend is seldom where an app
     # keeps what its users wrote.
+    # true lets a URL attachment be downloaded from a loopback or private address
+    # (tests, an intranet); false (the default) refuses it and its redirects there.
+    def attachment_private_hosts=(value)
+      unless [true, false].include?(value)
+        raise ConfigurationError, "attachment_private_hosts must be true or false, got #{value.inspect}"
+      end
+
+      @attachment_private_hosts = value
+    end
+
     def trace_content=(value)
       raise ConfigurationError, "trace_content must be true or false, got #{value.inspect}" unless [true, false].include?(value)
 

@@ -65,3 +65,5 @@ module LlmFailover
     end
   end
 end
+
+require_relative "sent_attachments"

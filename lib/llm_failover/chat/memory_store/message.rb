@@ -11,9 +11,12 @@ module LlmFailover
       attr_reader :idempotency_key
       # @api private: when a call claimed this user message's turn (monotonic seconds)
       attr_reader :claimed_at
+      # @return [Array<Attachment>] the files sent with a user message (Chat#ask's with:)
+      attr_reader :attachments
 
-      def initialize(role:, content:, status: "complete", model: nil, provider: nil)
+      def initialize(role:, content:, status: "complete", model: nil, provider: nil, attachments: [].freeze)
         @role = role
+        @attachments = attachments
         @content = content
         @status = status
         @model = model
