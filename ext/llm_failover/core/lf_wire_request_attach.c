@@ -43,14 +43,19 @@ static const char *lf_attach_name(const lf_attachment *a)
     return a->filename ? a->filename : "(no name)";
 }
 
-/* Whether this target sends the attachment by its URL rather than its bytes. */
+/* Whether this target takes the attachment's URL in place of its bytes. */
+static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *a)
+{
+    if (!a->url || p->no_urls) return 0;
+    /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
+    return !(p->api == LF_API_OPENAI && lf_attach_kind_of(a->mime_type) == LF_ATTACH_DOCUMENT);
+}
+
+/* Whether the attachment goes by its URL (the check below made sure a
+ * URL-only one may). */
 static int lf_attach_by_url(const lf_request_params *p, const lf_attachment *a)
 {
-    if (!a->url) return 0;
-    if (!a->base64) return 1;
-    /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
-    if (p->api == LF_API_OPENAI && lf_attach_kind_of(a->mime_type) == LF_ATTACH_DOCUMENT) return 0;
-    return !p->no_urls;
+    return a->url && (!a->base64 || lf_attach_url_taken(p, a));
 }
 
 int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg)
@@ -83,7 +88,7 @@ int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg)
                 lf_wire_fail(errmsg, "attachment \"%.64s\" has neither bytes nor a URL", lf_attach_name(a));
                 return -1;
             }
-            if (!a->base64 && !lf_attach_by_url(p, a)) {
+            if (!a->base64 && !lf_attach_url_taken(p, a)) {
                 lf_wire_fail(errmsg, "attachment \"%.64s\": the target takes no URL for it, its bytes are needed",
                              lf_attach_name(a));
                 return -1;
