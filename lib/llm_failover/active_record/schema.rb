@@ -61,6 +61,7 @@ module LlmFailover
           t.integer :output_tokens
           t.string :idempotency_key
           t.text :failure_reason # a failed answer's reason (a row a dead process left streaming)
+          t.text :attachments_data # a user message's images and PDFs as JSON (StoredAttachments); MySQL: LONGTEXT
           t.timestamps
         end
         # The quota count: this month's completed answers of one model.

@@ -239,6 +239,8 @@ module LlmFailover
     # A stored message's attachments in canonical form (an ActiveStorage attachment
     # list of a record reads as blobs).
     def stored_attachments(message)
+      store = @options.store
+      return store.attachments_of(message) if store.respond_to?(:attachments_of)
       return [] unless message.respond_to?(:attachments)
 
       Array(message.attachments).map { |a| Attachment.from(a) }
