@@ -81,6 +81,7 @@ module LlmFailover
         { cancel_requested_at: /\bcancel_requested_at\b/, idempotency_key: /\bidempotency_key\b/,
           cached: /:cached\b/, cancelled: /:cancelled\b/, failure_reason: /:failure_reason\b/,
           scrubbed: /:scrubbed\b/, skipped: /:skipped\b/, hedged: /:hedged\b/,
+          attachments_data: /:attachments_data\b/,
           circuit_events: /create_table :#{Regexp.escape(circuit_events_table)}\b/ }
       end
 
