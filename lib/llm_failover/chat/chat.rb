@@ -243,7 +243,10 @@ module LlmFailover
       return store.attachments_of(message) if store.respond_to?(:attachments_of)
       return [] unless message.respond_to?(:attachments)
 
-      Array(message.attachments).map { |a| Attachment.from(a) }
+      list = message.attachments
+      return list if list.is_a?(Array) && list.all?(Attachment) # MemoryStore's: canonical already
+
+      list.map { |a| Attachment.from(a) }
     end
 
     def answer(temperature, max_tokens, block, cache, format)
