@@ -44,6 +44,9 @@ module LlmFailover
 
   # Loaded on first use: only apps that share state through Redis need redis-client.
   autoload :RedisStateStore, File.expand_path("llm_failover/health/redis_state_store", __dir__)
+  # Loaded on first use: an app's test helper, or an initializer that asks
+  # LlmFailover::Testing::Offline.requested? (doc/rails.md).
+  autoload :Testing, File.expand_path("llm_failover/testing", __dir__)
   # Loaded on first use (it loads ActiveRecord): config/routes.rb names Report::Engine.
   autoload :Report, File.expand_path("llm_failover/report", __dir__)
 
@@ -61,6 +64,16 @@ module LlmFailover
     # @return [Configuration]
     def configuration
       @configuration || @lock.synchronize { @configuration ||= Configuration.new }
+    end
+
+    # @api private: LlmFailover::Testing's switch between the app's configuration and a
+    # test's copy of it
+    # @param config [Configuration]
+    # @return [Configuration] the one it replaced
+    def swap_configuration(config)
+      before = configuration
+      @lock.synchronize { @configuration = config }
+      before
     end
 
     # Forgets providers and options, alert windows and sink warnings.

@@ -32,6 +32,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     @app.rails!("db:migrate")
     @app.use_fake_providers(primary_url: @primary.base_url(:openai), backup_url: @backup.base_url(:anthropic))
     @app.one_job_at_a_time
+    @app.give_the_job_a_tool
     @app.start_server
   end
 
@@ -128,6 +129,25 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       # A reload shows the same turn, its attempts from the attempt log.
       page.refresh
       expect_failover_turn(page.find("#turns .turn.complete", wait: wait))
+    end
+
+    it "shows the tool call the answer made and its result, live and after a reload" do
+      @primary.enqueue({ text: "Let me look.", tool_calls: [{ name: "order_status", arguments: { "order" => 42 } }] },
+                       { chunks: ["Order 42 ", "has shipped."], chunk_delay: 0.1 })
+      open_new_chat
+      ask("Where is order 42?")
+
+      check = lambda do
+        turn = page.find("#turns .turn.complete", wait: wait)
+        expect(turn).to have_css(".answer", exact_text: "Order 42 has shipped.")
+        step = turn.find(".tools li.tool.succeeded")
+        expect(step).to have_css(".call", exact_text: 'order_status({"order":42})')
+        expect(step).to have_css(".result", exact_text: '{"order":42,"status":"shipped"}')
+      end
+      check.call
+      page.save_screenshot(File.join(screenshots, "chat_ui_tools.png"))
+      page.refresh
+      check.call
     end
 
     it "drops an update of a turn that arrives after a newer one (ActionCable swapped them)" do

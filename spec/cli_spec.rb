@@ -5,6 +5,7 @@ require "open3"
 require "pty"
 require "rbconfig"
 require "llm_failover/cli/demo"
+require "llm_failover/cli/tools_demo"
 
 # The command, run as a subprocess. Chat talks to FakeProviders started in this
 # process through --base-url: no key of a real provider, no network.
@@ -106,6 +107,17 @@ RSpec.describe "exe/llm_failover" do
       expect(rows[1]).to include("StreamInterruptedError")
       expect(rows.map(&:last)).to all(match(/\A\d+\z/))
       expect(out).to include("answered by anthropic/claude-sonnet-4-6 after 3 attempts, failover: yes")
+    end
+
+    it "--tools: the tool runs once, the primary dies on the next turn, the backup finishes the loop" do
+      out, err, status = Open3.capture3(clean_env, "bundle", "exec", "exe/llm_failover", "demo", "--tools", chdir: root)
+      expect(status.exitstatus).to eq(0), err
+      expect(err).to eq("")
+      expect(out).to include("#{LlmFailover::ToolsDemo::PRIMARY_TEXT}\n[running weather({\"city\":\"Lisbon\"})]\n" \
+                             "[weather returned {\"city\":\"Lisbon\",\"temp_c\":17,\"wind\":\"strong\"}]\n")
+      expect(out).to include("\n#{LlmFailover::ToolsDemo::BACKUP_TEXT}\n")
+      expect(out).to include("answered by anthropic/claude-sonnet-4-6 after 6 attempts, failover: yes")
+      expect(out).to include("tool calls: weather (asked by openai, succeeded); the weather tool ran 1 time(s)")
     end
 
     it "colors a terminal, and honours NO_COLOR" do

@@ -47,6 +47,17 @@ RSpec.describe "examples/" do
     expect(lines[5]).to eq("openai saw 4 requests, anthropic 6")
   end
 
+  it "tools.rb: runs the tool once, fails over between two turns, and the backup finishes the loop" do
+    out = run_example("tools.rb")
+    expect(out).to include("Let me check.\n[calling weather {\"city\":\"Paris\"}]\n")
+    expect(out).to include("[weather returned {\"city\":\"Paris\",\"temp\":21,\"unit\":\"c\"}]\nIt is 21 °C in Paris.")
+    expect(out).to include("answered by anthropic/claude-sonnet-4-6, failover: yes")
+    expect(out).to include("tool call weather {\"city\":\"Paris\"} asked by openai: succeeded")
+    expect(out).to include("the tool ran 1 time(s); 3 attempts under request")
+    expect(out).to include("stored: user, assistant, tool, assistant")
+    expect(out).to include("openai saw 2 requests, anthropic 1")
+  end
+
   it "streaming_consumer.rb: marks the reset in a pipe and ends with the backup's answer alone" do
     out = run_example("streaming_consumer.rb")
     partial, rest = out.split("\n[reset: the answer above is void; the backup answers below]\n", 2)

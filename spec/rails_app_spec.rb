@@ -75,6 +75,8 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     before = app_files
     again = rails("generate", "llm_failover:install")
     expect(again).to match(/exist.*create_llm_failover_tables/).and include("skip")
+    # Rails finds the upgrade generator by its name; a fresh install lacks nothing.
+    expect(rails("generate", "llm_failover:upgrade")).to include("nothing to add")
     expect(app_files).to eq(before)
 
     rails("db:migrate")

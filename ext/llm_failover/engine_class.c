@@ -69,6 +69,37 @@ typedef struct lf_engine_call {
     lf_outcome outcome;
 } lf_engine_call;
 
+/* The tool-call invariant, checked by the core before anything is sent (the
+ * request builder checks it again): a transcript that breaks it raises
+ * LlmFailover::ToolTranscriptError naming the call, never a provider's 400. */
+static void lf_engine_check_transcript(const lf_engine_request *r)
+{
+    lf_buf why, id;
+    VALUE message, call_id, args[2], kw, error;
+    int rc;
+
+    lf_buf_init(&why);
+    lf_buf_init(&id);
+    rc = lf_wire_check_transcript(r->messages, r->n_messages, &why, &id);
+    if (rc == 0) {
+        lf_buf_free(&why);
+        lf_buf_free(&id);
+        return;
+    }
+    message = rb_utf8_str_new(why.ptr ? why.ptr : "", (long)why.len);
+    call_id = id.len ? rb_utf8_str_new(id.ptr, (long)id.len) : Qnil;
+    lf_buf_free(&why);
+    lf_buf_free(&id);
+    if (rc != LF_WIRE_BAD_TRANSCRIPT) rb_raise(rb_eNoMemError, "llm_failover: out of memory checking the transcript");
+    if (!NIL_P(error = rb_str_scrub(message, Qnil))) message = error; /* valid UTF-8 */
+    kw = rb_hash_new();
+    rb_hash_aset(kw, ID2SYM(rb_intern("call_id")), call_id);
+    args[0] = message;
+    args[1] = kw;
+    error = rb_class_new_instance_kw(2, args, lf_transcript_error_class(), RB_PASS_KEYWORDS);
+    rb_exc_raise(error);
+}
+
 static VALUE lf_engine_perform(VALUE arg)
 {
     lf_engine_call *c = (lf_engine_call *)arg;
@@ -76,6 +107,7 @@ static VALUE lf_engine_perform(VALUE arg)
 
     lf_ruby_listener_init(&c->rl, c->listener, &c->l);
     lf_engine_request_fill(&c->args, c->request);
+    lf_engine_check_transcript(&c->args);
     if (c->args.circuit) lf_ruby_listener_breaker(&c->rl, &c->l);
     rc = lf_run(&(lf_run_args){
                     .pool = c->engine->pool,

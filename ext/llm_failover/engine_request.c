@@ -9,7 +9,7 @@
 
 #include "lf_banned.h"
 
-static VALUE lf_sym_openai, lf_sym_anthropic;
+static VALUE lf_sym_openai, lf_sym_anthropic, lf_sym_auto, lf_sym_required, lf_sym_none;
 
 /* The request's keys, interned once at load rather than looked up by name on
  * every call. */
@@ -46,6 +46,9 @@ enum lf_key {
     LF_K_JSON,
     LF_K_SCHEMA,
     LF_K_SCHEMA_NAME,
+    LF_K_TOOLS,
+    LF_K_TOOL_CHOICE,
+    LF_K_PARALLEL_TOOL_CALLS,
     LF_K_ATTACHMENTS,
     LF_K_IMAGES,
     LF_K_DOCUMENTS,
@@ -86,6 +89,9 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_JSON] = "json",
     [LF_K_SCHEMA] = "schema",
     [LF_K_SCHEMA_NAME] = "schema_name",
+    [LF_K_TOOLS] = "tools",
+    [LF_K_TOOL_CHOICE] = "tool_choice",
+    [LF_K_PARALLEL_TOOL_CALLS] = "parallel_tool_calls",
     [LF_K_ATTACHMENTS] = "attachments",
     [LF_K_IMAGES] = "images",
     [LF_K_DOCUMENTS] = "documents",
@@ -210,6 +216,29 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
     }
 }
 
+/* An assistant message's tool calls: [[id, name, arguments JSON], ...]. */
+static void lf_fill_tool_calls(lf_message *m, VALUE calls)
+{
+    lf_tool_call *out;
+    long i;
+
+    Check_Type(calls, T_ARRAY);
+    if (RARRAY_LEN(calls) == 0) return;
+    out = lf_alloc((size_t)RARRAY_LEN(calls) * sizeof(lf_tool_call));
+    m->tool_calls = out;
+    for (i = 0; i < RARRAY_LEN(calls); i++) {
+        VALUE c = RARRAY_AREF(calls, i);
+        Check_Type(c, T_ARRAY);
+        if (RARRAY_LEN(c) != 3) rb_raise(rb_eArgError, "llm_failover: a tool call is [id, name, arguments]");
+        m->n_tool_calls = (size_t)i + 1; /* counted first, as the messages are */
+        out[i].id = lf_copy(RARRAY_AREF(c, 0), "tool call id");
+        out[i].name = lf_copy(RARRAY_AREF(c, 1), "tool call name");
+        out[i].arguments = lf_copy_text(RARRAY_AREF(c, 2), "tool call arguments", &out[i].arguments_len);
+    }
+}
+
+/* A message: [role, content]; an assistant's with tool calls: ["assistant",
+ * content, calls]; a tool's result: ["tool", content, call_id, is_error]. */
 static void lf_fill_messages(lf_engine_request *r, VALUE messages)
 {
     long i;
@@ -217,11 +246,57 @@ static void lf_fill_messages(lf_engine_request *r, VALUE messages)
     r->messages = lf_alloc((size_t)RARRAY_LEN(messages) * sizeof(lf_message));
     for (i = 0; i < RARRAY_LEN(messages); i++) {
         VALUE m = RARRAY_AREF(messages, i);
+        lf_message *msg = &r->messages[i];
         Check_Type(m, T_ARRAY);
-        if (RARRAY_LEN(m) != 2) rb_raise(rb_eArgError, "llm_failover: a message is [role, content]");
+        if (RARRAY_LEN(m) < 2 || RARRAY_LEN(m) > 4)
+            rb_raise(rb_eArgError, "llm_failover: a message is [role, content] (and its tool parts)");
         r->n_messages = (size_t)i + 1; /* counted first: freed from here on, whatever raises */
-        r->messages[i].role = lf_copy(RARRAY_AREF(m, 0), "message role");
-        r->messages[i].content = lf_copy_text(RARRAY_AREF(m, 1), "message content", &r->messages[i].content_len);
+        msg->role = lf_copy(RARRAY_AREF(m, 0), "message role");
+        msg->content = lf_copy_text(RARRAY_AREF(m, 1), "message content", &msg->content_len);
+        if (RARRAY_LEN(m) == 3) lf_fill_tool_calls(msg, RARRAY_AREF(m, 2));
+        if (RARRAY_LEN(m) == 4) {
+            msg->tool_call_id = lf_copy(RARRAY_AREF(m, 2), "tool call id");
+            msg->is_error = RTEST(RARRAY_AREF(m, 3));
+        }
+    }
+}
+
+/* :tools: [[name, description or nil, parameters JSON], ...]; :tool_choice:
+ * :auto, :required, :none or a tool's name; :parallel_tool_calls: true,
+ * false or nil (not sent). */
+static void lf_fill_tools(lf_engine_request *r, VALUE request)
+{
+    VALUE tools = lf_fetch(request, LF_K_TOOLS, 0), choice, parallel;
+    lf_tool *out;
+    long i;
+
+    if (!NIL_P(tools)) {
+        Check_Type(tools, T_ARRAY);
+        out = lf_alloc((size_t)RARRAY_LEN(tools) * sizeof(lf_tool));
+        r->params.tools = out;
+        for (i = 0; i < RARRAY_LEN(tools); i++) {
+            VALUE t = RARRAY_AREF(tools, i), desc;
+            Check_Type(t, T_ARRAY);
+            if (RARRAY_LEN(t) != 3) rb_raise(rb_eArgError, "llm_failover: a tool is [name, description, parameters]");
+            r->params.n_tools = (size_t)i + 1;
+            out[i].name = lf_copy(RARRAY_AREF(t, 0), "tool name");
+            desc = RARRAY_AREF(t, 1);
+            if (!NIL_P(desc)) out[i].description = lf_copy(desc, "tool description");
+            out[i].parameters = lf_copy(RARRAY_AREF(t, 2), "tool parameters");
+        }
+    }
+    choice = lf_fetch(request, LF_K_TOOL_CHOICE, 0);
+    if (choice == lf_sym_auto) r->params.tool_choice = LF_TOOL_CHOICE_AUTO;
+    else if (choice == lf_sym_required) r->params.tool_choice = LF_TOOL_CHOICE_REQUIRED;
+    else if (choice == lf_sym_none) r->params.tool_choice = LF_TOOL_CHOICE_NONE;
+    else if (!NIL_P(choice)) {
+        r->params.tool_choice = LF_TOOL_CHOICE_TOOL;
+        r->params.tool_choice_name = lf_copy(choice, "tool_choice");
+    }
+    parallel = lf_fetch(request, LF_K_PARALLEL_TOOL_CALLS, 0);
+    if (!NIL_P(parallel)) {
+        r->params.has_parallel_tool_calls = 1;
+        r->params.parallel_tool_calls = RTEST(parallel);
     }
 }
 
@@ -329,6 +404,7 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     if (!NIL_P(schema)) r->params.schema = lf_copy(schema, "schema");
     schema_name = lf_fetch(request, LF_K_SCHEMA_NAME, 0);
     if (!NIL_P(schema_name)) r->params.schema_name = lf_copy(schema_name, "schema_name");
+    lf_fill_tools(r, request);
 
     policy = lf_fetch(request, LF_K_POLICY, 0);
     lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
@@ -358,9 +434,24 @@ void lf_engine_request_free(lf_engine_request *r)
         }
     }
     for (i = 0; i < r->n_messages; i++) {
-        free((void *)r->messages[i].role);
-        free((void *)r->messages[i].content);
+        lf_message *m = &r->messages[i];
+        free((void *)m->role);
+        free((void *)m->content);
+        free((void *)m->tool_call_id);
+        for (k = 0; k < m->n_tool_calls; k++) {
+            free((void *)m->tool_calls[k].id);
+            free((void *)m->tool_calls[k].name);
+            free((void *)m->tool_calls[k].arguments);
+        }
+        free((void *)m->tool_calls);
     }
+    for (i = 0; i < r->params.n_tools; i++) {
+        free((void *)r->params.tools[i].name);
+        free((void *)r->params.tools[i].description);
+        free((void *)r->params.tools[i].parameters);
+    }
+    free((void *)r->params.tools);
+    free((void *)r->params.tool_choice_name);
     for (i = 0; i < r->n_attachments; i++) {
         free((void *)r->attachments[i].mime_type);
         free((void *)r->attachments[i].filename);
@@ -381,4 +472,7 @@ void lf_init_engine_request(void)
     for (k = 0; k < LF_K_COUNT; k++) lf_keys[k] = ID2SYM(rb_intern(lf_key_names[k]));
     lf_sym_openai = ID2SYM(rb_intern("openai"));
     lf_sym_anthropic = ID2SYM(rb_intern("anthropic"));
+    lf_sym_auto = ID2SYM(rb_intern("auto"));
+    lf_sym_required = ID2SYM(rb_intern("required"));
+    lf_sym_none = ID2SYM(rb_intern("none"));
 }

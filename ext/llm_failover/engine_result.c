@@ -7,6 +7,7 @@
 
 #include "lf_banned.h"
 
+static VALUE lf_sym_tool_calls;
 static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_sym_model,
     lf_sym_finish_reason, lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id,
     lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
@@ -109,6 +110,23 @@ static VALUE lf_body_or_nil(const lf_buf *b)
     return body;
 }
 
+/* An answer's tool calls: [[id, name, arguments JSON], ...] (valid UTF-8,
+ * the wire layer's promise). */
+static VALUE lf_tool_calls_to_array(const lf_answer *a)
+{
+    VALUE list = rb_ary_new_capa((long)a->n_tool_calls);
+    size_t i;
+
+    for (i = 0; i < a->n_tool_calls; i++) {
+        const lf_answer_call *c = &a->tool_calls[i];
+        rb_ary_push(list, rb_ary_new_from_args(3, rb_utf8_str_new(c->id.ptr ? c->id.ptr : "", (long)c->id.len),
+                                               rb_utf8_str_new(c->name.ptr ? c->name.ptr : "", (long)c->name.len),
+                                               rb_utf8_str_new(c->arguments.ptr ? c->arguments.ptr : "",
+                                                               (long)c->arguments.len)));
+    }
+    return list;
+}
+
 VALUE lf_outcome_to_hash(const lf_outcome *o)
 {
     VALUE pairs[2 * 20];
@@ -126,6 +144,7 @@ VALUE lf_outcome_to_hash(const lf_outcome *o)
         LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
         LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
         if (o->json.len) LF_PAIR(lf_sym_json, rb_utf8_str_new(o->json.ptr, (long)o->json.len));
+        if (o->answer.n_tool_calls) LF_PAIR(lf_sym_tool_calls, lf_tool_calls_to_array(&o->answer));
     } else {
         LF_PAIR(lf_sym_error_class, lf_error_class_for(o->kind));
         LF_PAIR(lf_sym_message, rb_utf8_str_new(o->message.ptr ? o->message.ptr : "",
@@ -175,6 +194,7 @@ void lf_init_engine_result(void)
     LF_SYM(lf_sym_started_at, "started_at");
     LF_SYM(lf_sym_skipped, "skipped");
     LF_SYM(lf_sym_json, "json");
+    LF_SYM(lf_sym_tool_calls, "tool_calls");
     LF_SYM(lf_sym_hedge, "hedge");
     LF_SYM(lf_sym_cancelled, "cancelled");
 #undef LF_SYM

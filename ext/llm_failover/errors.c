@@ -6,6 +6,12 @@
 #include "lf_banned.h"
 
 static VALUE lf_error_classes[LF_KIND_COUNT];
+static VALUE lf_transcript_error;
+
+VALUE lf_transcript_error_class(void)
+{
+    return lf_transcript_error;
+}
 
 VALUE lf_error_class_for(int kind)
 {
@@ -30,4 +36,7 @@ void lf_init_errors(VALUE mod)
         snprintf(path, sizeof path, "LlmFailover::%s", name);
         lf_error_classes[k] = rb_path2class(path);
     }
+    /* Not a provider's error kind: a transcript the core refused to send. */
+    lf_transcript_error = rb_path2class("LlmFailover::ToolTranscriptError");
+    rb_global_variable(&lf_transcript_error);
 }

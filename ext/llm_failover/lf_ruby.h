@@ -40,5 +40,7 @@ int lf_fiber_wait_wake(lf_fiber_wait *w, VALUE io);
 /* The Ruby error class for a core error kind (LlmFailover::Error for kinds
  * without a class of their own). Looked up once at load. */
 VALUE lf_error_class_for(int kind);
+/* LlmFailover::ToolTranscriptError. */
+VALUE lf_transcript_error_class(void);
 
 #endif

@@ -42,8 +42,27 @@ module LlmFailover
       LlmFailover::Railtie.check_cache(LlmFailover.configuration)
     end
 
+    # LLM_FAILOVER_FAKE=1: the providers the app's initializers declared are answered
+    # offline by the FakeProvider (doc/rails.md); never in production.
+    config.after_initialize do
+      LlmFailover::Railtie.start_offline_fake
+    end
+
     rake_tasks do
       load File.expand_path("tasks/llm_failover.rake", __dir__)
+    end
+
+    # Starts offline answers when LLM_FAILOVER_FAKE asks for them.
+    # @return [Boolean] whether it started them
+    # @raise [ConfigurationError] when asked in production
+    def self.start_offline_fake(env: ENV)
+      return false if env["LLM_FAILOVER_FAKE"].to_s.empty? # llm_failover/testing stays unloaded
+
+      require_relative "testing" # the whole of it, the file LlmFailover autoloads Testing from
+      return false unless Testing::Offline.requested?(env)
+
+      Testing::Offline.start!(env: env, rails_env: ::Rails.env)
+      true
     end
 
     # Says at boot when the response cache is Rails' null store (development's until

@@ -90,7 +90,7 @@ ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do
     expect(LlmFailover::Report.new(attempts: old).summary).to include(attempts: 2, cache_hits: 0)
   ensure
     ActiveRecord::Base.connection_pool.with_connection do |c|
-      %w[old_messages old_chats old_llm_attempts].each { |t| c.drop_table(t, if_exists: true) }
+      %w[old_message_tool_calls old_messages old_chats old_llm_attempts].each { |t| c.drop_table(t, if_exists: true) }
     end
   end
 

@@ -105,7 +105,7 @@ ArSpec.describe "cancel! on a chat record" do
       .to raise_error(LlmFailover::ConfigurationError, /cancel_requested_at/)
   ensure
     ActiveRecord::Base.connection_pool.with_connection do |c|
-      %w[old_messages old_chats old_attempts].each { |t| c.drop_table(t, if_exists: true) }
+      %w[old_message_tool_calls old_messages old_chats old_attempts].each { |t| c.drop_table(t, if_exists: true) }
     end
   end
 end

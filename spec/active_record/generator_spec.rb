@@ -99,9 +99,9 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
                                                 circuit_events: names[:circuit_events_table])
         expect(migrated).to eq(created)
         index_names = migrated.scan(/name: "([^"]+)"/).flatten
-        expect(index_names.size).to eq(8)
+        expect(index_names.size).to eq(10)
         expect(index_names.map(&:length).max).to be <= 63
-        expect(index_names.uniq.size).to eq(8)
+        expect(index_names.uniq.size).to eq(10)
         expect(migrated).to match(/t\.(integer|bigint) "customer_support_conversation_id", null: false/)
       end
     end

@@ -19,7 +19,7 @@ class ChatUiApp
   REQUIRES = %(require "action_cable/engine"\nrequire "turbo-rails"\n)
   BOOT_WAIT = 120 # seconds for the server to answer (6 helpers on 2 cores boot slowly)
 
-  attr_reader :dir, :url
+  attr_reader :dir, :url, :env
 
   def initialize
     @dir = Dir.mktmpdir("llm_failover_chat_ui")
@@ -74,6 +74,24 @@ class ChatUiApp
     RUBY
   end
 
+  # What a developer does to let the assistant call a tool: a Tool class, named in the
+  # generated job's #tools.
+  def give_the_job_a_tool
+    File.write(File.join(@dir, "app/models/order_status.rb"), <<~RUBY)
+      class OrderStatus < LlmFailover::Tool
+        description "Where an order is"
+        param :order, type: :integer
+        def execute(order:) = { order: order, status: "shipped" }
+      end
+    RUBY
+    job = File.join(@dir, "app/jobs/chat_answer_job.rb")
+    source = File.read(job)
+    edited = source.sub(/  def tools\n    \[\]\n  end/, "  def tools\n    [OrderStatus]\n  end")
+    raise "the generated job has no `def tools [] end` to edit" if edited == source
+
+    File.write(job, edited)
+  end
+
   # Every file of the app but logs, tmp and the database, with its content and mtime.
   def files
     Dir.glob("**/*", base: @dir).sort.reject { |f| f.start_with?("log/", "tmp/", "storage/") }
@@ -82,8 +100,10 @@ class ChatUiApp
   end
 
   # Starts `bin/rails server` (Puma) on a free loopback port and waits until it answers.
+  # @param up_path [String] a page that answers 2xx once the app is up
   # @return [String] its URL
-  def start_server
+  def start_server(up_path: "/chats")
+    @up_path = up_path
     port = free_port
     @log = File.join(@dir, "log/server.out")
     @pid = Process.spawn(@env, RbConfig.ruby, "bin/rails", "server", "-b", "127.0.0.1", "-p", port.to_s,
@@ -132,7 +152,7 @@ class ChatUiApp
       raise "bin/rails server exited:\n#{server_log}" if Process.wait(@pid, Process::WNOHANG)
 
       begin
-        return if get("/chats").is_a?(Net::HTTPSuccess)
+        return if get(@up_path).is_a?(Net::HTTPSuccess)
       rescue SystemCallError, Net::ReadTimeout, EOFError
         nil # not listening yet
       end

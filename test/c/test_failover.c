@@ -230,6 +230,29 @@ static const char *CUT_STREAM =
     "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"half \"}}]}\n\n"
     "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"an answer\"}}]}\n\n";
 
+/* OpenAI stream: a tool call whose arguments stream in two pieces, cut
+ * before the call is complete. */
+static const char *CUT_TOOL_STREAM =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+    "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\","
+    "\"type\":\"function\",\"function\":{\"name\":\"weather\",\"arguments\":\"\"}}]}}]}\n\n"
+    "data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
+    "\"function\":{\"arguments\":\"{\\\"ci\"}}]}}]}\n\n";
+
+/* Anthropic stream: a complete tool_use call. */
+static const char *ANTHROPIC_TOOL_STREAM =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\","
+    "\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+    "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"weather\",\"input\":{}}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+    "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\":\\\"Oslo\\\"}\"}}\n\n"
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},"
+    "\"usage\":{\"output_tokens\":4}}\n\n"
+    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
 /* Anthropic stream, complete. */
 static const char *ANTHROPIC_STREAM =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
@@ -472,6 +495,33 @@ static void test_cut_stream_resets_then_backup(void)
     LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "whole");
     LF_CHECK_STR(lf_buf_cstr(&f.o.answer.model), "claude-x");
     LF_CHECK_INT(f.o.answer.output_tokens, 4);
+    fixture_free(&f);
+}
+
+/* A stream cut while a tool call streams is a failed attempt like any cut:
+ * nothing of the call reaches the outcome. The backup's complete call does,
+ * with JSON mode on (it judges only an answer without tool calls). */
+static void test_cut_tool_call_then_backup_call(void)
+{
+    fixture f;
+    fixture_init(&f, 1);
+    f.params.json_mode = 1;
+    f.srv[0].script[0] = CUT_TOOL_STREAM;
+    f.srv[0].n_script = 1;
+    f.srv[1].script[0] = ANTHROPIC_TOOL_STREAM;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_STREAM_INTERRUPTED);
+    LF_CHECK_INT((int)f.o.answer.n_tool_calls, 1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.tool_calls[0].id), "toolu_1");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.tool_calls[0].name), "weather");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.tool_calls[0].arguments), "{\"city\":\"Oslo\"}");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.finish_reason), LF_FINISH_TOOL_CALLS);
+    LF_CHECK_INT((int)f.o.json.len, 0);
     fixture_free(&f);
 }
 
@@ -1149,6 +1199,7 @@ int main(void)
         LF_RUN(test_retry_then_success);
         LF_RUN(test_cut_stream_resets_then_backup);
         LF_RUN(test_cut_stream_without_backup_keeps_partial);
+        LF_RUN(test_cut_tool_call_then_backup_call);
         LF_RUN(test_unauthorized_never_fails_over);
         LF_RUN(test_key_quoted_back_is_scrubbed);
         LF_RUN(test_long_retry_after_fails_over_at_once);

@@ -99,6 +99,9 @@ static int lf_on_sse_event(void *ud, const lf_sse_event *ev)
         return 1;
     }
     if (dlen && lf_deliver(x->call, x->a, delta, dlen) != 0) return 1;
+    /* A tool call streaming is the answer arriving, though nothing of it is
+     * shown: the first-token deadline is met. */
+    if (!x->a->first_token_at && x->a->stream.n_calls) x->a->first_token_at = lf_now_monotonic();
     return 0;
 }
 
@@ -513,7 +516,9 @@ static void lf_check_json(lf_call *c, lf_attempt *a)
 void lf_attempt_judge(lf_call *c, lf_attempt *a)
 {
     lf_judge(c, a);
-    if (a->success && c->want_json) lf_check_json(c, a);
+    /* JSON mode and schemas judge the final answer: a turn that asks for
+     * tools is not one. */
+    if (a->success && c->want_json && !lf_attempt_answer(a)->n_tool_calls) lf_check_json(c, a);
 }
 
 void lf_attempt_run(lf_call *c, lf_attempt *a)
@@ -586,6 +591,19 @@ void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o)
     lf_buf_move(&o->answer.id, &src->id);
     o->answer.input_tokens = src->input_tokens;
     o->answer.output_tokens = src->output_tokens;
+    /* The tool calls, complete (a stream publishes them only when it ends):
+     * swapped, so that whatever the outcome held is freed with the attempt. */
+    {
+        lf_answer_call *calls = o->answer.tool_calls;
+        size_t n = o->answer.n_tool_calls, cap = o->answer.cap_tool_calls;
+
+        o->answer.tool_calls = src->tool_calls;
+        o->answer.n_tool_calls = src->n_tool_calls;
+        o->answer.cap_tool_calls = src->cap_tool_calls;
+        src->tool_calls = calls;
+        src->n_tool_calls = n;
+        src->cap_tool_calls = cap;
+    }
     lf_buf_move(&o->provider_request_id, &a->resp.request_id);
     lf_buf_move(&o->json, &a->json);
 }

@@ -24,18 +24,31 @@ module LlmFailover
         "#{name[0, MAX_NAME - 11]}_#{Digest::SHA256.hexdigest(name)[0, 10]}"
       end
 
-      # Creates the four tables on +connection+ (anything with create_table/add_index:
+      # The tool calls' table of a messages table: "tool_calls" beside "messages",
+      # "<message>_tool_calls" beside any other (utterances: utterance_tool_calls), so
+      # that two message tables never share one.
+      # @return [String]
+      def tool_calls_table(messages)
+        messages = messages.to_s
+        messages == "messages" ? "tool_calls" : "#{messages.singularize}_tool_calls"
+      end
+
+      # Creates the five tables on +connection+ (anything with create_table/add_index:
       # a connection or a migration).
       # @param foreign_key [String, nil] messages' reference to chats (chat_id for "chats")
+      # @param tool_calls [String, nil] nil: tool_calls_table(messages)
       # @param force [Boolean] drop and recreate the tables
       # @param if_not_exists [Boolean] leave existing tables alone (scripts rerun)
       def define(connection, chats: DEFAULT_TABLES[:chats], messages: DEFAULT_TABLES[:messages],
                  attempts: DEFAULT_TABLES[:attempts], circuit_events: DEFAULT_TABLES[:circuit_events],
-                 foreign_key: nil, force: false, if_not_exists: true)
+                 tool_calls: nil, foreign_key: nil, force: false, if_not_exists: true)
         foreign_key ||= "#{chats.to_s.singularize}_id"
-        # Messages reference chats: drop them first, create them after.
+        tool_calls ||= tool_calls_table(messages)
+        # Tool calls reference messages, messages chats: drop them first, create them after.
         if force
-          [messages, chats, attempts, circuit_events].each { |table| connection.drop_table(table, if_exists: true) }
+          [tool_calls, messages, chats, attempts, circuit_events].each do |table|
+            connection.drop_table(table, if_exists: true)
+          end
         end
         table_options = { if_not_exists: if_not_exists && !force }
 
@@ -61,6 +74,7 @@ module LlmFailover
           t.integer :output_tokens
           t.string :idempotency_key
           t.text :failure_reason # a failed answer's reason (a row a dead process left streaming)
+          t.string :tool_call_id # a role "tool" message: the call it is the result of
           t.text :attachments_data # a user message's images and PDFs as JSON (StoredAttachments); MySQL: LONGTEXT
           t.timestamps
         end
@@ -103,7 +117,37 @@ module LlmFailover
         connection.add_index(attempts, %i[provider model started_at],
                              name: index_name(attempts, "provider_model_started_at"), if_not_exists: true)
         define_circuit_events(connection, circuit_events, **table_options)
+        define_tool_calls(connection, tool_calls, messages: messages, **table_options)
         nil
+      end
+
+      # The tool calls an assistant message asked for (ToolCallRow), one row per call:
+      # stored before the call runs, its outcome stored before the next turn is sent.
+      # The result also goes in a role "tool" message (messages.tool_call_id).
+      def define_tool_calls(connection, table, messages:, **table_options)
+        connection.create_table(table, **table_options) do |t|
+          t.references :message, null: false, index: false, foreign_key: { to_table: messages }
+          t.string :call_id, null: false # the id in the canonical transcript
+          t.string :provider_call_id # the id the provider gave, when it was mapped
+          t.string :name, null: false
+          t.text :arguments # the JSON text as the model wrote it (kept even when it is not JSON)
+          t.string :provider # whose turn asked for the call
+          t.string :model
+          # pending (awaiting_approval) -> approved -> running -> succeeded | failed | rejected | denied
+          t.string :status, null: false, default: "pending"
+          t.boolean :awaiting_approval, null: false, default: false
+          t.text :result # what the model is sent
+          t.string :error_kind
+          t.string :error_class
+          t.text :error_message
+          t.datetime :started_at
+          t.datetime :finished_at
+          t.timestamps
+        end
+        connection.add_index(table, %i[message_id call_id], unique: true,
+                                                            name: index_name(table, "message_id_and_call_id"),
+                                                            if_not_exists: true)
+        connection.add_index(table, :call_id, name: index_name(table, "call_id"), if_not_exists: true)
       end
 
       # The circuit transitions CircuitLog writes (one row per change, written once for a

@@ -34,11 +34,18 @@ module LlmFailover
     attr_accessor :quota_reservation
     # @return [Array, nil] the engine request's :attachments (Attachment::Selection.engine_list)
     attr_writer :attachments
+    # @return [Hash, nil] a tool turn's engine fields (tools, tool_choice, parallel_tool_calls)
+    attr_writer :tool_fields
+    # @return [#call, nil] (calls, target, response_model) -> Array<ToolCall>: a tool
+    #   turn's maker of the answer's calls, stored with the answer (ToolLoop)
+    attr_writer :tool_calls_from
 
     # @param targets [Array<Target>] where the call starts (the quota's pick: the backup
     #   alone when the primary's quota is used up), then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
-    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:, block:)
+    # @param request_id [String, nil] a tool loop's turns share the ask's
+    def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:, block:,
+                   request_id: nil)
       @engine = engine
       @config = config
       @targets = targets
@@ -46,7 +53,7 @@ module LlmFailover
       @temperature = temperature
       @max_tokens = max_tokens
       @feature = feature
-      @request_id = Engine.uuid
+      @request_id = request_id || Engine.uuid
       @delivery = Delivery.new(store: store, block: block, targets: targets, request_id: @request_id)
       @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter)
       @breaker = CircuitBreaker.new(config, targets, @request_id) if config.circuit_threshold.positive?
@@ -61,6 +68,11 @@ module LlmFailover
       @scrubbing = session
       @delivery.restore_with(session, json: !@answer_format.nil?)
       @records.scrubbed = session&.counts
+    end
+
+    # @param count [Integer] attempts an earlier turn of the same request made
+    def attempt_offset=(count)
+      @records.attempt_offset = count
     end
 
     def answer_format=(format)
@@ -198,6 +210,7 @@ module LlmFailover
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
                   policy: engine_policy, circuit: !@breaker.nil? }
       request[:attachments] = @attachments if @attachments && !@attachments.empty?
+      request.merge!(@tool_fields) if @tool_fields
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end
 
@@ -246,8 +259,11 @@ module LlmFailover
       content = restored(sent)
       @delivery.flush
       settle_quota
+      raw_calls = result[:tool_calls]
+      calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, result[:model]) : []
       @delivery.finish(index, content: content, model: result[:model], provider: target.name,
-                              input_tokens: result[:input_tokens], output_tokens: result[:output_tokens])
+                              input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
+                              tool_calls: calls)
       json_text = result[:json]
       @response_cache&.write(target, content: sent, model: result[:model], finish_reason: result[:finish_reason],
                                      provider_request_id: result[:provider_request_id], json_text: json_text)
@@ -260,7 +276,8 @@ module LlmFailover
                 input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
                 request_id: @request_id, attempts: @records.to_a, failover: failover,
                 finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
-                streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, json: parsed_json(json_text))
+                streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, json: parsed_json(json_text),
+                tool_calls: calls)
     end
 
     # A cache hit: no request, no provider, no circuit. The answer goes through the

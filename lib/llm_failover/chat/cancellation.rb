@@ -104,6 +104,30 @@ module LlmFailover
       nil
     end
 
+    # Watches the cancel check, when there is one, while the block runs, without a call
+    # attached: a tool loop reads #cancelled? between its turns (a tool may run for
+    # minutes, and a Stop pressed meanwhile must not send another turn).
+    # @return [Object] the block's value
+    def watching
+      watch = start_watch if @check
+      yield
+    ensure
+      watch&.stop
+    end
+
+    # Whether #cancel! was called, or a callable check says so now (asked at once,
+    # not at the watch's next poll).
+    # @return [Boolean]
+    def requested_now?
+      return true if @requested
+      return false unless @check.respond_to?(:call)
+
+      cancel! if @check.call
+      @requested
+    rescue StandardError
+      false # the watch reports a raising check; the call goes on, as it does there
+    end
+
     private
 
     def attach

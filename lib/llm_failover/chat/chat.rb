@@ -13,12 +13,15 @@ require_relative "answer_format"
 require_relative "call"
 require_relative "cancellation"
 require_relative "chat_options"
+require_relative "chat_tools"
 require_relative "idempotency"
 require_relative "memory_store"
 require_relative "model_name"
 require_relative "text"
+require_relative "transcript"
 require_relative "../records/warnings"
 require_relative "target"
+require_relative "../tools/decisions"
 
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
@@ -29,7 +32,10 @@ module LlmFailover
   # #replace_system, #start_assistant, #append_assistant, #reset_assistant,
   # #finish_assistant and #fail_assistant (see MemoryStore).
   class Chat
+    include ChatTools
+
     STORE_METHODS = Options::STORE_METHODS
+    TOOL_STORE_METHODS = Options::TOOL_STORE_METHODS
 
     KEEP = Object.new.freeze # "argument not given" for with_model's backup options
     private_constant :KEEP
@@ -205,6 +211,29 @@ module LlmFailover
       @options.store.messages
     end
 
+    # Approves a parked call of a requires_approval! tool (reply.pending_tool_calls):
+    # the next #complete runs it. With the ActiveRecord store any process may approve.
+    # @param id [String] ToolCall#id
+    # @return [ToolCall]
+    # @raise [ArgumentError] no such call, or it is not awaiting approval
+    def approve_tool_call(id)
+      Tools::Decisions.approve(@options.store, id)
+    end
+
+    # Denies a parked call: it never runs, and the next #complete sends the model
+    # "The user denied this call: <reason>" as its result.
+    # @return [ToolCall]
+    def deny_tool_call(id, reason:)
+      Tools::Decisions.deny(@options.store, id, reason: reason)
+    end
+
+    # Gives a call a crash left running (ToolInterruptedError) the outcome the app
+    # knows it had, result: or error:; the next #complete sends it to the model.
+    # @return [ToolCall]
+    def settle_tool_call(id, result: nil, error: nil)
+      Tools::Decisions.settle(@options.store, id, result: result, error: error)
+    end
+
     def backup?
       !@backup_model.nil? && !@backup_provider.nil?
     end
@@ -250,33 +279,43 @@ module LlmFailover
     end
 
     def answer(temperature, max_tokens, block, cache, format)
+      return answer_with_tools(temperature, max_tokens, block, cache, format) if tools?
+
+      answer_turn(temperature, max_tokens, block, cache, format)
+    end
+
+    # One call; with tools, one model turn of the ToolLoop (+turn+: its request id,
+    # scrubbing, tool fields, and whether an earlier turn failed over to the backup).
+    def answer_turn(temperature, max_tokens, block, cache, format, turn = nil)
       # The conversation as stored, system messages where they are: where each protocol
       # wants them (in the array for OpenAI, lifted and joined for Anthropic) is the
       # wire layer's rule, and one call may go out in both protocols.
       conversation = @options.store.conversation
-      messages = conversation.map { |m| [m.role.to_s, m.content.to_s] }
-      attachments = conversation.map { |m| stored_attachments(m) }
-      unless messages.any? { |role, _| role != "system" }
+      messages = Transcript.engine_messages(conversation)
+      attachments = conversation.map { |m| stored_attachments(m) } # one list per message, in order
+      unless messages.any? { |m| m[0] != "system" }
         raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
 
       # From here on the messages are what leaves the process, and what the cache key
       # hashes: scrubbed when a scrubber is configured.
-      scrubbing = scrub_session
-      messages.each { |m| m[1] = scrubbing.scrub(m[1]) } if scrubbing
+      scrubbing = turn ? turn.scrubbing : scrub_session
+      Transcript.scrub!(messages, scrubbing) if scrubbing
       reservation = @options.quota_reservation(@config.state_store, target: @primary_target)
       running = false
       begin
-        backup_first = backup_first?(reservation)
+        backup_first = backup_first?(reservation) || (turn&.on_backup && backup?)
         # A target that cannot take the attachments is never sent them: the call goes
         # to the one that can (ArgumentError when none can).
         targets = Attachment::Selection.usable(backup_first ? [@backup_target].freeze : engine_targets,
                                                attachments.flatten)
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
                         targets: targets, messages: messages,
-                        temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block)
+                        temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
+                        request_id: turn&.request_id)
         call.answer_format = format
         call.attachments = Attachment::Selection.engine_list(attachments)
+        turn&.prepare(call)
         request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
         # Attachments by content digest; a chat without any keeps its keys as they were.
         request << attachments.map { |list| list.map(&:digest) } if attachments.any?(&:any?)

@@ -18,6 +18,9 @@ module LlmFailover
     class Options
       STORE_METHODS = %i[messages conversation add_user add_system replace_system start_assistant
                          append_assistant reset_assistant finish_assistant fail_assistant].freeze
+      # What a chat with tools needs of its store besides (MemoryStore's header says how
+      # each behaves; finish_assistant takes tool_calls: too).
+      TOOL_STORE_METHODS = %i[save_tool_call add_tool_result tool_call].freeze
       QUOTA_BY = %i[calls tokens].freeze
 
       attr_reader :store, :quota, :quota_used, :enforce_quota, :feature, :temperature, :max_tokens, :cache,

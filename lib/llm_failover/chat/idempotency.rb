@@ -105,7 +105,11 @@ module LlmFailover
           turn.later = true
           break
         end
-        turn.answer = m if role == "assistant" && m.status.to_s == "complete"
+        # An answer that asked for tools is a step of the turn's tool loop, not its
+        # answer: the loop resumes from it.
+        next unless role == "assistant" && m.status.to_s == "complete"
+
+        turn.answer = m unless m.respond_to?(:tool_calls) && !m.tool_calls.empty?
       end
       turn
     end

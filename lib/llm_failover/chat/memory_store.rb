@@ -2,13 +2,54 @@
 
 require_relative "idempotency"
 require_relative "memory_store/message"
+require_relative "../tools/schema"
+require_relative "../tools/tool_call"
 
 module LlmFailover
   # The default message store: one chat's messages in memory, in order. Implements
   # the store interface the ActiveRecord store shares (see Chat).
+  #
+  # == Tool calls (the part of the interface a chat with tools needs)
+  #
+  # A chat with tools (Chat#with_tool) needs four more things of its store; a store
+  # without them works for chats without tools (Chat::TOOL_STORE_METHODS is checked
+  # when a tool is added). The transcript is canonical: one form for both protocols,
+  # rendered per protocol by the core when a turn is sent.
+  #
+  # Messages:
+  # - an assistant message answers #tool_calls: Array<ToolCall> (empty for a plain
+  #   answer; its content may be "" when it has calls), in the order the model gave
+  #   them, each in its current stored state;
+  # - a tool result is a message with role "tool": content (what the model is sent,
+  #   scrubbed when sent like any content), #tool_call_id (ToolCall#id of its call)
+  #   and #is_error (true when the call failed, was rejected or denied). It is always
+  #   status "complete". Other messages answer tool_call_id nil, is_error false.
+  #
+  # Methods:
+  # - finish_assistant(message, content:, ..., tool_calls: calls): as without tools,
+  #   plus the calls the answer asked for (ToolCall, status pending), stored with the
+  #   message in one step: a crash never leaves an answer that asked for tools without
+  #   its calls. The keyword is only given when there are calls.
+  # - save_tool_call(call): stores a call's state that has no result yet (ToolCall#to_h:
+  #   status, awaiting_approval, ...). The loop calls it with the call `running` right
+  #   before Tool#execute, so that a crash leaves it visibly running.
+  # - add_tool_result(call): the call is final (ToolCall#final?): stores its final
+  #   state and appends its result message (role "tool") in one step. The loop calls
+  #   it before the next turn is sent. Given again for a call that has its result, it
+  #   changes nothing and returns the stored message.
+  # - tool_call(id): the stored ToolCall of that id (ToolCall#id), or nil.
+  #
+  # What the loop relies on to resume (Chat::ToolLoop, from the stored transcript,
+  # in #ask and #complete alike): the open calls are those of the last assistant
+  # message of #conversation that have no result message after it. A call with a
+  # result message never runs again; a call stored `running` was cut mid-execute; a
+  # `pending` (or `approved`) one has not run. Results of one assistant message's
+  # calls follow it directly, before any other message (the invariant the core checks
+  # before every request: ToolTranscriptError).
   class MemoryStore
     def initialize
       @messages = []
+      @calls = {} # id -> ToolCall#to_h, frozen: a snapshot, as a database row would be
       @lock = Mutex.new
     end
 
@@ -102,14 +143,59 @@ module LlmFailover
       @lock.synchronize { message.update(content: +"", model: model, provider: provider) }
     end
 
-    def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:)
+    # @param tool_calls [Array<ToolCall>] the calls the answer asked for (see the top)
+    def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil)
       @lock.lock
       begin
+        if tool_calls && !tool_calls.empty?
+          ids = tool_calls.map do |call|
+            @calls[call.id] = snapshot(call)
+            call.id
+          end
+          message.update(tool_call_ids: ids.freeze, calls_from: self)
+        end
         message.finish(content: content, model: model, provider: provider, input_tokens: input_tokens,
                        output_tokens: output_tokens)
       ensure
         @lock.unlock
       end
+    end
+
+    # Stores a call's state before it has a result (running, approval).
+    # @param call [ToolCall]
+    # @return [ToolCall] the call
+    def save_tool_call(call)
+      @lock.synchronize do
+        raise ArgumentError, "tool call #{call.id} is not stored" unless @calls.key?(call.id)
+
+        @calls[call.id] = snapshot(call)
+      end
+      call
+    end
+
+    # Stores a final call and appends its result message, once per call.
+    # @param call [ToolCall] final
+    # @return [Message] the result message (role "tool")
+    def add_tool_result(call)
+      raise ArgumentError, "tool call #{call.id} has no result yet (#{call.status})" unless call.final?
+
+      @lock.synchronize do
+        raise ArgumentError, "tool call #{call.id} is not stored" unless @calls.key?(call.id)
+
+        existing = @messages.find { |m| m.role == "tool" && m.tool_call_id == call.id }
+        next existing if existing
+
+        @calls[call.id] = snapshot(call)
+        message = Message.new(role: "tool", content: call.content.to_s.dup.freeze)
+        message.update(tool_call_id: call.id, is_error: call.error?)
+        @messages << message
+        message
+      end
+    end
+
+    # @return [ToolCall, nil] the stored call of +id+, in its stored state
+    def tool_call(id)
+      @lock.synchronize { stored_call(id) }
     end
 
     # Chat#cancel! stopped the answer: it keeps the partial text, out of the conversation.
@@ -130,6 +216,16 @@ module LlmFailover
     end
 
     private
+
+    def snapshot(call)
+      Tools::Schema.deep_freeze(call.to_h)
+    end
+
+    # Under the lock (the caller's).
+    def stored_call(id)
+      row = @calls[id]
+      row && ToolCall.from_h(row)
+    end
 
     def push(message)
       @lock.lock

@@ -22,10 +22,16 @@ module LlmFailover
     attr_reader :attempts
     # @return [Integer] content chunks the block received for this answer (0 unstreamed)
     attr_reader :chunk_count
+    # @return [Array<ToolCall>] every tool call this ask made, in order (id, name,
+    #   arguments, result, error, provider); empty without tools
+    attr_reader :tool_calls
+    # @return [Array<ToolCall>] calls parked for approval (requires_approval!): nothing ran
+    attr_reader :pending_tool_calls
 
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
-                   cached: false, cancelled: false, json: nil, response_model: nil)
+                   cached: false, cancelled: false, json: nil, response_model: nil, tool_calls: [],
+                   pending_tool_calls: [])
       @content = content
       @model = model
       @response_model = response_model
@@ -42,6 +48,8 @@ module LlmFailover
       @cached = cached ? true : false
       @cancelled = cancelled ? true : false
       @json = json
+      @tool_calls = tool_calls.frozen? ? tool_calls : tool_calls.dup.freeze
+      @pending_tool_calls = pending_tool_calls.frozen? ? pending_tool_calls : pending_tool_calls.dup.freeze
       freeze
     end
 

@@ -44,6 +44,8 @@ module LlmFailover
       cancel_poll_interval: 0.2,
       idempotency_wait: 60,
       trace_content: false,
+      max_tool_rounds: 10,
+      log_tool_content: false,
       attachment_private_hosts: false
     }.freeze
 
@@ -225,6 +227,12 @@ module LlmFailover
       @idempotency_wait = number(:idempotency_wait, value, positive: true)
     end
 
+    # Model turns one ask may make with tools (LlmFailover.chat(max_tool_rounds:) for
+    # one chat); past them, ToolLoopError with the transcript intact.
+    def max_tool_rounds=(value)
+      @max_tool_rounds = integer(:max_tool_rounds, value, min: 1)
+    end
+
     # Seconds: the longest a call can run, every attempt on both targets taking its
     # whole request_timeout and the longest wait between them. Past it, what a call
     # left unfinished is a dead process's (a claim on an idempotency_key's turn, a
@@ -251,6 +259,17 @@ module LlmFailover
       raise ConfigurationError, "trace_content must be true or false, got #{value.inspect}" unless [true, false].include?(value)
 
       @trace_content = value
+    end
+
+    # Whether a tool run's "tool.llm_failover" event and usage-log line carry its
+    # arguments and its result: off by default, since they hold what the app's users
+    # and its own systems said (addresses, order numbers, records).
+    def log_tool_content=(value)
+      unless [true, false].include?(value)
+        raise ConfigurationError, "log_tool_content must be true or false, got #{value.inspect}"
+      end
+
+      @log_tool_content = value
     end
 
     # Seconds a cached answer lives; nil leaves it to the store.

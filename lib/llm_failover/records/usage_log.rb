@@ -13,8 +13,14 @@ module LlmFailover
   # is loaded, every record is also instrumented as "attempt.llm_failover" with the
   # record's Hash as payload (started_at a Time there, as Rails' own payloads carry times). A sink that raises never breaks the user's call: it is
   # reported once per sink class and the other sinks still get the record.
+  #
+  # Tool runs (#emit_tool, a ToolRun each) go to the Logger sinks as one JSON line
+  # ("event":"tool"), to sinks that respond to #tool_run, and to ActiveSupport::Notifications
+  # as "tool.llm_failover". A callable or #record sink takes attempts only: it never
+  # sees a ToolRun (AttemptLog writes one row per attempt).
   class UsageLog
     NOTIFICATION = "attempt.llm_failover"
+    TOOL_NOTIFICATION = "tool.llm_failover"
 
     @warned = Set.new
     @warned_lock = Mutex.new
@@ -51,7 +57,31 @@ module LlmFailover
       nil
     end
 
+    # Delivers one tool run to the sinks that take them and to ActiveSupport::Notifications.
+    # @param run [ToolRun]
+    def emit_tool(run)
+      @sinks.each_with_index do |sink, i|
+        if @kinds[i] == :logger
+          sink.info(JSON.generate(run.to_h))
+        elsif sink.respond_to?(:tool_run)
+          sink.tool_run(run)
+        end
+      rescue StandardError => e
+        report(sink.class, e)
+      end
+      instrument_tool(run) if defined?(::ActiveSupport::Notifications)
+      nil
+    end
+
     private
+
+    def instrument_tool(run)
+      payload = run.to_h
+      payload[:started_at] = run.started_at
+      ::ActiveSupport::Notifications.instrument(TOOL_NOTIFICATION, payload)
+    rescue StandardError => e
+      report(::ActiveSupport::Notifications, e)
+    end
 
     def kind_of_sink(sink)
       if sink.respond_to?(:call) then :call

@@ -8,6 +8,7 @@ require_relative "gate"
 require_relative "step"
 require_relative "transcript"
 require_relative "responder"
+require_relative "lane"
 
 module LlmFailover
   module Testing
@@ -17,6 +18,8 @@ module LlmFailover
     # provider would send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
+    # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
+    # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
     # `/chat/completions` or `/messages` (or that are not POSTs) get a 404 and take no step.
     #
@@ -116,6 +119,7 @@ module LlmFailover
         self.strict_transcript = strict_transcript
         @mutex = Mutex.new
         @queue = []
+        @lanes = {}
         @requests = []
         @default_hash = { text: DEFAULT_TEXT }.freeze
         @default = Step.new(@default_hash)
@@ -203,6 +207,19 @@ module LlmFailover
         self
       end
 
+      # The script of the provider named +name+: its own queue, default and request log
+      # ({Lane}); configure that provider with `fp.on(name).base_url(api)`.
+      # @param name [Symbol, String] the provider's name in the app's configuration
+      # @return [Lane] the same one for the same name
+      def on(name)
+        key = name.to_s.to_sym
+        existing = synchronize { @lanes[key] }
+        return existing if existing
+
+        lane = Lane.new(self, key) # validates the name outside the lock
+        synchronize { @lanes[key] ||= lane }
+      end
+
       # @return [Hash] the step used when the queue is empty
       def default
         @mutex.synchronize { @default_hash }
@@ -275,6 +292,28 @@ module LlmFailover
         self
       end
 
+      # Back to a fresh server on the same port: no queued steps on any lane, no log, the
+      # default answers, no held requests, transcripts not checked. What
+      # LlmFailover::Testing does between two tests.
+      # @return [self]
+      def reset
+        @mutex.synchronize do
+          @queue.clear
+          @requests.clear
+          @lanes.each_value(&:clear_locked)
+          @default_hash = { text: DEFAULT_TEXT }.freeze
+          @default = Step.new(@default_hash)
+        end
+        @gate.release
+        self.strict_transcript = false
+        self
+      end
+
+      # @api private: the server's lock, which its lanes share
+      def synchronize(&block)
+        @mutex.synchronize(&block)
+      end
+
       def inspect
         "#<#{self.class.name} #{url} queued=#{queue_size} requests=#{request_count}>"
       end
@@ -342,7 +381,8 @@ module LlmFailover
           next nil unless request.api
           next Step.new(refusal) if refusal
 
-          @queue.shift || @default
+          lane = request.lane && @lanes[request.lane]
+          lane&.shift || @queue.shift || lane&.default_step || @default
         end
       end
 

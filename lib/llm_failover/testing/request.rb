@@ -9,8 +9,9 @@ module LlmFailover
       # One request as the server saw it. headers has lowercase names; json is the parsed
       # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
       # client_closed is set when the client hung up while the answer was held back (a
-      # delay): a hedged request's loser, a cancelled call.
-      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream, :client_closed) do
+      # delay): a hedged request's loser, a cancelled call. lane is the provider name its
+      # path starts with (`/providers/NAME/...`, see Lane) or nil.
+      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream, :client_closed, :lane) do
         # The request from what HttpIO#read_request read: every String as UTF-8, the
         # path without an absolute-form target's scheme and host, the body parsed when it
         # is a JSON object, routed by method and path.
@@ -27,7 +28,8 @@ module LlmFailover
           end
           headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
           method = method.dup.force_encoding(Encoding::UTF_8)
-          new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true)
+          new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true, nil,
+              path[%r{\A/providers/([^/?]+)/}, 1]&.to_sym)
         end
 
         # @return [Symbol, nil] the API a POST to this path speaks; nil: not routed (a 404)

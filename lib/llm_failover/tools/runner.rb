@@ -45,9 +45,12 @@ module LlmFailover
       # Runs a prepared call: running, then succeeded or failed.
       # @param call [ToolCall]
       # @param tool [Tool] what #prepare returned
+      # @param started [#call, nil] given the call once it is running, before #execute:
+      #   the loop stores it so, and a crash leaves it visibly running
       # @return [ToolCall]
-      def perform(call, tool)
+      def perform(call, tool, started: nil)
         call.start!
+        started&.call(call)
         args = call.arguments.transform_keys(&:to_sym)
         begin
           call.succeed!(tool.execute(**args))

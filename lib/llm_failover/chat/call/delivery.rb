@@ -76,10 +76,13 @@ module LlmFailover
       end
 
       # The answer is complete (#flush first, when a restorer may hold its end).
-      def finish(target, content:, model:, provider:, input_tokens:, output_tokens:)
+      # +tool_calls+: the calls the answer asked for, stored with it (given to the store
+      # only when there are some: a store without tools never sees the keyword).
+      def finish(target, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil)
         @settled = true
+        extra = tool_calls.nil? || tool_calls.empty? ? {} : { tool_calls: tool_calls }
         @store.finish_assistant(message(target), content: content, model: model, provider: provider.name,
-                                                 input_tokens: input_tokens, output_tokens: output_tokens)
+                                                 input_tokens: input_tokens, output_tokens: output_tokens, **extra)
       end
 
       # Chat#cancel! stopped the answer: the partial text stays, marked cancelled

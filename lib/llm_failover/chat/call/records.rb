@@ -18,6 +18,9 @@ module LlmFailover
       attr_reader :failures
       # @return [Hash{String => Integer}, nil] the scrubber's counts, on every record
       attr_writer :scrubbed
+      # Attempts made before this call under the same request id (the earlier turns of
+      # a tool loop): numbers go on from there, one per attempt of the request.
+      attr_writer :attempt_offset
 
       def initialize(request_id:, feature:, usage_log:)
         @request_id = request_id
@@ -27,6 +30,7 @@ module LlmFailover
         @failures = []
         @cancelled = nil # the engine's record of the attempt Chat#cancel! cut
         @scrubbed = nil
+        @attempt_offset = 0
         @reached = {}.compare_by_identity # Target => tokens of the attempts that may have reached it
       end
 
@@ -57,7 +61,8 @@ module LlmFailover
           attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
           @failures << [attempt, target]
         end
-        add(AttemptRecord.new(**fields(target), attempt: attempt[:attempt], success: attempt[:success],
+        number = attempt[:attempt] + @attempt_offset
+        add(AttemptRecord.new(**fields(target), attempt: number, success: attempt[:success],
                                                 error_class: attempt[:error_class],
                                                 error_message: attempt[:error_message],
                                                 http_status: attempt[:http_status],
@@ -87,7 +92,7 @@ module LlmFailover
       def cancelled(target, result)
         sent = !@cancelled.nil? || !@list.empty?
         record = @cancelled ||
-                 AttemptRecord.new(**fields(target), attempt: @list.size + 1, success: false,
+                 AttemptRecord.new(**fields(target), attempt: @attempt_offset + @list.size + 1, success: false,
                                                      error_message: "cancelled by Chat#cancel!",
                                                      latency_ms: result[:latency_ms],
                                                      started_at: result[:started_at], cancelled: true)
@@ -164,7 +169,8 @@ module LlmFailover
       # store's write.
       def stopped(attempt, target)
         cause = attempt[:stopped_by]
-        fields = fields(target).merge(attempt: attempt[:attempt], success: false, http_status: attempt[:http_status],
+        fields = fields(target).merge(attempt: attempt[:attempt] + @attempt_offset, success: false,
+                                      http_status: attempt[:http_status],
                                       latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
                                       input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
                                       started_at: attempt[:started_at],

@@ -13,6 +13,8 @@ module LlmFailover
       attr_reader :claimed_at
       # @return [Array<Attachment>] the files sent with a user message (Chat#ask's with:)
       attr_reader :attachments
+      # @return [String, nil] role "tool": the ToolCall#id this message is the result of
+      attr_reader :tool_call_id
 
       def initialize(role:, content:, status: "complete", model: nil, provider: nil, attachments: [].freeze)
         @role = role
@@ -24,6 +26,21 @@ module LlmFailover
         @input_tokens = nil
         @output_tokens = nil
         @idempotency_key = nil
+        @tool_call_id = nil
+        @is_error = false
+        @tool_call_ids = nil
+      end
+
+      # @return [Array<ToolCall>] an assistant message's tool calls, as stored now
+      def tool_calls
+        return [] unless @tool_call_ids
+
+        @tool_call_ids.map { |id| @calls_from.tool_call(id) }
+      end
+
+      # @return [Boolean] role "tool": the call failed (the model is told so)
+      def is_error # rubocop:disable Naming/PredicateName -- the wire's name, as the AR column
+        @is_error
       end
 
       def complete?
@@ -48,8 +65,11 @@ module LlmFailover
       end
 
       def to_h
-        { role: role, content: content, model: model, provider: provider, status: status,
-          input_tokens: input_tokens, output_tokens: output_tokens }
+        h = { role: role, content: content, model: model, provider: provider, status: status,
+              input_tokens: input_tokens, output_tokens: output_tokens }
+        h[:tool_calls] = tool_calls.map(&:to_h) if @tool_call_ids
+        h.merge!(tool_call_id: @tool_call_id, is_error: @is_error) if @tool_call_id
+        h
       end
 
       def inspect

@@ -1,0 +1,44 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  class Chat
+    # The stored conversation as the engine takes it: one canonical form, which the
+    # core renders per protocol when a turn is sent (a call id made by one provider
+    # mapped for the other, tool results as "tool" messages or tool_result blocks).
+    # Only what both protocols can take is stored, so nothing one provider alone
+    # understands (Anthropic thinking blocks, reasoning content) ever reaches the other.
+    #
+    # @api private: Chat's, for every call
+    module Transcript
+      module_function
+
+      # @param conversation [Array<#role, #content>] the store's #conversation
+      # @return [Array<Array>] [role, content]; an assistant's with tool calls
+      #   ["assistant", content, [[id, name, arguments JSON], ...]]; a tool result
+      #   ["tool", content, call_id, is_error]
+      def engine_messages(conversation)
+        conversation.map do |m|
+          role = m.role.to_s
+          if role == "tool"
+            ["tool", m.content.to_s, m.tool_call_id.to_s, m.is_error ? true : false]
+          elsif role == "assistant" && m.respond_to?(:tool_calls) && !(calls = m.tool_calls).empty?
+            ["assistant", m.content.to_s, calls.map { |c| [c.id, c.name, c.arguments_json] }]
+          else
+            [role, m.content.to_s]
+          end
+        end
+      end
+
+      # What leaves the process, scrubbed: every content (tool results included) and
+      # every call's arguments.
+      # @param session [Scrubber::Session]
+      # @return [Array<Array>] the same messages
+      def scrub!(messages, session)
+        messages.each do |m|
+          m[1] = session.scrub(m[1])
+          m[2] = m[2].map { |id, name, args| [id, name, session.scrub(args)] } if m.size == 3
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,91 @@
+# frozen_string_literal: true
+
+require_relative "demo"
+require_relative "../tools/tool"
+
+module LlmFailover
+  # `llm_failover demo --tools`: a tool loop that fails over between two turns.
+  #
+  # The primary (OpenAI protocol) asks for the weather tool; the tool runs; the primary
+  # then answers 503 on the next turn, retried and failed over; the backup (Anthropic
+  # protocol) gets the primary's call and its result in its own protocol and finishes
+  # the loop. The tool ran once. Both FakeProviders refuse, as Anthropic does, a call
+  # sent without its result.
+  class ToolsDemo < Demo
+    PROMPT = "What is the weather in Lisbon, and should I take a jacket?"
+    PRIMARY_TEXT = "Let me check the weather in Lisbon."
+    BACKUP_TEXT = "It is 17 °C and windy in Lisbon: take a light jacket."
+
+    # The demo's tool; a real one would ask a weather service.
+    class Weather < Tool
+      tool_name "weather"
+      description "Current weather for a city"
+      param :city, type: :string, desc: "City name"
+
+      class << self
+        attr_accessor :runs
+      end
+
+      def execute(city:)
+        self.class.runs += 1
+        { city: city, temp_c: 17, wind: "strong" }
+      end
+    end
+
+    private
+
+    def script
+      Weather.runs = 0
+      @primary.strict_transcript = true
+      @backup.strict_transcript = true
+      @primary.enqueue({ text: PRIMARY_TEXT, chunk_delay: @chunk_delay,
+                         tool_calls: [{ name: "weather", arguments: { "city" => "Lisbon" } }] })
+      @primary.default = { error: :unavailable } # dies on the next turn
+      @backup.default = { text: BACKUP_TEXT, chunk_delay: @chunk_delay, usage: { input: 52, output: 18 } }
+    end
+
+    def intro
+      @out.puts(paint("llm_failover demo --tools: a tool loop across two fake providers (no keys, no network)",
+                      :bold))
+      rows = [["primary", label(PRIMARY), "OpenAI protocol", "asks for the weather tool, then answers 503"],
+              ["backup", label(BACKUP), "Anthropic protocol", "healthy"]]
+      widths = rows.transpose.map { |column| column.map(&:length).max }
+      rows.each { |row| @out.puts("  #{row.each_with_index.map { |cell, i| cell.ljust(widths[i]) }.join('  ').rstrip}") }
+      @out.puts
+      @out.puts(paint("> #{PROMPT}", :cyan))
+      @out.puts
+      @out.flush
+    end
+
+    def ask
+      @answer_started = false
+      chat = LlmFailover.chat(model: PRIMARY[:model], provider: PRIMARY[:provider],
+                              backup_model: BACKUP[:model], backup_provider: BACKUP[:provider], feature: "demo")
+      chat.with_tool(Weather)
+      reply = chat.ask(PROMPT) { |chunk| show(chunk) }
+      @out.puts
+      reply
+    end
+
+    def show(chunk)
+      if chunk.tool_call?
+        @out.puts("\n#{paint("[running #{chunk.tool_call.name}(#{chunk.tool_call.arguments_json})]", :yellow)}")
+      elsif chunk.tool_result?
+        @out.puts(paint("[#{chunk.tool_call.name} returned #{chunk.tool_call.content}]", :yellow))
+        @answer_started = false # the next turn's failures are worth showing as they happen
+      elsif chunk.reset?
+        @out.print("\n#{paint(CLI::RESET_MARKER, :yellow)}\n")
+      else
+        @answer_started = true
+        @out.print(chunk.content)
+      end
+      @out.flush
+    end
+
+    def outcome(reply)
+      super
+      calls = reply.tool_calls.map { |c| "#{c.name} (asked by #{c.provider}, #{c.status})" }.join(", ")
+      @out.puts(paint("tool calls: #{calls}; the weather tool ran #{Weather.runs} time(s)", :bold))
+    end
+  end
+end
