@@ -18,6 +18,7 @@ require_relative "llm_failover/health/circuit_breaker"
 require_relative "llm_failover/health/memory_state_store"
 require_relative "llm_failover/cache/memory_cache"
 require_relative "llm_failover/cache/response_cache"
+require_relative "llm_failover/cache/memory_index"
 require_relative "llm_failover/scrubber/scrubber"
 require_relative "llm_failover/quota/quota"
 require_relative "llm_failover/quota/model_picker"
@@ -47,6 +48,10 @@ module LlmFailover
   # Loaded on first use: an app's test helper, or an initializer that asks
   # LlmFailover::Testing::Offline.requested? (doc/rails.md).
   autoload :Testing, File.expand_path("llm_failover/testing", __dir__)
+  # The semantic cache's shared indexes, loaded on first use (redis-client, ActiveRecord).
+  autoload :RedisIndex, File.expand_path("llm_failover/cache/redis_index", __dir__)
+  autoload :ActiveRecordIndex, File.expand_path("llm_failover/cache/active_record_index", __dir__)
+  autoload :MirroredIndex, File.expand_path("llm_failover/cache/mirrored_index", __dir__)
   # Loaded on first use (it loads ActiveRecord): config/routes.rb names Report::Engine.
   autoload :Report, File.expand_path("llm_failover/report", __dir__)
 

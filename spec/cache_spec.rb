@@ -96,8 +96,9 @@ RSpec.describe "the response cache" do
       expect { chat.ask("Hello", cache: false) }.to raise_error(LlmFailover::BadRequestError)
       reply = chat.complete
       expect([reply.cached?, reply.content]).to eq([true, "Hi"])
-      expect(chat.messages.map(&:role)).to eq(%w[user assistant assistant])
-      expect(chat.messages.map(&:status)).to eq(%w[complete failed complete])
+      # The cached answer takes the failed message: one per turn (issue 27, item 6).
+      expect(chat.messages.map(&:role)).to eq(%w[user assistant])
+      expect(chat.messages.map(&:status)).to eq(%w[complete complete])
       expect(primary.request_count).to eq(2)
     end
   end

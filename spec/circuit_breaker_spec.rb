@@ -131,9 +131,11 @@ RSpec.describe "Circuit breaker" do
   it_behaves_like "a half-open probe that a late failure leaves alone"
   it_behaves_like "a breaker that every success resets"
 
-  it "still counts with a state store whose record takes the six arguments it took before the caller's token" do
+  it "still counts with a state store whose record takes the six positional arguments it took before keywords" do
     six = Class.new(LlmFailover::MemoryStateStore) do
-      def record(key, threshold, cooldown, success, hold, error_class) = super
+      def record(key, threshold, cooldown, success, hold, error_class)
+        super(key, threshold: threshold, cooldown: cooldown, success: success, hold: hold, error_class: error_class)
+      end
     end
     LlmFailover.configure { |c| c.state_store = six.new }
     primary.default = { error: :unavailable }

@@ -118,6 +118,13 @@ RSpec.describe "exe/llm_failover" do
       expect(out).to include("\n#{LlmFailover::ToolsDemo::BACKUP_TEXT}\n")
       expect(out).to include("answered by anthropic/claude-sonnet-4-6 after 6 attempts, failover: yes")
       expect(out).to include("tool calls: weather (asked by openai, succeeded); the weather tool ran 1 time(s)")
+      # One request: its attempts numbered on across the turns, in the order they were made.
+      lines = out.lines.map(&:chomp)
+      header = lines.index { |l| l.start_with?("request_id") }
+      rows = lines[(header + 1)..].take_while { |l| !l.empty? }.map(&:split)
+      expect(rows.map(&:first).uniq.size).to eq(1)
+      expect(rows.map { |r| r[1..2] + [r[4]] })
+        .to eq([%w[1 openai yes]] + (2..5).map { |n| [n.to_s, "openai", "no"] } + [%w[6 anthropic yes]])
     end
 
     it "colors a terminal, and honours NO_COLOR" do

@@ -93,6 +93,10 @@ RSpec.describe "examples/" do
       html = File.read(page)
       expect(html).to include("<svg", "Circuit of openai/gpt-4o open", "UnauthorizedError", "OverloadedError")
       expect(html).not_to include("<script")
+      # The page doc/cli.md links is this one (its seeded day), but for when it was made.
+      made = %r{<p>Generated [^<]*</p>}
+      stale = html.sub(made, "") != File.read(File.join(root, "doc/report_example.html")).sub(made, "")
+      expect(stale).to be(false), "doc/report_example.html is stale: bundle exec ruby doc/report_example.rb"
     end
   end
 

@@ -493,12 +493,15 @@ RSpec.describe "Retries and failover" do
       chat = failover_chat
       expect { chat.ask("Hello?") }.to raise_error(LlmFailover::UnauthorizedError)
       expect(chat.messages.map { |m| [m.role, m.status] }).to eq([%w[user complete], %w[assistant failed]])
+      failed = chat.messages.last
 
       reply = chat.complete
       expect(reply.content).to eq("second time lucky")
       expect(sent_messages(primary.requests.last)).to eq([%w[user Hello?]])
       expect(chat.messages.count { |m| m.role == "user" }).to eq(1)
-      expect(chat.messages.map(&:status)).to eq(%w[complete failed complete])
+      # One turn, one answer: the failed message became it (issue 27, item 6).
+      expect(chat.messages.map(&:status)).to eq(%w[complete complete])
+      expect(chat.messages.last).to equal(failed)
     end
 
     it "marks the answer failed when a Timeout interrupts the call" do

@@ -150,6 +150,24 @@ RSpec.describe "A fleet sharing a RedisStateStore" do
   it_behaves_like "a half-open probe that a late failure leaves alone"
   it_behaves_like "a breaker that every success resets"
 
+  it "costs one round trip for a call its primary answers: the health of its targets, nothing on the success" do
+    primary.default = { text: "fine" }
+    redis = RedisClient.new(url: @redis.url)
+    evalshas = -> { redis.call("INFO", "commandstats")[/cmdstat_evalsha:calls=(\d+)/, 1].to_i }
+    failover_chat.ask("loads the scripts")
+    before = evalshas.call
+    3.times { expect(failover_chat.ask("hello").provider).to eq(:openai) }
+    expect(evalshas.call - before).to eq(3 * 2) # one pipelined read per call, one script per target
+    primary.enqueue({ error: :unavailable })
+    expect(failover_chat.ask("fails once").provider).to eq(:anthropic)
+    before = evalshas.call
+    failover_chat.ask("resets the count")
+    expect(evalshas.call - before).to eq(2 + 1) # the failure it knows of: the success writes
+    expect(store.health.find { |h| h[:model] == "gpt-4o" }).to include(failures: 0)
+  ensure
+    redis&.close
+  end
+
   it "keeps answering while Redis is down (one warning), and shares again once it is back" do
     LlmFailover.configure { |c| c.circuit_cooldown = 60 }
     failover_chat.ask("one failure shared")

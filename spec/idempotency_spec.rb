@@ -17,7 +17,7 @@ RSpec.describe "ask(text, idempotency_key:) in memory" do
 
     expect(primary.request_count).to eq(2)
     expect(chat.messages.map { |m| [m.role, m.status, m.idempotency_key] })
-      .to eq([%w[user complete job], ["assistant", "failed", nil], ["assistant", "complete", nil]])
+      .to eq([%w[user complete job], ["assistant", "complete", nil]]) # the failed answer's message, answered
     expect(sent_messages(primary.requests.last)).to eq([%w[user Hi]])
   end
 

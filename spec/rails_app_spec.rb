@@ -58,8 +58,8 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     expect(result["perform_now"]).to eq("backup answer")
     expect(result["perform_now_rows"]).to eq([%w[user complete Hello], ["assistant", "complete", "backup answer"]])
     # The retried job answered the same turn: one user row.
-    expect(result["retried_rows"]).to eq([["user", "complete", "Retry me"], ["assistant", "failed", ""],
-                                          ["assistant", "complete", "primary answer"]])
+    # The failed run's row became the answer: one assistant row per turn (issue 27, item 6).
+    expect(result["retried_rows"]).to eq([["user", "complete", "Retry me"], ["assistant", "complete", "primary answer"]])
     expect(result["async_rows"]).to eq(Array.new(8) do |i|
       [["user", "complete", "Question #{i}"], ["assistant", "complete", "primary answer"]]
     end)

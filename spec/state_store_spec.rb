@@ -9,6 +9,11 @@ RSpec.shared_examples "a state store" do
   let(:key) { "openai:gpt-4o" }
   let(:other) { "anthropic:claude-sonnet-4-6" }
 
+  # As the breaker reports an attempt: hold (a Retry-After) 0 unless given.
+  def report(key, hold: 0, error_class: nil, **outcome)
+    store.record(key, hold: hold, error_class: error_class, **outcome)
+  end
+
   def routes(keys = [key])
     store.admit(keys, 0.5).map(&:first)
   end
@@ -19,18 +24,18 @@ RSpec.shared_examples "a state store" do
 
   it "answers with the route codes the C core owns (Circuit::SEND, SKIP, PROBE)" do
     expect(routes).to eq([LlmFailover::Circuit::SEND])
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServiceUnavailableError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServiceUnavailableError")
     expect(routes).to eq([LlmFailover::Circuit::SKIP])
     sleep 0.35
     expect(routes).to eq([LlmFailover::Circuit::PROBE])
   end
 
   it "opens after threshold consecutive counted failures, and a success in between starts over" do
-    2.times { expect(store.record(key, 3, 60, false, 0, "LlmFailover::ServerError")).to eq([false, nil]) }
-    expect(store.record(key, 3, 60, true, 0, nil)).to eq([false, nil])
-    2.times { store.record(key, 3, 60, false, 0, "LlmFailover::ServerError") }
+    2.times { expect(report(key, threshold: 3, cooldown: 60, success: false, error_class: "LlmFailover::ServerError")).to eq([false, nil]) }
+    expect(report(key, threshold: 3, cooldown: 60, success: true)).to eq([false, nil])
+    2.times { report(key, threshold: 3, cooldown: 60, success: false, error_class: "LlmFailover::ServerError") }
     expect(store.admit([key], 0.5)).to eq([[0, 2, nil]])
-    expect(store.record(key, 3, 60, false, 0, "LlmFailover::ServerError")).to eq([true, %i[closed open threshold]])
+    expect(report(key, threshold: 3, cooldown: 60, success: false, error_class: "LlmFailover::ServerError")).to eq([true, %i[closed open threshold]])
     expect(routes([key, other])).to eq([1, 0])
     h = store.health.find { |t| t[:model] == "gpt-4o" }
     expect(h).to include(provider: :openai, state: :open, failures: 3, last_error: "LlmFailover::ServerError")
@@ -39,14 +44,14 @@ RSpec.shared_examples "a state store" do
   end
 
   it "lets exactly one caller probe after the cooldown; its success closes the circuit" do
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServiceUnavailableError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServiceUnavailableError")
     expect(routes).to eq([1])
     sleep 0.35
     first = store.admit([key], 0.5).first
     expect(first[0]).to eq(2)
     expect(first[2]).to eq(%i[open half_open cooldown_elapsed])
     5.times { expect(routes).to eq([1]) }
-    expect(store.record(key, 1, 0.3, true, 0, nil)).to eq([false, %i[half_open closed success]])
+    expect(report(key, threshold: 1, cooldown: 0.3, success: true)).to eq([false, %i[half_open closed success]])
     expect(routes).to eq([0])
     expect(store.health.first).to include(state: :closed, failures: 0, opened_at: nil, cooldown_until: nil)
   end
@@ -55,7 +60,7 @@ RSpec.shared_examples "a state store" do
     err = "LlmFailover::ServiceUnavailableError"
     first = 0.03 # circuit_first_probe and circuit_cooldown scaled down (5 s and 60 s by default)
     cooldown = 0.12
-    store.record(key, 1, cooldown, false, 0, err, nil, first)
+    report(key, threshold: 1, cooldown: cooldown, success: false, error_class: err, first_probe: first)
     opened = store.health.first[:opened_at].to_f
     expect(store.health.first[:cooldown_until].to_f - opened).to be_within(0.002).of(first)
     waits = []
@@ -64,7 +69,7 @@ RSpec.shared_examples "a state store" do
       sleep [h[:cooldown_until].to_f - Time.now.to_f, 0].max + 0.002
       expect(store.admit([key], 1, "probe").first[0]).to eq(2)
       t0 = Time.now.to_f
-      expect(store.record(key, 1, cooldown, false, 0, err, "probe", first))
+      expect(report(key, threshold: 1, cooldown: cooldown, success: false, error_class: err, token: "probe", first_probe: first))
         .to eq([true, %i[half_open open probe_failed]])
       t1 = Time.now.to_f
       h = store.health.first
@@ -80,15 +85,15 @@ RSpec.shared_examples "a state store" do
     expect(waits.last).to be_within(0.01).of(cooldown)
     sleep cooldown + 0.01
     expect(store.admit([key], 1, "probe").first[0]).to eq(2)
-    expect(store.record(key, 1, cooldown, true, 0, nil, "probe", first)).to eq([false, %i[half_open closed success]])
+    expect(report(key, threshold: 1, cooldown: cooldown, success: true, error_class: nil, token: "probe", first_probe: first)).to eq([false, %i[half_open closed success]])
     expect(store.health.first[:probes_failed]).to eq(0)
-    store.record(key, 1, cooldown, false, 0, err, nil, first) # the next incident starts from the first wait
+    report(key, threshold: 1, cooldown: cooldown, success: false, error_class: err, first_probe: first) # the next incident starts from the first wait
     h = store.health.first
     expect(h[:cooldown_until].to_f - h[:opened_at].to_f).to be_within(0.002).of(first)
   end
 
   it "gives the probe back to its holder asking again (with a new ttl), to nobody else, and frees it on release" do
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     sleep 0.35
     expect(store.admit([key], 0.4, "call-a").first[0]).to eq(2)
     expect(store.admit([key], 0.4, "call-b").first[0]).to eq(1)
@@ -103,10 +108,10 @@ RSpec.shared_examples "a state store" do
   end
 
   it "reopens for another cooldown when the probe fails" do
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     sleep 0.35
     expect(store.admit([key], 5, "probe").first[0]).to eq(2)
-    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe"))
+    expect(report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError", token: "probe"))
       .to eq([true, %i[half_open open probe_failed]])
     expect(routes).to eq([1])
     sleep 0.35
@@ -115,41 +120,41 @@ RSpec.shared_examples "a state store" do
 
   # A call sent before the circuit opened, failing while another call's probe is out.
   it "counts another call's failure while half-open, and leaves the probe out to decide" do
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     sleep 0.35
     expect(store.admit([key], 5, "probe").first[0]).to eq(2)
-    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServiceUnavailableError", "late")).to eq([true, nil])
-    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")).to eq([true, nil]) # no token at all
+    expect(report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServiceUnavailableError", token: "late")).to eq([true, nil])
+    expect(report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")).to eq([true, nil]) # no token at all
     sleep 0.35 # a cooldown: a reopened circuit would hand out a second probe now
     expect(store.admit([key], 5, "other").first[0]).to eq(1)
     expect(store.health.first).to include(state: :half_open, failures: 3, last_error: "LlmFailover::ServerError")
     expect(store.admit([key], 5, "probe").first[0]).to eq(2) # still its holder's
-    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe"))
+    expect(report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError", token: "probe"))
       .to eq([true, %i[half_open open probe_failed]])
     expect(store.admit([key], 5, "other").first[0]).to eq(1)
   end
 
   it "closes on another call's success while half-open, as it would while open" do
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     sleep 0.35
     expect(store.admit([key], 5, "probe").first[0]).to eq(2)
-    expect(store.record(key, 1, 0.3, true, 0, nil, "late")).to eq([false, %i[half_open closed success]])
+    expect(report(key, threshold: 1, cooldown: 0.3, success: true, error_class: nil, token: "late")).to eq([false, %i[half_open closed success]])
     expect(store.admit([key], 5, "other").first[0]).to eq(0)
-    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe")) # the probe, reporting after
+    expect(report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError", token: "probe")) # the probe, reporting after
       .to eq([true, %i[closed open threshold]])
   end
 
   it "takes a probe that outlived its lock for a late call: counted, and the next caller probes" do
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     sleep 0.35
     expect(store.admit([key], 0.2, "probe").first[0]).to eq(2)
     sleep 0.25
-    expect(store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError", "probe")).to eq([true, nil])
+    expect(report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError", token: "probe")).to eq([true, nil])
     expect(store.admit([key], 5, "next").first[0]).to eq(2)
   end
 
   it "opens at once for a Retry-After cooldown, until then" do
-    expect(store.record(key, 5, 0.2, false, 0.6, "LlmFailover::RateLimitError")).to eq([true, %i[closed open retry_after]])
+    expect(report(key, threshold: 5, cooldown: 0.2, success: false, hold: 0.6, error_class: "LlmFailover::RateLimitError")).to eq([true, %i[closed open retry_after]])
     sleep 0.3
     expect(routes).to eq([1]) # the cooldown (0.2 s) is over, the Retry-After (0.6 s) is not
     sleep 0.4
@@ -157,10 +162,10 @@ RSpec.shared_examples "a state store" do
   end
 
   it "keeps another call's Retry-After while half-open: no next probe before it is over" do
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     sleep 0.35
     expect(store.admit([key], 0.2, "probe").first[0]).to eq(2)
-    expect(store.record(key, 1, 0.3, false, 1.5, "LlmFailover::RateLimitError", "late")).to eq([true, nil])
+    expect(report(key, threshold: 1, cooldown: 0.3, success: false, hold: 1.5, error_class: "LlmFailover::RateLimitError", token: "late")).to eq([true, nil])
     sleep 0.3 # the probe's lock expired (its process died), the Retry-After is not over
     expect(routes).to eq([1])
     expect(store.peek([key]).first[0]).to eq(1)
@@ -170,7 +175,7 @@ RSpec.shared_examples "a state store" do
 
   it "peeks without taking the probe or moving the circuit" do
     expect(store.peek([key, other])).to eq([[0, 0, nil], [0, 0, nil]])
-    store.record(key, 1, 0.3, false, 0, "LlmFailover::ServerError")
+    report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     expect(store.peek([key]).map(&:first)).to eq([1])
     sleep 0.35
     expect(store.peek([key, other], "a").map(&:first)).to eq([2, 0]) # free to take
@@ -197,8 +202,8 @@ RSpec.describe LlmFailover::MemoryStateStore do
   it_behaves_like "a state store"
 
   it "gives a forked child the parent's circuits without the parent's probe" do
-    store.record("openai:gpt-4o", 1, 0.2, false, 0, "LlmFailover::ServerError")
-    store.record("openai:gpt-4o-mini", 1, 60, false, 0, "LlmFailover::ServerError")
+    store.record("openai:gpt-4o", threshold: 1, cooldown: 0.2, success: false, hold: 0, error_class: "LlmFailover::ServerError")
+    store.record("openai:gpt-4o-mini", threshold: 1, cooldown: 60, success: false, hold: 0, error_class: "LlmFailover::ServerError")
     sleep 0.25
     expect(store.admit(["openai:gpt-4o"], 60).first[0]).to eq(2) # the parent probes
     reader, writer = IO.pipe
@@ -237,7 +242,7 @@ RSpec.describe "LlmFailover::RedisStateStore" do
   it_behaves_like "a state store"
 
   it "puts a TTL on every key and one hash tag per target" do
-    store.record("openai:gpt-4o", 1, 0.3, false, 0, "LlmFailover::ServerError")
+    store.record("openai:gpt-4o", threshold: 1, cooldown: 0.3, success: false, hold: 0, error_class: "LlmFailover::ServerError")
     sleep 0.35
     store.admit(["openai:gpt-4o"], 5) # takes the probe
     store.claim("alert:f:E", 10)
@@ -252,14 +257,14 @@ RSpec.describe "LlmFailover::RedisStateStore" do
 
   it "shares state between two stores on one Redis (two processes' view)" do
     other = redis_store(store.namespace)
-    store.record("openai:gpt-4o", 2, 60, false, 0, "LlmFailover::ServerError")
-    expect(other.record("openai:gpt-4o", 2, 60, false, 0, "LlmFailover::ServerError")).to eq([true, %i[closed open threshold]])
+    store.record("openai:gpt-4o", threshold: 2, cooldown: 60, success: false, hold: 0, error_class: "LlmFailover::ServerError")
+    expect(other.record("openai:gpt-4o", threshold: 2, cooldown: 60, success: false, hold: 0, error_class: "LlmFailover::ServerError")).to eq([true, %i[closed open threshold]])
     expect(store.admit(["openai:gpt-4o"], 1).first[0]).to eq(1)
   end
 
   it "keeps away from a target the fleet had open when Redis stops answering, until the cooldown Redis gave" do
     other = redis_store(store.namespace)
-    other.record("openai:gpt-4o", 1, 0.6, false, 0, "LlmFailover::ServerError") # another process opened it
+    other.record("openai:gpt-4o", threshold: 1, cooldown: 0.6, success: false, hold: 0, error_class: "LlmFailover::ServerError") # another process opened it
     expect(store.admit(["openai:gpt-4o", "anthropic:claude"], 1).map(&:first)).to eq([1, 0])
     @redis.stop
     begin
@@ -275,12 +280,12 @@ RSpec.describe "LlmFailover::RedisStateStore" do
   it "goes on with its own state while Redis is down, warns once, and shares again when it is back" do
     log = StringIO.new
     store = redis_store("outage", logger: Logger.new(log))
-    store.record("openai:gpt-4o", 1, 60, false, 0, "LlmFailover::ServerError")
+    store.record("openai:gpt-4o", threshold: 1, cooldown: 60, success: false, hold: 0, error_class: "LlmFailover::ServerError")
     @redis.stop
     begin
       # the fallback's own view, which kept what Redis last said: open, one failure
       expect(store.admit(["openai:gpt-4o"], 1)).to eq([[1, 1, nil]])
-      3.times { store.record("openai:gpt-4o", 5, 60, false, 0, "LlmFailover::ServerError") }
+      3.times { store.record("openai:gpt-4o", threshold: 5, cooldown: 60, success: false, hold: 0, error_class: "LlmFailover::ServerError") }
       sleep 1.1 # past the retry interval: it tries Redis again, still down, no second warning
       store.admit(["openai:gpt-4o"], 1)
       expect(store.connected?).to be(false)

@@ -480,4 +480,52 @@ RSpec.describe "The tool loop" do
     anthropic_chat.with_tool_choice(:required).ask("x")
     expect(backup.requests.last.json["tool_choice"]).to eq({ "type" => "any" })
   end
+
+  describe "a schema with tools" do
+    let(:schema) do
+      { type: "object", properties: { temp: { type: "integer" } }, required: ["temp"], additionalProperties: false }
+    end
+
+    it "is refused before anything is stored or sent when any target of the chat is Anthropic" do
+      [anthropic_chat, openai_chat].each do |chat| # the primary; the backup only
+        chat.with_schema(schema)
+        expect { chat.ask("Paris?") }.to raise_error(ArgumentError, /schema .*and tools .*Anthropic/)
+        expect { chat.complete }.to raise_error(ArgumentError, /cannot go in one request to Anthropic/)
+        expect(chat.messages).to be_empty
+      end
+      expect([primary.request_count, backup.request_count]).to eq([0, 0])
+    end
+
+    it "goes to an OpenAI-only chat, and json: false lifts it" do
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai).with_tools(weather_tool(runs)).with_schema(schema)
+      primary.enqueue({ text: '{"temp": 21}' })
+      expect(chat.ask("Paris?").json).to eq({ "temp" => 21 })
+      backup.enqueue({ text: "21" })
+      expect(anthropic_chat.with_schema(schema).ask("Paris?", json: false).content).to eq("21")
+    end
+  end
+
+  describe "tools removed after tool calls were stored" do
+    [[:openai, :primary], [:anthropic, :backup]].each do |api, server|
+      it "sends the earlier calls and results as text on the #{api} protocol" do
+        fp = send(server)
+        chat = api == :openai ? openai_chat : anthropic_chat
+        fp.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Paris" } }] }, { text: "21 in Paris" })
+        chat.ask("Paris?")
+        chat.with_tools(replace: true)
+        fp.enqueue({ text: "Yes, mild" })
+
+        expect(chat.ask("Mild?").content).to eq("Yes, mild")
+        sent = fp.requests.last
+        expect([sent.tool_calls, sent.tool_results, sent.json["tools"]]).to eq([[], [], nil])
+        texts = sent.json["messages"].map { |m| [m["role"], m["content"].is_a?(Array) ? m["content"].map { |b| b["text"] }.join : m["content"]] }
+        expect(texts).to eq([["user", "Paris?"],
+                             ["assistant", '[earlier tool call weather({"city":"Paris"}) returned: ' \
+                                           '{"city":"Paris","temp":21,"unit":"c"}]'],
+                             ["assistant", "21 in Paris"], ["user", "Mild?"]])
+        # The store keeps the calls as they were.
+        expect(chat.messages.map(&:role)).to eq(%w[user assistant tool assistant user assistant])
+      end
+    end
+  end
 end

@@ -115,7 +115,6 @@ static VALUE lf_engine_perform(VALUE arg)
                     .n_targets = c->args.n_targets,
                     .params = &c->args.params,
                     .policy = &c->args.policy,
-                    .budget = c->args.has_budget ? &c->args.budget : NULL,
                     .listener = &c->l,
                 },
                 &c->outcome);
@@ -137,9 +136,7 @@ static VALUE lf_engine_cleanup(VALUE arg)
  *   Runs one logical call (Call#engine_request builds the request).
  *   @param request [Hash] :targets (1 or 2 Hashes of :api, :base_url, :api_key,
  *     :model, :headers; the second is the backup), :messages ([role, content]
- *     pairs), :system, :temperature, :max_tokens, :stream, :quota (nil, or the
- *     primary's { limit:, used:, enforce: }: the core picks the first target
- *     from it), and the policy (:max_retries, :retry_interval, ...,
+ *     pairs), :system, :temperature, :max_tokens, :stream, and the policy (:max_retries, :retry_interval, ...,
  *     :max_response_bytes) in a Hash under :policy or in the request itself,
  *     and :circuit (true: the listener also answers circuit_health(n) ->
  *     [route, failures, ...] before the first attempt and circuit_report(target,

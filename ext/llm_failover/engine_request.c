@@ -21,7 +21,6 @@ enum lf_key {
     LF_K_MAX_TOKENS,
     LF_K_STREAM,
     LF_K_POLICY,
-    LF_K_QUOTA,
     LF_K_CIRCUIT,
     LF_K_API,
     LF_K_BASE_URL,
@@ -40,9 +39,6 @@ enum lf_key {
     LF_K_FAILOVER_ON_CONTEXT_LENGTH,
     LF_K_MAX_RESPONSE_BYTES,
     LF_K_HEDGE_AFTER,
-    LF_K_LIMIT,
-    LF_K_USED,
-    LF_K_ENFORCE,
     LF_K_JSON,
     LF_K_SCHEMA,
     LF_K_SCHEMA_NAME,
@@ -64,7 +60,6 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_MAX_TOKENS] = "max_tokens",
     [LF_K_STREAM] = "stream",
     [LF_K_POLICY] = "policy",
-    [LF_K_QUOTA] = "quota",
     [LF_K_CIRCUIT] = "circuit",
     [LF_K_API] = "api",
     [LF_K_BASE_URL] = "base_url",
@@ -83,9 +78,6 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_FAILOVER_ON_CONTEXT_LENGTH] = "failover_on_context_length",
     [LF_K_MAX_RESPONSE_BYTES] = "max_response_bytes",
     [LF_K_HEDGE_AFTER] = "hedge_after",
-    [LF_K_LIMIT] = "limit",
-    [LF_K_USED] = "used",
-    [LF_K_ENFORCE] = "enforce",
     [LF_K_JSON] = "json",
     [LF_K_SCHEMA] = "schema",
     [LF_K_SCHEMA_NAME] = "schema_name",
@@ -361,17 +353,6 @@ static void lf_fill_policy(lf_policy *p, VALUE policy)
     p->hedge_after = NIL_P(lf_fetch(policy, LF_K_HEDGE_AFTER, 0)) ? 0 : lf_fetch_num(policy, LF_K_HEDGE_AFTER);
 }
 
-/* :quota, when given: { limit:, used:, enforce: } of the primary. */
-static void lf_fill_budget(lf_engine_request *r, VALUE quota)
-{
-    if (NIL_P(quota)) return;
-    Check_Type(quota, T_HASH);
-    r->budget.quota.limit = lf_fetch_num(quota, LF_K_LIMIT);
-    r->budget.quota.used = lf_fetch_num(quota, LF_K_USED);
-    r->budget.enforce = RTEST(lf_fetch(quota, LF_K_ENFORCE, 0));
-    r->has_budget = 1;
-}
-
 void lf_engine_request_fill(lf_engine_request *r, VALUE request)
 {
     VALUE targets, system, schema, schema_name, temperature, max_tokens, policy, circuit;
@@ -408,7 +389,6 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
 
     policy = lf_fetch(request, LF_K_POLICY, 0);
     lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
-    lf_fill_budget(r, lf_fetch(request, LF_K_QUOTA, 0));
     circuit = lf_fetch(request, LF_K_CIRCUIT, 0);
     r->circuit = RTEST(circuit);
 }

@@ -22,8 +22,6 @@ typedef struct lf_engine_request {
     size_t n_attachments;
     lf_request_params params;
     lf_policy policy;
-    lf_budget budget;
-    int has_budget;
     int circuit;                      /* :circuit: the listener is the breaker (circuit_health, circuit_report) */
 } lf_engine_request;
 

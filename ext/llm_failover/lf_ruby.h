@@ -14,6 +14,7 @@ void lf_init_sse_parser(VALUE mod);
 void lf_init_circuit(VALUE mod);
 void lf_init_answer_format(VALUE mod);
 void lf_init_scrubber(VALUE mod);
+void lf_init_memory_index(VALUE mod);
 
 /* A call's waits through the Fiber scheduler (fiber_wait.c). */
 typedef struct lf_fiber_wait {

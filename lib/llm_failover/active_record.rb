@@ -55,14 +55,15 @@ module LlmFailover
     # no longer set its framework defaults).
     autoload :Attempt, "llm_failover/active_record/attempt"
     autoload :CircuitTransition, "llm_failover/active_record/circuit_transition"
+    autoload :VectorEntry, "llm_failover/active_record/vector_entry"
 
     class << self
-      # Creates the chats, messages, llm_failover_attempts and llm_failover_circuit_events
-      # tables (for scripts and tests; Rails apps run the `llm_failover:install`
+      # Creates the chats, messages, llm_failover_attempts, llm_failover_circuit_events
+      # and llm_failover_vectors tables (for scripts and tests; Rails apps run the `llm_failover:install`
       # migration instead). Tables that exist are left alone unless force: true.
       # @param connection [ActiveRecord::ConnectionAdapters::AbstractAdapter, nil] the
       #   calling thread's connection of ActiveRecord::Base when nil
-      # @param tables [Hash] chats:, messages:, attempts:, circuit_events:, foreign_key:,
+      # @param tables [Hash] chats:, messages:, attempts:, circuit_events:, vectors:, foreign_key:,
       #   force:, if_not_exists:
       # @return [nil]
       def create_tables!(connection: nil, **tables)

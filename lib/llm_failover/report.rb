@@ -8,11 +8,14 @@ require_relative "report/table"
 require_relative "report/rows"
 require_relative "report/tally"
 require_relative "report/calls"
+require_relative "report/turns"
 require_relative "report/circuit_windows"
 require_relative "report/tables"
 require_relative "report/text"
 require_relative "report/html"
 require_relative "chat/target"
+require_relative "report/circuits"
+require_relative "report/timelines"
 
 module LlmFailover
   # What the attempts table says about a period: failure rates per provider and model,
@@ -28,18 +31,15 @@ module LlmFailover
   # ~0.6 s of CPU, against ~11 s when each table had passes of its own
   # (bench/report.rb, bench/README.md).
   #
-  # This class is the query layer: its methods return the plain structs of
-  # report/values.rb. Report::Text (#to_s) and Report::Html (#to_html) render the same
+  # This class is the query layer (with Circuits and Timelines, which it includes):
+  # its methods return the plain structs of report/values.rb. Report::Text (#to_s) and Report::Html (#to_html) render the same
   # numbers.
   class Report
     # The report as a page an app mounts; loaded when a route names it.
     autoload :Engine, File.expand_path("report/engine", __dir__)
 
-    # Bucket lengths a timeline may use (seconds): the shortest that keeps the period
-    # within the wanted number of buckets.
-    TIMELINE_STEPS = [60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86_400, 7 * 86_400].freeze
-    # The HTML page's timeline: at most about this many buckets.
-    TIMELINE_BUCKETS = 60
+    include Circuits
+    include Timelines
 
     attr_reader :from, :to
 
@@ -56,9 +56,10 @@ module LlmFailover
     end
 
     # @return [Hash] attempts, requests, failures, saves, failovers (saves on another
-    #   target), lost (calls without any successful attempt), cache_hits (calls the
-    #   response cache answered, without a request), routed_around (calls that skipped
-    #   an open circuit), stopped (calls their caller stopped: neither failed nor lost)
+    #   target), lost (calls without any successful attempt whose turn no later call
+    #   answered), cache_hits (calls the response cache answered, without a request),
+    #   routed_around (calls that skipped an open circuit), stopped (calls their caller
+    #   stopped: neither failed nor lost)
     def summary
       @summary ||= begin
         calls = call_counts.values
@@ -107,49 +108,6 @@ module LlmFailover
       @hedged_calls ||= query do
         rows.hedged_column? ? rows.scope.where(rows.table[:hedged].eq(true)).distinct.count(:request_id) : 0
       end
-    end
-
-    # @return [Array<OpenCircuit>] per provider and model, most calls first
-    def open_circuits
-      @open_circuits ||= query do
-        t = rows.table
-        rows.scan.where(rows.skipped).group(:provider, :model)
-            .pluck(:provider, :model, t[:request_id].count(true), t[:started_at].minimum, t[:started_at].maximum)
-            .map do |provider, model, calls, first, last|
-              OpenCircuit.new(provider: provider, model: model, calls: calls.to_i, first_skip: rows.time(first),
-                              last_skip: rows.time(last))
-            end.sort_by { |c| [-c.calls, c.provider.to_s, c.model.to_s] }
-      end
-    end
-
-    # Open -> closed spans of every target's circuit that overlap the period, in the order
-    # they opened (an incident already open when the period began included); empty when
-    # the circuit events table does not exist (an app that migrated before it).
-    # @return [Array<CircuitWindow>]
-    def circuit_windows
-      @circuit_windows ||= @circuit_model.connection_pool.with_connection do
-        next [] unless circuit_log?
-
-        windows = CircuitWindows.new(events: @circuit_model, from: @from, to: @to).to_a
-        windows.each do |w|
-          span = w.opened_at...(w.closed_at || @to || Time.now)
-          w.routed_around = query do
-            rows.scope.where(rows.skipped).where(provider: w.provider, model: w.model, started_at: span).count
-          end
-        end
-      end
-    end
-
-    # @return [Boolean] whether the circuit events table exists (apps that migrated
-    #   before it have none)
-    def circuit_log?
-      @circuit_log = @circuit_model.connection_pool.with_connection { @circuit_model.table_exists? } if @circuit_log.nil?
-      @circuit_log
-    end
-
-    # @return [String] the circuit events table's name
-    def circuit_table_name
-      @circuit_model.table_name
     end
 
     # @return [Array<FailureRate>] per provider and model, most failures first
@@ -233,23 +191,6 @@ module LlmFailover
       end.sort_by { |e| [-e.attempts, e.error_class] }
     end
 
-    # Attempts a provider could fail (the rows #failure_rates counts) and failures per
-    # target in equal time buckets over the period: from +from+ (or the first attempt)
-    # to +to+ (or now), buckets aligned on the epoch.
-    # @param buckets [Integer] at most about this many buckets
-    # @return [Timeline, nil] nil without +from+ when there is no attempt at all
-    def timeline(buckets: TIMELINE_BUCKETS)
-      @timeline ||= {}
-      return @timeline[buckets] if @timeline.key?(buckets)
-
-      frame = timeline_frame(buckets)
-      @timeline[buckets] = frame && begin
-        start, step, count = frame
-        Timeline.new(starts_at: start, ends_at: start + (count * step), step: step,
-                     points: timeline_points(start, step, count))
-      end
-    end
-
     # The whole report as text tables.
     # @return [String]
     def to_s
@@ -304,7 +245,8 @@ module LlmFailover
     # Per feature. A call with one attempt in the period is one row of the tally, whose
     # counts are its own: a failed attempt is a lost call, a stopped one a stopped call,
     # a skipped one a call routed around. The calls with more attempts (#calls) replace
-    # their rows' share by their own verdict.
+    # their rows' share by their own verdict. A lost call whose turn a later call
+    # answered (a retried job's) is not lost (Turns).
     # @return [Hash{String, nil => CallCount}]
     def call_counts
       @call_counts ||= begin
@@ -320,7 +262,21 @@ module LlmFailover
           count.stopped += (c.stops.positive? ? 1 : 0) - c.stops
           count.routed_around += (c.skips.positive? ? 1 : 0) - c.skips
         end
+        answered_later(counts)
         counts
+      end
+    end
+
+    # Takes the calls a later call of their turn answered out of the lost ones: a call
+    # of #calls when its verdict was lost, any other (its one row in the period failed,
+    # so the tally counted it lost).
+    def answered_later(counts)
+      by_id = calls.to_h { |c| [c.request_id, c] }
+      query { Turns.new(rows).answered_later }.each do |request_id, feature|
+        call = by_id[request_id]
+        next if call && !call.lost?
+
+        counts.fetch(call ? call.feature : feature).lost -= 1
       end
     end
 
@@ -331,38 +287,6 @@ module LlmFailover
       first = [first, @from].max if @from
       last = [last, @to].min if @to
       @model.where(started_at: first...last).count
-    end
-
-    # [start, step, count] of the timeline's buckets; nil without +from+ when there is no
-    # attempt at all.
-    def timeline_frame(buckets)
-      query do
-        first = @from || rows.scope.minimum(:started_at)
-        next nil if first.nil?
-
-        last = @to || Time.now
-        span = [last - first, 1].max
-        step = TIMELINE_STEPS.find { |s| span / s <= buckets } || (span / buckets / 86_400.0).ceil * 86_400
-        start = Time.at(first.to_i - (first.to_i % step)).utc
-        [start, step, ((last - start) / step).ceil.clamp(1, nil)]
-      end
-    end
-
-    # Attempts a provider could fail and failures per bucket and target, in one pass.
-    # @return [Array<TimelinePoint>] in time order, then by target
-    def timeline_points(start, step, count)
-      # One bucket needs no bucket column (and a constant would be read as GROUP BY's
-      # column number).
-      keys = count == 1 ? %i[provider model] : [rows.bucket_of_started_at(start, step, 0, count - 1), :provider, :model]
-      points = query do
-        rows.scan.where(rows.sent).group(*keys).pluck(*keys, Arel.star.count, rows.count_if(rows.failed))
-      end
-      points.map do |values|
-        values.unshift(0) if count == 1
-        index, provider, model, attempts, failures = values
-        TimelinePoint.new(starts_at: start + (index.to_i * step), provider: provider, model: model,
-                          attempts: attempts.to_i, failures: failures.to_i)
-      end.sort_by { |p| [p.starts_at, p.provider.to_s, p.model.to_s] }
     end
 
     def query(&block)

@@ -43,7 +43,8 @@ module ArSpec
   ActiveRecord::Base.logger = nil
   ActiveRecord::Migration.verbose = false
 
-  TABLES = %w[tool_calls messages chats llm_failover_attempts llm_failover_circuit_events].freeze
+  TABLES = %w[tool_calls messages chats llm_failover_attempts llm_failover_circuit_events
+              llm_failover_vectors].freeze
 
   @current = nil
   @created = {}

@@ -149,8 +149,9 @@ ArSpec.describe "acts_as_llm_chat" do
       reply = reloaded.complete
       expect(reply.content).to eq("Second try")
       expect(sent_messages(primary.requests.last)).to eq([%w[user Question?]])
-      expect(rows(chat).map { |m| [m.role, m.status] })
-        .to eq([%w[user complete], %w[assistant failed], %w[assistant complete]])
+      # The failed row became the answer: one turn, one assistant row (issue 27, item 6).
+      expect(rows(chat).map { |m| [m.role, m.content, m.status] })
+        .to eq([["user", "Question?", "complete"], ["assistant", "Second try", "complete"]])
       expect(reloaded.answer_pending?).to be(false)
 
       primary.enqueue({ text: "Third" })

@@ -47,14 +47,17 @@ ArSpec.describe SummarizeJob do
     primary.enqueue({ text: "A quick fox." })
     retried = ActiveJob::Base.deserialize(retry_job) # the same job_id, as a queue runs it
     expect(retried.perform_now).to eq("A quick fox.")
-    expect(stored.map { |role, status, _, _| [role, status] })
-      .to eq([%w[user complete], %w[assistant failed], %w[assistant complete]])
+    # The failed run's row is the answer's: one assistant row for the turn.
+    expect(stored).to eq([["user", "complete", nil, prompt], ["assistant", "complete", "openai", "A quick fox."]])
     expect(sent_messages(primary.requests.last)).to eq([["user", prompt]])
+    # The failed run stays in the attempt log.
+    expect(LlmFailover::ActiveRecord::Attempt.order(:started_at, :attempt).pluck(:provider, :success))
+      .to eq([["openai", false], ["anthropic", false], ["openai", true]])
 
     # Run once more (a queue that delivers twice): the stored answer, no request.
     expect(ActiveJob::Base.deserialize(retry_job).perform_now).to eq("A quick fox.")
     expect(primary.request_count).to eq(2)
-    expect(stored.size).to eq(3)
+    expect(stored.size).to eq(2)
   end
 
   it "lets a wrong key fail the job instead of retrying it" do

@@ -91,17 +91,19 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
       it "keeps every index name within 63 characters, with long table names too" do
         names = { chats_table: "customer_support_conversations", messages_table: "customer_support_utterances",
                   attempts_table: "customer_support_llm_failover_attempts_log",
-                  circuit_events_table: "customer_support_llm_failover_circuit_events_log" }
+                  circuit_events_table: "customer_support_llm_failover_circuit_events_log",
+                  vectors_table: "customer_support_llm_failover_semantic_cache_vectors" }
         generate(*names.map { |k, v| "--#{k.to_s.tr('_', '-')}=#{v}" })
         migrated = schema_from_migration(db, migration_source)
         created = schema_from_create_tables(db, chats: names[:chats_table], messages: names[:messages_table],
                                                 attempts: names[:attempts_table],
-                                                circuit_events: names[:circuit_events_table])
+                                                circuit_events: names[:circuit_events_table],
+                                                vectors: names[:vectors_table])
         expect(migrated).to eq(created)
         index_names = migrated.scan(/name: "([^"]+)"/).flatten
-        expect(index_names.size).to eq(10)
+        expect(index_names.size).to eq(12)
         expect(index_names.map(&:length).max).to be <= 63
-        expect(index_names.uniq.size).to eq(10)
+        expect(index_names.uniq.size).to eq(12)
         expect(migrated).to match(/t\.(integer|bigint) "customer_support_conversation_id", null: false/)
       end
     end

@@ -16,12 +16,15 @@ ArSpec.describe "ask(text, idempotency_key:) on a chat record" do
   it "answers a failed turn again, from another instance, without storing the prompt twice" do
     primary.enqueue({ error: :unavailable })
     expect { chat.ask("Summarize", idempotency_key: "job-1") }.to raise_error(LlmFailover::ServiceUnavailableError)
+    expect(rows).to eq([["user", "complete", "Summarize", "job-1"], ["assistant", "failed", "", nil]])
+    failed = Message.where(role: "assistant").sole.id
 
     primary.enqueue({ text: "A summary." })
     reply = Chat.find(chat.id).ask("Summarize", idempotency_key: "job-1")
     expect(reply.content).to eq("A summary.")
-    expect(rows).to eq([["user", "complete", "Summarize", "job-1"], ["assistant", "failed", "", nil],
-                        ["assistant", "complete", "A summary.", nil]])
+    # One turn, one answer row: the failed one, answered (issue 27, item 6).
+    expect(rows).to eq([["user", "complete", "Summarize", "job-1"], ["assistant", "complete", "A summary.", nil]])
+    expect(Message.where(role: "assistant").sole.id).to eq(failed)
     expect(sent_messages(primary.requests.last)).to eq([%w[user Summarize]])
   end
 

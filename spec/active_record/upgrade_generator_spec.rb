@@ -156,6 +156,26 @@ RSpec.describe LlmFailover::Generators::UpgradeGenerator do
     end
   end
 
+  it "counts what the app's own migrations added, in change_table blocks and add_column" do
+    FileUtils.mkdir_p(File.join(dir, "db/migrate"))
+    FileUtils.cp(first_version, File.join(dir, "db/migrate"))
+    File.write(File.join(dir, "db/migrate/20251201000000_app_changes.rb"), <<~RUBY)
+      class AppChanges < ActiveRecord::Migration[7.2]
+        def change
+          change_table :llm_failover_attempts do |t|
+            t.boolean :cached, null: false, default: false
+            t.remove :skipped
+          end
+          add_column :chats, :cancel_requested_at, :datetime
+        end
+      end
+    RUBY
+    generate
+    upgrade = File.read(upgrades.sole)
+    expect(upgrade).not_to include(":cached", "cancel_requested_at")
+    expect(upgrade).to include(":cancelled", ":skipped", "idempotency_key")
+  end
+
   it "writes nothing for an app without the install's tables, and says so" do
     FileUtils.mkdir_p(File.join(dir, "db/migrate"))
     output = generate

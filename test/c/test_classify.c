@@ -320,7 +320,6 @@ static void test_kind_names(void)
         { LF_E_NOT_FOUND, "NotFoundError" },
         { LF_E_CONNECTION_REFUSED, "ConnectionRefusedError" },
         { LF_E_OTHER, "Error" },
-        { LF_E_QUOTA_EXCEEDED, "QuotaExceededError" },
         { LF_E_ABORTED, "AbortedError" },
     };
     LF_CHECK_INT(sizeof want / sizeof want[0], LF_KIND_COUNT - 1);

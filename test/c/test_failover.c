@@ -271,8 +271,6 @@ typedef struct fixture {
     lf_message msg;
     lf_request_params params;
     lf_policy pol;
-    lf_budget budget;
-    int has_budget;
     seen seen;
     lf_listener l;
     lf_outcome o;
@@ -331,14 +329,6 @@ static void fixture_serve_openai(fixture *f, int i, const char *script)
     snprintf(f->url[i], sizeof f->url[i], "http://127.0.0.1:%d/v1", f->srv[i].port);
 }
 
-static void fixture_quota(fixture *f, double limit, double used, int enforce)
-{
-    f->has_budget = 1;
-    f->budget.quota.limit = limit;
-    f->budget.quota.used = used;
-    f->budget.enforce = enforce;
-}
-
 static int fixture_run(fixture *f, size_t n_targets)
 {
     return lf_run(&(lf_run_args){
@@ -347,7 +337,6 @@ static int fixture_run(fixture *f, size_t n_targets)
                       .n_targets = n_targets,
                       .params = &f->params,
                       .policy = &f->pol,
-                      .budget = f->has_budget ? &f->budget : NULL,
                       .listener = &f->l,
                   },
                   &f->o);
@@ -591,57 +580,6 @@ static void test_long_retry_after_fails_over_at_once(void)
     LF_CHECK_INT(f.o.target, 1);
     LF_CHECK_INT(f.o.attempts, 2);
     LF_CHECK_INT(f.seen.kinds[0], LF_E_RATE_LIMIT);
-    fixture_free(&f);
-}
-
-/* The loop picks its first target from the quota, before any network. */
-static void test_exceeded_quota_starts_at_the_backup(void)
-{
-    fixture f;
-    fixture_init(&f, 0);
-    fixture_quota(&f, 100, 100, 0);
-    fixture_serve_openai(&f, 1, OK_JSON);
-    /* The primary's URL stays empty: it would fail if it were prepared or asked. */
-    LF_CHECK_INT(fixture_run(&f, 2), 0);
-    LF_CHECK_INT(f.o.ok, 1);
-    LF_CHECK_INT(f.o.first_target, 1);
-    LF_CHECK_INT(f.o.target, 1);
-    LF_CHECK_INT(f.o.attempts, 1);
-    LF_CHECK_STR(f.seen.log, "a1/t1:ok|");
-    fixture_free(&f);
-}
-
-static void test_exceeded_quota_without_backup(void)
-{
-    fixture f;
-    fixture_init(&f, 0);
-    fixture_quota(&f, 10, 11, 0);
-    /* A budget, not a switch: the primary is still called. */
-    fixture_serve_openai(&f, 0, OK_JSON);
-    LF_CHECK_INT(fixture_run(&f, 1), 0);
-    LF_CHECK_INT(f.o.ok, 1);
-    LF_CHECK_INT(f.o.first_target, 0);
-    LF_CHECK_INT(f.o.target, 0);
-    LF_CHECK_INT(f.o.attempts, 1);
-    fixture_free(&f);
-
-    /* enforce: refused before any request, no attempt. */
-    fixture_init(&f, 0);
-    fixture_quota(&f, 10, 10, 1);
-    LF_CHECK_INT(fixture_run(&f, 1), 0);
-    LF_CHECK_INT(f.o.ok, 0);
-    LF_CHECK_INT(f.o.kind, LF_E_QUOTA_EXCEEDED);
-    LF_CHECK_INT(f.o.attempts, 0);
-    LF_CHECK_STR(f.seen.log, "");
-    LF_CHECK(strstr(lf_buf_cstr(&f.o.message), "used 10 of 10") != NULL);
-    fixture_free(&f);
-
-    /* A limit of 0 is unlimited, however much was used. */
-    fixture_init(&f, 0);
-    fixture_quota(&f, 0, 1e9, 1);
-    fixture_serve_openai(&f, 0, OK_JSON);
-    LF_CHECK_INT(fixture_run(&f, 1), 0);
-    LF_CHECK_INT(f.o.ok, 1);
     fixture_free(&f);
 }
 
@@ -1204,8 +1142,6 @@ int main(void)
         LF_RUN(test_key_quoted_back_is_scrubbed);
         LF_RUN(test_long_retry_after_fails_over_at_once);
         LF_RUN(test_refused);
-        LF_RUN(test_exceeded_quota_starts_at_the_backup);
-        LF_RUN(test_exceeded_quota_without_backup);
         LF_RUN(test_host_stops_the_call);
         LF_RUN(test_host_wakes_a_silent_wait);
         LF_RUN(test_host_wakes_a_retry_sleep);

@@ -413,7 +413,6 @@ const char *lf_kind_name(lf_kind k)
         [LF_E_CONNECTION_REFUSED] = "ConnectionRefusedError",
         [LF_E_RETRYABLE] = "RetryableError",
         [LF_E_OTHER] = "Error",
-        [LF_E_QUOTA_EXCEEDED] = "QuotaExceededError",
         [LF_E_ABORTED] = "AbortedError",
     };
     if ((int)k < 0 || k >= LF_KIND_COUNT)

@@ -29,9 +29,6 @@ typedef enum lf_kind {
     LF_E_NOT_FOUND,            /* NotFoundError 404 */
     LF_E_CONNECTION_REFUSED,   /* ConnectionRefusedError: refused, DNS or TLS verification failure */
     LF_E_OTHER,                /* LlmFailover::Error: any other status, not retryable */
-    /* not a provider failure: the loop refused the call before any request
-     * (an exceeded quota, no backup, enforcement asked for) */
-    LF_E_QUOTA_EXCEEDED,       /* QuotaExceededError */
     LF_E_ABORTED,              /* not a provider failure: the host stopped the call */
     LF_KIND_COUNT
 } lf_kind;

@@ -1,5 +1,4 @@
-/* The attempt loop (lf_failover.h): the first target from the quota, the
- * circuit breaker's routes, retries with backoff, failover with a reset of
+/* The attempt loop (lf_failover.h): the circuit breaker's routes, retries with backoff, failover with a reset of
  * the partial output, and the call's outcome. One attempt (exchange, judge,
  * finish) is lf_attempt.c's; the requests are prepared by lf_prepare.c. */
 #include "lf_failover.h"
@@ -85,26 +84,7 @@ static int lf_sleep(lf_call *c, double seconds)
     return 0;
 }
 
-/* ---- where the call goes: quota and circuits ----------------------------- */
-
-/* The first target to try, from the quota (lf_pick); -1 when the call is
- * refused, with the outcome filled. */
-static int lf_first_target(const lf_target *targets, size_t n_targets, const lf_budget *budget, lf_outcome *o)
-{
-    if (!budget) return 0;
-    switch (lf_pick(&budget->quota, n_targets > 1, budget->enforce)) {
-    case LF_PICK_BACKUP: return 1;
-    case LF_PICK_REFUSE:
-        o->ok = 0;
-        o->kind = LF_E_QUOTA_EXCEEDED;
-        lf_buf_setf(&o->message, "quota exceeded for %s (used %.15g of %.15g) and no backup is configured; "
-                                 "enforce_quota refuses the call", targets[0].model ? targets[0].model : "?",
-                    budget->quota.used, budget->quota.limit);
-        return -1;
-    case LF_PICK_PRIMARY: break;
-    }
-    return 0;
-}
+/* ---- where the call goes: circuits --------------------------------------- */
 
 /* Every target's route and known failures, from the host's breaker, once
  * before the first attempt. -1 when the host stopped the call. */
@@ -444,7 +424,7 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
     lf_prepared_call prep;
     lf_health health[LF_MAX_TARGETS];
     lf_call call;
-    int rc = -1, first;
+    int rc = -1;
 
     if (!args || !lf_run_args_ok(args)) {
         lf_buf_setf(&o->message, "lf_run: bad arguments");
@@ -453,10 +433,9 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
     targets = args->targets;
     n_targets = args->n_targets;
     params = args->params;
-    /* The quota decides where the loop starts, before any network. */
-    first = lf_first_target(targets, n_targets, args->budget, o);
-    if (first < 0) return 0;
-    o->first_target = first;
+    /* The host's quota picked the targets already (Chat: the backup alone when the
+     * primary's is used up), so the loop starts at the first it was given. */
+    o->first_target = 0;
 
     memset(&call, 0, sizeof(call));
     call.pol = args->policy;
@@ -473,14 +452,14 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
     if (!call.rng) call.rng = 0x9E3779B97F4A7C15ULL;
 
     lf_prepared_call_init(&prep);
-    if (lf_prepare(&prep, args, (size_t)first, &o->message) != 0) goto out;
+    if (lf_prepare(&prep, args, 0, &o->message) != 0) goto out;
     if (lf_call_connect(&call, args->pool) != 0) {
         lf_buf_setf(&o->message, "out of memory (connection)");
         goto out;
     }
     rc = 0;
-    if (lf_call_health(&call, (size_t)first, health) != 0) lf_stopped(o);
-    else lf_try_targets(&call, (size_t)first, health, o);
+    if (lf_call_health(&call, 0, health) != 0) lf_stopped(o);
+    else lf_try_targets(&call, 0, health, o);
 out:
     lf_call_disconnect(&call, args->pool);
     lf_prepared_call_free(&prep);

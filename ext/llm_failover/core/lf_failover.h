@@ -12,7 +12,6 @@
 #include "lf_buf.h"
 #include "lf_circuit.h"
 #include "lf_classify.h"
-#include "lf_quota.h"
 #include "lf_target.h"
 #include "lf_transport.h"
 #include "lf_wire.h"
@@ -33,15 +32,6 @@ typedef struct lf_policy {
     double hedge_after;
 } lf_policy;
 
-/* The primary's quota, as the host read it just before the call. The loop
- * picks its first target from it (lf_pick): an exceeded quota with a backup
- * starts at the backup, with nothing behind it; without a backup the primary
- * is still called, unless `enforce` asks for the call to be refused before
- * any request (LF_E_QUOTA_EXCEEDED). */
-typedef struct lf_budget {
-    lf_quota quota;               /* limit <= 0: unlimited */
-    int enforce;
-} lf_budget;
 
 typedef struct lf_attempt_record {
     int attempt;                  /* 1, 2, ... across the whole call */
@@ -130,7 +120,8 @@ typedef struct lf_outcome {
     int ok;
     int aborted;                  /* a listener callback stopped the call */
     int target;                   /* the target that answered, or whose error is final */
-    int first_target;             /* where the loop started: 1 when the quota picked the backup */
+    int first_target;             /* where the loop started: always 0 (the host passes the
+                                     targets in the order to try, its quota's pick first) */
     int attempts;
     lf_answer answer;             /* on success */
     lf_buf json;                  /* on success with json_mode or a schema: the answer's
@@ -158,12 +149,11 @@ typedef struct lf_run_args {
     size_t n_targets;
     const lf_request_params *params; /* api and model are taken from each target */
     const lf_policy *policy;
-    const lf_budget *budget;      /* NULL: no quota */
     const lf_listener *listener;
 } lf_run_args;
 
-/* Runs the call. Returns 0 when the outcome is filled (success, a provider
- * failure, or a call the quota refused), -1 on bad arguments or out of
+/* Runs the call. Returns 0 when the outcome is filled (success or a provider
+ * failure), -1 on bad arguments or out of
  * memory (o->message says which). */
 int lf_run(const lf_run_args *args, lf_outcome *o);
 

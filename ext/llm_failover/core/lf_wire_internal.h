@@ -4,6 +4,7 @@
 #ifndef LF_WIRE_INTERNAL_H
 #define LF_WIRE_INTERNAL_H
 
+#include <stdarg.h>
 #include <json-c/json.h>
 #include "lf_wire.h"
 
@@ -42,6 +43,7 @@ typedef enum lf_role {
  * first). */
 lf_role lf_wire_role(const char *role);
 void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lf_wire_vfail(lf_buf *errmsg, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 int lf_wire_put_message(lf_buf *out, const char *role, const char *content, size_t len, int first);
 
 /* lf_wire_request_tools.c: the tool parts of a request body (names checked by

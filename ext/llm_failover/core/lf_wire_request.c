@@ -18,21 +18,28 @@ const char *lf_wire_path(lf_api api)
     return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
 }
 
-void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
+/* The one way the wire layer words a failure: formatted, cut to a bounded
+ * length, and kept valid UTF-8 (a role or a call id quoted back may hold any
+ * bytes, and the cut may split a character). */
+void lf_wire_vfail(lf_buf *errmsg, const char *fmt, va_list ap)
 {
-    char tmp[256];
-    va_list ap;
+    char tmp[320];
     int n;
 
     if (!errmsg) return;
-    va_start(ap, fmt);
     n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof tmp) n = (int)sizeof tmp - 1;
-    /* A role quoted back may hold any bytes, and truncation may split a
-     * character: the message itself must stay valid UTF-8. */
     (void)lf_utf8_set_sanitized(errmsg, tmp, (size_t)n);
+}
+
+void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    lf_wire_vfail(errmsg, fmt, ap);
+    va_end(ap);
 }
 
 lf_role lf_wire_role(const char *role)

@@ -58,23 +58,18 @@ int lf_wire_call_id(const char *id, size_t len, lf_buf *out)
 
 /* ------------------------------------------- the transcript's invariant */
 
+/* A transcript refused: the message (lf_wire_vfail's) and the call id it is about. */
 static void lf_transcript_fail(lf_buf *errmsg, lf_buf *call_id, const char *id, const char *fmt, ...)
 {
-    char tmp[320];
     va_list ap;
-    int n;
 
     if (call_id) {
         lf_buf_clear(call_id);
         if (id) (void)lf_utf8_set_sanitized(call_id, id, strlen(id));
     }
-    if (!errmsg) return;
     va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    lf_wire_vfail(errmsg, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n >= sizeof tmp) n = (int)sizeof tmp - 1;
-    (void)lf_utf8_set_sanitized(errmsg, tmp, (size_t)n);
 }
 
 static int lf_is_role(const char *role, const char *want)

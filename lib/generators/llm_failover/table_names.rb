@@ -16,6 +16,8 @@ module LlmFailover
                                            desc: "Table AttemptLog writes and the report reads"
         base.class_option :circuit_events_table, type: :string, default: "llm_failover_circuit_events",
                                                  desc: "Table CircuitLog writes and the report reads"
+        base.class_option :vectors_table, type: :string, default: "llm_failover_vectors",
+                                          desc: "Table ActiveRecordIndex (the semantic cache's vectors) keeps"
       end
 
       private
@@ -48,6 +50,11 @@ module LlmFailover
       # messages, utterance_tool_calls beside utterances).
       def tool_calls_table
         LlmFailover::ActiveRecord::Schema.tool_calls_table(messages_table)
+      end
+
+      # The semantic cache's shared vectors (ActiveRecordIndex).
+      def vectors_table
+        options[:vectors_table]
       end
 
       # The messages' reference to their chat: chat_id for the chats table.

@@ -18,10 +18,10 @@ module LlmFailover
       # Every column AttemptLog writes, in the order of DESIGN's attempt record.
       COLUMNS = %i[request_id attempt provider model feature success error_class error_message http_status
                    failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                   started_at provider_request_id cached cancelled scrubbed skipped hedged].freeze
+                   started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id].freeze
       # Columns added after the first release: written only when the table has them,
       # so that an app that migrated before keeps logging.
-      LATER_COLUMNS = %i[cached cancelled scrubbed skipped hedged].freeze
+      LATER_COLUMNS = %i[cached cancelled scrubbed skipped hedged turn_id].freeze
 
       # @return [Boolean] whether the table has the cached column
       def self.cached_column?

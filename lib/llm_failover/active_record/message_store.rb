@@ -126,6 +126,13 @@ module LlmFailover
         false
       end
 
+      # The turn +message+ (a user row) opens, for the attempt records of the calls
+      # that answer it: "<table>/<id>", which finds the row again.
+      # @return [String]
+      def turn_id(message)
+        "#{@klass.table_name}/#{message.id}"
+      end
+
       # Claims the turn of +key+ for one call (Idempotency), across processes: one
       # conditional UPDATE of the user row's status, which one writer wins. A claim
       # older than +stale_after+ seconds is a dead process's and can be taken. Without
@@ -170,10 +177,23 @@ module LlmFailover
         end
       end
 
+      # The answer row of the turn the chat ends on. When the chat's last row is a
+      # failed answer, this call answers that turn again (a retried job, a #complete
+      # after a failed #ask): it takes that row, so that one turn has one assistant row
+      # (an app listing the messages shows no empty failed bubble beside the answer);
+      # the failed calls stay in the attempt log. Two calls never take the same row:
+      # the one whose conditional UPDATE finds it still failed does.
       def start_assistant(model:, provider:)
+        answer = { role: "assistant", content: +"", status: "streaming", model: model, provider: provider }
         with_connection do
-          message = proxy.build(attributes(role: "assistant", content: +"", status: "streaming", model: model,
-                                           provider: provider))
+          failed = failed_tail
+          if failed
+            reopened = attributes(**answer, input_tokens: nil, output_tokens: nil)
+            reopened["failure_reason"] = nil if failed.has_attribute?("failure_reason")
+            return save_columns(failed, reopened) if reopen(failed)
+          end
+
+          message = proxy.build(attributes(**answer))
           # An empty answer is valid here whatever the app validates for finished rows.
           message.save!(validate: false)
           message
@@ -408,6 +428,19 @@ module LlmFailover
         @chat.public_send(@association)
       end
 
+      # The chat's last row when it is a failed answer.
+      def failed_tail
+        last = LlmFailover::ActiveRecord.insertion_order(proxy).reverse_order.first
+        last if last && read(last, :role) == "assistant" && read(last, :status) == "failed"
+      end
+
+      # Claims a failed row for this call's answer: true for the one caller whose
+      # UPDATE found it still failed.
+      def reopen(message)
+        status = @columns[:status]
+        proxy.where(id: message.id, status => "failed").update_all(status => "streaming") == 1
+      end
+
       # [row, reason] of each streaming assistant row that no live call can own.
       def abandoned(all)
         stale_before = Time.current - longest_call
@@ -456,6 +489,13 @@ module LlmFailover
           message.assign_attributes(attributes(**attrs))
           message.save!(validate: false)
         end
+        message
+      end
+
+      # Like #save, with column names already mapped.
+      def save_columns(message, changes)
+        message.assign_attributes(changes)
+        message.save!(validate: false)
         message
       end
 

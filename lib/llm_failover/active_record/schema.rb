@@ -7,7 +7,7 @@ module LlmFailover
     # migration (spec/active_record/generator_spec.rb keeps the two equal).
     module Schema
       DEFAULT_TABLES = { chats: "chats", messages: "messages", attempts: "llm_failover_attempts",
-                         circuit_events: "llm_failover_circuit_events" }.freeze
+                         circuit_events: "llm_failover_circuit_events", vectors: "llm_failover_vectors" }.freeze
       # PostgreSQL's limit on identifiers (MySQL's is 64): longer index names fail the migration.
       MAX_NAME = 63
 
@@ -41,12 +41,13 @@ module LlmFailover
       # @param if_not_exists [Boolean] leave existing tables alone (scripts rerun)
       def define(connection, chats: DEFAULT_TABLES[:chats], messages: DEFAULT_TABLES[:messages],
                  attempts: DEFAULT_TABLES[:attempts], circuit_events: DEFAULT_TABLES[:circuit_events],
-                 tool_calls: nil, foreign_key: nil, force: false, if_not_exists: true)
+                 tool_calls: nil, vectors: DEFAULT_TABLES[:vectors], foreign_key: nil, force: false,
+                 if_not_exists: true)
         foreign_key ||= "#{chats.to_s.singularize}_id"
         tool_calls ||= tool_calls_table(messages)
         # Tool calls reference messages, messages chats: drop them first, create them after.
         if force
-          [tool_calls, messages, chats, attempts, circuit_events].each do |table|
+          [tool_calls, messages, chats, attempts, circuit_events, vectors].each do |table|
             connection.drop_table(table, if_exists: true)
           end
         end
@@ -109,6 +110,7 @@ module LlmFailover
           t.json :scrubbed
           t.boolean :skipped, null: false, default: false
           t.boolean :hedged, null: false, default: false
+          t.string :turn_id # the turn the call answered: a retried job's calls share it
         end
         connection.add_index(attempts, %i[request_id attempt], unique: true,
                                                                name: index_name(attempts, "request_id_and_attempt"),
@@ -116,8 +118,11 @@ module LlmFailover
         connection.add_index(attempts, :started_at, name: index_name(attempts, "started_at"), if_not_exists: true)
         connection.add_index(attempts, %i[provider model started_at],
                              name: index_name(attempts, "provider_model_started_at"), if_not_exists: true)
+        # The report looks for a later answer of a failed call's turn.
+        connection.add_index(attempts, :turn_id, name: index_name(attempts, "turn_id"), if_not_exists: true)
         define_circuit_events(connection, circuit_events, **table_options)
         define_tool_calls(connection, tool_calls, messages: messages, **table_options)
+        define_vectors(connection, vectors, **table_options)
         nil
       end
 
@@ -148,6 +153,20 @@ module LlmFailover
                                                             name: index_name(table, "message_id_and_call_id"),
                                                             if_not_exists: true)
         connection.add_index(table, :call_id, name: index_name(table, "call_id"), if_not_exists: true)
+      end
+
+      # The semantic cache's shared vectors (ActiveRecordIndex): one row per add, read
+      # by each process's mirror in id order per partition.
+      def define_vectors(connection, table, **table_options)
+        connection.create_table(table, **table_options) do |t|
+          t.string :partition_key, null: false, limit: 64 # SHA-256 of the partition, hex
+          t.integer :dimensions, null: false
+          t.binary :vector, null: false # little-endian float32
+          t.text :value, null: false
+          t.datetime :created_at, null: false
+        end
+        connection.add_index(table, %i[partition_key id], name: index_name(table, "partition_key_and_id"),
+                                                          if_not_exists: true)
       end
 
       # The circuit transitions CircuitLog writes (one row per change, written once for a

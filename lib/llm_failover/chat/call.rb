@@ -44,8 +44,9 @@ module LlmFailover
     #   alone when the primary's quota is used up), then the backup if there is one
     # @param messages [Array<Array(String, String)>] role/content pairs, system messages included
     # @param request_id [String, nil] a tool loop's turns share the ask's
+    # @param turn_id [String, nil] the turn it answers (nil: its own, the request_id)
     def initialize(engine:, config:, store:, targets:, messages:, temperature:, max_tokens:, feature:, block:,
-                   request_id: nil)
+                   request_id: nil, turn_id: nil)
       @engine = engine
       @config = config
       @targets = targets
@@ -55,7 +56,8 @@ module LlmFailover
       @feature = feature
       @request_id = request_id || Engine.uuid
       @delivery = Delivery.new(store: store, block: block, targets: targets, request_id: @request_id)
-      @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter)
+      @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter,
+                             turn_id: turn_id || @request_id)
       @breaker = CircuitBreaker.new(config, targets, @request_id) if config.circuit_threshold.positive?
       @hedge = HedgeDelay.new(setting: config.hedge_after, store: config.state_store, targets: targets) if config.hedge_after
       @answering = 0 # the target whose text @partial holds

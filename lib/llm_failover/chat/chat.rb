@@ -30,7 +30,8 @@ module LlmFailover
   #
   # A store is any object with #messages, #conversation, #add_user, #add_system,
   # #replace_system, #start_assistant, #append_assistant, #reset_assistant,
-  # #finish_assistant and #fail_assistant (see MemoryStore).
+  # #finish_assistant and #fail_assistant (see MemoryStore); optionally #turn_id(message),
+  # which names the turn a user message opens in the attempt records.
   class Chat
     include ChatTools
 
@@ -106,6 +107,7 @@ module LlmFailover
       max_tokens = max_tokens.equal?(KEEP) ? @options.max_tokens : Options.max_tokens(max_tokens)
       cache = cache.equal?(KEEP) ? @options.cache : Options.cache(cache)
       format = format_for(json)
+      check_schema_with_tools(format)
       if idempotency_key.nil?
         @options.store.add_user(text, **Chat.attachments_option(@options.store, attachments))
         return answer(temperature, max_tokens, block, cache, format)
@@ -122,9 +124,11 @@ module LlmFailover
     # failed #ask this answers the same turn.
     # @return [Reply]
     def complete(temperature: KEEP, max_tokens: KEEP, cache: KEEP, json: KEEP, &block)
+      format = format_for(json)
+      check_schema_with_tools(format)
       answer(temperature.equal?(KEEP) ? @options.temperature : Options.temperature(temperature),
              max_tokens.equal?(KEEP) ? @options.max_tokens : Options.max_tokens(max_tokens), block,
-             cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format_for(json))
+             cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format)
     end
 
     # Every answer is one JSON object (reply.json): OpenAI-compatible APIs get
@@ -290,9 +294,14 @@ module LlmFailover
       # The conversation as stored, system messages where they are: where each protocol
       # wants them (in the array for OpenAI, lifted and joined for Anthropic) is the
       # wire layer's rule, and one call may go out in both protocols.
+      # A chat without tools sends earlier tool calls and results as text: Anthropic
+      # refuses tool_use blocks in a request that offers no tools (doc/tools.md).
       conversation = @options.store.conversation
-      messages = Transcript.engine_messages(conversation)
-      attachments = conversation.map { |m| stored_attachments(m) } # one list per message, in order
+      messages = Transcript.engine_messages(conversation, tools: tools?)
+      # One list per message sent, in order (as text, tool results are folded into the
+      # assistant's message: Transcript.as_text).
+      sent = tools? ? conversation : conversation.reject { |m| m.role.to_s == "tool" }
+      attachments = sent.map { |m| stored_attachments(m) }
       unless messages.any? { |m| m[0] != "system" }
         raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
@@ -312,7 +321,7 @@ module LlmFailover
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
                         targets: targets, messages: messages,
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
-                        request_id: turn&.request_id)
+                        request_id: turn&.request_id, turn_id: turn_id(conversation))
         call.answer_format = format
         call.attachments = Attachment::Selection.engine_list(attachments)
         turn&.prepare(call)
@@ -337,6 +346,19 @@ module LlmFailover
       end
     rescue QuotaExceededError => e
       raise quota_later(e) # raised from here: a RetryLater's cause is the QuotaExceededError
+    end
+
+    # The turn a call answers is the last user message: the one a retried job's ask
+    # (its idempotency_key) or a #complete after a failed #ask answers again. A store
+    # names it with #turn_id(message); without that, or without a user message, each
+    # call is a turn of its own (nil: Call's request_id).
+    # @return [String, nil]
+    def turn_id(conversation)
+      store = @options.store
+      return nil unless store.respond_to?(:turn_id)
+
+      user = conversation.reverse_each.find { |m| m.role.to_s == "user" }
+      user && store.turn_id(user)
     end
 
     # An exhausted quota (enforce_quota) means "later": when its window ends. Past

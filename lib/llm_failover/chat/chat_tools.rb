@@ -80,6 +80,23 @@ module LlmFailover
         !@toolbox.nil? && !@toolbox.empty?
       end
 
+      # A schema is a forced tool call on Anthropic, which leaves the model no other
+      # tool: the request would be refused. Refused here when any target of the chat
+      # (the backup too) is Anthropic, before the prompt is stored or a quota unit
+      # taken, so that failing over never meets it mid-ask.
+      # @raise [ArgumentError]
+      def check_schema_with_tools(format)
+        return unless format&.schema_json && tools?
+
+        anthropic = engine_targets.select { |t| t.provider.api == :anthropic }
+        return if anthropic.empty?
+
+        raise ArgumentError,
+              "a schema (with_schema #{format.schema_name.inspect}) and tools (#{@toolbox.names.join(', ')}) " \
+              "cannot go in one request to Anthropic (#{anthropic.map(&:label).join(', ')}): " \
+              "the schema is itself a forced tool call there. Drop one of them, or ask with json: false"
+      end
+
       def check_tool_store
         missing = Options::TOOL_STORE_METHODS.reject { |m| store.respond_to?(m) }
         return if missing.empty?

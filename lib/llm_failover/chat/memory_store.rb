@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "securerandom"
 require_relative "idempotency"
 require_relative "memory_store/message"
 require_relative "../tools/schema"
@@ -91,6 +92,13 @@ module LlmFailover
       true
     end
 
+    # The turn +message+ (a user message) opens, for the attempt records of the calls
+    # that answer it: made the first time it is asked for.
+    # @return [String]
+    def turn_id(message)
+      @lock.synchronize { message.turn_id || message.update(turn_id: SecureRandom.uuid).turn_id }
+    end
+
     # Claims the turn of +key+ for one call (Idempotency): true when it was free, or
     # claimed longer than +stale_after+ seconds ago.
     def claim_turn(key, stale_after:)
@@ -124,8 +132,22 @@ module LlmFailover
       add_system(content)
     end
 
+    # The answer of the turn the chat ends on. When its last message is a failed
+    # answer, this call answers that turn again (a retried job, a #complete after a
+    # failed #ask): it takes that message's place, so that one turn has one assistant
+    # message; the failed calls stay in the attempt records.
     def start_assistant(model:, provider:)
-      push(Message.new(role: "assistant", content: +"", status: "streaming", model: model, provider: provider))
+      @lock.synchronize do
+        last = @messages.last
+        if last&.role == "assistant" && last.status == "failed"
+          return last.update(status: "streaming", content: +"", model: model, provider: provider,
+                             input_tokens: nil, output_tokens: nil)
+        end
+
+        @messages << Message.new(role: "assistant", content: +"", status: "streaming", model: model,
+                                 provider: provider)
+        @messages.last
+      end
     end
 
     # Runs once per streamed chunk: appends in place to the String #start_assistant

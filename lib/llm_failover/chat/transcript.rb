@@ -13,10 +13,14 @@ module LlmFailover
       module_function
 
       # @param conversation [Array<#role, #content>] the store's #conversation
+      # @param tools [Boolean] whether the chat offers tools now; without, the stored
+      #   calls and results go as text (see #as_text)
       # @return [Array<Array>] [role, content]; an assistant's with tool calls
       #   ["assistant", content, [[id, name, arguments JSON], ...]]; a tool result
       #   ["tool", content, call_id, is_error]
-      def engine_messages(conversation)
+      def engine_messages(conversation, tools: true)
+        return as_text(conversation) unless tools
+
         conversation.map do |m|
           role = m.role.to_s
           if role == "tool"
@@ -27,6 +31,37 @@ module LlmFailover
             [role, m.content.to_s]
           end
         end
+      end
+
+      # The conversation of a chat that offers no tools now (with_tools(replace: true)
+      # with none, a chat reloaded without them) while it holds earlier tool calls:
+      # Anthropic refuses tool_use and tool_result blocks without a tools list, so each
+      # call and its result go as lines of the assistant message that made the call,
+      # and the result messages are left out. Both protocols get the same, so a
+      # failover sees the same history.
+      # @return [Array<Array>] [role, content] only
+      def as_text(conversation)
+        results = {}
+        conversation.each { |m| results[m.tool_call_id.to_s] = m if m.role.to_s == "tool" }
+        conversation.filter_map do |m|
+          role = m.role.to_s
+          next if role == "tool"
+
+          calls = role == "assistant" && m.respond_to?(:tool_calls) ? m.tool_calls : []
+          next [role, m.content.to_s] if calls.empty?
+
+          lines = calls.map { |c| call_line(c, results[c.id.to_s]) }
+          ["assistant", [m.content.to_s, *lines].reject(&:empty?).join("\n")]
+        end
+      end
+
+      def call_line(call, result)
+        outcome =
+          if result.nil? then "no result"
+          elsif result.is_error then "failed: #{result.content}"
+          else "returned: #{result.content}"
+          end
+        "[earlier tool call #{call.name}(#{call.arguments_json}) #{outcome}]"
       end
 
       # What leaves the process, scrubbed: every content (tool results included) and

@@ -75,21 +75,41 @@ module LlmFailover
     def report(target_index, success, error_class, hold)
       target = @targets[target_index]
       store = @config.state_store
-      args = [target.circuit_key, @config.circuit_threshold, @config.circuit_cooldown, success, hold, error_class&.name]
-      # The token tells the store whether this outcome is the half-open probe's own; a
-      # store written before record took it gets the six arguments it knows.
-      params = store.method(:record).parameters
-      rest = params.any? { |type, _| type == :rest } # a delegator's, or a store taking *args
-      args << @token unless params.size == 6 && !rest
-      # The recovery schedule's first wait, for a store that takes it (both of the gem's).
-      args << @config.circuit_first_probe if rest || params.size >= 8
-      open, change = store.record(*args)
+      threshold = @config.circuit_threshold
+      cooldown = @config.circuit_cooldown
+      error_name = error_class&.name
+      open, change =
+        case (style = CircuitBreaker.record_style(store))
+        when :keywords
+          store.record(target.circuit_key, threshold: threshold, cooldown: cooldown, success: success, hold: hold,
+                                           error_class: error_name, token: @token,
+                                           first_probe: @config.circuit_first_probe)
+        else # a store written before record took keywords: the positional arguments it knows
+          args = [target.circuit_key, threshold, cooldown, success, hold, error_name, @token,
+                  @config.circuit_first_probe]
+          store.record(*args.first(style))
+        end
       announce(target, change, error_class) if change
       open
     rescue StandardError => e
       warn("state store failed (#{e.class}: #{e.message}); the attempt is not counted")
       false
     end
+
+    # How +store+'s record takes its arguments: :keywords (the gem's stores, and any
+    # store that takes keywords or delegates *args), else how many positional ones
+    # (6: before the caller's token, 7: before first_probe, 8). Read once per class:
+    # Method#parameters allocates, and a call reports at least once.
+    def self.record_style(store)
+      RECORD_STYLES[store.class] ||= begin
+        params = store.method(:record).parameters
+        if params.any? { |type, _| %i[key keyreq keyrest rest].include?(type) } then :keywords
+        else params.size.clamp(6, 8)
+        end
+      end
+    end
+    RECORD_STYLES = {} # store class => its record's style (a race computes the same answer twice)
+    private_constant :RECORD_STYLES
 
     private
 

@@ -24,16 +24,18 @@ module LlmFailover
   #   peek(keys, token = nil)    optional: admit's answer without taking anything (2:
   #                              the probe is free); a call asks so for its targets
   #                              when it starts, and admits one when it sends to it
-  #   record(key, threshold, cooldown, success, hold, error_class, token = nil)
-  #                              -> [open, change]; token: the reporting call's own, so
+  #   record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil,
+  #          first_probe: nil)   -> [open, change]; token: the reporting call's own, so
   #                              that while half-open only the probe's holder's failure
   #                              reopens (another call's is counted, and the probe
   #                              stays out); any success closes; every success is
-  #                              reported, whenever its call began. An optional
-  #                              8th, first_probe: the recovery schedule's first
-  #                              wait (later ones grow with the incident's age up
-  #                              to cooldown, Circuit.interval); probes_failed is
-  #                              shared with the rest of the circuit
+  #                              reported, whenever its call began (a store answers
+  #                              at once when it knows nothing to reset); first_probe:
+  #                              the recovery schedule's first wait (later ones grow
+  #                              with the incident's age up to cooldown,
+  #                              Circuit.interval). A store whose record takes 6, 7
+  #                              or 8 positional arguments (before keywords) is
+  #                              still called so (CircuitBreaker.record_style)
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
   #   release(key, token)         optional: the probe +token+ holds is free again
   #   reopens_at(keys) (optional) -> [epoch seconds or nil, ...]: when each open
@@ -53,26 +55,14 @@ module LlmFailover
 
     # @return [Array<Array(Integer, Integer, Array, nil)>]
     def admit(keys, probe_ttl, token = nil)
-      # No attempt has failed in this process yet (the usual case): nothing to look up,
-      # so no lock and no clock. A Hash read under the GVL sees it empty or not; a
-      # failure recorded meanwhile counts from the next call on, as it would had it
-      # landed just after the lock.
-      return keys.map { CLOSED } if @circuits.empty?
-
-      now = Process.clock_gettime(Process::CLOCK_REALTIME)
-      synchronize do
-        keys.map do |key|
-          circuit = @circuits[key]
-          next CLOSED unless circuit
-
-          route = circuit.admit(now, probe_ttl)
-          if route == Circuit::PROBE
-            @probes[key] = token
-          elsif route == Circuit::SKIP && token && @probes[key] == token && circuit.renew_probe(now, probe_ttl)
-            route = Circuit::PROBE # its holder asking again
-          end
-          [route, circuit.failures, circuit.last_change]
+      each_circuit(keys) do |key, circuit, now|
+        route = circuit.admit(now, probe_ttl)
+        if route == Circuit::PROBE
+          @probes[key] = token
+        elsif route == Circuit::SKIP && token && @probes[key] == token && circuit.renew_probe(now, probe_ttl)
+          route = Circuit::PROBE # its holder asking again
         end
+        [route, circuit.failures, circuit.last_change]
       end
     end
 
@@ -81,21 +71,19 @@ module LlmFailover
     # +token+ holds it already.
     # @return [Array<Array(Integer, Integer, nil)>]
     def peek(keys, token = nil)
-      return keys.map { CLOSED } if @circuits.empty?
-
-      now = Process.clock_gettime(Process::CLOCK_REALTIME)
-      synchronize do
-        keys.map do |key|
-          circuit = @circuits[key]
-          next CLOSED unless circuit
-
-          route = circuit.peek(now)
-          if route == Circuit::SKIP && token && @probes[key] == token && circuit.state == :half_open
-            route = Circuit::PROBE
-          end
-          [route, circuit.failures, nil]
-        end
+      each_circuit(keys) do |key, circuit, now|
+        route = circuit.peek(now)
+        route = Circuit::PROBE if route == Circuit::SKIP && token && @probes[key] == token && circuit.state == :half_open
+        [route, circuit.failures, nil]
       end
+    end
+
+    # Whether a success on +key+ has anything to reset: a failure counted, or a circuit
+    # not closed. Read without the lock (a Hash read and two integers under the GVL): a
+    # failure recorded meanwhile is counted as if the success had come just before it.
+    def unsettled?(key)
+      circuit = @circuits[key]
+      !circuit.nil? && (circuit.failures.positive? || circuit.state != :closed)
     end
 
     # Frees the probe of +key+ when +token+ holds it.
@@ -125,16 +113,21 @@ module LlmFailover
       nil
     end
 
+    # @param threshold [Integer] counted failures that open the circuit
+    # @param cooldown [Numeric] seconds open before a half-open probe (the longest wait)
+    # @param success [Boolean] whether the attempt succeeded
+    # @param hold [Numeric] a Retry-After's seconds (0: none)
+    # @param error_class [String, nil] the failure's error class name
     # @param token [String, nil] the reporting call's: the outcome is the probe's when
     #   that call holds +key+'s probe (the core checks it has not expired)
     # @param first_probe [Numeric, nil] seconds before the first half-open probe, the
     #   next ones growing with the incident to +cooldown+ (lf_circuit_interval); nil:
     #   every wait +cooldown+
     # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
-    def record(key, threshold, cooldown, success, hold, error_class, token = nil, first_probe = nil)
-      # Every success is reported (whenever its call began); with no circuit in this
-      # process there is no count to reset.
-      return NO_CHANGE if success && @circuits.empty?
+    def record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil, first_probe: nil)
+      # Every success is reported (whenever its call began); one on a target with
+      # nothing counted has nothing to reset.
+      return NO_CHANGE if success && !unsettled?(key)
 
       now = Process.clock_gettime(Process::CLOCK_REALTIME) # Time.now.to_f, without a Time
       synchronize do
@@ -220,6 +213,23 @@ module LlmFailover
     private_constant :CLOSED, :NO_CHANGE
 
     private
+
+    # Each key's answer: the block's (under the lock, with the clock) for a key with a
+    # circuit, CLOSED for one without. While no attempt has failed in this process (the
+    # usual case) there is nothing to look up, so no lock and no clock: a Hash read
+    # under the GVL sees it empty or not, and a failure recorded meanwhile counts from
+    # the next call on, as it would had it landed just after the lock.
+    def each_circuit(keys)
+      return keys.map { CLOSED } if @circuits.empty?
+
+      now = Process.clock_gettime(Process::CLOCK_REALTIME)
+      synchronize do
+        keys.map do |key|
+          circuit = @circuits[key]
+          circuit ? yield(key, circuit, now) : CLOSED
+        end
+      end
+    end
 
     def synchronize(&block)
       after_fork if Process.pid != @pid

@@ -11,7 +11,7 @@ module LlmFailover
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached cancelled scrubbed skipped hedged].freeze
+                started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -32,12 +32,17 @@ module LlmFailover
     # @return [Hash{String => Integer}, nil] how many values of each kind the scrubber
     #   replaced in the call's request, e.g. {"card" => 1}; nil when it did not run
     attr_reader :scrubbed
+    # @return [String, nil] the turn the call answered (the user message it answers),
+    #   shared by every call that answered it again: a retried job, a #complete after a
+    #   failed #ask. The report counts a failed call as lost only when no later call of
+    #   its turn answered.
+    attr_reader :turn_id
 
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
                    started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil,
-                   skipped: false, hedged: false)
+                   skipped: false, hedged: false, turn_id: nil)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -59,6 +64,7 @@ module LlmFailover
       @cancelled = cancelled ? true : false
       @scrubbed = scrubbed
       @skipped = skipped ? true : false
+      @turn_id = turn_id
       @hedged = hedged ? true : false
       freeze
     end

@@ -117,6 +117,12 @@ module LlmFailover
         @cancelled_column
       end
 
+      # Tables made before the turn_id column keep working (each call its own turn).
+      def turn_column?
+        @turn_column = @model.column_names.include?("turn_id") if @turn_column.nil?
+        @turn_column
+      end
+
       # SQL for the index of a row's bucket among buckets +first+..+last+ of +step+
       # seconds from +start+: CASE WHEN started_at < (the middle bucket's start) THEN (the
       # lower half) ELSE (the upper half) END, nested. Comparisons rather than epoch

@@ -28,7 +28,8 @@ module LlmFailover
 
       MIGRATION = "create_llm_failover_tables"
       # What an upgrade is told: the install's table names.
-      TABLE_OPTIONS = %w[chat_model message_model chats_table messages_table attempts_table circuit_events_table].freeze
+      TABLE_OPTIONS = %w[chat_model message_model chats_table messages_table attempts_table circuit_events_table
+                         vectors_table].freeze
 
       source_root File.expand_path("templates", __dir__)
       desc "Creates the llm_failover migration, the chat and message models, and config/initializers/llm_failover.rb."

@@ -104,6 +104,7 @@ module LlmFailover
           !known.key?(tables.fetch(@role))
         end
 
+        # @return [Array<String>] lines of the migration's up
         def up(tables)
           table = tables.fetch(@role)
           body = @body.respond_to?(:call) ? @body.call(tables) : @body
@@ -114,13 +115,14 @@ module LlmFailover
           lines + @indexes.flat_map { |index| index.code(table, tables) }
         end
 
+        # @return [Array<String>] lines of the migration's down
         def down(tables)
           ["drop_table :#{tables.fetch(@role)}, if_exists: true"]
         end
       end
 
-      # In the order they were added (an upgrade applies them in this order, and its
-      # down takes them away in the reverse order).
+      # Roughly in the order they were added; each stands alone (an upgrade applies
+      # them in this order, and its down takes them away in the reverse order).
       LIST = [
         Column.new(:chats, :cancel_requested_at, :datetime,
                    comment: "chat.cancel! (a Stop button): the streaming ask stops"),
@@ -139,6 +141,9 @@ module LlmFailover
                    comment: "the target's circuit was open: no request"),
         Column.new(:attempts, :hedged, :boolean, options: "null: false, default: false",
                    comment: "one of a hedged request's two attempts (hedge_after): the loser is also cancelled"),
+        Column.new(:attempts, :turn_id, :string,
+                   comment: "the turn the call answered (the user message): a retried job's calls share it",
+                   indexes: [Index.new(columns: %i[turn_id], what: "turn_id")]),
         Table.new(:circuit_events, "llm_failover_circuit_events",
                   comment: "Circuit changes (CircuitLog): the report's incidents from open to closed.",
                   body: <<~RUBY,
@@ -179,6 +184,16 @@ module LlmFailover
                   },
                   indexes: [Index.new(columns: %i[message_id call_id], what: "message_id_and_call_id", unique: true),
                             Index.new(columns: %i[call_id], what: "call_id")]),
+        Table.new(:vectors, "llm_failover_vectors",
+                  comment: "The semantic cache's shared vectors (ActiveRecordIndex).",
+                  body: <<~RUBY,
+                    t.string :partition_key, null: false, limit: 64 # SHA-256 of the partition, hex
+                    t.integer :dimensions, null: false
+                    t.binary :vector, null: false # little-endian float32
+                    t.text :value, null: false
+                    t.datetime :created_at, null: false
+                  RUBY
+                  indexes: [Index.new(columns: %i[partition_key id], what: "partition_key_and_id")]),
         Column.new(:messages, :attachments_data, :text,
                    comment: "ask(text, with: files) without ActiveStorage: the files as JSON (MySQL: LONGTEXT)")
       ].freeze

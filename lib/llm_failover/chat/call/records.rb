@@ -22,8 +22,10 @@ module LlmFailover
       # a tool loop): numbers go on from there, one per attempt of the request.
       attr_writer :attempt_offset
 
-      def initialize(request_id:, feature:, usage_log:)
+      # @param turn_id [String] the turn the call answers (Chat's), on every record
+      def initialize(request_id:, feature:, usage_log:, turn_id: nil)
         @request_id = request_id
+        @turn_id = turn_id
         @feature = feature
         @usage_log = usage_log
         @list = []
@@ -82,7 +84,7 @@ module LlmFailover
         add(AttemptRecord.new(request_id: @request_id, attempt: 1, provider: provider, model: model,
                               feature: @feature, success: true, latency_ms: latency_ms, input_tokens: 0,
                               output_tokens: 0, started_at: started_at, provider_request_id: provider_request_id,
-                              cached: true, scrubbed: @scrubbed))
+                              cached: true, scrubbed: @scrubbed, turn_id: @turn_id))
       end
 
       # Chat#cancel! stopped the call: the engine's record of the attempt it cut or,
@@ -160,7 +162,7 @@ module LlmFailover
 
       def fields(target)
         { request_id: @request_id, provider: target.name, model: target.model, feature: @feature,
-          scrubbed: @scrubbed }
+          scrubbed: @scrubbed, turn_id: @turn_id }
       end
 
       # The attempt the call's caller cut (Engine#run's :stopped_by: the exception's

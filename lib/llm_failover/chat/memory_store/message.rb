@@ -9,6 +9,9 @@ module LlmFailover
       attr_reader :role, :content, :model, :provider, :status, :input_tokens, :output_tokens
       # @return [String, nil] the user message's idempotency_key (Chat#ask)
       attr_reader :idempotency_key
+      # @return [String, nil] the turn this user message opens, once a call answered it
+      #   (MemoryStore#turn_id)
+      attr_reader :turn_id
       # @api private: when a call claimed this user message's turn (monotonic seconds)
       attr_reader :claimed_at
       # @return [Array<Attachment>] the files sent with a user message (Chat#ask's with:)
@@ -26,6 +29,7 @@ module LlmFailover
         @input_tokens = nil
         @output_tokens = nil
         @idempotency_key = nil
+        @turn_id = nil
         @tool_call_id = nil
         @is_error = false
         @tool_call_ids = nil

@@ -1,0 +1,138 @@
+# frozen_string_literal: true
+
+require_relative "memory_index"
+require_relative "../errors"
+require_relative "../records/warnings"
+
+module LlmFailover
+  # What RedisIndex and ActiveRecordIndex share: the vectors live in a shared store
+  # and each process keeps a mirror of them in a MemoryIndex, brought up to date
+  # incrementally before each lookup (only the entries after the partition's cursor:
+  # a stream id, a row id), so a lookup scans local memory and never fetches a
+  # tenant's vectors over the network once the mirror holds them. A subclass
+  # supplies the store: #fetch_after, #append, #clear_store, #store_size.
+  #
+  # When the store fails, the mirror answers as it is (an add is kept locally only):
+  # one warning per outage, nothing raised; syncing resumes when the store answers.
+  #
+  # The mirror is bounded like any MemoryIndex (mirror: MemoryIndex.new(max_entries:
+  # ...)); an entry it evicts comes back only if the partition's cursor is forgotten
+  # (also bounded: MAX_CURSORS partitions), which refetches that partition whole.
+  #
+  # @abstract
+  class MirroredIndex
+    MAX_CURSORS = 100_000
+
+    # @return [MemoryIndex] this process's copy
+    attr_reader :mirror
+
+    # @param mirror [MemoryIndex] where this process keeps the vectors
+    # @param logger [#warn, nil] where outage warnings go (c.logger when nil)
+    def initialize(mirror:, logger:)
+      raise ConfigurationError, "mirror must be a MemoryIndex, got #{mirror.inspect}" unless mirror.is_a?(MemoryIndex)
+
+      @mirror = mirror
+      @logger = logger
+      @cursors = {} # partition => the last id mirrored; insertion order is recency
+      @lock = Mutex.new
+      @down = false
+    end
+
+    # Adds an entry to the shared store and to this process's mirror.
+    # @param partition [String]
+    # @param vector [Array<Float>]
+    # @param value [String]
+    # @return [nil]
+    # @raise [ArgumentError] another dimension than the partition's, a bad vector
+    # @raise [TypeError] a partition or value that is not a String
+    def add(partition:, vector:, value:)
+      check_strings(partition, value)
+      sync(partition)
+      @mirror.add(partition: partition, vector: vector, value: value) # validates before the store sees it
+      shared { append(partition, vector.pack("e*"), vector.size, value) }
+      nil
+    end
+
+    # @return [Array(String, Float), nil] see MemoryIndex#nearest; the partition's new
+    #   entries in the store are mirrored first
+    def nearest(partition:, vector:, threshold:)
+      check_strings(partition)
+      sync(partition)
+      @mirror.nearest(partition: partition, vector: vector, threshold: threshold)
+    end
+
+    # Empties the shared store (every process's mirror follows at its next lookup
+    # where the store can tell it: see the subclass) and this process's mirror.
+    # @return [nil]
+    def clear
+      shared { clear_store }
+      @lock.synchronize { @cursors.clear }
+      @mirror.clear
+      nil
+    end
+
+    # @return [Integer] entries in the shared store (this process's mirror when it is down)
+    def size
+      shared(fallback: @mirror.size) { store_size }
+    end
+
+    private
+
+    def check_strings(*strings)
+      strings.each { |s| raise TypeError, "expected a String, got #{s.class}" unless s.is_a?(String) }
+    end
+
+    # Mirrors the partition's entries after its cursor.
+    def sync(partition)
+      cursor = @lock.synchronize do
+        c = @cursors.delete(partition)
+        @cursors[partition] = c # most recent last
+        c
+      end
+      shared do
+        last = fetch_after(partition, cursor) do |vector, value|
+          @mirror.add(partition: partition, vector: vector, value: value)
+        rescue ArgumentError
+          # An entry of another dimension than the mirror's (another writer's bug):
+          # not this lookup's to fail.
+          nil
+        end
+        remember(partition, last) if last
+      end
+    end
+
+    def remember(partition, last)
+      @lock.synchronize do
+        @cursors[partition] = last if newer?(last, @cursors[partition])
+        @cursors.delete(@cursors.first[0]) while @cursors.size > MAX_CURSORS
+      end
+    end
+
+    # Runs the block against the store; a failure is one warning per outage and the
+    # fallback's answer.
+    def shared(fallback: nil)
+      result = yield
+      if @down
+        @down = false
+        Warnings.warn("#{self.class.name}: the store answers again; mirroring resumes", logger: logger)
+      end
+      result
+    rescue *store_errors => e
+      unless @down
+        @down = true
+        Warnings.warn("#{self.class.name}: the store failed (#{e.class}: #{e.message.lines.first&.strip}); " \
+                      "lookups use this process's mirror as it is until it answers", logger: logger)
+      end
+      fallback
+    end
+
+    def logger
+      @logger || LlmFailover.configuration.logger
+    end
+
+    # Whether cursor a is after b (nil: none yet).
+    def newer?(a, b)
+      b.nil? || a > b
+    end
+  end
+end
