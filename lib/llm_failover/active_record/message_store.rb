@@ -3,6 +3,7 @@
 require_relative "../chat/idempotency"
 require_relative "../records/warnings"
 require_relative "../tools/tool_call"
+require_relative "stored_attachments"
 require_relative "tool_call_row"
 
 module LlmFailover
@@ -46,6 +47,7 @@ module LlmFailover
         @klass = chat.association(association).klass
         @columns = @klass.respond_to?(:llm_message_columns) ? @klass.llm_message_columns : DEFAULT_COLUMNS
         @flush_interval = flush_interval
+        @stored_attachments = StoredAttachments.new(@klass)
         @buffers = {}.compare_by_identity
         @lock = Mutex.new
         @seen = {} # call id -> the status this store last read for it (see #transition)
@@ -92,8 +94,17 @@ module LlmFailover
         0
       end
 
-      def add_user(content)
-        create(role: "user", content: content, status: "complete")
+      # attachments: kept by StoredAttachments (ActiveStorage or an attachments_data column).
+      def add_user(content, attachments: [])
+        extra, after = @stored_attachments.prepare(attachments)
+        row = create(role: "user", content: content, status: "complete", **extra)
+        after&.call(row)
+        row
+      end
+
+      # @return [Array<Attachment>] a stored message's attachments (Chat reads them so)
+      def attachments_of(message)
+        @stored_attachments.read(message)
       end
 
       # The Turn of +key+ (Idempotency), nil when no user message has it.
@@ -106,8 +117,10 @@ module LlmFailover
 
       # Stores a user message under +key+; false when another writer stored it first
       # (the unique index on the chat and the key).
-      def add_user_once(content, key)
-        create(role: "user", content: content, status: "complete", idempotency_key: key)
+      def add_user_once(content, key, attachments: [])
+        extra, after = @stored_attachments.prepare(attachments)
+        row = create(role: "user", content: content, status: "complete", idempotency_key: key, **extra)
+        after&.call(row)
         true
       rescue ::ActiveRecord::RecordNotUnique
         false
@@ -499,7 +512,7 @@ module LlmFailover
       end
 
       def attributes(**attrs)
-        attrs.to_h { |name, value| [@columns.fetch(name), value] }
+        attrs.to_h { |name, value| [name.is_a?(String) ? name : @columns.fetch(name), value] }
       end
 
       def read(message, name)
