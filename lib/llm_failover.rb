@@ -7,6 +7,7 @@ require "llm_failover/llm_failover" # the compiled extension (Engine and the C c
 # Each file requires what it uses; these are the folders, by concern (doc/architecture.md).
 require_relative "llm_failover/config/configuration"
 require_relative "llm_failover/config/provider_config"
+require_relative "llm_failover/attachments"
 require_relative "llm_failover/chat/chat"
 require_relative "llm_failover/chat/call"
 require_relative "llm_failover/chat/chunk"

@@ -46,6 +46,10 @@ enum lf_key {
     LF_K_TOOLS,
     LF_K_TOOL_CHOICE,
     LF_K_PARALLEL_TOOL_CALLS,
+    LF_K_ATTACHMENTS,
+    LF_K_IMAGES,
+    LF_K_DOCUMENTS,
+    LF_K_ATTACHMENT_URLS,
     LF_K_COUNT
 };
 
@@ -82,6 +86,10 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_TOOLS] = "tools",
     [LF_K_TOOL_CHOICE] = "tool_choice",
     [LF_K_PARALLEL_TOOL_CALLS] = "parallel_tool_calls",
+    [LF_K_ATTACHMENTS] = "attachments",
+    [LF_K_IMAGES] = "images",
+    [LF_K_DOCUMENTS] = "documents",
+    [LF_K_ATTACHMENT_URLS] = "attachment_urls",
 };
 
 static VALUE lf_keys[LF_K_COUNT];
@@ -184,6 +192,10 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
     target->base_url = lf_copy(lf_fetch(t, LF_K_BASE_URL, 1), "base_url");
     target->api_key = lf_copy(lf_fetch(t, LF_K_API_KEY, 1), "api_key");
     target->model = lf_copy(lf_fetch(t, LF_K_MODEL, 1), "model");
+    /* Absent or nil: the target takes it (false says it does not). */
+    target->no_images = lf_fetch(t, LF_K_IMAGES, 0) == Qfalse;
+    target->no_documents = lf_fetch(t, LF_K_DOCUMENTS, 0) == Qfalse;
+    target->no_urls = lf_fetch(t, LF_K_ATTACHMENT_URLS, 0) == Qfalse;
     headers = lf_fetch(t, LF_K_HEADERS, 0);
     if (!NIL_P(headers)) {
         lf_header_walk w;
@@ -297,6 +309,47 @@ static void lf_fill_inputs(lf_engine_request *r, VALUE inputs)
     r->params.n_inputs = r->n_inputs;
 }
 
+static char *lf_copy_optional(VALUE v, const char *what)
+{
+    return NIL_P(v) ? NULL : lf_copy(v, what);
+}
+
+/* :attachments: [[message index, mime type, filename or nil, base64 or nil,
+ * URL or nil], ...], in order; each message's own are one run of them. */
+static void lf_fill_attachments(lf_engine_request *r, VALUE list)
+{
+    long i;
+
+    if (NIL_P(list)) return;
+    Check_Type(list, T_ARRAY);
+    if (RARRAY_LEN(list) == 0) return;
+    r->attachments = lf_alloc((size_t)RARRAY_LEN(list) * sizeof(lf_attachment));
+    for (i = 0; i < RARRAY_LEN(list); i++) {
+        VALUE a = RARRAY_AREF(list, i), data;
+        lf_attachment *out = &r->attachments[i];
+        lf_message *m;
+        long index;
+
+        Check_Type(a, T_ARRAY);
+        if (RARRAY_LEN(a) != 5)
+            rb_raise(rb_eArgError, "llm_failover: an attachment is [index, mime_type, filename, base64, url]");
+        index = NUM2LONG(RARRAY_AREF(a, 0));
+        if (index < 0 || (size_t)index >= r->n_messages)
+            rb_raise(rb_eArgError, "llm_failover: attachment %ld names message %ld of %zu", i, index, r->n_messages);
+        m = &r->messages[index];
+        if (m->n_attachments && m->attachments + m->n_attachments != out)
+            rb_raise(rb_eArgError, "llm_failover: a message's attachments must be given together");
+        r->n_attachments = (size_t)i + 1; /* counted first: freed from here on, whatever raises */
+        out->mime_type = lf_copy(RARRAY_AREF(a, 1), "attachment mime_type");
+        out->filename = lf_copy_optional(RARRAY_AREF(a, 2), "attachment filename");
+        data = RARRAY_AREF(a, 3);
+        if (!NIL_P(data)) out->base64 = lf_copy_text(data, "attachment data", &out->base64_len);
+        out->url = lf_copy_optional(RARRAY_AREF(a, 4), "attachment url");
+        if (!m->n_attachments) m->attachments = out;
+        m->n_attachments++;
+    }
+}
+
 /* The policy: a Hash of its own under :policy (Configuration#engine_policy),
  * or the same keys in the request. */
 static void lf_fill_policy(lf_policy *p, VALUE policy)
@@ -330,8 +383,12 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     for (i = 0; i < RARRAY_LEN(targets); i++) lf_fill_target(r, (size_t)i, RARRAY_AREF(targets, i));
     r->n_targets = (size_t)RARRAY_LEN(targets);
     inputs = lf_fetch(request, LF_K_INPUTS, 0);
-    if (NIL_P(inputs)) lf_fill_messages(r, lf_fetch(request, LF_K_MESSAGES, 1));
-    else lf_fill_inputs(r, inputs);
+    if (NIL_P(inputs)) {
+        lf_fill_messages(r, lf_fetch(request, LF_K_MESSAGES, 1));
+        lf_fill_attachments(r, lf_fetch(request, LF_K_ATTACHMENTS, 0));
+    } else {
+        lf_fill_inputs(r, inputs);
+    }
 
     r->params.messages = r->messages;
     r->params.n_messages = r->n_messages;
@@ -397,6 +454,13 @@ void lf_engine_request_free(lf_engine_request *r)
     }
     free((void *)r->params.tools);
     free((void *)r->params.tool_choice_name);
+    for (i = 0; i < r->n_attachments; i++) {
+        free((void *)r->attachments[i].mime_type);
+        free((void *)r->attachments[i].filename);
+        free((void *)r->attachments[i].base64);
+        free((void *)r->attachments[i].url);
+    }
+    free(r->attachments);
     free(r->messages);
     for (i = 0; i < r->n_inputs; i++) free((void *)r->inputs[i].ptr);
     free(r->inputs);

@@ -20,6 +20,8 @@ typedef struct lf_engine_request {
     size_t n_messages;
     lf_text *inputs;                  /* :inputs: texts to embed (an embeddings request) */
     size_t n_inputs;
+    lf_attachment *attachments;       /* every message's, in order (a message points at its run) */
+    size_t n_attachments;
     lf_request_params params;
     lf_policy policy;
     int circuit;                      /* :circuit: the listener is the breaker (circuit_health, circuit_report) */

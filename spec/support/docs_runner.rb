@@ -34,7 +34,7 @@ module DocsRunner
 
   # Points every provider a page declares at its FakeProvider.
   module Redirect
-    def provider(name, api:, api_key:, base_url: nil, headers: {})
+    def provider(name, api:, api_key:, base_url: nil, headers: {}, **options)
       base_url = DocsRunner.fake(name).base_url(api) unless base_url&.match?(LOOPBACK)
       super
     end

@@ -117,6 +117,9 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     if (lf_target_check(t, err) != 0) return -1;
     tp.api = t->api;
     tp.model = t->model;
+    tp.no_images = t->no_images;
+    tp.no_documents = t->no_documents;
+    tp.no_urls = t->no_urls;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
     p->url = lf_concat(t->base_url, lf_wire_path_for(t->api, params->kind));

@@ -19,6 +19,10 @@ typedef struct lf_target {
     const char *model;
     const char *const *headers;   /* extra "Name: value" lines */
     size_t n_headers;
+    /* Attachments the target cannot take (lf_request_params has the same). */
+    int no_images;
+    int no_documents;
+    int no_urls;
 } lf_target;
 
 #endif

@@ -45,6 +45,17 @@ typedef struct lf_tool_call {
     size_t arguments_len;
 } lf_tool_call;
 
+/* A file sent with a user message (Ruby's LlmFailover::Attachment): its
+ * bytes as base64, a URL, or both (then the URL is sent where the target
+ * takes one). */
+typedef struct lf_attachment {
+    const char *mime_type;  /* image/png, image/jpeg, image/gif, image/webp or application/pdf */
+    const char *filename;   /* NULL: none (an OpenAI file part then gets "document.pdf") */
+    const char *base64;     /* the bytes, base64_len characters; NULL: the URL only */
+    size_t base64_len;
+    const char *url;        /* NULL: the bytes only */
+} lf_attachment;
+
 typedef struct lf_message {
     const char *role;     /* system | developer | user | assistant | tool */
     const char *content;  /* UTF-8, content_len bytes; a NUL is text (sent as \u0000) */
@@ -57,6 +68,10 @@ typedef struct lf_message {
      * content says it). */
     const char *tool_call_id;
     int is_error;
+    /* user: files sent with the text (OpenAI content parts image_url and
+     * file, Anthropic image and document blocks). */
+    const lf_attachment *attachments;
+    size_t n_attachments;
 } lf_message;
 
 /* A tool the model may call. */
@@ -114,6 +129,12 @@ typedef struct lf_request_params {
     lf_request_kind kind;
     const lf_text *inputs;
     size_t n_inputs;
+    /* What the target cannot take (its provider's configuration; lf_prepare
+     * copies them from the lf_target): an attachment of such a kind, or a
+     * URL-only one, fails the build. 0: it can. */
+    int no_images;
+    int no_documents;
+    int no_urls;
 } lf_request_params;
 
 /* OpenAI's own cap on the inputs of one embeddings request. */

@@ -58,6 +58,12 @@ int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, lf_buf *
 const char *lf_wire_content(const lf_message *m);
 /* Any OpenAI message: plain, an assistant's tool calls, a tool's result. */
 int lf_wire_put_openai_message(lf_buf *out, const lf_message *m, int first);
+/* Attachments (lf_wire_request_attach.c): every one checked against what the
+ * target takes; a user message with some as content parts or blocks. */
+int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg);
+size_t lf_wire_attachments_size(const lf_message *m);
+int lf_wire_put_openai_parts(lf_buf *out, const lf_request_params *p, const lf_message *m, int first);
+int lf_wire_put_anthropic_blocks(lf_buf *out, const lf_request_params *p, const lf_message *m, int first);
 /* Anthropic: an assistant message with tool calls; one tool_result block. */
 int lf_wire_put_anthropic_calls(lf_buf *out, const lf_message *m, int first);
 int lf_wire_put_anthropic_result(lf_buf *out, const lf_message *m, int first_block);

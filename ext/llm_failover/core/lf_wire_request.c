@@ -109,6 +109,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "schema name \"%.64s\" is not 1 to 64 of A-Z a-z 0-9 _ -", p->schema_name);
         return -1;
     }
+    if (lf_wire_check_attachments(p, errmsg) != 0) return -1;
     return lf_wire_check_tools(p, has_tool_turns, errmsg);
 }
 
@@ -158,7 +159,9 @@ static int lf_wire_build_openai(const lf_request_params *p, const char *schema, 
                 first = 0;
             }
         }
-        if (lf_wire_put_openai_message(out, &p->messages[i], first) != 0) return -1;
+        if ((p->messages[i].n_attachments ? lf_wire_put_openai_parts(out, p, &p->messages[i], first)
+                                          : lf_wire_put_openai_message(out, &p->messages[i], first)) != 0)
+            return -1;
         first = 0;
     }
     if (!lead_done && lf_wire_json_instruction(p) &&
@@ -239,8 +242,9 @@ static int lf_wire_build_anthropic(const lf_request_params *p, const char *schem
             continue;
         }
         if (role != LF_ROLE_USER && role != LF_ROLE_ASSISTANT) continue;
-        if ((m->n_tool_calls ? lf_wire_put_anthropic_calls(out, m, first)
-                             : lf_wire_put_message(out, m->role, lf_wire_content(m), m->content_len, first)) != 0)
+        if ((m->n_tool_calls      ? lf_wire_put_anthropic_calls(out, m, first)
+             : m->n_attachments ? lf_wire_put_anthropic_blocks(out, p, m, first)
+                                : lf_wire_put_message(out, m->role, lf_wire_content(m), m->content_len, first)) != 0)
             goto done;
         first = 0;
     }
@@ -303,7 +307,8 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
     for (i = 0; i < p->n_messages; i++) {
         const lf_message *m = &p->messages[i];
 
-        size += 32 + strlen(m->role) + m->content_len + (m->tool_call_id ? 64 + strlen(m->tool_call_id) : 0);
+        size += 32 + strlen(m->role) + m->content_len + (m->tool_call_id ? 64 + strlen(m->tool_call_id) : 0) +
+                lf_wire_attachments_size(m);
         for (k = 0; k < m->n_tool_calls; k++)
             size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len;
     }

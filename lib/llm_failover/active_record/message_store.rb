@@ -2,6 +2,7 @@
 
 require_relative "../records/warnings"
 require_relative "../tools/tool_call"
+require_relative "stored_attachments"
 require_relative "tool_call_row"
 require_relative "message_store/abandoned"
 require_relative "message_store/tool_calls"
@@ -54,6 +55,7 @@ module LlmFailover
         @klass = chat.association(association).klass
         @columns = @klass.respond_to?(:llm_message_columns) ? @klass.llm_message_columns : DEFAULT_COLUMNS
         @flush_interval = flush_interval
+        @stored_attachments = StoredAttachments.new(@klass)
         @buffers = {}.compare_by_identity
         @lock = Mutex.new
         @seen = {} # call id -> the status this store last read for it (see #transition)
@@ -76,8 +78,17 @@ module LlmFailover
         all.reject { |m| read(m, :role) == "assistant" && read(m, :status) != "complete" }
       end
 
-      def add_user(content)
-        create(role: "user", content: content, status: "complete")
+      # attachments: kept by StoredAttachments (ActiveStorage or an attachments_data column).
+      def add_user(content, attachments: [])
+        extra, after = @stored_attachments.prepare(attachments)
+        row = create(role: "user", content: content, status: "complete", **extra)
+        after&.call(row)
+        row
+      end
+
+      # @return [Array<Attachment>] a stored message's attachments (Chat reads them so)
+      def attachments_of(message)
+        @stored_attachments.read(message)
       end
 
       # The turn +message+ (a user row) opens, for the attempt records of the calls
@@ -242,7 +253,7 @@ module LlmFailover
       end
 
       def attributes(**attrs)
-        attrs.to_h { |name, value| [@columns.fetch(name), value] }
+        attrs.to_h { |name, value| [name.is_a?(String) ? name : @columns.fetch(name), value] }
       end
 
       def read(message, name)

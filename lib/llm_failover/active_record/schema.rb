@@ -76,6 +76,7 @@ module LlmFailover
           t.string :idempotency_key
           t.text :failure_reason # a failed answer's reason (a row a dead process left streaming)
           t.string :tool_call_id # a role "tool" message: the call it is the result of
+          t.text :attachments_data # a user message's images and PDFs as JSON (StoredAttachments); MySQL: LONGTEXT
           t.timestamps
         end
         # The quota count: this month's completed answers of one model.

@@ -43,6 +43,8 @@ module LlmFailover
     attr_reader :answer_format
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
+    # @return [Array, nil] the engine request's :attachments (Attachment::Selection.engine_list)
+    attr_writer :attachments
     # @return [Hash, nil] a tool turn's engine fields (tools, tool_choice, parallel_tool_calls)
     attr_writer :tool_fields
     # @return [#call, nil] (calls, target, response_model) -> Array<ToolCall>: a tool
@@ -154,6 +156,7 @@ module LlmFailover
       request = { targets: @targets.map(&:engine), messages: @messages,
                   temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
                   policy: engine_policy, circuit: !@breaker.nil? }
+      request[:attachments] = @attachments if @attachments && !@attachments.empty?
       request.merge!(@tool_fields) if @tool_fields
       @answer_format ? request.merge!(@answer_format.engine_fields) : request
     end

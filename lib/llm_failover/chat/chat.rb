@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../attachments/selection"
 require_relative "../errors"
 require_relative "../quota/quota"
 require_relative "../records/tracing"
@@ -91,8 +92,14 @@ module LlmFailover
     # @raise [Error] the provider call failed; the user message stays stored
     # json: true asks for one JSON object (reply.json) for this call, json: false for
     # text even when the chat has JSON mode or a schema.
-    def ask(text, temperature: KEEP, max_tokens: KEEP, cache: KEEP, idempotency_key: nil, json: KEEP, &block)
+    # with: a file or an Array of files (paths, URLs, IOs, ActiveStorage blobs,
+    # { data:, mime_type:, filename: }): images and PDFs stored once with the message
+    # (see Attachment) and sent to every target in its protocol's form; checked (type,
+    # size, count, what the targets take) before anything is stored.
+    def ask(text, with: nil, temperature: KEEP, max_tokens: KEEP, cache: KEEP, idempotency_key: nil, json: KEEP,
+            &block)
       text = Text.given(text, "the prompt") # UTF-8, converted if need be
+      attachments = with.nil? ? [] : attachments_for(with)
 
       # Validated before anything is stored.
       temperature = temperature.equal?(KEEP) ? @options.temperature : Options.temperature(temperature)
@@ -101,12 +108,13 @@ module LlmFailover
       format = format_for(json)
       check_schema_with_tools(format)
       if idempotency_key.nil?
-        @options.store.add_user(text)
+        @options.store.add_user(text, **Chat.attachments_option(@options.store, attachments))
         return answer(temperature, max_tokens, block, cache, format)
       end
 
       Idempotency.ask(@options.store, text, idempotency_key, format, wait: @config.idempotency_wait,
-                                                                     stale_after: @config.longest_call) do
+                                                                     stale_after: @config.longest_call,
+                                                                     attachments: attachments) do
         answer(temperature, max_tokens, block, cache, format)
       end
     end
@@ -176,6 +184,21 @@ module LlmFailover
       self
     end
 
+    # The store's keyword for attachments: none for a message without, so a store that
+    # keeps no files still takes text.
+    # @api private
+    # @raise [ArgumentError] attachments given to a store that cannot keep them
+    def self.attachments_option(store, attachments)
+      return {} if attachments.empty?
+
+      method = store.method(store.respond_to?(:add_user_once) && !store.respond_to?(:add_user) ? :add_user_once : :add_user)
+      unless method.parameters.any? { |kind, name| %i[key keyreq].include?(kind) && name == :attachments }
+        raise ArgumentError, "store #{store.class} cannot keep attachments (its #add_user takes no attachments:)"
+      end
+
+      { attachments: attachments }
+    end
+
     # @return [Array] the stored messages, in order
     def messages
       @options.store.messages
@@ -204,6 +227,23 @@ module LlmFailover
       @answer_format || AnswerFormat.json_mode
     end
 
+    def attachments_for(with)
+      Attachment::Selection.prepare(with, targets: engine_targets, allow_private: @config.attachment_private_hosts)
+    end
+
+    # A stored message's attachments in canonical form (an ActiveStorage attachment
+    # list of a record reads as blobs).
+    def stored_attachments(message)
+      store = @options.store
+      return store.attachments_of(message) if store.respond_to?(:attachments_of)
+      return [] unless message.respond_to?(:attachments)
+
+      list = message.attachments
+      return list if list.is_a?(Array) && list.all?(Attachment) # MemoryStore's: canonical already
+
+      list.map { |a| Attachment.from(a) }
+    end
+
     def answer(temperature, max_tokens, block, cache, format)
       return answer_with_tools(temperature, max_tokens, block, cache, format) if tools?
 
@@ -220,6 +260,10 @@ module LlmFailover
       # refuses tool_use blocks in a request that offers no tools (doc/tools.md).
       conversation = @options.store.conversation
       messages = Transcript.engine_messages(conversation, tools: tools?)
+      # One list per message sent, in order (as text, tool results are folded into the
+      # assistant's message: Transcript.as_text).
+      sent = tools? ? conversation : conversation.reject { |m| m.role.to_s == "tool" }
+      attachments = sent.map { |m| stored_attachments(m) }
       unless messages.any? { |m| m[0] != "system" }
         raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
@@ -232,13 +276,20 @@ module LlmFailover
       running = false
       begin
         backup_first = backup_first?(reservation) || (turn&.on_backup && backup?)
+        # A target that cannot take the attachments is never sent them: the call goes
+        # to the one that can (ArgumentError when none can).
+        targets = Attachment::Selection.usable(backup_first ? [@backup_target].freeze : engine_targets,
+                                               attachments.flatten)
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
-                        targets: backup_first ? [@backup_target].freeze : engine_targets, messages: messages,
+                        targets: targets, messages: messages,
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
                         request_id: turn&.request_id, turn_id: turn_id(conversation))
         call.answer_format = format
+        call.attachments = Attachment::Selection.engine_list(attachments)
         turn&.prepare(call)
         request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
+        # Attachments by content digest; a chat without any keeps its keys as they were.
+        request << attachments.map { |list| list.map(&:digest) } if attachments.any?(&:any?)
         call.response_cache = response_cache(cache, backup_first: backup_first, request: request,
                                                     max_tokens: max_tokens)
         call.semantic_cache = semantic_lookup(cache, backup_first: backup_first, messages: messages,

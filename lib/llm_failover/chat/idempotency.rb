@@ -44,7 +44,7 @@ module LlmFailover
     #   longer be answered (later messages follow it)
     # @raise [ConfigurationError] the store does not support keys
     # @raise [IdempotencyConflict] another call still answers the turn after +wait+
-    def ask(store, text, key, format, wait:, stale_after:)
+    def ask(store, text, key, format, wait:, stale_after:, attachments: [])
       key = normalize(key)
       unless store.respond_to?(:find_turn) && store.respond_to?(:add_user_once)
         raise ConfigurationError, "store #{store.class} does not support idempotency_key " \
@@ -56,7 +56,8 @@ module LlmFailover
       pause = POLL[0]
       loop do
         turn = store.find_turn(key)
-        next if turn.nil? && !store.add_user_once(text, key) # another writer stored it first: read it
+        # another writer stored it first: read it
+        next if turn.nil? && !store.add_user_once(text, key, **Chat.attachments_option(store, attachments))
 
         if turn
           check(turn, text, key)

@@ -69,8 +69,10 @@ module LlmFailover
       end
     end
 
-    def add_user(content)
-      push(Message.new(role: "user", content: content.frozen? ? content : content.dup.freeze))
+    # attachments: the canonical Attachments (kept in memory, bytes and all, once).
+    def add_user(content, attachments: [].freeze)
+      push(Message.new(role: "user", content: content.frozen? ? content : content.dup.freeze,
+                       attachments: attachments.frozen? ? attachments : attachments.dup.freeze))
     end
 
     # The Turn of +key+ (Idempotency), nil when no user message has it.
@@ -79,11 +81,12 @@ module LlmFailover
     end
 
     # Stores a user message under +key+ unless one has it already (then false).
-    def add_user_once(content, key)
+    def add_user_once(content, key, attachments: [].freeze)
       @lock.synchronize do
         return false if @messages.any? { |m| m.idempotency_key == key }
 
-        message = Message.new(role: "user", content: content.frozen? ? content : content.dup.freeze)
+        message = Message.new(role: "user", content: content.frozen? ? content : content.dup.freeze,
+                              attachments: attachments.frozen? ? attachments : attachments.dup.freeze)
         @messages << message.update(idempotency_key: key)
       end
       true

@@ -58,7 +58,8 @@ module LlmFailover
       idempotency_wait: 60,
       trace_content: false,
       max_tool_rounds: 10,
-      log_tool_content: false
+      log_tool_content: false,
+      attachment_private_hosts: false
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -80,8 +81,11 @@ module LlmFailover
     # @example
     #   c.provider :groq, api: :openai, api_key: ENV["GROQ_API_KEY"], base_url: "https://api.groq.com/openai/v1"
     # @return [ProviderConfig]
-    def provider(name, api:, api_key:, base_url: nil, headers: {})
-      config = ProviderConfig.new(name, api: api, api_key: api_key, base_url: base_url, headers: headers)
+    # Attachment options (images:, documents:, attachment_urls:, max_attachment_bytes:,
+    # max_attachments:): see ProviderConfig#initialize.
+    def provider(name, api:, api_key:, base_url: nil, headers: {}, **attachments)
+      config = ProviderConfig.new(name, api: api, api_key: api_key, base_url: base_url, headers: headers,
+                                  **attachments)
       @providers = @providers.merge(config.name => config).freeze
       config
     end

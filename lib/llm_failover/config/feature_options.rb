@@ -80,6 +80,16 @@ module LlmFailover
         @trace_content = value
       end
 
+      # true lets a URL attachment be downloaded from a loopback or private address
+      # (tests, an intranet); false (the default) refuses it and its redirects there.
+      def attachment_private_hosts=(value)
+        unless [true, false].include?(value)
+          raise ConfigurationError, "attachment_private_hosts must be true or false, got #{value.inspect}"
+        end
+
+        @attachment_private_hosts = value
+      end
+
       # Seconds a cached answer lives; nil leaves it to the store.
       def cache_ttl=(value)
         @cache_ttl = value.nil? ? nil : number(:cache_ttl, value, positive: true)

@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require "uri"
+
+require_relative "../attachments/attachment"
 require_relative "../errors"
 require_relative "../chat/target"
 
@@ -28,6 +30,9 @@ module LlmFailover
     FORBIDDEN_CHARS = /[\r\n\0]/.freeze
 
     attr_reader :name, :api, :base_url, :headers
+    # @return [Hash] what the provider takes as attachments: { images:, documents:, urls:,
+    #   max_bytes:, max_count: }
+    attr_reader :attachments
 
     # +url+ as a message or #inspect may quote it: credentials (userinfo), query values
     # and the fragment replaced by [REDACTED]. The one redactor of URLs (provider base
@@ -59,12 +64,20 @@ module LlmFailover
     end
 
     # @raise [ConfigurationError] on anything the engine could not use
-    def initialize(name, api:, api_key:, base_url: nil, headers: {})
+    # Attachments: images: / documents: false say the provider's models take no images /
+    # no PDFs (a call with one goes to a target that does, or is refused);
+    # attachment_urls: false, that it is sent the bytes of a URL attachment, not the
+    # URL; max_attachment_bytes: / max_attachments: its limits per file and per message.
+    def initialize(name, api:, api_key:, base_url: nil, headers: {}, images: true, documents: true,
+                   attachment_urls: true, max_attachment_bytes: Attachment::MAX_BYTES,
+                   max_attachments: Attachment::MAX_COUNT)
       @name = validate_name(name)
       @api = validate_api(api)
       @api_key = validate_key(api_key)
       @base_url = validate_base_url(base_url.nil? ? DEFAULT_BASE_URLS.fetch(@api) : base_url)
       @headers = validate_headers(headers).freeze
+      @attachments = validate_attachments(images: images, documents: documents, urls: attachment_urls,
+                                          max_bytes: max_attachment_bytes, max_count: max_attachments)
       @per_model = {} # model => what every call to it shares (#per_model); the one mutable part
       freeze
     end
@@ -103,7 +116,9 @@ module LlmFailover
     def per_model(model)
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
-      engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers }.freeze
+      engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers,
+                 images: @attachments[:images], documents: @attachments[:documents],
+                 attachment_urls: @attachments[:urls] }.freeze
       @per_model[model] = Target.build(model, self, engine)
     end
 
@@ -155,6 +170,18 @@ module LlmFailover
 
       # A trailing slash would double the one the endpoint path starts with.
       url.sub(%r{/+\z}, "").freeze
+    end
+
+    def validate_attachments(**options)
+      %i[images documents urls].each do |key|
+        next if [true, false].include?(options[key])
+
+        fail!("#{key == :urls ? 'attachment_urls' : key} must be true or false, got #{options[key].inspect}")
+      end
+      { max_bytes: "max_attachment_bytes", max_count: "max_attachments" }.each do |key, shown|
+        fail!("#{shown} must be a positive Integer, got #{options[key].inspect}") unless options[key].is_a?(Integer) && options[key].positive?
+      end
+      options.freeze
     end
 
     def validate_headers(headers)

@@ -72,3 +72,5 @@ module LlmFailover
     end
   end
 end
+
+require_relative "sent_attachments"

@@ -194,11 +194,11 @@ module LlmFailover
                     t.datetime :created_at, null: false
                   RUBY
                   indexes: [Index.new(columns: %i[partition_key id], what: "partition_key_and_id")]),
-        Column.new(:attempts, :hedged, :boolean, options: "null: false, default: false",
-                   comment: "one of a hedged request's two attempts (hedge_after): the loser is also cancelled"),
         Column.new(:attempts, :cache_tier, :string, options: "limit: 16",
                    comment: "a cache hit's tier: exact or semantic"),
-        Column.new(:attempts, :similarity, :float, comment: "a semantic hit's cosine similarity")
+        Column.new(:attempts, :similarity, :float, comment: "a semantic hit's cosine similarity"),
+        Column.new(:messages, :attachments_data, :text,
+                   comment: "ask(text, with: files) without ActiveStorage: the files as JSON (MySQL: LONGTEXT)")
       ].freeze
     end
   end

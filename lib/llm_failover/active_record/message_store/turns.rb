@@ -8,7 +8,7 @@ module LlmFailover
       # The idempotency half of MessageStore (Idempotency's store side): a prompt
       # stored once per key, the turn of a key found again, one call's claim on it
       # across processes. Uses the store's with_connection, proxy, create, messages,
-      # @klass and @columns.
+      # @klass, @columns and @stored_attachments.
       module Turns
         # The Turn of +key+ (Idempotency), nil when no user message has it.
         def find_turn(key)
@@ -20,8 +20,10 @@ module LlmFailover
 
         # Stores a user message under +key+; false when another writer stored it first
         # (the unique index on the chat and the key).
-        def add_user_once(content, key)
-          create(role: "user", content: content, status: "complete", idempotency_key: key)
+        def add_user_once(content, key, attachments: [])
+          extra, after = @stored_attachments.prepare(attachments)
+          row = create(role: "user", content: content, status: "complete", idempotency_key: key, **extra)
+          after&.call(row)
           true
         rescue ::ActiveRecord::RecordNotUnique
           false

@@ -14,11 +14,14 @@ module LlmFailover
       attr_reader :turn_id
       # @api private: when a call claimed this user message's turn (monotonic seconds)
       attr_reader :claimed_at
+      # @return [Array<Attachment>] the files sent with a user message (Chat#ask's with:)
+      attr_reader :attachments
       # @return [String, nil] role "tool": the ToolCall#id this message is the result of
       attr_reader :tool_call_id
 
-      def initialize(role:, content:, status: "complete", model: nil, provider: nil)
+      def initialize(role:, content:, status: "complete", model: nil, provider: nil, attachments: [].freeze)
         @role = role
+        @attachments = attachments
         @content = content
         @status = status
         @model = model

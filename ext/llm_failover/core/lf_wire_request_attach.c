@@ -1,0 +1,187 @@
+/* Attachments in a request body: a user message's images and PDFs as
+ * OpenAI-compatible content parts (image_url, file) or Anthropic blocks
+ * (image, document), base64 or URL. */
+#include "lf_wire.h"
+
+#include <string.h>
+
+#include "lf_json_write.h"
+#include "lf_wire_internal.h"
+
+#include "lf_banned.h"
+
+/* The kinds a provider may take or not. */
+typedef enum lf_attach_kind { LF_ATTACH_UNKNOWN = 0, LF_ATTACH_IMAGE, LF_ATTACH_DOCUMENT } lf_attach_kind;
+
+static lf_attach_kind lf_attach_kind_of(const char *mime)
+{
+    static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
+    size_t i;
+
+    if (!mime) return LF_ATTACH_UNKNOWN;
+    for (i = 0; i < sizeof images / sizeof images[0]; i++)
+        if (strcmp(mime, images[i]) == 0) return LF_ATTACH_IMAGE;
+    return strcmp(mime, "application/pdf") == 0 ? LF_ATTACH_DOCUMENT : LF_ATTACH_UNKNOWN;
+}
+
+/* The bytes are written into the body as they are: only the base64 alphabet. */
+static int lf_base64_ok(const char *s, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/' ||
+              c == '='))
+            return 0;
+    }
+    return 1;
+}
+
+static const char *lf_attach_name(const lf_attachment *a)
+{
+    return a->filename ? a->filename : "(no name)";
+}
+
+/* Whether this target takes the attachment's URL in place of its bytes. */
+static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *a)
+{
+    if (!a->url || p->no_urls) return 0;
+    /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
+    return !(p->api == LF_API_OPENAI && lf_attach_kind_of(a->mime_type) == LF_ATTACH_DOCUMENT);
+}
+
+/* Whether the attachment goes by its URL (the check below made sure a
+ * URL-only one may). */
+static int lf_attach_by_url(const lf_request_params *p, const lf_attachment *a)
+{
+    return a->url && (!a->base64 || lf_attach_url_taken(p, a));
+}
+
+int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg)
+{
+    size_t i, k;
+
+    for (i = 0; i < p->n_messages; i++) {
+        const lf_message *m = &p->messages[i];
+
+        if (!m->n_attachments) continue;
+        if (!m->attachments || lf_wire_role(m->role) != LF_ROLE_USER) {
+            lf_wire_fail(errmsg, "message %zu: only a user message has attachments", i);
+            return -1;
+        }
+        for (k = 0; k < m->n_attachments; k++) {
+            const lf_attachment *a = &m->attachments[k];
+            lf_attach_kind kind = lf_attach_kind_of(a->mime_type);
+
+            if (kind == LF_ATTACH_UNKNOWN) {
+                lf_wire_fail(errmsg, "attachment \"%.64s\": type %.64s is not an image or a PDF", lf_attach_name(a),
+                             a->mime_type ? a->mime_type : "(none)");
+                return -1;
+            }
+            if ((kind == LF_ATTACH_IMAGE && p->no_images) || (kind == LF_ATTACH_DOCUMENT && p->no_documents)) {
+                lf_wire_fail(errmsg, "attachment \"%.64s\": the target takes no %s", lf_attach_name(a),
+                             kind == LF_ATTACH_IMAGE ? "images" : "documents");
+                return -1;
+            }
+            if (!a->base64 && !a->url) {
+                lf_wire_fail(errmsg, "attachment \"%.64s\" has neither bytes nor a URL", lf_attach_name(a));
+                return -1;
+            }
+            if (!a->base64 && !lf_attach_url_taken(p, a)) {
+                lf_wire_fail(errmsg, "attachment \"%.64s\": the target takes no URL for it, its bytes are needed",
+                             lf_attach_name(a));
+                return -1;
+            }
+            if (a->base64 && !lf_base64_ok(a->base64, a->base64_len)) {
+                lf_wire_fail(errmsg, "attachment \"%.64s\": its bytes are not base64", lf_attach_name(a));
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+size_t lf_wire_attachments_size(const lf_message *m)
+{
+    size_t k, size = 0;
+
+    for (k = 0; k < m->n_attachments; k++) {
+        const lf_attachment *a = &m->attachments[k];
+
+        size += 160 + a->base64_len + (a->url ? strlen(a->url) : 0) + (a->filename ? strlen(a->filename) : 0);
+    }
+    return size;
+}
+
+/* "data:<mime>;base64,<bytes>" as a JSON string. */
+static int lf_put_data_uri(lf_buf *out, const lf_attachment *a)
+{
+    return lf_buf_append_str(out, "\"data:") != 0 || lf_buf_append_str(out, a->mime_type) != 0 ||
+                   lf_buf_append_str(out, ";base64,") != 0 || lf_buf_append(out, a->base64, a->base64_len) != 0
+               ? -1
+               : lf_buf_append_char(out, '"');
+}
+
+static int lf_put_openai_part(lf_buf *out, const lf_request_params *p, const lf_attachment *a)
+{
+    if (lf_attach_kind_of(a->mime_type) == LF_ATTACH_IMAGE) {
+        if (lf_buf_append_str(out, "{\"type\":\"image_url\",\"image_url\":{\"url\":") != 0) return -1;
+        if ((lf_attach_by_url(p, a) ? lf_json_put_cstring(out, a->url) : lf_put_data_uri(out, a)) != 0) return -1;
+        return lf_buf_append_str(out, "}}");
+    }
+    return lf_buf_append_str(out, "{\"type\":\"file\",\"file\":{\"filename\":") != 0 ||
+                   lf_json_put_cstring(out, a->filename ? a->filename : "document.pdf") != 0 ||
+                   lf_buf_append_str(out, ",\"file_data\":") != 0 || lf_put_data_uri(out, a) != 0
+               ? -1
+               : lf_buf_append_str(out, "}}");
+}
+
+static int lf_put_anthropic_block(lf_buf *out, const lf_request_params *p, const lf_attachment *a)
+{
+    const char *type = lf_attach_kind_of(a->mime_type) == LF_ATTACH_IMAGE ? "{\"type\":\"image\",\"source\":"
+                                                                          : "{\"type\":\"document\",\"source\":";
+
+    if (lf_buf_append_str(out, type) != 0) return -1;
+    if (lf_attach_by_url(p, a))
+        return lf_buf_append_str(out, "{\"type\":\"url\",\"url\":") != 0 || lf_json_put_cstring(out, a->url) != 0
+                   ? -1
+                   : lf_buf_append_str(out, "}}");
+    return lf_buf_append_str(out, "{\"type\":\"base64\",\"media_type\":\"") != 0 ||
+                   lf_buf_append_str(out, a->mime_type) != 0 || lf_buf_append_str(out, "\",\"data\":\"") != 0 ||
+                   lf_buf_append(out, a->base64, a->base64_len) != 0
+               ? -1
+               : lf_buf_append_str(out, "\"}}");
+}
+
+/* The text first, then the files. */
+int lf_wire_put_openai_parts(lf_buf *out, const lf_request_params *p, const lf_message *m, int first)
+{
+    size_t k;
+
+    if (!first && lf_buf_append_char(out, ',') != 0) return -1;
+    if (lf_buf_append_str(out, "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":") != 0 ||
+        lf_json_put_string(out, lf_wire_content(m), m->content_len) != 0 || lf_buf_append_char(out, '}') != 0)
+        return -1;
+    for (k = 0; k < m->n_attachments; k++)
+        if (lf_buf_append_char(out, ',') != 0 || lf_put_openai_part(out, p, &m->attachments[k]) != 0) return -1;
+    return lf_buf_append_str(out, "]}");
+}
+
+/* The files first (Anthropic's advice: images before the question), then the
+ * text, left out when empty (Anthropic refuses an empty text block). */
+int lf_wire_put_anthropic_blocks(lf_buf *out, const lf_request_params *p, const lf_message *m, int first)
+{
+    size_t k;
+
+    if (!first && lf_buf_append_char(out, ',') != 0) return -1;
+    if (lf_buf_append_str(out, "{\"role\":\"user\",\"content\":[") != 0) return -1;
+    for (k = 0; k < m->n_attachments; k++)
+        if ((k && lf_buf_append_char(out, ',') != 0) || lf_put_anthropic_block(out, p, &m->attachments[k]) != 0)
+            return -1;
+    if (m->content_len && (lf_buf_append_str(out, ",{\"type\":\"text\",\"text\":") != 0 ||
+                           lf_json_put_string(out, m->content, m->content_len) != 0 ||
+                           lf_buf_append_char(out, '}') != 0))
+        return -1;
+    return lf_buf_append_str(out, "]}");
+}

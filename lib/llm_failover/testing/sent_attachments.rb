@@ -1,0 +1,94 @@
+# frozen_string_literal: true
+
+module LlmFailover
+  module Testing
+    class FakeProvider
+      # A file a request carried, read back from its protocol's form: OpenAI-compatible
+      # content parts (image_url with a data URI or a URL; file with file_data) or
+      # Anthropic blocks (image, document; a base64 or url source). data is the decoded
+      # bytes (nil when only a URL was sent); part is the part or block as sent, so a
+      # test can check the protocol's own form.
+      SentAttachment = Struct.new(:kind, :mime_type, :data, :url, :filename, :role, :part, keyword_init: true) do
+        # @return [Boolean] sent as a URL rather than its bytes
+        def url?
+          !url.nil?
+        end
+      end
+
+      # Reads every SentAttachment of a request body, in message order.
+      # @api private
+      module SentAttachments
+        DATA_URI = /\Adata:([^;,]+);base64,(.*)\z/m.freeze
+
+        module_function
+
+        # @param api [Symbol, nil] :openai or :anthropic
+        # @param json [Hash, nil] the parsed request body
+        # @return [Array<SentAttachment>]
+        def read(api, json)
+          messages = json.is_a?(Hash) ? json["messages"] : nil
+          return [] unless messages.is_a?(Array)
+
+          messages.flat_map do |message|
+            content = message.is_a?(Hash) ? message["content"] : nil
+            next [] unless content.is_a?(Array)
+
+            content.filter_map do |part|
+              next unless part.is_a?(Hash)
+
+              api == :anthropic ? anthropic(part, message["role"]) : openai(part, message["role"])
+            end
+          end
+        end
+
+        def openai(part, role)
+          case part["type"]
+          when "image_url"
+            url = part.dig("image_url", "url").to_s
+            from_uri(url, kind: :image, filename: nil, role: role, part: part)
+          when "file"
+            from_uri(part.dig("file", "file_data").to_s, kind: :document, filename: part.dig("file", "filename"),
+                                                         role: role, part: part)
+          end
+        end
+
+        def anthropic(part, role)
+          kind = { "image" => :image, "document" => :document }[part["type"]]
+          return nil unless kind
+
+          source = part["source"] || {}
+          if source["type"] == "url"
+            SentAttachment.new(kind: kind, mime_type: nil, data: nil, url: source["url"], role: role, part: part)
+          else
+            SentAttachment.new(kind: kind, mime_type: source["media_type"], data: decode(source["data"]), url: nil,
+                               role: role, part: part)
+          end
+        end
+
+        def from_uri(text, kind:, filename:, role:, part:)
+          match = DATA_URI.match(text)
+          if match
+            SentAttachment.new(kind: kind, mime_type: match[1], data: decode(match[2]), url: nil, filename: filename,
+                               role: role, part: part)
+          else
+            SentAttachment.new(kind: kind, mime_type: nil, data: nil, url: text, filename: filename, role: role,
+                               part: part)
+          end
+        end
+
+        def decode(base64)
+          base64.to_s.unpack1("m0")
+        rescue ArgumentError
+          nil # not strict base64: the test sees nil bytes
+        end
+      end
+
+      class Request
+        # @return [Array<SentAttachment>] the images and PDFs the request carried
+        def attachments
+          SentAttachments.read(api, json)
+        end
+      end
+    end
+  end
+end
