@@ -7,7 +7,9 @@ require_relative "../records/tracing"
 require_relative "answer_format"
 require_relative "call"
 require_relative "cancellation"
+require_relative "chat_attachments"
 require_relative "chat_caches"
+require_relative "chat_formats"
 require_relative "chat_options"
 require_relative "chat_targets"
 require_relative "chat_tools"
@@ -28,10 +30,13 @@ module LlmFailover
   # which names the turn a user message opens in the attempt records.
   #
   # Its parts by job, beside it: Targets (chat_targets.rb), Caches (chat_caches.rb),
-  # ChatTools (chat_tools.rb), Options (chat_options.rb).
+  # Formats (chat_formats.rb), ChatAttachments (chat_attachments.rb), ChatTools
+  # (chat_tools.rb), Options (chat_options.rb).
   class Chat
     include Caches
+    include ChatAttachments
     include ChatTools
+    include Formats
     include Targets
 
     STORE_METHODS = Options::STORE_METHODS
@@ -130,28 +135,6 @@ module LlmFailover
              cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format)
     end
 
-    # Every answer is one JSON object (reply.json): OpenAI-compatible APIs get
-    # response_format json_object, and both protocols an instruction to answer so.
-    # An answer that is not one (a Markdown code fence around it is tolerated) is a
-    # failed attempt, retried and failed over like any invalid response.
-    # @return [self]
-    def with_json_mode(enabled = true)
-      @answer_format = enabled ? AnswerFormat.json_mode : nil
-      self
-    end
-
-    # Every answer satisfies +schema+ (reply.json is the object): OpenAI-compatible
-    # APIs get a strict json_schema response format, Anthropic a forced call of a tool
-    # named +name+ whose input is the answer. nil goes back to text.
-    # @param schema [Hash, nil] a JSON Schema with an object at its root, written for
-    #   OpenAI's strict mode (every property required, additionalProperties false)
-    # @return [self]
-    # @raise [ArgumentError] a schema strict mode would refuse, a bad name
-    def with_schema(schema, name: "answer")
-      @answer_format = schema.nil? ? nil : AnswerFormat.schema(schema, name: name)
-      self
-    end
-
     # Stops the calls of this chat running now, from any thread: the streaming #ask
     # returns a Reply with cancelled? true and the partial text, the stored answer is
     # "cancelled", the attempt is recorded as cancelled, and nothing fails over. A
@@ -216,33 +199,6 @@ module LlmFailover
     end
 
     private
-
-    # json: given to one call: true keeps the chat's schema or asks for JSON mode,
-    # false asks for text.
-    def format_for(json)
-      return @answer_format if json.equal?(KEEP)
-      raise ArgumentError, "json must be true or false, got #{json.inspect}" unless json == true || json == false
-      return nil unless json
-
-      @answer_format || AnswerFormat.json_mode
-    end
-
-    def attachments_for(with)
-      Attachment::Selection.prepare(with, targets: engine_targets, allow_private: @config.attachment_private_hosts)
-    end
-
-    # A stored message's attachments in canonical form (an ActiveStorage attachment
-    # list of a record reads as blobs).
-    def stored_attachments(message)
-      store = @options.store
-      return store.attachments_of(message) if store.respond_to?(:attachments_of)
-      return [] unless message.respond_to?(:attachments)
-
-      list = message.attachments
-      return list if list.is_a?(Array) && list.all?(Attachment) # MemoryStore's: canonical already
-
-      list.map { |a| Attachment.from(a) }
-    end
 
     def answer(temperature, max_tokens, block, cache, format)
       return answer_with_tools(temperature, max_tokens, block, cache, format) if tools?
