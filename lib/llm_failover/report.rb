@@ -14,6 +14,7 @@ require_relative "report/tables"
 require_relative "report/text"
 require_relative "report/html"
 require_relative "chat/target"
+require_relative "report/call_counting"
 require_relative "report/circuits"
 require_relative "report/timelines"
 
@@ -31,13 +32,14 @@ module LlmFailover
   # ~0.6 s of CPU, against ~11 s when each table had passes of its own
   # (bench/report.rb, bench/README.md).
   #
-  # This class is the query layer (with Circuits and Timelines, which it includes):
+  # This class is the query layer (with Circuits, Timelines and CallCounting, which it includes):
   # its methods return the plain structs of report/values.rb. Report::Text (#to_s) and Report::Html (#to_html) render the same
   # numbers.
   class Report
     # The report as a page an app mounts; loaded when a route names it.
     autoload :Engine, File.expand_path("report/engine", __dir__)
 
+    include CallCounting
     include Circuits
     include Timelines
 
@@ -242,44 +244,6 @@ module LlmFailover
 
     def calls
       @calls ||= query { Calls.new(rows).all }
-    end
-
-    # Per feature. A call with one attempt in the period is one row of the tally, whose
-    # counts are its own: a failed attempt is a lost call, a stopped one a stopped call,
-    # a skipped one a call routed around. The calls with more attempts (#calls) replace
-    # their rows' share by their own verdict. A lost call whose turn a later call
-    # answered (a retried job's) is not lost (Turns).
-    # @return [Hash{String, nil => CallCount}]
-    def call_counts
-      @call_counts ||= begin
-        counts = groups.group_by(&:feature).transform_values do |list|
-          stopped = list.select { |g| g.error_class == STOPPED }.sum(&:attempts)
-          skipped = list.select { |g| g.error_class == SKIPPED }.sum(&:attempts)
-          CallCount.new(list.sum(&:attempts), list.sum(&:failures), stopped, skipped)
-        end
-        calls.each do |c|
-          count = counts[c.feature] ||= CallCount.new(0, 0, 0, 0)
-          count.requests += 1 - c.attempts
-          count.lost += (c.lost? ? 1 : 0) - c.failures
-          count.stopped += (c.stops.positive? ? 1 : 0) - c.stops
-          count.routed_around += (c.skips.positive? ? 1 : 0) - c.skips
-        end
-        answered_later(counts)
-        counts
-      end
-    end
-
-    # Takes the calls a later call of their turn answered out of the lost ones: a call
-    # of #calls when its verdict was lost, any other (its one row in the period failed,
-    # so the tally counted it lost).
-    def answered_later(counts)
-      by_id = calls.to_h { |c| [c.request_id, c] }
-      query { Turns.new(rows).answered_later }.each do |request_id, feature|
-        call = by_id[request_id]
-        next if call && !call.lost?
-
-        counts.fetch(call ? call.feature : feature).lost -= 1
-      end
     end
 
     # Attempts of the period from +first+ to before +last+, as one range: with the

@@ -1,13 +1,17 @@
 # frozen_string_literal: true
 
 require_relative "../../llm_failover" # CHAT_OPTIONS, Configuration, LlmFailover.chat
+require_relative "chat_record/tool_methods"
 
 module LlmFailover
   module ActiveRecord
     # Included by acts_as_llm_chat: the record answers like LlmFailover::Chat, with its
     # messages in the database. Every call builds a Chat from the current columns, so
     # a record loaded in another process (a retried job) picks up where it stopped.
+    # Its tool methods are ChatRecord::ToolMethods (chat_record/tool_methods.rb).
     module ChatRecord
+      include ToolMethods
+
       KEEP = Object.new.freeze # "argument not given"
       private_constant :KEEP
 
@@ -90,51 +94,6 @@ module LlmFailover
       # @return [Integer, nil] the max_tokens #with_max_tokens set
       def max_tokens
         llm_setting(:max_tokens)
-      end
-
-      # with_tool, with_tools, with_tool_choice: LlmFailover::Chat's own, given to every
-      # Chat this record builds from now on, in the order they were called (with_tools
-      # replace: true starts over, as on a Chat). Tools are code, not columns: a record
-      # loaded again (a job's) offers none until it is told again. Each call is checked
-      # at once by a Chat, as a plain chat checks it.
-      # @return [self]
-      %i[with_tool with_tools with_tool_choice].each do |name|
-        define_method(name) do |*args, **kwargs|
-          apply = [name, nil, args, kwargs]
-          llm_apply(llm_tool_probe, [*llm_tool_settings, apply])
-          # An app installed before tools: said now, not after the model asked for one.
-          llm_store.check_tools! if persisted? && name != :with_tool_choice && !args.empty?
-          @llm_tool_settings = [*llm_tool_settings, apply]
-          self
-        end
-      end
-
-      # @return [Array<LlmFailover::Tool>] the tools this record's chats offer
-      def tools
-        llm_apply(llm_tool_probe, llm_tool_settings).tools
-      end
-
-      # @return [Symbol, String] :auto unless with_tool_choice said otherwise
-      def tool_choice
-        llm_apply(llm_tool_probe, llm_tool_settings).tool_choice
-      end
-
-      # Chat#approve_tool_call, #deny_tool_call, #settle_tool_call on this record's
-      # stored calls: from any process (a web request approves, the job's #complete
-      # goes on).
-      # @return [LlmFailover::ToolCall]
-      def approve_tool_call(id)
-        Tools::Decisions.approve(llm_store, id)
-      end
-
-      # @return [LlmFailover::ToolCall]
-      def deny_tool_call(id, reason:)
-        Tools::Decisions.deny(llm_store, id, reason: reason)
-      end
-
-      # @return [LlmFailover::ToolCall]
-      def settle_tool_call(id, result: nil, error: nil)
-        Tools::Decisions.settle(llm_store, id, result: result, error: error)
       end
 
       # Whether the record names a whole backup (model and provider).
@@ -258,15 +217,6 @@ module LlmFailover
 
       def llm_settings
         @llm_settings ||= []
-      end
-
-      def llm_tool_settings
-        @llm_tool_settings ||= []
-      end
-
-      # A Chat that checks tool settings as the record's chats will take them.
-      def llm_tool_probe
-        LlmFailover.chat(model: llm_read(:model), provider: llm_read(:provider).presence)
       end
 
       def llm_apply(chat, settings)

@@ -1,10 +1,12 @@
 # frozen_string_literal: true
 
-require_relative "../chat/idempotency"
 require_relative "../records/warnings"
 require_relative "../tools/tool_call"
 require_relative "stored_attachments"
 require_relative "tool_call_row"
+require_relative "message_store/abandoned"
+require_relative "message_store/tool_calls"
+require_relative "message_store/turns"
 
 module LlmFailover
   module ActiveRecord
@@ -22,8 +24,14 @@ module LlmFailover
     # a result is a messages row with role "tool" and tool_call_id. Each step the loop
     # relies on to resume after a crash is one transaction: the answer with its calls
     # (finish_assistant), a call's state before it runs (save_tool_call), a call's
-    # outcome with its result message (add_tool_result).
+    # outcome with its result message (add_tool_result). Those steps live in
+    # MessageStore::ToolCalls, the idempotent turns in MessageStore::Turns, the
+    # settling of answers a dead process left streaming in MessageStore::Abandoned.
     class MessageStore
+      include Abandoned
+      include ToolCalls
+      include Turns
+
       DEFAULT_COLUMNS = %w[role content model provider status input_tokens output_tokens idempotency_key tool_call_id]
                         .to_h { |c| [c.to_sym, c] }.freeze
       DEFAULT_FLUSH_INTERVAL = 0.5
@@ -70,30 +78,6 @@ module LlmFailover
         all.reject { |m| read(m, :role) == "assistant" && read(m, :status) != "complete" }
       end
 
-      # Assistant rows a process left "streaming" when it died mid-answer (SIGKILL, an
-      # OOM kill, a lost host) are settled: status "failed", the reason in
-      # failure_reason when the table has it, the partial text kept. A row is such a
-      # one when a later answer of its turn is complete (the turn was answered again,
-      # by a retried job or a complete), or when nothing was written to it for longer
-      # than a call can last. A row another process is still streaming is neither.
-      # A database failure here never fails the call (the rows stay for the next one).
-      # @return [Integer] the rows settled
-      def settle_abandoned(all = nil)
-        status = @columns[:status]
-        return 0 unless with_connection { proxy.where(status => "streaming", @columns[:role] => "assistant").exists? }
-
-        abandoned(all || messages).sum do |message, reason|
-          changes = { status => "failed" }
-          changes["failure_reason"] = reason if message.has_attribute?("failure_reason")
-          with_connection { proxy.where(id: message.id, status => "streaming").update_all(changes) }.tap do |n|
-            message.assign_attributes(changes) if n == 1
-          end
-        end
-      rescue ::ActiveRecord::ActiveRecordError => e
-        Warnings.warn("could not settle abandoned assistant messages: #{e.class}: #{e.message}")
-        0
-      end
-
       # attachments: kept by StoredAttachments (ActiveStorage or an attachments_data column).
       def add_user(content, attachments: [])
         extra, after = @stored_attachments.prepare(attachments)
@@ -107,59 +91,11 @@ module LlmFailover
         @stored_attachments.read(message)
       end
 
-      # The Turn of +key+ (Idempotency), nil when no user message has it.
-      def find_turn(key)
-        column = idempotency_column
-        return nil unless with_connection { proxy.where(column => key).exists? }
-
-        Idempotency.find(messages, key) { |m| m[column] }
-      end
-
-      # Stores a user message under +key+; false when another writer stored it first
-      # (the unique index on the chat and the key).
-      def add_user_once(content, key, attachments: [])
-        extra, after = @stored_attachments.prepare(attachments)
-        row = create(role: "user", content: content, status: "complete", idempotency_key: key, **extra)
-        after&.call(row)
-        true
-      rescue ::ActiveRecord::RecordNotUnique
-        false
-      end
-
       # The turn +message+ (a user row) opens, for the attempt records of the calls
       # that answer it: "<table>/<id>", which finds the row again.
       # @return [String]
       def turn_id(message)
         "#{@klass.table_name}/#{message.id}"
-      end
-
-      # Claims the turn of +key+ for one call (Idempotency), across processes: one
-      # conditional UPDATE of the user row's status, which one writer wins. A claim
-      # older than +stale_after+ seconds is a dead process's and can be taken. Without
-      # an updated_at column no claim could ever be told stale: every caller answers.
-      def claim_turn(key, stale_after:)
-        return true unless @klass.column_names.include?("updated_at")
-
-        column = idempotency_column
-        status = @columns[:status]
-        with_connection do
-          now = Time.current
-          user = proxy.where(column => key, @columns[:role] => "user")
-          free = user.where(status => "complete")
-                     .or(user.where(status => Idempotency::ANSWERING).where(updated_at: ...(now - stale_after)))
-          free.update_all(status => Idempotency::ANSWERING, "updated_at" => now) == 1
-        end
-      end
-
-      # Frees the turn of +key+ (its call has ended, however it ended).
-      def release_turn(key)
-        return unless @klass.column_names.include?("updated_at")
-
-        with_connection do
-          proxy.where(idempotency_column => key, @columns[:role] => "user", @columns[:status] => Idempotency::ANSWERING)
-               .update_all(@columns[:status] => "complete", "updated_at" => Time.current)
-        end
-        nil
       end
 
       def add_system(content)
@@ -238,70 +174,6 @@ module LlmFailover
         message
       end
 
-      # Stores a call's state before it has a result: running (written before
-      # Tool#execute, so that a crash leaves it so), approved, awaiting approval.
-      # @param call [ToolCall]
-      # @return [ToolCall]
-      # @raise [ArgumentError] the call is not stored in this chat, or has its result
-      def save_tool_call(call)
-        raise ArgumentError, "tool call #{call.id} is final (#{call.status}): store it with add_tool_result" if call.final?
-
-        changes = ToolCallRow.columns_of(call).slice("status", "awaiting_approval")
-        changes["started_at"] = Time.current if call.status == :running
-        changes["updated_at"] = Time.current
-        with_connection { transition(call, changes) }
-        call
-      end
-
-      # Stores a final call and its result message (role "tool") in one transaction,
-      # once per call: given again, it changes nothing and returns the stored message.
-      # @param call [ToolCall] final
-      # @return [ActiveRecord::Base] the result message
-      def add_tool_result(call)
-        raise ArgumentError, "tool call #{call.id} has no result yet (#{call.status})" unless call.final?
-
-        tool_call_column!
-        with_connection do
-          @klass.transaction do
-            now = Time.current
-            changes = ToolCallRow.columns_of(call).slice("status", "awaiting_approval", "result", "error_kind",
-                                                         "error_class", "error_message")
-            changes.merge!("finished_at" => now, "updated_at" => now)
-            existing = result_message(call.id)
-            next existing if existing
-
-            transition(call, changes)
-            message = create(role: "tool", content: call.content.to_s, status: "complete", tool_call_id: call.id)
-            message.llm_tool_result_error = call.error? if message.respond_to?(:llm_tool_result_error=)
-            message
-          end
-        end
-      end
-
-      # Whether this app's database can keep tool calls: the tool_calls table beside the
-      # messages table and messages.tool_call_id (an app installed before tools runs
-      # the upgrade generator first).
-      # @return [true]
-      # @raise [ConfigurationError] naming what is missing and the generator that adds it
-      def check_tools!
-        tool_call_column!
-        return true if with_connection { rows.table_exists? }
-
-        raise ConfigurationError, "there is no #{rows.table_name} table for the tool calls of #{@klass.table_name} " \
-                                  "(run `rails g llm_failover:upgrade` and migrate: it adds it)"
-      end
-
-      # @return [ToolCall, nil] the stored call of +id+ in this chat
-      def tool_call(id)
-        row = with_connection { chat_rows.find_by(call_id: id) }
-        row && seen(row.to_tool_call)
-      end
-
-      # @return [Array<ToolCall>] every stored call of this chat, in the order they were asked for
-      def tool_calls
-        with_connection { chat_rows.order(:id).map { |row| seen(row.to_tool_call) } }
-      end
-
       # Chat#cancel! stopped the answer: the row keeps the partial text, status
       # "cancelled", and leaves the conversation.
       def cancel_assistant(message, content:, model:, provider:)
@@ -328,101 +200,7 @@ module LlmFailover
         "#<#{self.class.name} #{@chat.class.name}##{@chat.id} #{@association}>"
       end
 
-      # The stored status each status is written over, and no other: one process
-      # wins a call (two jobs completing one chat never both run it), an approval
-      # never lands on a denied call, a denial never on one that runs. A result is
-      # taken over any state without one: the tool has run by then.
-      PRIOR = { running: %w[pending approved], approved: %w[pending], pending: %w[pending],
-                succeeded: %w[pending approved running], failed: %w[pending approved running],
-                rejected: %w[pending approved], denied: %w[pending] }.freeze
-      private_constant :PRIOR
-
       private
-
-      # The tool_calls rows' model of this chat's messages table.
-      def rows
-        @rows ||= ToolCallRow.for(@klass)
-      end
-
-      # This chat's tool_calls rows.
-      def chat_rows
-        rows.where(message_id: proxy.unscope(:order).select(@klass.primary_key))
-      end
-
-      def seen(call)
-        @lock.synchronize { @seen[call.id] = call.status.to_s }
-        call
-      end
-
-      # The statuses +call+ may be written over. A call this store read as running
-      # (the loop runs an idempotent! one again after a crash) is run again from
-      # running; any other run starts from pending or approved, so that of two
-      # processes that read it pending only one runs it.
-      def prior(call)
-        return %w[running] if call.status == :running && @lock.synchronize { @seen[call.id] } == "running"
-
-        PRIOR.fetch(call.status)
-      end
-
-      # One conditional UPDATE of the call's row from a status PRIOR allows.
-      # @raise [ArgumentError] the row is not there, or in another status (another
-      #   process moved it first)
-      def transition(call, changes)
-        allowed = prior(call)
-        n = chat_rows.where(call_id: call.id, status: allowed).update_all(changes)
-        if n == 1
-          @lock.synchronize { @seen[call.id] = call.status.to_s }
-          return
-        end
-
-        stored = chat_rows.where(call_id: call.id).pick(:status)
-        raise ArgumentError, "tool call #{call.id} is not stored in this chat" if stored.nil?
-
-        raise ArgumentError, "tool call #{call.id} (#{call.name}) is #{stored} in the store, not " \
-                             "#{allowed.join(' or ')}: it cannot become #{call.status} " \
-                             "(another process moved it first)"
-      end
-
-      def result_message(call_id)
-        proxy.where(tool_call_column! => call_id, @columns[:role] => "tool").first
-      end
-
-      def tool_call_column!
-        column = @columns.fetch(:tool_call_id)
-        return column if @klass.column_names.include?(column)
-
-        raise ConfigurationError, "#{@klass.table_name} has no #{column} column for tool results " \
-                                  "(run `rails g llm_failover:upgrade` and migrate: it adds the tool_calls table " \
-                                  "and this column)"
-      end
-
-      # Gives every assistant message its stored calls and every tool message its
-      # call's error flag, from one query (none when the chat has no tool calls or the
-      # table has no tool_calls table yet).
-      def attach_tool_calls(all)
-        return all unless all.first.respond_to?(:llm_tool_calls=)
-
-        by_message = Hash.new { |h, k| h[k] = [] }
-        if tool_tables?
-          with_connection { chat_rows.order(:id).to_a }.each do |row|
-            by_message[row.message_id] << seen(row.to_tool_call)
-          end
-        end
-        errors = by_message.values.flatten.to_h { |call| [call.id, call.error?] }
-        all.each do |m|
-          m.llm_tool_calls = by_message.fetch(m.id, []) if read(m, :role) == "assistant"
-          m.llm_tool_result_error = errors.fetch(m.tool_call_id, false) if read(m, :role) == "tool"
-        end
-        all
-      end
-
-      # Whether this app's database has the tool tables (an app installed before tools
-      # has neither until it runs the upgrade).
-      def tool_tables?
-        return @tool_tables if defined?(@tool_tables)
-
-        @tool_tables = with_connection { rows.table_exists? } && @klass.column_names.include?(@columns.fetch(:tool_call_id))
-      end
 
       def proxy
         @chat.public_send(@association)
@@ -439,43 +217,6 @@ module LlmFailover
       def reopen(message)
         status = @columns[:status]
         proxy.where(id: message.id, status => "failed").update_all(status => "streaming") == 1
-      end
-
-      # [row, reason] of each streaming assistant row that no live call can own.
-      def abandoned(all)
-        stale_before = Time.current - longest_call
-        turn_answered = false
-        found = []
-        # Newest first: a complete answer makes the streaming rows of its turn before it abandoned.
-        all.reverse_each do |m|
-          case read(m, :role)
-          when "user" then turn_answered = false
-          when "assistant"
-            state = read(m, :status)
-            turn_answered = true if state == "complete"
-            next unless state == "streaming"
-
-            if turn_answered
-              found << [m, "abandoned mid-answer: a later call answered the same turn"]
-            elsif m.has_attribute?("updated_at") && m.updated_at && m.updated_at < stale_before
-              found << [m, "abandoned mid-answer: nothing written for longer than a call can last (#{longest_call.round} s)"]
-            end
-          end
-        end
-        found
-      end
-
-      def longest_call
-        LlmFailover.configuration.longest_call
-      end
-
-      def idempotency_column
-        column = @columns[:idempotency_key]
-        return column if @klass.column_names.include?(column)
-
-        raise ConfigurationError, "#{@klass.table_name} has no #{column} column for idempotency_key " \
-                                  "(run `rails g llm_failover:install` again and migrate: it adds what an older " \
-                                  "migration lacks; or add it: t.string :#{column}, and a unique index on the chat id and it)"
       end
 
       def create(**attrs)

@@ -9,7 +9,9 @@ require_relative "reply"
 require_relative "target"
 require_relative "call/delivery"
 require_relative "call/failure"
+require_relative "call/from_cache"
 require_relative "call/later"
+require_relative "call/listener"
 require_relative "call/records"
 
 module LlmFailover
@@ -20,7 +22,13 @@ module LlmFailover
   # every callback (Chat#cancel!).
   #
   # @api private: built by Chat for every #ask / #complete
+  #
+  # Its parts by job, beside it in call/: Listener (the engine's events), FromCache
+  # (a cache tier's answer), Delivery, Records, Failure, Later.
   class Call
+    include FromCache
+    include Listener
+
     attr_reader :request_id
     # @return [ResponseCache, nil] read before any request, written after a success
     attr_accessor :response_cache
@@ -128,82 +136,7 @@ module LlmFailover
       end
     end
 
-    # Engine listener: a streamed content delta from target index +target+.
-    def on_chunk(text, target)
-      @cancellation.raise_if_requested
-      @answering = target
-      @partial << text
-      @delivery.delta(text, target)
-      @cancellation.raise_if_requested
-    end
-
-    # Engine listener: the backup is about to answer, after an earlier attempt
-    # streamed content. The stored partial goes before the backup's first chunk.
-    def on_reset
-      @cancellation.raise_if_requested
-      @partial = +""
-      @answering = 1
-      @delivery.reset(1)
-      @cancellation.raise_if_requested
-    end
-
-    # Engine listener: one HTTP attempt finished (see Engine#run for the Hash's keys).
-    def on_attempt(attempt)
-      @attempts_seen += 1
-      attempt_started
-      @last_target = attempt[:target]
-      @records.engine_attempt(attempt, @targets[@last_target])
-      # The attempt a Signal (or anything else) cut comes while that exception unwinds.
-      @cancellation.raise_if_requested unless attempt.key?(:stopped_by)
-    end
-
-    # Engine listener: the engine's wait was cut short (#cancel! wakes the thread).
-    def on_interrupt
-      @cancellation.raise_if_requested
-    end
-
-    # Engine listener, under a Fiber scheduler: the engine watches this IO beside the
-    # transfer, and Cancellation#cancel! writes to it.
-    def wake_io
-      @cancellation.wake_io
-    end
-
-    # Engine listener: wake_io became readable.
-    def on_wake
-      @cancellation.woken
-    end
-
-    # Engine listener (with :circuit): the circuit state of each target, before the
-    # first attempt.
-    def circuit_health(count)
-      health = @breaker.health(count)
-      @cancellation.raise_if_requested
-      health
-    end
-
-    # Engine listener (with :circuit): a target's circuit state again, before a request
-    # that is not the call's first.
-    def circuit_admit(target_index)
-      health = @breaker.admit(target_index)
-      @cancellation.raise_if_requested
-      health
-    end
-
-    # Engine listener (with :circuit): an attempt that bears on its target's circuit.
-    # @return [Boolean] whether the circuit is open now
-    def circuit_report(target_index, success, error_class, hold)
-      open = @breaker.report(target_index, success, error_class, hold)
-      @cancellation.raise_if_requested
-      open
-    end
-
     private
-
-    # An entry without the checked object cannot answer a JSON call, nor one whose
-    # object the answer check refuses now (an older version cached NaN).
-    def servable?(cached)
-      cached && !(@answer_format && (cached.json_text.nil? || @answer_format.check(cached.json_text).nil?))
-    end
 
     # Clock readings, made into a Time only for a cancelled result.
     def attempt_started
@@ -294,35 +227,6 @@ module LlmFailover
                 finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
                 streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, json: parsed_json(json_text),
                 tool_calls: calls)
-    end
-
-    # A cache hit: no request, no provider, no circuit. The answer goes through the
-    # store and the block as a streamed one would, and one attempt record says it
-    # was served from the cache.
-    def answer_from_cache(cached, tier:, similarity: nil)
-      @quota_reservation&.release # a cached answer costs the quota nothing
-      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      started_at = Time.now
-      provider = cached.provider
-      content = restored(cached.content)
-      model = cached.requested_model || cached.model # entries written before requested_model was kept
-      begin
-        @delivery.whole(content, model: model, stored_model: cached.model, provider: provider)
-        @delivery.finish(0, content: content, model: cached.model, provider: provider, input_tokens: 0,
-                            output_tokens: 0)
-      ensure
-        @delivery.mark_failed(0, named: false) # a no-op once finished
-      end
-      @records.cache_hit(provider: provider, model: model,
-                         latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0,
-                         started_at: started_at, provider_request_id: cached.provider_request_id, tier: tier,
-                         similarity: similarity)
-      Reply.new(content: content, model: model, response_model: cached.model, provider: provider,
-                input_tokens: 0, output_tokens: 0,
-                request_id: @request_id, attempts: @records.to_a, failover: false,
-                finish_reason: cached.finish_reason, provider_request_id: cached.provider_request_id,
-                streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, cached: true,
-                json: parsed_json(cached.json_text), cache_tier: tier, similarity: similarity)
     end
 
     # Chat#cancel! stopped the call: the partial text is kept (the stored message is

@@ -1,27 +1,23 @@
 # frozen_string_literal: true
 
-require "time"
-
 require_relative "../attachments/selection"
 require_relative "../errors"
-require_relative "../cache/response_cache"
-require_relative "../quota/model_picker"
 require_relative "../quota/quota"
 require_relative "../records/tracing"
-require_relative "../scrubber/scrubber"
 require_relative "answer_format"
 require_relative "call"
 require_relative "cancellation"
+require_relative "chat_attachments"
+require_relative "chat_caches"
+require_relative "chat_formats"
 require_relative "chat_options"
+require_relative "chat_targets"
 require_relative "chat_tools"
 require_relative "idempotency"
 require_relative "memory_store"
-require_relative "model_name"
 require_relative "text"
 require_relative "transcript"
-require_relative "../records/warnings"
 require_relative "target"
-require_relative "../tools/decisions"
 
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
@@ -32,8 +28,16 @@ module LlmFailover
   # #replace_system, #start_assistant, #append_assistant, #reset_assistant,
   # #finish_assistant and #fail_assistant (see MemoryStore); optionally #turn_id(message),
   # which names the turn a user message opens in the attempt records.
+  #
+  # Its parts by job, beside it: Targets (chat_targets.rb), Caches (chat_caches.rb),
+  # Formats (chat_formats.rb), ChatAttachments (chat_attachments.rb), ChatTools
+  # (chat_tools.rb), Options (chat_options.rb).
   class Chat
+    include Caches
+    include ChatAttachments
     include ChatTools
+    include Formats
+    include Targets
 
     STORE_METHODS = Options::STORE_METHODS
     TOOL_STORE_METHODS = Options::TOOL_STORE_METHODS
@@ -131,28 +135,6 @@ module LlmFailover
              cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format)
     end
 
-    # Every answer is one JSON object (reply.json): OpenAI-compatible APIs get
-    # response_format json_object, and both protocols an instruction to answer so.
-    # An answer that is not one (a Markdown code fence around it is tolerated) is a
-    # failed attempt, retried and failed over like any invalid response.
-    # @return [self]
-    def with_json_mode(enabled = true)
-      @answer_format = enabled ? AnswerFormat.json_mode : nil
-      self
-    end
-
-    # Every answer satisfies +schema+ (reply.json is the object): OpenAI-compatible
-    # APIs get a strict json_schema response format, Anthropic a forced call of a tool
-    # named +name+ whose input is the answer. nil goes back to text.
-    # @param schema [Hash, nil] a JSON Schema with an object at its root, written for
-    #   OpenAI's strict mode (every property required, additionalProperties false)
-    # @return [self]
-    # @raise [ArgumentError] a schema strict mode would refuse, a bad name
-    def with_schema(schema, name: "answer")
-      @answer_format = schema.nil? ? nil : AnswerFormat.schema(schema, name: name)
-      self
-    end
-
     # Stops the calls of this chat running now, from any thread: the streaming #ask
     # returns a Reply with cancelled? true and the partial text, the stored answer is
     # "cancelled", the attempt is recorded as cancelled, and nothing fails over. A
@@ -161,16 +143,6 @@ module LlmFailover
     # @return [self]
     def cancel!
       @running_lock.synchronize { @running.each(&:cancel!) }
-      self
-    end
-
-    # Switches the primary target; the messages stay. The backup is kept unless
-    # backup_model: / backup_provider: are given (nil drops it).
-    # @return [self]
-    def with_model(model, provider: @provider, backup_model: KEEP, backup_provider: KEEP)
-      set_primary(model, provider)
-      set_backup(backup_model.equal?(KEEP) ? @backup_model : backup_model,
-                 backup_provider.equal?(KEEP) ? @backup_provider : backup_provider)
       self
     end
 
@@ -215,33 +187,6 @@ module LlmFailover
       @options.store.messages
     end
 
-    # Approves a parked call of a requires_approval! tool (reply.pending_tool_calls):
-    # the next #complete runs it. With the ActiveRecord store any process may approve.
-    # @param id [String] ToolCall#id
-    # @return [ToolCall]
-    # @raise [ArgumentError] no such call, or it is not awaiting approval
-    def approve_tool_call(id)
-      Tools::Decisions.approve(@options.store, id)
-    end
-
-    # Denies a parked call: it never runs, and the next #complete sends the model
-    # "The user denied this call: <reason>" as its result.
-    # @return [ToolCall]
-    def deny_tool_call(id, reason:)
-      Tools::Decisions.deny(@options.store, id, reason: reason)
-    end
-
-    # Gives a call a crash left running (ToolInterruptedError) the outcome the app
-    # knows it had, result: or error:; the next #complete sends it to the model.
-    # @return [ToolCall]
-    def settle_tool_call(id, result: nil, error: nil)
-      Tools::Decisions.settle(@options.store, id, result: result, error: error)
-    end
-
-    def backup?
-      !@backup_model.nil? && !@backup_provider.nil?
-    end
-
     def inspect
       backup = backup? ? " backup=#{Target.label(@backup_provider, @backup_model)}" : ""
       "#<#{self.class.name} #{Target.label(@provider, @model)}#{backup} feature=#{@options.feature.inspect} " \
@@ -254,33 +199,6 @@ module LlmFailover
     end
 
     private
-
-    # json: given to one call: true keeps the chat's schema or asks for JSON mode,
-    # false asks for text.
-    def format_for(json)
-      return @answer_format if json.equal?(KEEP)
-      raise ArgumentError, "json must be true or false, got #{json.inspect}" unless json == true || json == false
-      return nil unless json
-
-      @answer_format || AnswerFormat.json_mode
-    end
-
-    def attachments_for(with)
-      Attachment::Selection.prepare(with, targets: engine_targets, allow_private: @config.attachment_private_hosts)
-    end
-
-    # A stored message's attachments in canonical form (an ActiveStorage attachment
-    # list of a record reads as blobs).
-    def stored_attachments(message)
-      store = @options.store
-      return store.attachments_of(message) if store.respond_to?(:attachments_of)
-      return [] unless message.respond_to?(:attachments)
-
-      list = message.attachments
-      return list if list.is_a?(Array) && list.all?(Attachment) # MemoryStore's: canonical already
-
-      list.map { |a| Attachment.from(a) }
-    end
 
     def answer(temperature, max_tokens, block, cache, format)
       return answer_with_tools(temperature, max_tokens, block, cache, format) if tools?
@@ -361,108 +279,6 @@ module LlmFailover
 
       user = conversation.reverse_each.find { |m| m.role.to_s == "user" }
       user && store.turn_id(user)
-    end
-
-    # An exhausted quota (enforce_quota) means "later": when its window ends. Past
-    # max_wait_in_call, a RetryLater a job reschedules on; else the error, with retry_at.
-    def quota_later(error)
-      error.retry_at ||= Time.now + @options.quota_window.at[1]
-      return error if error.retry_at - Time.now <= @config.max_wait_in_call
-
-      RetryLater.new("#{error.message} (the quota's window ends at #{error.retry_at.utc.iso8601})",
-                     retry_at: error.retry_at, reason: :quota, provider: @provider, model: @model)
-    end
-
-    # @return [Scrubber::Session, nil] nil when no scrubber is configured or scrub: false
-    def scrub_session
-      scrubber = @config.scrubber
-      scrubber && @options.scrub != false ? Scrubber::Session.new(scrubber) : nil
-    end
-
-    # The response cache for one call, nil when there is none or it is bypassed. The
-    # key is what was asked: the primary's entry is read, and also the backup's when
-    # the quota sends the call to the backup first (the core's pick, through
-    # ModelPicker). An answer is written under the key of the target that produced it
-    # (see Call), so a backup's answer never serves a later call to the primary, which
-    # may be healthy again by then.
-    def response_cache(cache, backup_first:, request:, max_tokens:)
-      store = cache == true ? @config.cache : cache
-      return nil unless store
-
-      lookup = backup_first ? [@primary_target, @backup_target] : [@primary_target]
-      ResponseCache.new(store: store, ttl: @config.cache_ttl, logger: @config.logger,
-                        namespace: @options.cache_namespace,
-                        request: request, lookup: lookup,
-                        max_tokens: max_tokens)
-    end
-
-    # The semantic tier for one call (SemanticCache#lookup), nil when none is
-    # configured or the call bypasses the cache; read after the exact tier missed.
-    def semantic_lookup(cache, backup_first:, messages:, request:, format:)
-      tier = @config.semantic_cache
-      return nil unless tier && cache != false
-
-      tier.lookup(config: @config, namespace: @options.cache_namespace, messages: messages, request: request,
-                  targets: backup_first ? [@primary_target, @backup_target] : [@primary_target], format: format)
-    end
-
-    # The call's one quota pick, made before anything else reads it (the cache key,
-    # the engine's targets): the core's lf_pick, through ModelPicker, over the
-    # primary's quota as it stands before this call. A shared quota reserves its unit
-    # here.
-    # @raise [QuotaExceededError] with enforce_quota, the quota used up and no backup
-    def backup_first?(reservation)
-      quota = reservation ? reservation.reserve : @options.quota_now
-      return false unless quota
-
-      ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
-                      backup_provider: @backup_provider, quota: quota,
-                      enforce_quota: @options.enforce_quota).backup_first?
-    end
-
-    # The primary, then the backup if there is one.
-    def engine_targets
-      @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze
-    end
-
-    def set_primary(model, provider)
-      model = ModelName.check(model, "model")
-      raise ConfigurationError, "provider: is required (configured: #{configured_names})" if provider.nil?
-
-      provider_config = @config.provider_config(provider)
-      @provider = provider_config.name
-      @model = model
-      # The targets are resolved here, once: a chat's configuration is its own copy.
-      @primary_target = provider_config.target(model)
-      @targets = nil
-    end
-
-    # Half a backup counts as none (DESIGN), but is almost always a mistake: say so.
-    def set_backup(model, provider)
-      @targets = nil
-      if model.nil? && provider.nil? # most chats
-        @backup_model = @backup_provider = @backup_target = nil
-        return
-      end
-
-      model = ModelName.check(model, "backup_model") unless model.nil?
-      provider_config = @config.provider_config(provider) unless provider.nil?
-      provider = provider_config&.name
-      if model.nil? ^ provider.nil?
-        warn_config("#{model ? 'backup_model' : 'backup_provider'} given without the other: this chat has no backup")
-      end
-      @backup_model = model
-      @backup_provider = provider
-      @backup_target = model && provider ? provider_config.target(model) : nil
-    end
-
-    def configured_names
-      names = @config.providers.keys
-      names.empty? ? "none" : names.map(&:inspect).join(", ")
-    end
-
-    def warn_config(message)
-      Warnings.warn(message, logger: @config.logger)
     end
   end
 end

@@ -2,6 +2,7 @@
 
 require "json"
 require_relative "../records/tool_run"
+require_relative "../tools/decisions"
 require_relative "../tools/toolbox"
 require_relative "chat_options"
 require_relative "tool_loop"
@@ -69,6 +70,29 @@ module LlmFailover
       # @return [Integer] model turns one ask may make (c.max_tool_rounds)
       def max_tool_rounds
         @config.max_tool_rounds
+      end
+
+      # Approves a parked call of a requires_approval! tool (reply.pending_tool_calls):
+      # the next #complete runs it. With the ActiveRecord store any process may approve.
+      # @param id [String] ToolCall#id
+      # @return [ToolCall]
+      # @raise [ArgumentError] no such call, or it is not awaiting approval
+      def approve_tool_call(id)
+        Tools::Decisions.approve(@options.store, id)
+      end
+
+      # Denies a parked call: it never runs, and the next #complete sends the model
+      # "The user denied this call: <reason>" as its result.
+      # @return [ToolCall]
+      def deny_tool_call(id, reason:)
+        Tools::Decisions.deny(@options.store, id, reason: reason)
+      end
+
+      # Gives a call a crash left running (ToolInterruptedError) the outcome the app
+      # knows it had, result: or error:; the next #complete sends it to the model.
+      # @return [ToolCall]
+      def settle_tool_call(id, result: nil, error: nil)
+        Tools::Decisions.settle(@options.store, id, result: result, error: error)
       end
 
       private

@@ -1,14 +1,10 @@
 # frozen_string_literal: true
 
 require "socket"
-require "json"
-require_relative "http_io"
-require_relative "request"
 require_relative "gate"
 require_relative "step"
-require_relative "transcript"
-require_relative "responder"
-require_relative "lane"
+require_relative "fake_provider/connections"
+require_relative "fake_provider/script"
 
 module LlmFailover
   module Testing
@@ -80,7 +76,13 @@ module LlmFailover
     # from a queue of their own, {#enqueue_embeddings}, so that a semantic cache's
     # embedding requests never take a chat's scripted steps:
     #   fp.enqueue_embeddings({ error: :server }, { delay_headers: 2 })
+    #
+    # Its parts by job, beside it: Script (fake_provider/script.rb), Connections
+    # (fake_provider/connections.rb).
     class FakeProvider
+      include Connections
+      include Script
+
       DEFAULT_TEXT = "Hello from FakeProvider"
       EMBEDDINGS_DEFAULT = Step.new({})
 
@@ -205,127 +207,9 @@ module LlmFailover
         end
       end
 
-      # Queues steps; each incoming request takes the next one.
-      # @param steps [Array<Hash>]
-      # @raise [ArgumentError] on an unknown key or a bad value, before anything is queued
-      # @return [self]
-      def enqueue(*steps)
-        built = steps.map { |s| Step.new(s) }
-        @mutex.synchronize { @queue.concat(built) }
-        self
-      end
-
-      # Queues steps for embeddings requests only (an error, a delay, a reset, a model
-      # name); with none queued they get the deterministic answer.
-      # @return [self]
-      def enqueue_embeddings(*steps)
-        built = steps.map { |s| Step.new(s) }
-        @mutex.synchronize { @embed_queue.concat(built) }
-        self
-      end
-
-      # The script of the provider named +name+: its own queue, default and request log
-      # ({Lane}); configure that provider with `fp.on(name).base_url(api)`.
-      # @param name [Symbol, String] the provider's name in the app's configuration
-      # @return [Lane] the same one for the same name
-      def on(name)
-        key = name.to_s.to_sym
-        existing = synchronize { @lanes[key] }
-        return existing if existing
-
-        lane = Lane.new(self, key) # validates the name outside the lock
-        synchronize { @lanes[key] ||= lane }
-      end
-
-      # @return [Hash] the step used when the queue is empty
-      def default
-        @mutex.synchronize { @default_hash }
-      end
-
-      # @param step [Hash] the step to use when the queue is empty
-      def default=(step)
-        built = Step.new(step)
-        @mutex.synchronize do
-          @default = built
-          @default_hash = step.dup.freeze
-        end
-      end
-
-      # @return [Boolean] whether broken tool transcripts get a 400 (see #initialize)
-      def strict_transcript
-        @strict_transcript
-      end
-
-      # @param value [Boolean]
-      def strict_transcript=(value)
-        raise ArgumentError, "strict_transcript must be true or false, got #{value.inspect}" unless [true, false].include?(value)
-
-        @strict_transcript = value
-      end
-
-      # @return [Array<Request>] every request seen so far, oldest first (a copy)
-      def requests
-        @mutex.synchronize { @requests.dup }
-      end
-
-      # @return [Integer]
-      def request_count
-        @mutex.synchronize { @requests.size }
-      end
-
       # @return [Integer] client connections currently open
       def connection_count
         @mutex.synchronize { @connections.size }
-      end
-
-      # @return [Integer] steps still queued
-      def queue_size
-        @mutex.synchronize { @queue.size }
-      end
-
-      # Holds the answer to every request from now on until {#release}: a test sees the
-      # requests it expects arrive (#request_count) before any is answered, which shows
-      # they were in flight at once.
-      # @return [self]
-      def hold
-        @gate.hold
-        self
-      end
-
-      # Lets the held requests, and every later one, be answered.
-      # @return [self]
-      def release
-        @gate.release
-        self
-      end
-
-      # Drops the queued steps and the request log.
-      # @return [self]
-      def clear
-        @mutex.synchronize do
-          @queue.clear
-          @embed_queue.clear
-          @requests.clear
-        end
-        self
-      end
-
-      # Back to a fresh server on the same port: no queued steps on any lane, no log, the
-      # default answers, no held requests, transcripts not checked. What
-      # LlmFailover::Testing does between two tests.
-      # @return [self]
-      def reset
-        @mutex.synchronize do
-          @queue.clear
-          @embed_queue.clear
-          @requests.clear
-          @lanes.each_value(&:clear_locked)
-          @default_hash = { text: DEFAULT_TEXT }.freeze
-          @default = Step.new(@default_hash)
-        end
-        @gate.release
-        self.strict_transcript = false
-        self
       end
 
       # @api private: the server's lock, which its lanes share
@@ -337,104 +221,6 @@ module LlmFailover
         "#<#{self.class.name} #{url} queued=#{queue_size} requests=#{request_count}>"
       end
       alias to_s inspect
-
-      private
-
-      def accept_loop
-        loop do
-          ready, = IO.select([@listener, @stop_r])
-          break if ready.include?(@stop_r)
-
-          sock = @listener.accept_nonblock(exception: false)
-          next if sock == :wait_readable
-
-          @mutex.synchronize do
-            if @stopped
-              quietly { sock.close }
-              break
-            end
-            @connections[sock] = Thread.new(sock) { |s| serve_connection(s) }
-          end
-        end
-      rescue IOError, SystemCallError
-        nil # the listener was closed by #stop
-      end
-
-      def serve_connection(sock)
-        Thread.current.report_on_exception = false
-        sock.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1)
-        io = HttpIO.new(sock, @stop_r)
-        current = nil
-        loop do
-          return io.reset! if @reset_idle_after && !io.wait_for_request(@reset_idle_after)
-
-          parts = io.read_request
-          break if parts.nil?
-
-          current = Request.parse(*parts)
-          step = take_step(current)
-          @gate.wait(@stop_r)
-          outcome = step ? Responder.new(io, current, step, method(:pause)).serve : not_found(io, current)
-          break unless outcome == :keep
-        end
-      rescue BadRequest => e
-        quietly { bad_request(io, e.message) }
-      rescue Stopped, *QUIET_ERRORS
-        nil
-      rescue StandardError => e
-        # A bug in the fake, not the client's doing: say so once, without a backtrace.
-        what = current ? "#{current.method} #{current.path}" : "a request"
-        warn "#{self.class.name}: error while answering #{what}: #{e.class}: #{e.message}"
-      ensure
-        quietly { sock.close }
-        @mutex.synchronize { @connections.delete(sock) }
-      end
-
-      # Logs the request and, when it is routed, hands it the next step (atomically, so
-      # concurrent requests take steps in the order they are logged). A transcript a
-      # strict provider refuses takes no step: the script is about answers.
-      def take_step(request)
-        refusal = (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api && !request.embeddings?)
-        @mutex.synchronize do
-          @requests << request
-          next nil unless request.api
-          next Step.new(refusal) if refusal
-          next @embed_queue.shift || EMBEDDINGS_DEFAULT if request.embeddings?
-
-          lane = request.lane && @lanes[request.lane]
-          lane&.shift || @queue.shift || lane&.default_step || @default
-        end
-      end
-
-      def not_found(io, request)
-        body = JSON.generate("error" => { "message" => "FakeProvider: no route for #{request.method} #{request.path} " \
-                                                       "(POST .../chat/completions, .../embeddings or .../messages)",
-                                          "type" => "invalid_request_error", "param" => nil, "code" => "not_found" })
-        io.write_head(404, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
-                            ["Connection", "keep-alive"]])
-        io.write(body)
-        :keep
-      end
-
-      def bad_request(io, message)
-        body = JSON.generate("error" => { "message" => "FakeProvider: #{message}", "type" => "invalid_request_error" })
-        io.write_head(400, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
-                            ["Connection", "close"]])
-        io.write(body)
-      end
-
-      # With the answer's connection, the wait also ends when the client hangs up.
-      def pause(seconds, io = nil)
-        return io.pause(seconds) if io
-
-        raise Stopped if IO.select([@stop_r], nil, nil, seconds)
-      end
-
-      def quietly
-        yield
-      rescue IOError, SystemCallError
-        nil
-      end
     end
   end
 end

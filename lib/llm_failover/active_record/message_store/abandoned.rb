@@ -1,0 +1,68 @@
+# frozen_string_literal: true
+
+require_relative "../../records/warnings"
+
+module LlmFailover
+  module ActiveRecord
+    class MessageStore
+      # The answers a dead process left streaming, settled failed (MessageStore's
+      # conversation and finish_assistant call settle_abandoned). Uses the store's
+      # with_connection, proxy, messages, read and @columns.
+      module Abandoned
+        # Assistant rows a process left "streaming" when it died mid-answer (SIGKILL, an
+        # OOM kill, a lost host) are settled: status "failed", the reason in
+        # failure_reason when the table has it, the partial text kept. A row is such a
+        # one when a later answer of its turn is complete (the turn was answered again,
+        # by a retried job or a complete), or when nothing was written to it for longer
+        # than a call can last. A row another process is still streaming is neither.
+        # A database failure here never fails the call (the rows stay for the next one).
+        # @return [Integer] the rows settled
+        def settle_abandoned(all = nil)
+          status = @columns[:status]
+          return 0 unless with_connection { proxy.where(status => "streaming", @columns[:role] => "assistant").exists? }
+
+          abandoned(all || messages).sum do |message, reason|
+            changes = { status => "failed" }
+            changes["failure_reason"] = reason if message.has_attribute?("failure_reason")
+            with_connection { proxy.where(id: message.id, status => "streaming").update_all(changes) }.tap do |n|
+              message.assign_attributes(changes) if n == 1
+            end
+          end
+        rescue ::ActiveRecord::ActiveRecordError => e
+          Warnings.warn("could not settle abandoned assistant messages: #{e.class}: #{e.message}")
+          0
+        end
+
+        private
+
+        # [row, reason] of each streaming assistant row that no live call can own.
+        def abandoned(all)
+          stale_before = Time.current - longest_call
+          turn_answered = false
+          found = []
+          # Newest first: a complete answer makes the streaming rows of its turn before it abandoned.
+          all.reverse_each do |m|
+            case read(m, :role)
+            when "user" then turn_answered = false
+            when "assistant"
+              state = read(m, :status)
+              turn_answered = true if state == "complete"
+              next unless state == "streaming"
+
+              if turn_answered
+                found << [m, "abandoned mid-answer: a later call answered the same turn"]
+              elsif m.has_attribute?("updated_at") && m.updated_at && m.updated_at < stale_before
+                found << [m, "abandoned mid-answer: nothing written for longer than a call can last (#{longest_call.round} s)"]
+              end
+            end
+          end
+          found
+        end
+
+        def longest_call
+          LlmFailover.configuration.longest_call
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+require_relative "../step"
+require_relative "../lane"
+
+module LlmFailover
+  module Testing
+    class FakeProvider
+      # FakeProvider's script (included in it): the steps queued for chat and
+      # embeddings requests, the lanes, the default, hold and release, the request
+      # log, clear and reset. Uses the server's @mutex, @gate and its queues.
+      module Script
+        # Queues steps; each incoming request takes the next one.
+        # @param steps [Array<Hash>]
+        # @raise [ArgumentError] on an unknown key or a bad value, before anything is queued
+        # @return [self]
+        def enqueue(*steps)
+          built = steps.map { |s| Step.new(s) }
+          @mutex.synchronize { @queue.concat(built) }
+          self
+        end
+
+        # Queues steps for embeddings requests only (an error, a delay, a reset, a model
+        # name); with none queued they get the deterministic answer.
+        # @return [self]
+        def enqueue_embeddings(*steps)
+          built = steps.map { |s| Step.new(s) }
+          @mutex.synchronize { @embed_queue.concat(built) }
+          self
+        end
+
+        # The script of the provider named +name+: its own queue, default and request log
+        # ({Lane}); configure that provider with `fp.on(name).base_url(api)`.
+        # @param name [Symbol, String] the provider's name in the app's configuration
+        # @return [Lane] the same one for the same name
+        def on(name)
+          key = name.to_s.to_sym
+          existing = synchronize { @lanes[key] }
+          return existing if existing
+
+          lane = Lane.new(self, key) # validates the name outside the lock
+          synchronize { @lanes[key] ||= lane }
+        end
+
+        # @return [Hash] the step used when the queue is empty
+        def default
+          @mutex.synchronize { @default_hash }
+        end
+
+        # @param step [Hash] the step to use when the queue is empty
+        def default=(step)
+          built = Step.new(step)
+          @mutex.synchronize do
+            @default = built
+            @default_hash = step.dup.freeze
+          end
+        end
+
+        # @return [Boolean] whether broken tool transcripts get a 400 (see #initialize)
+        def strict_transcript
+          @strict_transcript
+        end
+
+        # @param value [Boolean]
+        def strict_transcript=(value)
+          raise ArgumentError, "strict_transcript must be true or false, got #{value.inspect}" unless [true, false].include?(value)
+
+          @strict_transcript = value
+        end
+
+        # @return [Array<Request>] every request seen so far, oldest first (a copy)
+        def requests
+          @mutex.synchronize { @requests.dup }
+        end
+
+        # @return [Integer]
+        def request_count
+          @mutex.synchronize { @requests.size }
+        end
+
+        # @return [Integer] steps still queued
+        def queue_size
+          @mutex.synchronize { @queue.size }
+        end
+
+        # Holds the answer to every request from now on until {#release}: a test sees the
+        # requests it expects arrive (#request_count) before any is answered, which shows
+        # they were in flight at once.
+        # @return [self]
+        def hold
+          @gate.hold
+          self
+        end
+
+        # Lets the held requests, and every later one, be answered.
+        # @return [self]
+        def release
+          @gate.release
+          self
+        end
+
+        # Drops the queued steps and the request log.
+        # @return [self]
+        def clear
+          @mutex.synchronize do
+            @queue.clear
+            @embed_queue.clear
+            @requests.clear
+          end
+          self
+        end
+
+        # Back to a fresh server on the same port: no queued steps on any lane, no log, the
+        # default answers, no held requests, transcripts not checked. What
+        # LlmFailover::Testing does between two tests.
+        # @return [self]
+        def reset
+          @mutex.synchronize do
+            @queue.clear
+            @embed_queue.clear
+            @requests.clear
+            @lanes.each_value(&:clear_locked)
+            @default_hash = { text: DEFAULT_TEXT }.freeze
+            @default = Step.new(@default_hash)
+          end
+          @gate.release
+          self.strict_transcript = false
+          self
+        end
+      end
+    end
+  end
+end
