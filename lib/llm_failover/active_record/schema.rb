@@ -33,8 +33,9 @@ module LlmFailover
         messages == "messages" ? "tool_calls" : "#{messages.singularize}_tool_calls"
       end
 
-      # Creates the five tables on +connection+ (anything with create_table/add_index:
-      # a connection or a migration).
+      # Creates the gem's six tables (chats, messages, tool calls, attempts, circuit
+      # events, vectors) on +connection+ (anything with create_table/add_index: a
+      # connection or a migration).
       # @param foreign_key [String, nil] messages' reference to chats (chat_id for "chats")
       # @param tool_calls [String, nil] nil: tool_calls_table(messages)
       # @param force [Boolean] drop and recreate the tables
