@@ -152,19 +152,79 @@ RSpec.describe "Attachments" do
   end
 
   describe "what a target takes" do
+    let(:records) { [] }
+
     before do
       LlmFailover.configure do |c|
         c.provider :openai, api: :openai, api_key: FakeProviderHelpers::PRIMARY_KEY,
                             base_url: primary.base_url(:openai), documents: false, max_attachment_bytes: 64
+        c.usage_log = ->(record) { records << record }
       end
     end
 
-    it "sends a PDF to the backup alone when the primary takes no documents (documents: false)" do
-      backup.enqueue({ text: "pdf read" })
-      reply = failover_chat.ask("Read", with: pdf_file.path)
+    def skipped_for_attachments(attempts)
+      attempts.select { |a| a.skipped? && a.error_class == "LlmFailover::AttachmentRefusedError" }
+    end
+
+    [false, true].each do |streamed|
+      it "leaves out a primary that takes no documents with a skipped record naming the file and the limit " \
+         "(#{streamed ? 'streamed' : 'not streamed'}); the backup answers" do
+        LlmFailover.configuration.circuit_threshold = 1
+        backup.enqueue({ text: "pdf read" })
+        chunks = []
+        reply = failover_chat.ask("Read", with: pdf_file.path, &(streamed ? ->(c) { chunks << c } : nil))
+
+        expect(reply.provider).to eq(:anthropic)
+        expect(chunks.map(&:content).join).to eq("pdf read") if streamed
+        expect(primary.request_count).to eq(0)
+        expect(backup.requests.last.attachments.map(&:kind)).to eq([:document])
+        expect(reply.attempts.map { |a| [a.attempt, a.provider, a.success?, a.skipped?, a.error_class] })
+          .to eq([[1, :openai, false, true, "LlmFailover::AttachmentRefusedError"], [2, :anthropic, true, false, nil]])
+        expect(reply.attempts.first.error_message)
+          .to match(/attachment "report.*\.pdf": the target takes no PDFs \(documents: false\)/)
+        expect(records.map(&:attempt)).to eq([1, 2]) # the usage log saw the skip too
+        # Not a failure of the primary's: its circuit (threshold 1) stays closed.
+        expect(LlmFailover.health.find { |h| h.provider.to_s == "openai" }&.state).not_to eq(:open)
+        primary.enqueue({ text: "plain" })
+        expect(failover_chat.ask("No file").provider).to eq(:openai)
+      end
+    end
+
+    it "leaves out a target whose per-file size limit the file is over" do
+      backup.enqueue({ text: "big one" })
+      big = { data: PNG + ("x" * 100), mime_type: "image/png", filename: "big.png" }
+      reply = failover_chat.ask("Look", with: big)
+
       expect(reply.provider).to eq(:anthropic)
       expect(primary.request_count).to eq(0)
-      expect(backup.requests.last.attachments.map(&:kind)).to eq([:document])
+      expect(skipped_for_attachments(reply.attempts).map(&:error_message))
+        .to eq(["attachment \"big.png\" is #{PNG.bytesize + 100} bytes, over the target's limit of 64 bytes " \
+                "(max_attachment_bytes)"])
+      expect(backup.requests.last.attachments.map(&:data)).to eq([big[:data]])
+    end
+
+    it "fails with AttachmentRefusedError, not retryable, when no target of the call takes every file" do
+      LlmFailover.configure do |c|
+        c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                               base_url: backup.base_url(:anthropic), images: false
+      end
+      chat = failover_chat
+      # Each file fits a target of the chat (the input is good), no target takes both.
+      small = "\x89PNG\r\n\x1A\n".b + "tiny" # under the primary's 64 bytes
+      expect { chat.ask("Both", with: [{ data: small, mime_type: "image/png", filename: "p.png" }, pdf_file.path]) }
+        .to raise_error(LlmFailover::AttachmentRefusedError) { |e|
+          expect(e).to be_a(LlmFailover::BadRequestError)
+          expect(e.retryable?).to be(false)
+          expect(e.message).to include("no target of the call can take the attachments",
+                                       "takes no PDFs (documents: false)", "\"p.png\": the target takes no images")
+          expect(e.attempts.map { |a| [a.provider, a.skipped?, a.error_class] })
+            .to eq([[:openai, true, "LlmFailover::AttachmentRefusedError"],
+                    [:anthropic, true, "LlmFailover::AttachmentRefusedError"]])
+        }
+      expect([primary.request_count, backup.request_count]).to eq([0, 0])
+      expect(chat.messages.count { |m| m.role == "user" }).to eq(1) # stored once; complete meets the same limits
+      expect { chat.complete }.to raise_error(LlmFailover::AttachmentRefusedError)
+      expect(records.size).to eq(4)
     end
 
     it "refuses, before storing anything, a PDF no target takes" do
@@ -183,6 +243,42 @@ RSpec.describe "Attachments" do
       expect { chat.ask("Look", with: [png_file.path] * 21) }
         .to raise_error(ArgumentError, /21 attachments, over the limit of 20 per message/)
       expect(chat.messages).to be_empty
+    end
+  end
+
+  describe "what an Anthropic primary takes" do
+    before do
+      LlmFailover.configure do |c|
+        c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                               base_url: backup.base_url(:anthropic), images: false, max_attachments: 1
+      end
+    end
+
+    def anthropic_first
+      LlmFailover.chat(model: "claude-sonnet-4-6", provider: :anthropic, backup_model: "gpt-4o",
+                       backup_provider: :openai)
+    end
+
+    it "sends an image to the OpenAI backup when the Anthropic primary takes none, the skip recorded" do
+      primary.enqueue({ text: "an image" })
+      reply = anthropic_first.ask("See", with: { data: PNG, mime_type: "image/png", filename: "p.png" }) { |_c| }
+
+      expect(reply.provider).to eq(:openai)
+      expect(backup.request_count).to eq(0)
+      expect(primary.requests.last.attachments.map { |a| a.part["type"] }).to eq(["image_url"])
+      expect(reply.attempts.first).to have_attributes(provider: :anthropic, skipped?: true,
+                                                      error_message: "attachment \"p.png\": the target takes no " \
+                                                                     "images (images: false)")
+    end
+
+    it "leaves out the primary when the message has more files than its per-message limit" do
+      primary.enqueue({ text: "two PDFs" })
+      reply = anthropic_first.ask("Read", with: [pdf_file.path, pdf_file.path])
+
+      expect(reply.provider).to eq(:openai)
+      expect(reply.attempts.first.error_message)
+        .to eq("2 attachments with one message, over the target's limit of 1 (max_attachments)")
+      expect(primary.requests.last.attachments.map { |a| a.part["type"] }).to eq(%w[file file])
     end
   end
 

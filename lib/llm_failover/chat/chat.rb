@@ -232,12 +232,10 @@ module LlmFailover
       running = false
       begin
         backup_first = backup_first?(reservation) || (turn&.on_backup && backup?)
-        # A target that cannot take the attachments is never sent them: the call goes
-        # to the one that can (ArgumentError when none can).
-        targets = Attachment::Selection.usable(backup_first ? [@backup_target].freeze : engine_targets,
-                                               attachments.flatten)
+        # A target that cannot take the attachments is the core's to leave out, with a
+        # skipped record (AttachmentRefusedError when none of them can).
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
-                        targets: targets, messages: messages,
+                        targets: backup_first ? [@backup_target].freeze : engine_targets, messages: messages,
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
                         request_id: turn&.request_id, turn_id: turn_id(conversation))
         call.answer_format = format

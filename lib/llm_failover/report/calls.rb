@@ -91,10 +91,12 @@ module LlmFailover
       end
 
       # An attempt that did not answer and was not cut by a cancel: a hedged request's
-      # loser (cancelled) never makes the winner a save.
+      # loser (cancelled) never makes the winner a save, nor does a target left out for
+      # attachments it cannot take (the call went where it could, nothing was saved).
       def unsuccessful
         t = @rows.table
-        @rows.cancelled_column? ? t[:success].eq(false).and(t[:cancelled].eq(false)) : t[:success].eq(false)
+        failed = t[:success].eq(false).and(t[:error_class].eq(nil).or(@rows.refused.not))
+        @rows.cancelled_column? ? failed.and(t[:cancelled].eq(false)) : failed
       end
 
       # MIN(CASE WHEN condition THEN attempt END)
