@@ -151,6 +151,23 @@ RSpec.describe "Attachments" do
     expect(chat.messages.count { |m| m.role == "user" }).to eq(1)
   end
 
+  it "encodes an attachment's bytes as base64 once, however many calls send it" do
+    primary.default = { error: :server }
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, max_retries: 1)
+    expect { chat.ask("Read", with: pdf_file.path) }.to raise_error(LlmFailover::ServerError)
+    stored = chat.messages.first.attachments.first
+    encoded = stored.base64
+    primary.default = { text: "read" }
+    chat.complete
+
+    expect(stored.base64).to be(encoded) # the same String, not one made per call
+    expect(encoded).to be_frozen
+    expect(primary.requests.map { |r| r.attachments.first.data }).to eq([PDF] * 3)
+    from_column = LlmFailover::Attachment.from_base64([PDF].pack("m0"), mime_type: "application/pdf")
+    expect(from_column.data).to eq(PDF)
+    expect(from_column.base64).to be(from_column.base64).and eq([PDF].pack("m0"))
+  end
+
   describe "what a target takes" do
     let(:records) { [] }
 
