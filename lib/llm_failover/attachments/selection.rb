@@ -84,6 +84,20 @@ module LlmFailover
         end
       end
 
+      # A stored message's attachments in canonical form: the store's reading
+      # (#attachments_of: an ActiveRecord row's column or ActiveStorage blobs), else the
+      # message's own (MemoryStore's are canonical already).
+      # @return [Array<Attachment>]
+      def stored(store, message)
+        return store.attachments_of(message) if store.respond_to?(:attachments_of)
+        return [] unless message.respond_to?(:attachments)
+
+        list = message.attachments
+        return list if list.is_a?(Array) && list.all?(Attachment)
+
+        list.map { |a| Attachment.from(a) }
+      end
+
       # The engine request's :attachments of +messages+ (stored messages in the order
       # sent): [index, mime type, filename, base64, url] each.
       def engine_list(attachments_per_message)
