@@ -168,6 +168,17 @@ RSpec.describe "Attachments" do
     expect(from_column.base64).to be(from_column.base64).and eq([PDF].pack("m0"))
   end
 
+  it "reads whether a store keeps attachments once per store class, not on every ask" do
+    primary.default = { text: "ok" }
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+    chat.ask("See", with: { data: PNG, mime_type: "image/png" }) # the first ask of the process may read it
+    looks = 0
+    trace = TracePoint.new(:c_call) { |tp| looks += 1 if tp.method_id == :parameters }
+    trace.enable { 3.times { chat.ask("See", with: { data: PNG, mime_type: "image/png" }) } }
+    expect(looks).to eq(0)
+    expect(primary.request_count).to eq(4)
+  end
+
   describe "what a target takes" do
     let(:records) { [] }
 

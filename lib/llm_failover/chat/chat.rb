@@ -173,13 +173,22 @@ module LlmFailover
     # @raise [ArgumentError] attachments given to a store that cannot keep them
     def self.attachments_option(store, attachments)
       return {} if attachments.empty?
-
-      method = store.method(store.respond_to?(:add_user_once) && !store.respond_to?(:add_user) ? :add_user_once : :add_user)
-      unless method.parameters.any? { |kind, name| %i[key keyreq].include?(kind) && name == :attachments }
+      unless ATTACHMENTS_KEYWORD.fetch(store.class) { ATTACHMENTS_KEYWORD[store.class] = attachments_keyword?(store) }
         raise ArgumentError, "store #{store.class} cannot keep attachments (its #add_user takes no attachments:)"
       end
 
       { attachments: attachments }
+    end
+
+    # Whether a store class's #add_user takes attachments:, read once per class (a
+    # method's parameters are built anew on every #parameters).
+    ATTACHMENTS_KEYWORD = {}.compare_by_identity
+    private_constant :ATTACHMENTS_KEYWORD
+
+    # @api private
+    def self.attachments_keyword?(store)
+      name = store.respond_to?(:add_user_once) && !store.respond_to?(:add_user) ? :add_user_once : :add_user
+      store.method(name).parameters.any? { |kind, key| %i[key keyreq].include?(kind) && key == :attachments }
     end
 
     # @return [Array] the stored messages, in order
