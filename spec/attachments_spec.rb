@@ -218,6 +218,23 @@ RSpec.describe "Attachments" do
       end
     end
 
+    it "counts neither a skip nor a call no target can take against the primary's shared quota" do
+      key = "tenant-#{rand(1 << 30)}"
+      chat = -> { failover_chat(quota: 3, quota_key: key, quota_window: :day) }
+      backup.enqueue({ text: "pdf read" })
+      expect(chat.call.ask("Read", with: pdf_file.path).provider).to eq(:anthropic)
+      LlmFailover.configure do |c|
+        c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                               base_url: backup.base_url(:anthropic), images: false
+      end
+      small = { data: "\x89PNG\r\n\x1A\n".b + "tiny", mime_type: "image/png" } # the primary's alone
+      expect { chat.call.ask("Both", with: [small, pdf_file.path]) }.to raise_error(LlmFailover::AttachmentRefusedError)
+      expect(LlmFailover::Quota.live(key: key, limit: 3, window: :day).used).to eq(0)
+      primary.enqueue({ text: "plain" })
+      chat.call.ask("No file")
+      expect(LlmFailover::Quota.live(key: key, limit: 3, window: :day).used).to eq(1)
+    end
+
     it "leaves out a target whose per-file size limit the file is over" do
       backup.enqueue({ text: "big one" })
       big = { data: PNG + ("x" * 100), mime_type: "image/png", filename: "big.png" }
