@@ -362,6 +362,15 @@ RSpec.describe "Attachments" do
       expect(files.hits["/report.pdf"]).to eq(1) # once, for the ask, its retry and the complete
     end
 
+    it "refuses hosts at addresses no public file is served from, NAT64's embedded IPv4 included" do
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+      %w[0.0.0.1 198.18.0.1 224.0.0.1 [64:ff9b::7f00:1] [::7f00:1] [fec0::1]].each do |host|
+        expect { chat.ask("Read", with: "http://#{host}/report.pdf") }
+          .to raise_error(ArgumentError, /could not be downloaded: the host resolves to .*a private or loopback address/)
+      end
+      expect(chat.messages).to be_empty
+    end
+
     it "refuses a loopback host unless allowed, a wrong content type, and shows no credentials" do
       chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
       url = files.url("/report.pdf").sub("http://", "http://user:s3cret@") + "?token=SIGNED"
