@@ -333,7 +333,8 @@ RSpec.describe "Attachments" do
         "/photo.png" => [200, { "content-type" => "image/png" }, PNG],
         "/report.pdf" => [200, { "content-type" => "application/pdf" }, PDF],
         "/moved.pdf" => [302, { "location" => "/report.pdf" }, ""],
-        "/fake.pdf" => [200, { "content-type" => "text/html" }, "<html></html>"]
+        "/fake.pdf" => [200, { "content-type" => "text/html" }, "<html></html>"],
+        "/drip.pdf" => [200, { "content-type" => "application/pdf", "x-pause" => "0.2" }, PDF.chars.first(12)]
       )
     end
 
@@ -360,6 +361,12 @@ RSpec.describe "Attachments" do
 
       expect(primary.requests.map { |r| r.attachments.first.data }).to eq([PDF] * 3)
       expect(files.hits["/report.pdf"]).to eq(1) # once, for the ask, its retry and the complete
+    end
+
+    it "gives a download a whole-time limit, not only one per read (a server dripping its body)" do
+      attachment = LlmFailover::Attachment.from(files.url("/drip.pdf"))
+      fetch = LlmFailover::Attachment::Download.new(max_bytes: 1024, allow_private: true, timeout: 0.5)
+      expect { fetch.call(attachment) }.to raise_error(ArgumentError, /drip.pdf" could not be downloaded: not done within 0.5 s/)
     end
 
     it "refuses hosts at addresses no public file is served from, NAT64's embedded IPv4 included" do

@@ -30,6 +30,9 @@ module LlmFailover
       # @raise [ArgumentError] naming the URL (shown without credentials or query)
       def call(attachment)
         uri = parse(attachment.url)
+        # The whole download, redirects included: a server that drips its body a
+        # byte at a time, each within the read timeout, would otherwise hold the ask.
+        @deadline = now + @timeout
         (MAX_REDIRECTS + 1).times do
           response_uri, bytes, type = fetch(uri)
           return checked(attachment, bytes, type) if bytes
@@ -86,11 +89,16 @@ module LlmFailover
           response.read_body do |piece|
             body << piece
             fail!(uri.to_s, "more than #{@max_bytes} bytes, over the limit") if body.bytesize > @max_bytes
+            fail!(uri.to_s, "not done within #{@timeout} s") if now > @deadline
           end
           [uri, body, response["content-type"]]
         else
           fail!(uri.to_s, "HTTP #{response.code}")
         end
+      end
+
+      def now
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
 
       def public_address(uri)
