@@ -38,5 +38,28 @@ ArSpec.describe "Attempt rows of a target that cannot take the attachments" do
     expect(report.failure_rates.map { |r| [r.provider, r.failures] }).to eq([["anthropic", 0]])
     expect(report.open_circuits).to be_empty
     expect(report.saves).to be_empty
+    expect(report.summary).to include(requests: 1, failures: 0, lost: 0, routed_around: 0)
+  end
+
+  it "counts a call no target could take as lost (no answer), though no provider failed" do
+    LlmFailover.configure do |c|
+      c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                             base_url: backup.base_url(:anthropic), images: false
+    end
+    two = Chat.create!(model: "gpt-4o", provider: "openai", backup_model: "claude-sonnet-4-6",
+                       backup_provider: "anthropic")
+    one = Chat.create!(model: "claude-sonnet-4-6", provider: "anthropic")
+    files = [{ data: "\x89PNG\r\n\x1A\ntiny".b, mime_type: "image/png" }, { data: pdf, mime_type: "application/pdf" }]
+    expect { two.ask("Both", with: files) }.to raise_error(LlmFailover::AttachmentRefusedError)
+    expect { one.ask("Both", with: files.first) }.to raise_error(ArgumentError) # the input check: no target takes it
+    # The chat's targets changed after the ask: complete meets a target that cannot take the image.
+    one = Chat.create!(model: "gpt-4o", provider: "openai")
+    primary.enqueue({ text: "an image" })
+    one.ask("Image", with: files.first) { |_c| } # answered by the primary
+    one.update!(model: "claude-sonnet-4-6", provider: "anthropic")
+    expect { Chat.find(one.id).complete }.to raise_error(LlmFailover::AttachmentRefusedError)
+
+    expect(LlmFailover::ActiveRecord::Attempt.where(error_class: "LlmFailover::AttachmentRefusedError").count).to eq(3)
+    expect(LlmFailover::Report.new.summary).to include(requests: 3, failures: 0, lost: 2)
   end
 end
