@@ -249,7 +249,9 @@ RSpec.describe "Attachments" do
     end
 
     it "fails with AttachmentRefusedError, not retryable, when no target of the call takes every file" do
+      alerts = []
       LlmFailover.configure do |c|
+        c.on_chain_exhausted = ->(alert) { alerts << alert } # no provider failed: no alert
         c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
                                base_url: backup.base_url(:anthropic), images: false
       end
@@ -270,6 +272,7 @@ RSpec.describe "Attachments" do
       expect(chat.messages.count { |m| m.role == "user" }).to eq(1) # stored once; complete meets the same limits
       expect { chat.complete }.to raise_error(LlmFailover::AttachmentRefusedError)
       expect(records.size).to eq(4)
+      expect(alerts).to be_empty
     end
 
     it "refuses, before storing anything, a PDF no target takes" do

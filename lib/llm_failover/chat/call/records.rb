@@ -105,9 +105,11 @@ module LlmFailover
         sent
       end
 
-      # Every target tried ended on an error a healthy backup could have fixed.
+      # Every target tried ended on an error a healthy backup could have fixed. Not when
+      # no target could take the message's attachments: no provider failed.
       def chain_exhausted?
         return false if @failures.empty? || @list.any?(&:success?)
+        return false if @failures.all? { |attempt, _| attempt[:error_class] == AttachmentRefusedError }
 
         last_failure = {}
         @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
