@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../../tools/store_transition"
 require_relative "../../tools/tool_call"
 require_relative "../tool_call_row"
 
@@ -9,7 +10,7 @@ module LlmFailover
       # The tool-call half of MessageStore (its header says how calls are kept): a
       # call's state before it runs, its outcome with its result message, the calls
       # read back and given to their messages. Each write is one conditional UPDATE
-      # from a status PRIOR allows. Uses the store's with_connection, proxy, create,
+      # from a status Tools::StoreTransition allows. Uses the store's with_connection, proxy, create,
       # read, @klass, @columns, @lock and @seen.
       module ToolCalls
         # Stores a call's state before it has a result: running (written before
@@ -18,7 +19,7 @@ module LlmFailover
         # @return [ToolCall]
         # @raise [ArgumentError] the call is not stored in this chat, or has its result
         def save_tool_call(call)
-          raise ArgumentError, "tool call #{call.id} is final (#{call.status}): store it with add_tool_result" if call.final?
+          Tools::StoreTransition.check_not_final!(call)
 
           changes = ToolCallRow.columns_of(call).slice("status", "awaiting_approval")
           changes["started_at"] = Time.current if call.status == :running
@@ -76,15 +77,6 @@ module LlmFailover
           with_connection { chat_rows.order(:id).map { |row| seen(row.to_tool_call) } }
         end
 
-        # The stored status each status is written over, and no other: one process
-        # wins a call (two jobs completing one chat never both run it), an approval
-        # never lands on a denied call, a denial never on one that runs. A result is
-        # taken over any state without one: the tool has run by then.
-        PRIOR = { running: %w[pending approved], approved: %w[pending], pending: %w[pending],
-                  succeeded: %w[pending approved running], failed: %w[pending approved running],
-                  rejected: %w[pending approved], denied: %w[pending] }.freeze
-        private_constant :PRIOR
-
         private
 
         # The tool_calls rows' model of this chat's messages table.
@@ -102,33 +94,18 @@ module LlmFailover
           call
         end
 
-        # The statuses +call+ may be written over. A call this store read as running
-        # (the loop runs an idempotent! one again after a crash) is run again from
-        # running; any other run starts from pending or approved, so that of two
-        # processes that read it pending only one runs it.
-        def prior(call)
-          return %w[running] if call.status == :running && @lock.synchronize { @seen[call.id] } == "running"
-
-          PRIOR.fetch(call.status)
-        end
-
-        # One conditional UPDATE of the call's row from a status PRIOR allows.
+        # One conditional UPDATE of the call's row from a status Tools::StoreTransition allows.
         # @raise [ArgumentError] the row is not there, or in another status (another
         #   process moved it first)
         def transition(call, changes)
-          allowed = prior(call)
+          allowed = Tools::StoreTransition.prior(call, seen: @lock.synchronize { @seen[call.id] })
           n = chat_rows.where(call_id: call.id, status: allowed).update_all(changes)
           if n == 1
             @lock.synchronize { @seen[call.id] = call.status.to_s }
             return
           end
 
-          stored = chat_rows.where(call_id: call.id).pick(:status)
-          raise ArgumentError, "tool call #{call.id} is not stored in this chat" if stored.nil?
-
-          raise ArgumentError, "tool call #{call.id} (#{call.name}) is #{stored} in the store, not " \
-                               "#{allowed.join(' or ')}: it cannot become #{call.status} " \
-                               "(another process moved it first)"
+          Tools::StoreTransition.refuse!(call, chat_rows.where(call_id: call.id).pick(:status), allowed)
         end
 
         def result_message(call_id)
