@@ -72,6 +72,28 @@ module LlmFailover
         @on_backup = false
       end
 
+      # The calls of the last assistant message without a result yet, when only
+      # results follow it (anything else after it is the transcript's error to name:
+      # the core refuses it with ToolTranscriptError before it is sent). The one rule
+      # for where a stored turn stands: the loop resumes from it, and a chat record's
+      # answer_pending? reads it.
+      # @param conversation [Array] a store's #conversation
+      # @return [Array<ToolCall>] as stored
+      def self.open_calls(conversation)
+        at = conversation.rindex { |m| m.role.to_s == "assistant" }
+        return [] unless at
+
+        message = conversation[at]
+        calls = message.respond_to?(:tool_calls) ? message.tool_calls : []
+        return [] if calls.empty?
+
+        after = conversation[(at + 1)..]
+        return [] unless after.all? { |m| m.role.to_s == "tool" }
+
+        answered = after.map(&:tool_call_id)
+        calls.reject { |c| answered.include?(c.id) }
+      end
+
       # @yieldparam turn [Turn]
       # @yieldreturn [Reply] the turn's
       # @return [Reply] the final answer, with every turn's attempts and tool calls
@@ -134,23 +156,9 @@ module LlmFailover
         end
       end
 
-      # The calls of the last assistant message without a result yet, when only
-      # results follow it (anything else after it is the transcript's error to name:
-      # the core refuses it with ToolTranscriptError before it is sent).
+      # The open calls of the stored transcript, as this process holds them.
       def open_calls
-        conversation = @store.conversation
-        at = conversation.rindex { |m| m.role.to_s == "assistant" }
-        return [] unless at
-
-        message = conversation[at]
-        calls = message.respond_to?(:tool_calls) ? message.tool_calls : []
-        return [] if calls.empty?
-
-        after = conversation[(at + 1)..]
-        return [] unless after.all? { |m| m.role.to_s == "tool" }
-
-        answered = after.map(&:tool_call_id)
-        calls.reject { |c| answered.include?(c.id) }.map { |c| @live[c.id] || c }
+        ToolLoop.open_calls(@store.conversation).map { |c| @live[c.id] || c }
       end
 
       # Runs every open call and stores its result.
