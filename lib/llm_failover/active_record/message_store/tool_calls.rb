@@ -121,14 +121,43 @@ module LlmFailover
                                     "and this column)"
         end
 
+        # The chat's messages in insertion order, and whether any of them has tool
+        # calls: one query, an EXISTS beside each row (on the tool_calls index by
+        # message), so that a chat without tool calls never reads the tool_calls table.
+        # The flag is read off the result, not left on the records the app sees.
+        # @return [Array(Array<ActiveRecord::Base>, Boolean)]
+        def read_messages
+          scope = LlmFailover::ActiveRecord.insertion_order(@chat.association(@association).scope)
+          return [scope.to_a, false] unless tool_tables? && @klass.method_defined?(:llm_tool_calls=)
+
+          calls = rows.quoted_table_name
+          flag = "EXISTS (SELECT 1 FROM #{calls} WHERE #{calls}.message_id = " \
+                 "#{@klass.quoted_table_name}.#{@klass.connection.quote_column_name(@klass.primary_key)}) " \
+                 "AS #{HAS_CALLS}"
+          relation = scope.select(@klass.arel_table[Arel.star], Arel.sql(flag))
+          result = @klass.connection.select_all(relation.arel, "#{@klass.name} Load")
+          at = result.columns.index(HAS_CALLS)
+          columns = result.columns.reject.with_index { |_, i| i == at }
+          any = false
+          all = result.rows.map do |values|
+            any ||= CALLS_FLAG.cast(values[at]) == true
+            @klass.instantiate(columns.zip(values.reject.with_index { |_, i| i == at }).to_h)
+          end
+          [all, any]
+        end
+
+        HAS_CALLS = "llm_failover_has_tool_calls"
+        CALLS_FLAG = ::ActiveModel::Type::Boolean.new
+        private_constant :HAS_CALLS, :CALLS_FLAG
+
         # Gives every assistant message its stored calls and every tool message its
-        # call's error flag, from one query (none when the chat has no tool calls or the
-        # table has no tool_calls table yet).
-        def attach_tool_calls(all)
+        # call's error flag, from one query (none when no message has tool calls, or
+        # the table has no tool_calls table yet).
+        def attach_tool_calls(all, with_calls)
           return all unless all.first.respond_to?(:llm_tool_calls=)
 
           by_message = Hash.new { |h, k| h[k] = [] }
-          if tool_tables?
+          if with_calls
             with_connection { chat_rows.order(:id).to_a }.each do |row|
               by_message[row.message_id] << seen(row.to_tool_call)
             end
