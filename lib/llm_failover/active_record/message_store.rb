@@ -219,7 +219,7 @@ module LlmFailover
       # since is missed at worst: the new answer gets a row of its own, as it would
       # have had before failed rows were reopened.
       def known_tail
-        @tail
+        @tail if integer_ids?
       end
 
       def last_row
@@ -233,9 +233,22 @@ module LlmFailover
 
       # Claims a failed row for this call's answer: true for the one caller whose
       # UPDATE found it still failed.
+      # With integer ids, only while it is still the chat's last row: the row may come
+      # from this store's earlier read (#known_tail), and another process may have added
+      # rows since.
       def reopen(message)
         status = @columns[:status]
-        proxy.where(id: message.id, status => "failed").update_all(status => "streaming") == 1
+        claim = proxy.where(id: message.id, status => "failed")
+        claim = claim.where.not(proxy.unscope(:order).where(@klass.arel_table[pk].gt(message.id)).arel.exists) if integer_ids?
+        claim.update_all(status => "streaming") == 1
+      end
+
+      def pk
+        @klass.primary_key
+      end
+
+      def integer_ids?
+        pk && @klass.columns_hash[pk]&.type == :integer
       end
 
       def create(**attrs)
