@@ -239,7 +239,10 @@ module LlmFailover
       def reopen(message)
         status = @columns[:status]
         claim = proxy.where(id: message.id, status => "failed")
-        claim = claim.where.not(proxy.unscope(:order).where(@klass.arel_table[pk].gt(message.id)).arel.exists) if integer_ids?
+        if integer_ids?
+          later = proxy.unscope(:order).where(@klass.arel_table[pk].gt(message.id))
+          claim = claim.where.not(later.arel.exists)
+        end
         claim.update_all(status => "streaming") == 1
       end
 

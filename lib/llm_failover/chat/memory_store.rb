@@ -249,9 +249,9 @@ module LlmFailover
     # Writes +call+'s state over the stored one when the rule allows it, as the
     # ActiveRecord store's conditional UPDATE does. Under the lock (the caller's).
     def transition(call)
-      stored = @calls[call.id]
+      stored = @calls[call.id]&.fetch("status")
       allowed = Tools::StoreTransition.prior(call, seen: @seen[call.id])
-      Tools::StoreTransition.refuse!(call, stored && stored["status"], allowed) unless stored && allowed.include?(stored["status"])
+      Tools::StoreTransition.refuse!(call, stored, allowed) unless allowed.include?(stored)
 
       @calls[call.id] = snapshot(call)
       @seen[call.id] = call.status.to_s

@@ -10,8 +10,8 @@ module LlmFailover
       # The tool-call half of MessageStore (its header says how calls are kept): a
       # call's state before it runs, its outcome with its result message, the calls
       # read back and given to their messages. Each write is one conditional UPDATE
-      # from a status Tools::StoreTransition allows. Uses the store's with_connection, proxy, create,
-      # read, @klass, @columns, @lock and @seen.
+      # from a status Tools::StoreTransition allows. Uses the store's with_connection,
+      # proxy, create, read, @klass, @columns, @lock and @seen.
       module ToolCalls
         # Stores a call's state before it has a result: running (written before
         # Tool#execute, so that a crash leaves it so), approved, awaiting approval.
