@@ -149,6 +149,9 @@ module LlmFailover
       def from_io(io, max_bytes)
         name = io.respond_to?(:original_filename) ? io.original_filename : nil
         name ||= File.basename(io.path) if io.respond_to?(:path) && io.path
+        # A size the IO knows (a File, a Rails upload) is refused before any read, and
+        # said as it is.
+        check_size(name || "the IO attachment", io.size, max_bytes) if io.respond_to?(:size) && io.size.is_a?(Integer)
         # One byte past the limit tells a file over it without reading all of it.
         bytes = io.read(max_bytes + 1).to_s
         check_size(name || "the IO attachment", bytes.bytesize, max_bytes) if bytes.bytesize > max_bytes
