@@ -55,7 +55,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       "config/cable.yml"
     )
     expect(@files.keys - @before_refusal.keys).to include(a_string_matching(%r{\Adb/migrate/\d+_add_request_id_to_messages\.rb\z}))
-    expect(@generated).to include("route")
+    expect(@generated).to include("route").and match(/attachments\s+kept in messages\.attachments_data/)
     expect(@again).to include("skip", "has the chat UI's routes").and match(/exist.*add_request_id_to_messages/)
     expect(@files_again).to eq(@files)
 

@@ -75,7 +75,7 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
                               "config/initializers/llm_failover.rb")
     # No ActiveStorage here: the files of ask(text, with:) go to messages.attachments_data.
     expect(output).to match(/attachments\s+in messages\.attachments_data \(no ActiveStorage in this app\)$/)
-    expect(File.read(File.join(@app, "app/models/message.rb"))).not_to include("has_many_attached")
+    expect(File.read(File.join(@app, "app/models/message.rb"))).not_to match(/^\s*has_many_attached/)
     before = app_files
     again = rails("generate", "llm_failover:install")
     expect(again).to match(/exist.*create_llm_failover_tables/).and include("skip")
@@ -197,6 +197,7 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     expect(result["attempts"]).to eq([["openai", false], ["anthropic", true]])
     # Stored once: a blob and an attachment row each, uploaded once, on the Disk service.
     expect(result["stored"]).to eq([["photo.png", "image/png", md5[photo]], ["report.pdf", "application/pdf", md5[pdf]]])
+    expect(result["read_back"]).to eq([["photo.png", "image/png", digest[photo]], ["report.pdf", "application/pdf", digest[pdf]]])
     expect(result["after_ask"]).to eq(
       "blobs" => [["photo.png", "image/png", md5[photo]], ["report.pdf", "application/pdf", md5[pdf]]],
       "attachments" => [%w[Message attachments]] * 2, "files_on_disk" => 2
@@ -213,6 +214,13 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     expect(result["complete_service_calls"]["upload"]).to eq(0)
     expect(result["complete_service_calls"]["download"]).to be >= 2
     expect(result["after_complete"]).to eq(result["after_failure"])
+
+    # A blob the app uploaded is attached to the message as it is: no second blob or upload.
+    expect(result["blob_sent"]).to eq([["image_url", "image/png", nil, digest[photo]]])
+    expect(result["blob_stored"]).to eq([true])
+    expect(result["blob_service_calls"]["upload"]).to eq(0)
+    expect(result["after_blob"]["blobs"].size).to eq(5)
+    expect(result["after_blob"]["attachments"].size).to eq(5)
   end
 
   it "migrates and runs the same jobs on PostgreSQL", skip: PostgresServer.missing_reason do

@@ -3,6 +3,7 @@
 require "rails/generators"
 require "rails/generators/active_record"
 require_relative "../create_once"
+require_relative "../install/install_generator"
 
 module LlmFailover
   module Generators
@@ -91,7 +92,7 @@ module LlmFailover
       # and the message model keeps them as llm_failover:install wrote it.
       def say_attachments
         model = File.join(destination_root, "app/models/message.rb")
-        if File.exist?(model) && File.read(model).include?("has_many_attached :attachments")
+        if File.exist?(model) && File.read(model).match?(InstallGenerator::ATTACHED)
           say_status :attachments, "kept by ActiveStorage (Message has_many_attached :attachments)", :blue
         else
           say_status :attachments, "kept in messages.attachments_data (Message has no has_many_attached " \

@@ -29,6 +29,8 @@ module LlmFailover
       include TableNames
 
       MIGRATION = "create_llm_failover_tables"
+      # A message model's line that keeps its files with ActiveStorage (not a comment).
+      ATTACHED = /^\s*has_many_attached :attachments\b/.freeze
       # What an upgrade is told: the install's table names.
       TABLE_OPTIONS = %w[chat_model message_model chats_table messages_table attempts_table circuit_events_table
                          vectors_table].freeze
@@ -60,7 +62,7 @@ module LlmFailover
       # attachments_data column.
       def say_attachments
         model = File.join(destination_root, model_path(message_model))
-        attached = File.exist?(model) ? File.read(model).include?("has_many_attached :attachments") : active_storage?
+        attached = File.exist?(model) ? File.read(model).match?(ATTACHED) : active_storage?
         if !attached
           say_status :attachments, "in #{messages_table}.attachments_data (no ActiveStorage in this app)", :blue
         elsif active_storage_installed?
