@@ -80,6 +80,7 @@ module LlmFailover
             member do
               post :ask
               post :stop
+              post :decide
               get "files/:key/:index", action: :file, as: :file # a prompt's file
             end
           end
