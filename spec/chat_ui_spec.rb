@@ -233,6 +233,8 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       page.save_screenshot(File.join(screenshots, "chat_ui_file_refused.png"))
       expect(stored_messages).to eq(messages)
       expect([@primary.requests.size, @backup.requests.size]).to eq(requests)
+    end
+
     it "asks a person before a call that needs approval: Approve runs it once and the answer goes on" do
       @primary.enqueue({ text: "I can refund it.", tool_calls: [{ name: "refund_order", arguments: { "order" => 42 } }] },
                        { chunks: ["Order 42 ", "is refunded."], chunk_delay: 0.1 })
