@@ -122,7 +122,8 @@ module LlmFailover
       @writer.flush(timeout)
     end
 
-    # Empties the index.
+    # Empties the index: once it returns no lookup answers an entry added before,
+    # in any process sharing the index (doc/semantic-index.md, "What clear promises").
     def clear
       @index.clear
     end
