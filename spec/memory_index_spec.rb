@@ -213,7 +213,9 @@ RSpec.describe LlmFailover::MemoryIndex do
       go_w&.close
     end
 
-    it "gives a child forked while threads scan and add a whole index it can use" do
+    # Tagged :fork_beside_threads: rake spec:valgrind leaves it out (its children
+    # inherit the scanning threads' buffers without the threads: reported lost there).
+    it "gives a child forked while threads scan and add a whole index it can use", :fork_beside_threads do
       index = described_class.new
       dim = 768
       base = Array.new(1500) { |i| Array.new(dim) { |k| Math.sin(i * 0.37 + k * 0.011) } }
