@@ -2,7 +2,7 @@
 # Called by .ci/run after the main test command:
 # - a short pass of every libFuzzer target (10 s each, seeded from the recorded
 #   traffic; needs clang-14 and its libFuzzer runtime: bin/setup --fuzz);
-# - the spec suite against an ASan/UBSan build of the extension (rake sanitize,
+# - the specs that reach the extension against an ASan/UBSan build of it (rake sanitize:spec,
 #   ~2 min), so that the binding's memory errors stop a change, not only the core's.
 # Left out of CI: `rake spec:valgrind` (12 min idle, far longer loaded; needs the bench group; its leak check
 # guesses on Ruby 3.1, see rakelib/valgrind.rake) and `rake bench`.
