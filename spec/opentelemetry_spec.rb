@@ -7,7 +7,7 @@ require "opentelemetry/sdk"
 # semantic conventions), the failover and circuit decisions as events, and no prompt
 # or answer text unless the app asks for it. The SDK's in-memory exporter reads the
 # spans back; the providers are FakeProviders.
-RSpec.describe "OpenTelemetry spans" do
+RSpec.describe "OpenTelemetry spans", :ruby_only do
   include_context "with fake providers"
 
   PROMPT = "Where is my parcel 7 for Ada Lovelace?"
