@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require_relative "support/engine_helpers"
 require "async"
 
 # Calls made inside Async (a Fiber scheduler) wait through the scheduler: the other
@@ -14,16 +15,6 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
 
   def openai_chat
     LlmFailover.chat(model: "gpt-4o", provider: :openai)
-  end
-
-  # Async's own wait: yields to the other fibers until the block is true.
-  def fiber_wait_for(task, limit: 30)
-    deadline = mono.call + limit
-    until yield
-      raise "gave up waiting after #{limit} s" if mono.call > deadline
-
-      task.sleep 0.01
-    end
   end
 
   it "runs 200 streamed asks at once on one thread" do
@@ -54,7 +45,7 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
       calls = Array.new(n) do |i|
         task.async { replies << openai_chat.ask("q#{i}") { |_chunk| chunk_counts[i] += 1 }.content }
       end
-      fiber_wait_for(task) { primary.request_count == n }
+      wait_for(limit: 30, task: task) { primary.request_count == n }
       held_at_once = primary.request_count
       primary.release
       calls.each(&:wait)
@@ -85,7 +76,7 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
     held = nil
     replies = Async do |task|
       calls = Array.new(n) { task.async { openai_chat.ask("Hi") { |_| nil }.content } }
-      fiber_wait_for(task) { primary.request_count == n }
+      wait_for(limit: 30, task: task) { primary.request_count == n }
       held = sockets.call
       primary.release
       calls.map(&:wait)
@@ -153,7 +144,7 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
     reply = nil
     Async do |task|
       call = task.async { reply = openai_chat.ask("Hi") }
-      fiber_wait_for(task) { primary.request_count == 1 }
+      wait_for(limit: 30, task: task) { primary.request_count == 1 }
       # The call now sleeps the Retry-After second: this fiber runs meanwhile.
       while primary.request_count == 1
         ticks_during_retry += 1
@@ -195,10 +186,10 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
     next_reply = nil
     Async do |task|
       call = task.async { chat.ask("Hi") { |chunk| seen << chunk.content } }
-      fiber_wait_for(task) { seen.size >= 3 }
+      wait_for(limit: 30, task: task) { seen.size >= 3 }
       call.stop
       stopped = call
-      fiber_wait_for(task) { primary.connection_count.zero? } # the server saw it closed
+      wait_for(limit: 30, task: task) { primary.connection_count.zero? } # the server saw it closed
       next_reply = chat.ask("again") { |_| nil }
     end.wait
     expect(stopped).to be_stopped
@@ -222,7 +213,7 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
       reply = nil
       Async do |task|
         call = task.async { reply = chat.ask("Hi") { |_| nil } }
-        fiber_wait_for(task) { primary.request_count == 1 }
+        wait_for(limit: 30, task: task) { primary.request_count == 1 }
         task.sleep 0.05
         chat.cancel!
         call.wait
@@ -259,7 +250,7 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
       reply = nil
       Async do |task|
         call = task.async { reply = chat.ask("Hi") { |_| nil } }
-        fiber_wait_for(task) { primary.request_count == 1 }
+        wait_for(limit: 30, task: task) { primary.request_count == 1 }
         task.sleep 0.1
         chat.cancel!
         call.wait

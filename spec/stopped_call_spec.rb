@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require_relative "support/engine_helpers"
 require "async"
 require "timeout"
 
@@ -12,7 +13,6 @@ RSpec.describe "a call stopped by its caller" do
   include_context "with fake providers"
 
   let(:records) { Queue.new }
-  let(:mono) { -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) } }
 
   before do
     sink = records
@@ -31,15 +31,6 @@ RSpec.describe "a call stopped by its caller" do
 
   def openai_chat
     LlmFailover.chat(model: "gpt-4o", provider: :openai)
-  end
-
-  def fiber_wait_for(task, limit: 30)
-    deadline = mono.call + limit
-    until yield
-      raise "gave up waiting after #{limit} s" if mono.call > deadline
-
-      task.sleep 0.01
-    end
   end
 
   # The record of the cut attempt, and what every stopped call must show.
@@ -65,7 +56,7 @@ RSpec.describe "a call stopped by its caller" do
     stopped_at = nil
     Async do |task|
       call = task.async { chat.ask("Hi") { |chunk| seen << chunk.content } }
-      fiber_wait_for(task) { seen.size >= 3 }
+      wait_for(limit: 30, task: task) { seen.size >= 3 }
       call.stop
       stopped_at = seen.size
     end.wait
@@ -110,7 +101,7 @@ RSpec.describe "a call stopped by its caller" do
     chat = openai_chat
     Async do |task|
       call = task.async { chat.ask("Hi") { |_| nil } }
-      fiber_wait_for(task) { primary.request_count == 1 }
+      wait_for(limit: 30, task: task) { primary.request_count == 1 }
       Fiber.scheduler.raise(call.fiber, Async::Stop)
       call.wait
     end.wait

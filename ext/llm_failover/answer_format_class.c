@@ -106,10 +106,24 @@ static VALUE lf_answer_format_s_name_ok(VALUE self, VALUE name)
     return lf_wire_name_ok(RSTRING_PTR(name), (size_t)RSTRING_LEN(name)) ? Qtrue : Qfalse;
 }
 
+/* @param api [Symbol] a target's protocol (:openai or :anthropic)
+ * @return [Boolean] whether one request of it can carry a schema beside tools
+ *   (the wire layer's rule, lf_wire_takes_schema_with_tools) */
+static VALUE lf_answer_format_s_schema_with_tools(VALUE self, VALUE api)
+{
+    ID id = SYM2ID(rb_to_symbol(api));
+
+    if (id != rb_intern("openai") && id != rb_intern("anthropic"))
+        rb_raise(rb_eArgError, "llm_failover: unknown api (expected :openai or :anthropic)");
+    return lf_wire_takes_schema_with_tools(id == rb_intern("anthropic") ? LF_API_ANTHROPIC : LF_API_OPENAI) ? Qtrue
+                                                                                                         : Qfalse;
+}
+
 void lf_init_answer_format(VALUE mod)
 {
     VALUE c = rb_define_class_under(mod, "AnswerFormat", rb_cObject);
     rb_define_private_method(rb_singleton_class(c), "__check", lf_answer_format_s_check, 2);
     rb_define_private_method(rb_singleton_class(c), "__schema_check", lf_answer_format_s_schema_check, 1);
     rb_define_private_method(rb_singleton_class(c), "__name_ok?", lf_answer_format_s_name_ok, 1);
+    rb_define_private_method(rb_singleton_class(c), "__schema_with_tools?", lf_answer_format_s_schema_with_tools, 1);
 }

@@ -137,6 +137,13 @@ void lf_ruby_listener_unwind(lf_ruby_listener *rl)
 
 /* ---- the circuit breaker ------------------------------------------------ */
 
+/* A route as Ruby's breaker gave it; anything unknown sends. */
+static lf_route lf_route_of(VALUE v)
+{
+    int route = NUM2INT(v);
+    return route == LF_ROUTE_SKIP ? LF_ROUTE_SKIP : route == LF_ROUTE_PROBE ? LF_ROUTE_PROBE : LF_ROUTE_SEND;
+}
+
 typedef struct lf_health_args {
     lf_ruby_listener *rl;
     size_t n;
@@ -151,8 +158,7 @@ static VALUE lf_call_circuit_health(VALUE arg)
     size_t i;
     Check_Type(r, T_ARRAY);
     for (i = 0; i < a->n && (long)(2 * i + 1) < RARRAY_LEN(r); i++) {
-        int route = NUM2INT(RARRAY_AREF(r, (long)(2 * i)));
-        a->out[i].route = route == LF_ROUTE_SKIP ? LF_ROUTE_SKIP : route == LF_ROUTE_PROBE ? LF_ROUTE_PROBE : LF_ROUTE_SEND;
+        a->out[i].route = lf_route_of(RARRAY_AREF(r, (long)(2 * i)));
         a->out[i].failures = NUM2INT(RARRAY_AREF(r, (long)(2 * i + 1)));
     }
     return Qnil;
@@ -169,11 +175,9 @@ static VALUE lf_call_circuit_admit(VALUE arg)
 {
     lf_admit_args *a = (lf_admit_args *)arg;
     VALUE r = rb_funcall(a->rl->listener, lf_id_circuit_admit, 1, INT2NUM(a->target));
-    int route;
     Check_Type(r, T_ARRAY);
     if (RARRAY_LEN(r) < 2) return Qnil;
-    route = NUM2INT(RARRAY_AREF(r, 0));
-    a->out->route = route == LF_ROUTE_SKIP ? LF_ROUTE_SKIP : route == LF_ROUTE_PROBE ? LF_ROUTE_PROBE : LF_ROUTE_SEND;
+    a->out->route = lf_route_of(RARRAY_AREF(r, 0));
     a->out->failures = NUM2INT(RARRAY_AREF(r, 1));
     return Qnil;
 }

@@ -1,82 +1,34 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
-require "rails/generators"
+require_relative "generator_helper"
 require "generators/llm_failover/install/install_generator"
 
 # The generator itself, run into a temp dir; its migration run against fresh SQLite
 # and PostgreSQL databases and its schema compared with create_tables!'s.
 # spec/rails_app_spec.rb runs it through bin/rails in an app.
 RSpec.describe LlmFailover::Generators::InstallGenerator do
-  class GeneratorSpecCreated < ActiveRecord::Base
-    self.abstract_class = true
-  end
-
-  class GeneratorSpecMigrated < ActiveRecord::Base
-    self.abstract_class = true
-  end
-
-  let(:dir) { Dir.mktmpdir("llm_failover_generator") }
-
-  after do
-    [GeneratorSpecCreated, GeneratorSpecMigrated].each { |k| k.remove_connection if k.connected? }
-    FileUtils.remove_entry(dir)
-  end
-
-  def generate(*args)
-    out = StringIO.new
-    $stdout = out
-    described_class.start(args, destination_root: dir)
-    out.string
-  ensure
-    $stdout = STDOUT
-  end
+  include GeneratorSpec
+  include_context "generator app"
 
   def read(path)
     File.read(File.join(dir, path))
   end
 
-  def migration_source
-    File.read(Dir[File.join(dir, "db/migrate/*_create_llm_failover_tables.rb")].sole)
-  end
-
-  # A fresh, empty database of that kind.
-  def fresh_database(db, name)
-    return { adapter: "sqlite3", database: File.join(dir, "#{name}.sqlite3") } if db == :sqlite
-
-    database = "lf_gen_#{name}_#{Process.pid}_#{rand(1 << 30)}"
-    conn = PG.connect(**PostgresServer.pg_params)
-    conn.exec("CREATE DATABASE #{database}")
-    conn.close
-    PostgresServer.config.merge(database: database)
-  end
-
-  def dump(klass)
-    io = StringIO.new
-    ActiveRecord::SchemaDumper.dump(klass.connection_pool, io)
-    io.string.sub(/ActiveRecord::Schema\[[\d.]+\]\.define\(version: [^)]*\)/, "SCHEMA")
-  end
-
   def schema_from_create_tables(db, **tables)
-    GeneratorSpecCreated.establish_connection(fresh_database(db, "created"))
-    GeneratorSpecCreated.connection_pool.with_connection do |c|
-      LlmFailover::ActiveRecord.create_tables!(connection: c, **tables)
-    end
-    dump(GeneratorSpecCreated)
+    dump(create_tables(db, **tables))
   end
 
   def schema_from_migration(db, source)
-    GeneratorSpecMigrated.establish_connection(fresh_database(db, "migrated"))
-    migration = Module.new.module_eval(source + "\nCreateLlmFailoverTables", "migration.rb")
-    GeneratorSpecMigrated.connection_pool.with_connection { |c| migration.new.exec_migration(c, :up) }
-    dump(GeneratorSpecMigrated)
+    GeneratorSpec::App.establish_connection(fresh_database(db, "migrated"))
+    migrate(source, "CreateLlmFailoverTables")
+    dump(GeneratorSpec::App)
   end
 
   ArSpec::DATABASES.each do |db|
     context "on #{db}", skip: (db == :postgresql ? PostgresServer.missing_reason : nil) do
       it "writes a migration creating exactly the schema create_tables! creates" do
         generate
-        source = migration_source
+        source = install_source
         expect(source).to include("class CreateLlmFailoverTables < ActiveRecord::Migration[7.2]")
         migrated = schema_from_migration(db, source)
         expect(migrated).to eq(schema_from_create_tables(db))
@@ -94,7 +46,7 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
                   circuit_events_table: "customer_support_llm_failover_circuit_events_log",
                   vectors_table: "customer_support_llm_failover_semantic_cache_vectors" }
         generate(*names.map { |k, v| "--#{k.to_s.tr('_', '-')}=#{v}" })
-        migrated = schema_from_migration(db, migration_source)
+        migrated = schema_from_migration(db, install_source)
         created = schema_from_create_tables(db, chats: names[:chats_table], messages: names[:messages_table],
                                                 attempts: names[:attempts_table],
                                                 circuit_events: names[:circuit_events_table],
@@ -109,49 +61,21 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
     end
   end
 
-  # Each table's columns and indexes, whatever their order and index names (an upgrade
-  # appends columns; the first version named one index differently).
-  def shape(klass)
-    klass.connection_pool.with_connection do |c|
-      (c.tables - %w[schema_migrations ar_internal_metadata]).sort.to_h do |table|
-        columns = c.columns(table).map { |col| [col.name, col.sql_type, col.null, col.default] }.sort
-        indexes = c.indexes(table).map { |i| [Array(i.columns), i.unique] }.sort
-        [table, { columns: columns, indexes: indexes, foreign_keys: c.foreign_keys(table).map(&:to_table) }]
-      end
-    end
-  end
-
-  def upgrade_sources
-    Dir[File.join(dir, "db/migrate/*_upgrade_llm_failover_tables*.rb")].sort.map { |f| File.read(f) }
-  end
-
   ArSpec::DATABASES.each do |db|
     context "on #{db}, run again on an app that migrated the first version's tables",
             skip: (db == :postgresql ? PostgresServer.missing_reason : nil) do
-      let(:first_version) { File.expand_path("../fixtures/migrations/20251101000000_create_llm_failover_tables.rb", __dir__) }
-
-      before do
-        FileUtils.mkdir_p(File.join(dir, "db/migrate"))
-        FileUtils.cp(first_version, File.join(dir, "db/migrate"))
-        GeneratorSpecMigrated.establish_connection(fresh_database(db, "upgraded"))
-      end
-
-      def migrate(source, class_name)
-        migration = Module.new.module_eval("#{source}\n#{class_name}", "migration.rb")
-        GeneratorSpecMigrated.connection_pool.with_connection { |c| migration.new.exec_migration(c, :up) }
-        GeneratorSpecMigrated.descendants.each(&:reset_column_information)
-      end
+      before { GeneratorSpec::App.establish_connection(fresh_database(db, "upgraded")) }
 
       def chat_model
-        stub_const("UpgradeMessage", Class.new(GeneratorSpecMigrated) { self.table_name = "messages" })
-        stub_const("UpgradeChat", Class.new(GeneratorSpecMigrated) { self.table_name = "chats" })
+        stub_const("UpgradeMessage", Class.new(GeneratorSpec::App) { self.table_name = "messages" })
+        stub_const("UpgradeChat", Class.new(GeneratorSpec::App) { self.table_name = "chats" })
         UpgradeChat.acts_as_llm_chat(messages: :upgrade_messages, message_class: "UpgradeMessage", foreign_key: "chat_id")
         UpgradeMessage.acts_as_llm_message(chat: :upgrade_chat, chat_class: "UpgradeChat", foreign_key: "chat_id")
         UpgradeChat
       end
 
       it "writes an upgrade migration that adds what the app lacks, and nothing more when run once more" do
-        migrate(File.read(first_version), "CreateLlmFailoverTables")
+        install_first_version
         chats = chat_model
         chat = chats.create!(model: "gpt-4o", provider: "openai")
         expect { chat.cancel! }.to raise_error(LlmFailover::ConfigurationError, /no cancel_requested_at column.*llm_failover:install/)
@@ -164,7 +88,7 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
                                    "idempotency_key", ":cached", ":cancelled", ":scrubbed", ":skipped", ":cache_tier",
                                    "create_table :llm_failover_circuit_events")
         migrate(upgrade, "UpgradeLlmFailoverTables")
-        expect(shape(GeneratorSpecMigrated)).to eq(shape_of_created(db))
+        expect(shape(GeneratorSpec::App)).to eq(created_shape(db))
         chat = chats.find(chat.id) # the app restarted after db:migrate
         chat.cancel!
         expect(chat.reload.cancel_requested_at).not_to be_nil
@@ -174,27 +98,21 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
         expect(upgrade_sources.size).to eq(1)
         # and the upgrade's steps are skipped where the database has them already
         migrate(upgrade, "UpgradeLlmFailoverTables")
-        expect(shape(GeneratorSpecMigrated)).to eq(shape_of_created(db))
+        expect(shape(GeneratorSpec::App)).to eq(created_shape(db))
       end
 
       it "adds only what a later first migration lacked" do
         # An app that installed when the attempts table had cached but nothing else new.
-        source = File.read(first_version)
+        source = File.read(GeneratorSpec::FIRST_VERSION)
                      .sub("      t.string :provider_request_id\n",
                           "      t.string :provider_request_id\n      t.boolean :cached, null: false, default: false\n")
-        File.write(Dir[File.join(dir, "db/migrate/*.rb")].sole, source)
-        migrate(source, "CreateLlmFailoverTables")
+        install_first_version(source)
         generate
         upgrade = upgrade_sources.sole
         expect(upgrade).not_to include(":cached")
         expect(upgrade).to include(":cancelled", "cancel_requested_at")
         migrate(upgrade, "UpgradeLlmFailoverTables")
-        expect(shape(GeneratorSpecMigrated)).to eq(shape_of_created(db))
-      end
-
-      def shape_of_created(db)
-        schema_from_create_tables(db)
-        shape(GeneratorSpecCreated)
+        expect(shape(GeneratorSpec::App)).to eq(created_shape(db))
       end
     end
   end
@@ -260,13 +178,13 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
       .to include('acts_as_llm_chat messages: :utterances, message_class: "Utterance"', 'foreign_key: "conversation_id"')
     expect(read("app/models/utterance.rb"))
       .to include('acts_as_llm_message chat: :conversation, chat_class: "Conversation"')
-    expect(migration_source).to include("create_table :conversations", "create_table :utterances",
+    expect(install_source).to include("create_table :conversations", "create_table :utterances",
                                         "t.references :conversation")
 
     # The models as written work against the migrated tables.
-    GeneratorSpecMigrated.establish_connection(fresh_database(:sqlite, "named"))
-    schema_from_migration(:sqlite, migration_source)
-    stub_const("ApplicationRecord", Class.new(GeneratorSpecMigrated) { self.abstract_class = true })
+    GeneratorSpec::App.establish_connection(fresh_database(:sqlite, "named"))
+    schema_from_migration(:sqlite, install_source)
+    stub_const("ApplicationRecord", Class.new(GeneratorSpec::App) { self.abstract_class = true })
     %w[conversation utterance].each { |m| load File.join(dir, "app/models/#{m}.rb") }
     conversation = Conversation.create!(model: "gpt-4o", provider: "openai")
     conversation.utterances.create!(role: "user", content: "Hi")

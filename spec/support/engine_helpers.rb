@@ -38,12 +38,13 @@ module EngineHelpers
   }.freeze
 
   # Polls until the block is true; fails the example instead of hanging the suite.
-  def wait_for(limit: 10)
+  # Inside an Async reactor, give the task: its sleep lets the other fibers run.
+  def wait_for(limit: 10, task: nil)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + limit
     until yield
       raise "condition not met within #{limit}s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
 
-      sleep 0.01
+      task ? task.sleep(0.01) : sleep(0.01)
     end
   end
 

@@ -14,6 +14,7 @@
 
 #include "lf_failover.h"
 #include "lf_test.h"
+#include "lf_test_server.h"
 
 #define MAX_SCRIPT 8
 
@@ -105,26 +106,13 @@ static void *serve(void *arg)
 
 static void server_start(server *s)
 {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int one = 1;
-    s->fd = socket(AF_INET, SOCK_STREAM, 0);
-    setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(s->fd, (struct sockaddr *)&a, sizeof a);
-    listen(s->fd, 8);
-    getsockname(s->fd, (struct sockaddr *)&a, &len);
-    s->port = ntohs(a.sin_port);
+    s->fd = lf_test_listen(&s->port);
     pthread_create(&s->thread, NULL, serve, s);
 }
 
 static void server_stop(server *s)
 {
-    shutdown(s->fd, SHUT_RDWR);
-    close(s->fd);
-    pthread_join(s->thread, NULL);
+    lf_test_server_stop(s->fd, s->thread);
 }
 
 /* What the listener saw. */

@@ -15,6 +15,7 @@
 
 #include "lf_failover.h"
 #include "lf_test.h"
+#include "lf_test_server.h"
 
 typedef struct slow_server {
     int fd, port;
@@ -66,30 +67,11 @@ static void *slow_serve(void *arg)
 
 static void slow_start(slow_server *s, int delay_ms, const char *answer)
 {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int one = 1;
-
     memset(s, 0, sizeof *s);
     s->delay_ms = delay_ms;
     s->answer = answer;
-    s->fd = socket(AF_INET, SOCK_STREAM, 0);
-    setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(s->fd, (struct sockaddr *)&a, sizeof a);
-    listen(s->fd, 8);
-    getsockname(s->fd, (struct sockaddr *)&a, &len);
-    s->port = ntohs(a.sin_port);
+    s->fd = lf_test_listen(&s->port);
     pthread_create(&s->thread, NULL, slow_serve, s);
-}
-
-static void slow_stop(slow_server *s)
-{
-    shutdown(s->fd, SHUT_RDWR);
-    close(s->fd);
-    pthread_join(s->thread, NULL);
 }
 
 typedef struct seen {
@@ -197,73 +179,62 @@ static void run_call(int first_ms, int backup_ms, slow_server srv[2], seen *s, l
                         o),
                  0);
     lf_pool_free(pool);
-    for (i = 0; i < 2; i++) slow_stop(&srv[i]);
+    for (i = 0; i < 2; i++) lf_test_server_stop(srv[i].fd, srv[i].thread);
 }
 
-/* The primary holds its answer for seconds: the backup is sent at 0.2 s,
- * answers, and the primary's connection is closed at once. */
-static void test_slow_primary_backup_wins(void)
+/* One hedged call and what it should end with. */
+typedef struct hedge_case {
+    const char *what;
+    int first_ms, backup_ms;  /* when each server sends its answer */
+    int winner;               /* the target that answers */
+    int hedged;               /* whether the backup was sent (the loser then cut) */
+} hedge_case;
+
+static const hedge_case CASES[] = {
+    /* The backup is sent at 0.2 s, answers, and the primary's connection is closed at once. */
+    { "the primary holds its answer for seconds: the backup wins", 3000, 0, 1, 1 },
+    /* No second request. */
+    { "the primary answers before hedge_after", 20, 0, 0, 0 },
+    { "both slow, the primary less so: it wins, the backup is cut", 500, 3000, 0, 1 },
+};
+
+static void test_hedge_cases(void)
 {
-    slow_server srv[2];
-    seen s;
-    lf_outcome o;
+    size_t k;
 
-    run_call(3000, 0, srv, &s, &o);
-    LF_CHECK_INT(o.ok, 1);
-    LF_CHECK_INT(o.target, 1);
-    LF_CHECK_STR(s.text, "from anthropic");
-    LF_CHECK_INT(s.chunk_targets[0], 0);
-    LF_CHECK_INT(s.attempts, 2);
-    LF_CHECK_INT(s.hedged, 2);
-    LF_CHECK_INT(s.cancelled, 1);
-    LF_CHECK_INT(s.cancelled_target, 0);
-    LF_CHECK_INT(srv[0].hung_up, 1);
-    lf_outcome_free(&o);
-}
+    for (k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+        const hedge_case *c = &CASES[k];
+        int loser = 1 - c->winner;
+        slow_server srv[2];
+        seen s;
+        lf_outcome o;
+        int failed_before = lf_test_current_failed;
 
-/* The primary answers before hedge_after: no second request. */
-static void test_prompt_primary_no_hedge(void)
-{
-    slow_server srv[2];
-    seen s;
-    lf_outcome o;
-
-    run_call(20, 0, srv, &s, &o);
-    LF_CHECK_INT(o.ok, 1);
-    LF_CHECK_INT(o.target, 0);
-    LF_CHECK_STR(s.text, "from openai");
-    LF_CHECK_INT(s.attempts, 1);
-    LF_CHECK_INT(s.hedged, 0);
-    LF_CHECK_INT(srv[1].served, 0);
-    lf_outcome_free(&o);
-}
-
-/* Both slow, the primary less so: it wins, the backup is cut. */
-static void test_both_slow_first_wins(void)
-{
-    slow_server srv[2];
-    seen s;
-    lf_outcome o;
-
-    run_call(500, 3000, srv, &s, &o);
-    LF_CHECK_INT(o.ok, 1);
-    LF_CHECK_INT(o.target, 0);
-    LF_CHECK_STR(s.text, "from openai");
-    LF_CHECK_INT(s.chunk_targets[1], 0);
-    LF_CHECK_INT(s.attempts, 2);
-    LF_CHECK_INT(s.cancelled, 1);
-    LF_CHECK_INT(s.cancelled_target, 1);
-    LF_CHECK_INT(srv[1].hung_up, 1);
-    lf_outcome_free(&o);
+        run_call(c->first_ms, c->backup_ms, srv, &s, &o);
+        LF_CHECK_INT(o.ok, 1);
+        LF_CHECK_INT(o.target, c->winner);
+        LF_CHECK_STR(s.text, c->winner == 0 ? "from openai" : "from anthropic");
+        LF_CHECK_INT(s.chunk_targets[loser], 0);
+        LF_CHECK_INT(s.attempts, c->hedged ? 2 : 1);
+        LF_CHECK_INT(s.hedged, c->hedged ? 2 : 0);
+        LF_CHECK_INT(s.cancelled, c->hedged);
+        if (c->hedged) {
+            LF_CHECK_INT(s.cancelled_target, loser);
+            LF_CHECK_INT(srv[loser].hung_up, 1);
+        } else {
+            LF_CHECK_INT(srv[1].served, 0);
+        }
+        if (lf_test_current_failed && !failed_before)
+            fprintf(stderr, "  in: %s%s\n", c->what, evented_run ? " (readiness-driven waits)" : "");
+        lf_outcome_free(&o);
+    }
 }
 
 int main(void)
 {
     if (lf_transport_global_init() != 0) return 2;
     for (evented_run = 0; evented_run < 2; evented_run++) {
-        LF_RUN(test_slow_primary_backup_wins);
-        LF_RUN(test_prompt_primary_no_hedge);
-        LF_RUN(test_both_slow_first_wins);
+        LF_RUN(test_hedge_cases);
     }
     curl_global_cleanup();
     return lf_test_summary("hedge");

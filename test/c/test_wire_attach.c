@@ -72,46 +72,55 @@ static lf_request_params params_for(lf_api api, lf_message *m)
     return p;
 }
 
-static void test_openai_parts(void)
+/* One thing the last message's content holds: at index, path gives expected. */
+typedef struct part_check {
+    int index;
+    const char *path, *expected;
+} part_check;
+
+/* The request of protocol api for "What?" with the PNG and the PDF: three
+ * content parts, each check holding. */
+static void check_parts(lf_api api, const part_check *checks, size_t n)
 {
     lf_message m = { .role = "user", .content = "What?", .content_len = 5, .attachments = two, .n_attachments = 2 };
-    lf_request_params p = params_for(LF_API_OPENAI, &m);
+    lf_request_params p = params_for(api, &m);
     lf_buf err;
     json_object *body, *c;
+    size_t i;
 
     lf_buf_init(&err);
     body = build(&p, &err);
     LF_CHECK(body != NULL);
     c = content_of_last(body);
     LF_CHECK_INT(json_object_array_length(c), 3);
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 0), "text"), "What?");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 1), "image_url.url"), "data:image/png;base64,iVBORw0KGgo=");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 2), "file.filename"), "r.pdf");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 2), "file.file_data"), "data:application/pdf;base64,JVBERi0xLjQ=");
+    for (i = 0; i < n; i++)
+        LF_CHECK_STR(at(json_object_array_get_idx(c, checks[i].index), checks[i].path), checks[i].expected);
     json_object_put(body);
     lf_buf_free(&err);
 }
 
+static void test_openai_parts(void)
+{
+    static const part_check checks[] = {
+        { 0, "text", "What?" },
+        { 1, "image_url.url", "data:image/png;base64,iVBORw0KGgo=" },
+        { 2, "file.filename", "r.pdf" },
+        { 2, "file.file_data", "data:application/pdf;base64,JVBERi0xLjQ=" },
+    };
+    check_parts(LF_API_OPENAI, checks, sizeof checks / sizeof checks[0]);
+}
+
 static void test_anthropic_blocks(void)
 {
-    lf_message m = { .role = "user", .content = "What?", .content_len = 5, .attachments = two, .n_attachments = 2 };
-    lf_request_params p = params_for(LF_API_ANTHROPIC, &m);
-    lf_buf err;
-    json_object *body, *c;
-
-    lf_buf_init(&err);
-    body = build(&p, &err);
-    LF_CHECK(body != NULL);
-    c = content_of_last(body);
-    LF_CHECK_INT(json_object_array_length(c), 3);
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 0), "type"), "image");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 0), "source.media_type"), "image/png");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 0), "source.data"), "iVBORw0KGgo=");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 1), "type"), "document");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 1), "source.type"), "base64");
-    LF_CHECK_STR(at(json_object_array_get_idx(c, 2), "text"), "What?");
-    json_object_put(body);
-    lf_buf_free(&err);
+    static const part_check checks[] = {
+        { 0, "type", "image" },
+        { 0, "source.media_type", "image/png" },
+        { 0, "source.data", "iVBORw0KGgo=" },
+        { 1, "type", "document" },
+        { 1, "source.type", "base64" },
+        { 2, "text", "What?" },
+    };
+    check_parts(LF_API_ANTHROPIC, checks, sizeof checks / sizeof checks[0]);
 }
 
 /* A URL where the target takes one; OpenAI's file part always gets bytes;

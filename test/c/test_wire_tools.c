@@ -1119,6 +1119,8 @@ static void test_render_refuses(void)
     p.tool_choice = (lf_tool_choice)42;
     expect_refused(&p, -1, "unknown tool_choice");
     /* Anthropic: a schema is a forced tool call already; calls need tools. */
+    LF_CHECK(!lf_wire_takes_schema_with_tools(LF_API_ANTHROPIC));
+    LF_CHECK(lf_wire_takes_schema_with_tools(LF_API_OPENAI));
     params_for(&p, LF_API_ANTHROPIC, hi, 1);
     p.schema = "{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false}";
     expect_refused(&p, -1, "both a schema and tools");

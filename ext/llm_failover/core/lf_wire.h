@@ -195,6 +195,13 @@ int lf_wire_build_request_parsed(const lf_request_params *p, struct json_object 
  * Ruby asks it before any call (AnswerFormat.__name_ok?). */
 int lf_wire_name_ok(const char *name, size_t len);
 
+/* 1 when one request of protocol api can carry a response schema beside tools;
+ * 0 for Anthropic's, where the schema is itself a forced tool call (the model
+ * could call no other tool). The one owner of that rule: the request builder
+ * refuses such a request (lf_wire_check_tools), and Ruby asks it of every target
+ * of a chat before anything is stored (AnswerFormat.__schema_with_tools?). */
+int lf_wire_takes_schema_with_tools(lf_api api);
+
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
 
 /* The tool-call invariant, which both providers enforce and a failover must

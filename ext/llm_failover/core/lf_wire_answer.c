@@ -258,6 +258,22 @@ static int lf_wire_anthropic_answer(json_object *root, lf_answer *out, lf_wire_e
     return LF_WIRE_OK;
 }
 
+lf_wire_error *lf_wire_parse_begin(lf_answer *out, lf_wire_error *err, lf_wire_error *scratch)
+{
+    if (err) lf_wire_error_clear(err);
+    lf_answer_clear(out);
+    lf_wire_error_init(scratch);
+    return err ? err : scratch;
+}
+
+int lf_wire_parse_end(int rc, lf_answer *out, lf_wire_error *err, lf_wire_error *scratch)
+{
+    if (rc != LF_WIRE_OK) lf_answer_clear(out);
+    if (rc != LF_WIRE_ERROR_BODY) lf_wire_error_clear(err);
+    lf_wire_error_free(scratch);
+    return rc;
+}
+
 static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
                                        lf_answer *out, lf_wire_error *err, int tool)
 {
@@ -265,10 +281,7 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
     json_object *root;
     int rc;
 
-    if (err) lf_wire_error_clear(err);
-    lf_answer_clear(out);
-    lf_wire_error_init(&scratch);
-    if (!err) err = &scratch;
+    err = lf_wire_parse_begin(out, err, &scratch);
     root = lf_json_parse(body, len);
     if (!root) {
         rc = LF_WIRE_INVALID;
@@ -277,10 +290,7 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
                                      : lf_wire_openai_answer(root, out, err);
         json_object_put(root);
     }
-    if (rc != LF_WIRE_OK) lf_answer_clear(out);
-    if (rc != LF_WIRE_ERROR_BODY) lf_wire_error_clear(err);
-    lf_wire_error_free(&scratch);
-    return rc;
+    return lf_wire_parse_end(rc, out, err, &scratch);
 }
 
 int lf_wire_parse_response(lf_api api, const char *body, size_t len,

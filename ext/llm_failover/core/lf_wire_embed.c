@@ -120,10 +120,7 @@ int lf_wire_parse_embeddings(const char *body, size_t len, size_t n_inputs, lf_a
     lf_wire_error scratch;
     int rc;
 
-    if (err) lf_wire_error_clear(err);
-    lf_answer_clear(out);
-    lf_wire_error_init(&scratch);
-    if (!err) err = &scratch;
+    err = lf_wire_parse_begin(out, err, &scratch);
     root = lf_json_parse(body, len);
     data = lf_json_get_typed(root, "data", json_type_array);
     if (!root) rc = LF_WIRE_INVALID;
@@ -137,8 +134,5 @@ int lf_wire_parse_embeddings(const char *body, size_t len, size_t n_inputs, lf_a
         out->output_tokens = 0;
     }
     json_object_put(root);
-    if (rc != LF_WIRE_OK) lf_answer_clear(out);
-    if (rc != LF_WIRE_ERROR_BODY) lf_wire_error_clear(err);
-    lf_wire_error_free(&scratch);
-    return rc;
+    return lf_wire_parse_end(rc, out, err, &scratch);
 }

@@ -49,6 +49,13 @@ void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...) __attribute__((format(pr
 void lf_wire_vfail(lf_buf *errmsg, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 int lf_wire_put_message(lf_buf *out, const char *role, const char *content, size_t len, int first);
 
+/* lf_wire_answer.c: what every response parser does around its own reading.
+ * begin clears out and err, and gives the error to fill (scratch, initialised,
+ * when the caller passed none); end clears out unless rc is LF_WIRE_OK and the
+ * error unless rc is LF_WIRE_ERROR_BODY, frees scratch, and returns rc. */
+lf_wire_error *lf_wire_parse_begin(lf_answer *out, lf_wire_error *err, lf_wire_error *scratch);
+int lf_wire_parse_end(int rc, lf_answer *out, lf_wire_error *err, lf_wire_error *scratch);
+
 /* lf_wire_request_tools.c: the tool parts of a request body (names checked by
  * lf_wire_name_ok, lf_wire.h); the tools
  * and tool choice checked (has_tool_turns: the messages hold calls or

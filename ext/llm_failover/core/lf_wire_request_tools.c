@@ -57,6 +57,11 @@ static int lf_wire_put_object(lf_buf *out, const char *text, size_t len)
 }
 
 /* The tools, the tool choice, and what they ask of the rest. */
+int lf_wire_takes_schema_with_tools(lf_api api)
+{
+    return api != LF_API_ANTHROPIC;
+}
+
 int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, lf_buf *errmsg)
 {
     size_t i, j;
@@ -107,9 +112,7 @@ int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, lf_buf *
         lf_wire_fail(errmsg, "unknown tool_choice %d", (int)p->tool_choice);
         return -1;
     }
-    if (p->api == LF_API_ANTHROPIC && p->schema && p->n_tools) {
-        /* The schema is itself a forced tool call there: the model could
-         * call no other tool. */
+    if (p->schema && p->n_tools && !lf_wire_takes_schema_with_tools(p->api)) {
         lf_wire_fail(errmsg, "an Anthropic request cannot have both a schema and tools");
         return -1;
     }

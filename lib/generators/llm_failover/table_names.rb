@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "llm_failover/active_record/schema"
+require_relative "migration_code"
 
 module LlmFailover
   module Generators
@@ -62,9 +63,22 @@ module LlmFailover
         chats_table.singularize
       end
 
-      # Index names within PostgreSQL's 63 characters, as create_tables! names them.
-      def index_name(table, what)
-        LlmFailover::ActiveRecord::Schema.index_name(table, what)
+      # The names every table is given, by role (Schema.names): the options', else an
+      # install's defaults.
+      # @return [LlmFailover::ActiveRecord::Schema::Names]
+      def schema_names
+        @schema_names ||= begin
+          given = LlmFailover::ActiveRecord::Schema::TABLES.to_h { |t| [t.role, options["#{t.role}_table"]] }.compact
+          LlmFailover::ActiveRecord::Schema.names(**given, chats: chats_table, messages: messages_table,
+                                                           foreign_key: "#{chat_reference}_id")
+        end
+      end
+
+      # The create_table blocks and indexes of the install's migration (its change).
+      def create_tables_code
+        LlmFailover::ActiveRecord::Schema.tables(schema_names).map do |table|
+          MigrationCode.create_table(table).map { |line| "    #{line}".rstrip }.join("\n")
+        end.join("\n\n")
       end
     end
   end

@@ -23,6 +23,15 @@ module LlmFailover
       __name_ok?(name)
     end
 
+    # @api private: whether one request of +api+ (:openai, :anthropic) can carry a
+    # schema beside tools (not Anthropic's: the schema is itself a forced tool call
+    # there). The wire layer's rule (lf_wire_takes_schema_with_tools), asked here so
+    # that Chat refuses the pair before anything is stored.
+    # @param api [Symbol]
+    def self.schema_with_tools?(api)
+      __schema_with_tools?(api)
+    end
+
     # @return [AnswerFormat] one JSON object, any shape
     def self.json_mode
       JSON_MODE

@@ -18,6 +18,7 @@ require_relative "memory_store"
 require_relative "text"
 require_relative "transcript"
 require_relative "target"
+require_relative "../safe_inspect"
 
 module LlmFailover
   # A conversation with a primary target and an optional backup. Messages live in a
@@ -33,6 +34,8 @@ module LlmFailover
   # Formats (chat_formats.rb), ChatAttachments (chat_attachments.rb), ChatTools
   # (chat_tools.rb), Options (chat_options.rb).
   class Chat
+    include SafeInspect
+
     include Caches
     include ChatAttachments
     include ChatTools
@@ -200,11 +203,6 @@ module LlmFailover
       backup = backup? ? " backup=#{Target.label(@backup_provider, @backup_model)}" : ""
       "#<#{self.class.name} #{Target.label(@provider, @model)}#{backup} feature=#{@options.feature.inspect} " \
         "quota=#{@options.quota.inspect} store=#{@options.store.class.name}>"
-    end
-    alias to_s inspect
-
-    def pretty_print(pp)
-      pp.text(inspect)
     end
 
     private

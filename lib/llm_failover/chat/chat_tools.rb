@@ -4,6 +4,7 @@ require "json"
 require_relative "../records/tool_run"
 require_relative "../tools/decisions"
 require_relative "../tools/toolbox"
+require_relative "answer_format"
 require_relative "chat_options"
 require_relative "tool_loop"
 
@@ -105,19 +106,20 @@ module LlmFailover
       end
 
       # A schema is a forced tool call on Anthropic, which leaves the model no other
-      # tool: the request would be refused. Refused here when any target of the chat
-      # (the backup too) is Anthropic, before the prompt is stored or a quota unit
-      # taken, so that failing over never meets it mid-ask.
+      # tool: the core refuses such a request (the rule is the wire layer's,
+      # AnswerFormat.schema_with_tools?). Refused here when any target of the chat (the
+      # backup too) is one, before the prompt is stored or a quota unit taken, so
+      # that failing over never meets it mid-ask.
       # @raise [ArgumentError]
       def check_schema_with_tools(format)
         return unless format&.schema_json && tools?
 
-        anthropic = engine_targets.select { |t| t.provider.api == :anthropic }
-        return if anthropic.empty?
+        refusing = engine_targets.reject { |t| AnswerFormat.schema_with_tools?(t.provider.api) }
+        return if refusing.empty?
 
         raise ArgumentError,
               "a schema (with_schema #{format.schema_name.inspect}) and tools (#{@toolbox.names.join(', ')}) " \
-              "cannot go in one request to Anthropic (#{anthropic.map(&:label).join(', ')}): " \
+              "cannot go in one request to Anthropic (#{refusing.map(&:label).join(', ')}): " \
               "the schema is itself a forced tool call there. Drop one of them, or ask with json: false"
       end
 

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../safe_inspect"
+
 module LlmFailover
   # A target the attempt loop may try: a model asked of a configured provider, and
   # the engine's description of it (ProviderConfig#engine_target). Built and frozen
@@ -9,6 +11,8 @@ module LlmFailover
   # lines (the guides' examples use it on a Reply, an AttemptRecord or an error).
   # Everything else here is the gem's own (@api private).
   Target = Struct.new(:model, :provider, :engine, :circuit_key) do
+    include SafeInspect
+
     # @api private
     # @return [Target] frozen, with its state-store key made once (CircuitBreaker.key
     #   built a String per target on every call)
@@ -41,11 +45,6 @@ module LlmFailover
     # own pretty_print).
     def inspect
       "#<LlmFailover::Target #{label}>"
-    end
-    alias_method :to_s, :inspect
-
-    def pretty_print(pp)
-      pp.text(inspect)
     end
   end
 end

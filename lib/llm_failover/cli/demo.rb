@@ -87,37 +87,51 @@ module LlmFailover
     end
 
     def intro
-      @out.puts(paint("llm_failover demo: two fake providers on loopback (no keys, no network)", :bold))
-      rows = [
-        ["primary", label(PRIMARY), "#{PRIMARY[:protocol]} protocol", @primary.base_url(:openai),
-         "scripted: 503, then a stream cut after #{CUT_AFTER} words"],
-        ["backup", label(BACKUP), "#{BACKUP[:protocol]} protocol", @backup.base_url(:anthropic), "healthy"]
-      ]
+      @out.puts(paint(title, :bold))
+      rows = provider_rows
       widths = rows.transpose.map { |column| column.map(&:length).max }
       rows.each do |row|
         @out.puts("  #{row.each_with_index.map { |cell, i| cell.ljust(widths[i]) }.join('  ').rstrip}")
       end
       @out.puts
-      @out.puts(paint("> #{PROMPT}", :cyan))
+      @out.puts(paint("> #{self.class::PROMPT}", :cyan))
       @out.puts
       @out.flush
+    end
+
+    def title
+      "llm_failover demo: two fake providers on loopback (no keys, no network)"
+    end
+
+    # One row per provider: role, label, protocol, what it is scripted to do.
+    def provider_rows
+      [["primary", label(PRIMARY), "#{PRIMARY[:protocol]} protocol", @primary.base_url(:openai),
+        "scripted: 503, then a stream cut after #{CUT_AFTER} words"],
+       ["backup", label(BACKUP), "#{BACKUP[:protocol]} protocol", @backup.base_url(:anthropic), "healthy"]]
     end
 
     def ask
       @answer_started = false
       chat = LlmFailover.chat(model: PRIMARY[:model], provider: PRIMARY[:provider],
                               backup_model: BACKUP[:model], backup_provider: BACKUP[:provider], feature: "demo")
-      reply = chat.ask(PROMPT) do |chunk|
-        if chunk.reset?
-          @out.print("\n#{paint(CLI::RESET_MARKER, :yellow)}\n")
-        else
-          @answer_started = true
-          @out.print(chunk.content)
-        end
-        @out.flush
-      end
+      reply = prepare(chat).ask(self.class::PROMPT) { |chunk| show(chunk) }
       @out.puts
       reply
+    end
+
+    # What a demo adds to the chat before it asks (ToolsDemo: its tool).
+    def prepare(chat)
+      chat
+    end
+
+    def show(chunk)
+      if chunk.reset?
+        @out.print("\n#{paint(CLI::RESET_MARKER, :yellow)}\n")
+      else
+        @answer_started = true
+        @out.print(chunk.content)
+      end
+      @out.flush
     end
 
     # A failure before any word of the answer shows up would otherwise be silent:

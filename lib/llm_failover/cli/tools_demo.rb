@@ -44,40 +44,27 @@ module LlmFailover
       @backup.default = { text: BACKUP_TEXT, chunk_delay: @chunk_delay, usage: { input: 52, output: 18 } }
     end
 
-    def intro
-      @out.puts(paint("llm_failover demo --tools: a tool loop across two fake providers (no keys, no network)",
-                      :bold))
-      rows = [["primary", label(PRIMARY), "OpenAI protocol", "asks for the weather tool, then answers 503"],
-              ["backup", label(BACKUP), "Anthropic protocol", "healthy"]]
-      widths = rows.transpose.map { |column| column.map(&:length).max }
-      rows.each { |row| @out.puts("  #{row.each_with_index.map { |cell, i| cell.ljust(widths[i]) }.join('  ').rstrip}") }
-      @out.puts
-      @out.puts(paint("> #{PROMPT}", :cyan))
-      @out.puts
-      @out.flush
+    def title
+      "llm_failover demo --tools: a tool loop across two fake providers (no keys, no network)"
     end
 
-    def ask
-      @answer_started = false
-      chat = LlmFailover.chat(model: PRIMARY[:model], provider: PRIMARY[:provider],
-                              backup_model: BACKUP[:model], backup_provider: BACKUP[:provider], feature: "demo")
+    def provider_rows
+      [["primary", label(PRIMARY), "OpenAI protocol", "asks for the weather tool, then answers 503"],
+       ["backup", label(BACKUP), "Anthropic protocol", "healthy"]]
+    end
+
+    def prepare(chat)
       chat.with_tool(Weather)
-      reply = chat.ask(PROMPT) { |chunk| show(chunk) }
-      @out.puts
-      reply
     end
 
     def show(chunk)
+      return super unless chunk.tool_call? || chunk.tool_result?
+
       if chunk.tool_call?
         @out.puts("\n#{paint("[running #{chunk.tool_call.name}(#{chunk.tool_call.arguments_json})]", :yellow)}")
-      elsif chunk.tool_result?
+      else
         @out.puts(paint("[#{chunk.tool_call.name} returned #{chunk.tool_call.content}]", :yellow))
         @answer_started = false # the next turn's failures are worth showing as they happen
-      elsif chunk.reset?
-        @out.print("\n#{paint(CLI::RESET_MARKER, :yellow)}\n")
-      else
-        @answer_started = true
-        @out.print(chunk.content)
       end
       @out.flush
     end

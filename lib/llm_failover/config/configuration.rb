@@ -8,6 +8,7 @@ require_relative "checks"
 require_relative "call_policy"
 require_relative "circuit_options"
 require_relative "feature_options"
+require_relative "../safe_inspect"
 
 module LlmFailover
   # The providers and the call policy. Every setter validates at once, so a bad value
@@ -18,6 +19,8 @@ module LlmFailover
   # store), FeatureOptions (records, alerts, cache, scrubbing, cancellation, tracing,
   # logging); Checks holds the number rules they share.
   class Configuration
+    include SafeInspect
+
     include Checks
     include CallPolicy
     include CircuitOptions
@@ -156,11 +159,6 @@ module LlmFailover
     def inspect
       opts = OPTIONS.map { |name| "#{name}=#{summary(public_send(name))}" }.join(" ")
       "#<#{self.class.name} providers=[#{@providers.values.map(&:inspect).join(', ')}] #{opts}>"
-    end
-    alias to_s inspect
-
-    def pretty_print(pp)
-      pp.text(inspect)
     end
 
     private

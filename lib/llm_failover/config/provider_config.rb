@@ -5,12 +5,15 @@ require "uri"
 require_relative "../attachments/attachment"
 require_relative "../errors"
 require_relative "../chat/target"
+require_relative "../safe_inspect"
 
 module LlmFailover
   # One configured provider: a name the app chooses (:openai, :groq, ...), the wire
   # protocol it speaks, where it lives and its key. The key is readable by the gem
   # but never shown by #inspect or #to_s.
   class ProviderConfig
+    include SafeInspect
+
     APIS = %i[openai anthropic].freeze
 
     # Where each protocol lives when no base_url is given; the engine appends
@@ -101,11 +104,6 @@ module LlmFailover
       shown = headers.keys.map { |k| "#{k}: #{REDACTED}" }.join(", ")
       "#<#{self.class.name} #{name.inspect} api=#{api} base_url=#{base_url} " \
         "api_key=#{REDACTED}#{" headers={#{shown}}" unless headers.empty?}>"
-    end
-    alias to_s inspect
-
-    def pretty_print(pp)
-      pp.text(inspect)
     end
 
     private

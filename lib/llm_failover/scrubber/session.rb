@@ -3,6 +3,7 @@
 require "json"
 require_relative "../errors"
 require_relative "../chat/text"
+require_relative "../safe_inspect"
 
 module LlmFailover
   class Scrubber
@@ -14,6 +15,8 @@ module LlmFailover
     #
     # @api private: built by Chat for a call when a scrubber is configured
     class Session
+      include SafeInspect
+
       PLACEHOLDER_NUMBER = /_(\d+)\]\z/.freeze
       private_constant :PLACEHOLDER_NUMBER
 
@@ -79,11 +82,6 @@ module LlmFailover
       # Counts only: the values are what must not be shown.
       def inspect
         "#<#{self.class.name} scrubbed=#{counts.inspect}>"
-      end
-      alias to_s inspect
-
-      def pretty_print(pp)
-        pp.text(inspect)
       end
 
       private
