@@ -17,7 +17,7 @@ module LlmFailover
       # A stored message's attachments in canonical form (an ActiveStorage attachment
       # list of a record reads as blobs).
       def stored_attachments(message)
-        store = @options.store
+        store = @store
         return store.attachments_of(message) if store.respond_to?(:attachments_of)
         return [] unless message.respond_to?(:attachments)
 
