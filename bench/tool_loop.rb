@@ -11,6 +11,9 @@
 #                      own Ruby time for one call
 #   per turn (canned)  the five-turn loop with that engine, per turn: the gem's own time
 #                      per round (transcript, store, tool run, the turn's call)
+#   SQLite plain / per turn   the same two canned figures with the ActiveRecord store
+#                      on a SQLite file (a chat record per ask), and the SQL statements
+#                      of each (sql.active_record events)
 #
 # and, once, the memory a MemoryStore keeps per stored round (an assistant message with
 # its call, the call's snapshot, the result message), from ObjectSpace after a full GC.
@@ -21,6 +24,21 @@ $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "objspace"
 require "llm_failover"
 require "llm_failover/testing"
+require "tmpdir"
+require "llm_failover/active_record"
+
+ActiveRecord::Base.establish_connection(adapter: "sqlite3",
+                                        database: File.join(Dir.mktmpdir("bench_tool_loop"), "bench.sqlite3"))
+ActiveRecord::Migration.verbose = false
+LlmFailover::ActiveRecord.create_tables!
+
+class Chat < ActiveRecord::Base
+  acts_as_llm_chat
+end
+
+class Message < ActiveRecord::Base
+  acts_as_llm_message
+end
 
 TURNS = 5
 
@@ -63,8 +81,8 @@ begin
   end
   tool_turns = Array.new(TURNS - 1) { |i| { tool_calls: [{ name: "step", arguments: { "n" => i } }] } }
   canned = CannedToolEngine.new
-  chat_for = lambda do |engine, tools|
-    chat = LlmFailover.chat(model: "gpt-4o-mini", provider: :bench)
+  chat_for = lambda do |engine, tools, store = nil|
+    chat = LlmFailover.chat(model: "gpt-4o-mini", provider: :bench, **(store ? { store: store } : {}))
     chat.instance_variable_set(:@engine, engine) if engine # the engine a Chat may be given (Chat.new(engine:))
     tools ? chat.with_tool(Step) : chat
   end
@@ -80,14 +98,32 @@ begin
     (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0) * 1e6 / count
   end
 
-  puts format("%-6s %18s %10s %16s %18s", "round", "plain (loopback)", "per turn", "plain (canned)", "per turn (canned)")
+  on_sqlite = ->(tools) { chat_for.call(canned, tools, Chat.create!(model: "gpt-4o-mini", provider: "bench").llm_store) }
+  statements = lambda do |&call|
+    count = 0
+    counter = ActiveSupport::Notifications.subscribe("sql.active_record") do |*, payload|
+      count += 1 unless %w[SCHEMA TRANSACTION].include?(payload[:name])
+    end
+    call.call
+    count
+  ensure
+    ActiveSupport::Notifications.unsubscribe(counter)
+  end
+
+  puts format("%-6s %18s %10s %16s %18s %14s %16s", "round", "plain (loopback)", "per turn", "plain (canned)",
+              "per turn (canned)", "SQLite plain", "SQLite per turn")
   rounds.times do |r|
     a = time.call(n) { chat_for.call(nil, false).ask("Hello") }
     b = time.call(n) { loopback_loop.call } / TURNS
     c = time.call(n * 10) { chat_for.call(canned, false).ask("Hello") }
     d = time.call(n * 10) { chat_for.call(canned, true).ask("Go") } / TURNS
-    puts format("%-6d %18.1f %10.1f %16.1f %18.1f", r + 1, a, b, c, d)
+    e = time.call(n) { on_sqlite.call(false).ask("Hello") }
+    f = time.call(n) { on_sqlite.call(true).ask("Go") } / TURNS
+    puts format("%-6d %18.1f %10.1f %16.1f %18.1f %14.1f %16.1f", r + 1, a, b, c, d, e, f)
   end
+  plain_sql = statements.call { on_sqlite.call(false).ask("Hello") }
+  loop_sql = statements.call { on_sqlite.call(true).ask("Go") }
+  puts format("SQL statements: %d for a plain ask, %.1f per turn of the five-turn loop", plain_sql, loop_sql.fdiv(TURNS))
 
   # Memory: one chat keeps K loops; what it holds after a full GC, per stored round.
   k = 200

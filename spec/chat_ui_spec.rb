@@ -150,6 +150,54 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       check.call
     end
 
+    it "asks a person before a call that needs approval: Approve runs it once and the answer goes on" do
+      @primary.enqueue({ text: "I can refund it.", tool_calls: [{ name: "refund_order", arguments: { "order" => 42 } }] },
+                       { chunks: ["Order 42 ", "is refunded."], chunk_delay: 0.1 })
+      refunds = @app.refunds # one app for every example
+      open_new_chat
+      ask("Refund order 42")
+
+      parked = lambda do
+        turn = page.find("#turns .turn.approval", wait: wait)
+        expect(turn).to have_css(".label", exact_text: "Waiting for your approval")
+        step = turn.find(".tools li.tool.awaiting")
+        expect(step).to have_css(".call", exact_text: 'refund_order({"order":42})')
+        expect(turn).to have_no_button("Stop")
+        step
+      end
+      parked.call
+      page.refresh # parked in the database, not only on the page
+      step = parked.call
+      page.save_screenshot(File.join(screenshots, "chat_ui_approval.png"))
+      expect(@app.refunds).to eq(refunds)
+      step.click_button("Approve")
+
+      turn = page.find("#turns .turn.complete", wait: wait)
+      expect(turn).to have_css(".answer", exact_text: "Order 42 is refunded.")
+      expect(turn).to have_css(".tools li.tool.succeeded .result", exact_text: "refunded order 42")
+      expect(turn).to have_no_button("Approve")
+      expect(@app.refunds).to eq([*refunds, "42"])
+      page.refresh
+      expect(page.find("#turns .turn.complete", wait: wait)).to have_css(".tools li.tool.succeeded", count: 1)
+      expect(page).to have_css("#turns .turn", count: 1)
+    end
+
+    it "never runs a call a person denied: the model is told, and answers" do
+      @primary.enqueue({ tool_calls: [{ name: "refund_order", arguments: { "order" => 7 } }] },
+                       { text: "I did not refund order 7." })
+      refunds = @app.refunds
+      open_new_chat
+      ask("Refund order 7")
+      page.find("#turns .turn.approval .tools li.tool.awaiting", wait: wait).click_button("Deny")
+
+      turn = page.find("#turns .turn.complete", wait: wait)
+      expect(turn).to have_css(".answer", exact_text: "I did not refund order 7.")
+      expect(turn).to have_css(".tools li.tool.denied.error .result", text: "The user denied this call")
+      expect(@app.refunds).to eq(refunds)
+      sent = @primary.requests.last.json["messages"].find { |m| m["role"] == "tool" }
+      expect(sent["content"]).to start_with("The user denied this call")
+    end
+
     it "drops an update of a turn that arrives after a newer one (ActionCable swapped them)" do
       open_new_chat
       stream = lambda do |seq, text|

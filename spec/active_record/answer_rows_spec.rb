@@ -75,6 +75,19 @@ ArSpec.describe "One assistant row per turn" do
     expect(second.start_assistant(model: "gpt-4o", provider: "openai").id).not_to eq(failed.id)
     expect(Message.where(chat_id: chat.id, role: "assistant").pluck(:status)).to eq(%w[streaming streaming])
   end
+
+  it "never takes a failed row it read as the last once another process added rows after it" do
+    primary.enqueue({ error: :server })
+    expect { chat.ask("A") }.to raise_error(LlmFailover::ServerError)
+    failed = Message.where(chat_id: chat.id, role: "assistant").sole
+    store = LlmFailover::ActiveRecord::MessageStore.new(Chat.find(chat.id))
+    expect(store.conversation.map(&:role)).to eq(%w[user]) # it read the failed row as the chat's last
+    Message.create!(chat: chat, role: "user", content: "B") # another process's turn, meanwhile
+    started = store.start_assistant(model: "gpt-4o", provider: "openai")
+    expect(started.id).not_to eq(failed.id)
+    expect(failed.reload.status).to eq("failed")
+    expect(rows.map { |r| r[1] }).to eq(%w[user assistant user assistant])
+  end
 end
 
 RSpec.describe "One assistant message per turn, in memory" do

@@ -224,6 +224,36 @@ ArSpec.describe "The tool loop on chat records" do
       expect(Chat.find(chat.id).messages.last.content).to eq("Refunded order 42.")
     end
 
+    it "says no answer is pending while the turn is parked on an approval, and yes once a person decided" do
+      primary.enqueue({ text: "Two refunds.", tool_calls: [{ name: "refund", arguments: { "order" => 1 }, id: "call_1" },
+                                                           { name: "refund", arguments: { "order" => 2 }, id: "call_2" }] },
+                      { text: "Refunded order 1 only." })
+      job_chat.ask("Refund orders 1 and 2")
+      record = Chat.find(chat.id)
+      expect(record.answer_pending?).to be(false) # complete would only park it again
+      expect(record.tool_calls_awaiting_approval.map(&:id)).to eq(%w[call_1 call_2])
+
+      record.deny_tool_call("call_2", reason: "no") # a result stored, call_1 still parked
+      expect(Chat.find(chat.id).answer_pending?).to be(false)
+      expect(Chat.find(chat.id).tool_calls_awaiting_approval.map(&:id)).to eq(%w[call_1])
+
+      Chat.find(chat.id).approve_tool_call("call_1")
+      expect(Chat.find(chat.id).answer_pending?).to be(true) # complete runs it and answers
+      expect(Chat.find(chat.id).tool_calls_awaiting_approval).to eq([])
+      expect(job_chat.complete.content).to eq("Refunded order 1 only.")
+      expect(Chat.find(chat.id).answer_pending?).to be(false)
+    end
+
+    it "says an answer is pending for a turn stopped inside its tool loop" do
+      primary.enqueue({ tool_calls: [{ name: "charge", arguments: { "amount" => 3 }, id: "call_c" }] },
+                      { error: :bad_request }, { text: "Charged 3." })
+      expect { job_chat.ask("Charge me 3") }.to raise_error(LlmFailover::BadRequestError)
+      expect(Chat.find(chat.id).messages.map(&:role)).to eq(%w[user assistant tool assistant]) # the last one failed
+      expect(Chat.find(chat.id).answer_pending?).to be(true)
+      expect(job_chat.complete.content).to eq("Charged 3.")
+      expect(Chat.find(chat.id).answer_pending?).to be(false)
+    end
+
     it "sends a denial as the call's result, and never runs it" do
       primary.enqueue({ tool_calls: [{ name: "refund", arguments: { "order" => 43 }, id: "call_d" }] },
                       { text: "The refund was declined." })

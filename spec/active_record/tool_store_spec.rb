@@ -58,9 +58,27 @@ RSpec.shared_examples "a store of tool calls" do
     first.start!
     store.save_tool_call(first)
     store.add_tool_result(first.succeed!("sunny"))
-    stale = call("call_1").start! # a second process that still saw it pending
-    expect { store.save_tool_call(stale) }.to raise_error(ArgumentError) if stores_in_database?
+    stale = call("call_1").start! # a second process (or thread) that still saw it pending
+    expect { store.save_tool_call(stale) }.to raise_error(ArgumentError, /is succeeded in the store/)
+    parked = call("call_1")
+    parked.await_approval! # a late decision on a call that has run
+    expect { reread.save_tool_call(parked) }.to raise_error(ArgumentError, /is succeeded in the store/)
+    expect { reread.save_tool_call(call("call_1").start!.succeed!("rainy")) }
+      .to raise_error(ArgumentError, /is final \(succeeded\): store it with add_tool_result/)
+    expect { reread.save_tool_call(call("call_9").start!) }.to raise_error(ArgumentError, /not stored/)
     expect(reread.tool_call("call_1").status).to eq(:succeeded)
+    expect(reread.tool_call("call_1").content).to eq("sunny")
+  end
+
+  it "never approves a denied call, nor runs one" do
+    first = call("call_1")
+    first.await_approval!
+    answer_with(store, first)
+    store.add_tool_result(reread.tool_call("call_1").deny!("no"))
+    late = call("call_1")
+    expect { reread.save_tool_call(late.approve!) }.to raise_error(ArgumentError, /is denied in the store/)
+    expect { reread.save_tool_call(call("call_1").start!) }.to raise_error(ArgumentError, /is denied in the store/)
+    expect(reread.tool_call("call_1").status).to eq(:denied)
   end
 
   it "marks a failed, rejected or denied call's result message is_error" do
@@ -135,7 +153,6 @@ RSpec.describe LlmFailover::MemoryStore do
   let(:store) { described_class.new }
 
   def reread = store
-  def stores_in_database? = false
 
   it_behaves_like "a store of tool calls"
   it_behaves_like "decisions on stored tool calls"
@@ -148,7 +165,6 @@ ArSpec.describe LlmFailover::ActiveRecord::MessageStore do
   let(:store) { chat.llm_store }
 
   def reread = Chat.find(chat.id).llm_store
-  def stores_in_database? = true
 
   it_behaves_like "a store of tool calls"
   it_behaves_like "decisions on stored tool calls"

@@ -74,8 +74,9 @@ class ChatUiApp
     RUBY
   end
 
-  # What a developer does to let the assistant call a tool: a Tool class, named in the
-  # generated job's #tools.
+  # What a developer does to let the assistant call tools: Tool classes, named in the
+  # generated job's #tools. RefundOrder waits for a person's approval; each of its runs
+  # is a line in tmp/refunds, which is how a spec counts them.
   def give_the_job_a_tool
     File.write(File.join(@dir, "app/models/order_status.rb"), <<~RUBY)
       class OrderStatus < LlmFailover::Tool
@@ -84,12 +85,29 @@ class ChatUiApp
         def execute(order:) = { order: order, status: "shipped" }
       end
     RUBY
+    File.write(File.join(@dir, "app/models/refund_order.rb"), <<~RUBY)
+      class RefundOrder < LlmFailover::Tool
+        description "Refunds an order"
+        param :order, type: :integer
+        requires_approval!
+        def execute(order:)
+          File.open(Rails.root.join("tmp/refunds"), "a") { |f| f.puts(order) }
+          "refunded order \#{order}"
+        end
+      end
+    RUBY
     job = File.join(@dir, "app/jobs/chat_answer_job.rb")
     source = File.read(job)
-    edited = source.sub(/  def tools\n    \[\]\n  end/, "  def tools\n    [OrderStatus]\n  end")
+    edited = source.sub(/  def tools\n    \[\]\n  end/, "  def tools\n    [OrderStatus, RefundOrder]\n  end")
     raise "the generated job has no `def tools [] end` to edit" if edited == source
 
     File.write(job, edited)
+  end
+
+  # @return [Array<String>] the orders RefundOrder refunded, one per run
+  def refunds
+    path = File.join(@dir, "tmp/refunds")
+    File.exist?(path) ? File.readlines(path, chomp: true) : []
   end
 
   # Every file of the app but logs, tmp and the database, with its content and mtime.

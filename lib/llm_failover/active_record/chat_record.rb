@@ -187,12 +187,29 @@ module LlmFailover
                           scope: options.quota_scope == :chat ? association.scope.unscope(:order) : nil)
       end
 
-      # Whether the last user message has no complete answer after it (a failed or
-      # interrupted turn that #complete would answer).
+      # Whether #complete has work to do on the turn the chat ends on: the last user
+      # message has no complete answer after it (a failed or interrupted turn), or the
+      # turn stopped inside its tool loop (results stored but the next model turn not
+      # answered; calls stored but not run, approved ones included; a call a crash
+      # left running, for which #complete raises ToolInterruptedError until settled).
+      #
+      # False for a turn parked on an approval (a call of a requires_approval! tool
+      # awaiting it, #tool_calls_awaiting_approval): #complete would only park it
+      # again, so a job or a page that polls this must wait for a person's
+      # approve_tool_call or deny_tool_call, after which it is true again.
+      # @return [Boolean]
       def answer_pending?
-        columns = self.class.llm_chat_options.message_columns(association(self.class.llm_chat_options.messages).klass)
-        last = llm_store.conversation.reject { |m| m[columns[:role]] == "system" }.last
-        !last.nil? && last[columns[:role]] == "user"
+        conversation = llm_store.conversation
+        last = conversation.reverse_each.find { |m| m.role.to_s != "system" }
+        return false if last.nil?
+        return true if last.role.to_s == "user"
+
+        open = LlmFailover::Chat::ToolLoop.open_calls(conversation)
+        return false if open.any?(&:awaiting_approval?)
+
+        # An answer without calls ends the turn; one with calls, or a tool result,
+        # leaves the loop something to do.
+        last.role.to_s == "tool" || !open.empty?
       end
 
       private

@@ -59,14 +59,18 @@ module LlmFailover
         @buffers = {}.compare_by_identity
         @lock = Mutex.new
         @seen = {} # call id -> the status this store last read for it (see #transition)
+        @tail = nil # the chat's last row as this store last read or wrote it (#known_tail)
+        @streaming_read = nil # whether the last #messages saw a streaming answer (nil: none read)
       end
 
       # @return [Array<ActiveRecord::Base>] every stored message, failed answers included,
       #   read from the database (unwritten deltas are written first)
       def messages
         flush_all
-        all = with_connection { LlmFailover::ActiveRecord.insertion_order(@chat.association(@association).scope).to_a }
-        attach_tool_calls(all)
+        all, with_calls = with_connection { read_messages }
+        @tail = all.last
+        @streaming_read = all.any? { |m| read(m, :role) == "assistant" && read(m, :status) == "streaming" }
+        attach_tool_calls(all, with_calls)
       end
 
       # @return [Array<ActiveRecord::Base>] what a provider must see: no assistant row
@@ -74,7 +78,7 @@ module LlmFailover
       #   complete, which is when rows a dead process left streaming are settled.
       def conversation
         all = messages
-        settle_abandoned(all)
+        settle_abandoned(all) if @streaming_read
         all.reject { |m| read(m, :role) == "assistant" && read(m, :status) != "complete" }
       end
 
@@ -122,7 +126,7 @@ module LlmFailover
       def start_assistant(model:, provider:)
         answer = { role: "assistant", content: +"", status: "streaming", model: model, provider: provider }
         with_connection do
-          failed = failed_tail
+          failed = known_tail ? failed_row(known_tail) : failed_row(last_row)
           if failed
             reopened = attributes(**answer, input_tokens: nil, output_tokens: nil)
             reopened["failure_reason"] = nil if failed.has_attribute?("failure_reason")
@@ -132,7 +136,7 @@ module LlmFailover
           message = proxy.build(attributes(**answer))
           # An empty answer is valid here whatever the app validates for finished rows.
           message.save!(validate: false)
-          message
+          @tail = message
         end
       end
 
@@ -170,7 +174,10 @@ module LlmFailover
           end
         end
         message.llm_tool_calls = calls.map { |c| ToolCall.from_h(c.to_h) } if message.respond_to?(:llm_tool_calls=)
-        settle_abandoned # this answer may be its turn's second: a retried job's, or a complete's
+        # This answer may be its turn's second (a retried job's, a complete's), which
+        # makes a row still streaming in this turn abandoned: only when this store's
+        # last read saw one (or it never read) is there any to look for.
+        settle_abandoned unless @streaming_read == false
         message
       end
 
@@ -206,21 +213,49 @@ module LlmFailover
         @chat.public_send(@association)
       end
 
-      # The chat's last row when it is a failed answer.
-      def failed_tail
-        last = LlmFailover::ActiveRecord.insertion_order(proxy).reverse_order.first
-        last if last && read(last, :role) == "assistant" && read(last, :status) == "failed"
+      # The chat's last row as this store last read or wrote it (its #messages, a row
+      # it made), or nil when it has neither: start_assistant needs no SELECT of its
+      # own right after a call read the conversation. A row another process added
+      # since is missed at worst: the new answer gets a row of its own, as it would
+      # have had before failed rows were reopened.
+      def known_tail
+        @tail if integer_ids?
+      end
+
+      def last_row
+        LlmFailover::ActiveRecord.insertion_order(proxy).reverse_order.first
+      end
+
+      # +row+ when it is a failed answer.
+      def failed_row(row)
+        row if row && read(row, :role) == "assistant" && read(row, :status) == "failed"
       end
 
       # Claims a failed row for this call's answer: true for the one caller whose
       # UPDATE found it still failed.
+      # With integer ids, only while it is still the chat's last row: the row may come
+      # from this store's earlier read (#known_tail), and another process may have added
+      # rows since.
       def reopen(message)
         status = @columns[:status]
-        proxy.where(id: message.id, status => "failed").update_all(status => "streaming") == 1
+        claim = proxy.where(id: message.id, status => "failed")
+        if integer_ids?
+          later = proxy.unscope(:order).where(@klass.arel_table[pk].gt(message.id))
+          claim = claim.where.not(later.arel.exists)
+        end
+        claim.update_all(status => "streaming") == 1
+      end
+
+      def pk
+        @klass.primary_key
+      end
+
+      def integer_ids?
+        pk && @klass.columns_hash[pk]&.type == :integer
       end
 
       def create(**attrs)
-        with_connection { proxy.create!(attributes(**attrs)) }
+        @tail = with_connection { proxy.create!(attributes(**attrs)) }
       end
 
       # Lifecycle changes go through save: the app's callbacks see them (a broadcast

@@ -4,6 +4,7 @@ require "llm_failover/llm_failover" # the compiled extension: Engine.uuid
 require_relative "idempotency"
 require_relative "memory_store/message"
 require_relative "../tools/schema"
+require_relative "../tools/store_transition"
 require_relative "../tools/tool_call"
 
 module LlmFailover
@@ -33,7 +34,9 @@ module LlmFailover
   #   its calls. The keyword is only given when there are calls.
   # - save_tool_call(call): stores a call's state that has no result yet (ToolCall#to_h:
   #   status, awaiting_approval, ...). The loop calls it with the call `running` right
-  #   before Tool#execute, so that a crash leaves it visibly running.
+  #   before Tool#execute, so that a crash leaves it visibly running. Refused
+  #   (ArgumentError) for a final call, and over a stored status the call cannot
+  #   follow (Tools::StoreTransition: never over a result, never a second run).
   # - add_tool_result(call): the call is final (ToolCall#final?): stores its final
   #   state and appends its result message (role "tool") in one step. The loop calls
   #   it before the next turn is sent. Given again for a call that has its result, it
@@ -51,6 +54,7 @@ module LlmFailover
     def initialize
       @messages = []
       @calls = {} # id -> ToolCall#to_h, frozen: a snapshot, as a database row would be
+      @seen = {}  # id -> the status this store last read or wrote for it (Tools::StoreTransition.prior)
       @lock = Mutex.new
     end
 
@@ -186,12 +190,11 @@ module LlmFailover
     # Stores a call's state before it has a result (running, approval).
     # @param call [ToolCall]
     # @return [ToolCall] the call
+    # @raise [ArgumentError] the call is final, not stored, or stored in a status it
+    #   cannot follow (it has its result, or another caller runs it)
     def save_tool_call(call)
-      @lock.synchronize do
-        raise ArgumentError, "tool call #{call.id} is not stored" unless @calls.key?(call.id)
-
-        @calls[call.id] = snapshot(call)
-      end
+      Tools::StoreTransition.check_not_final!(call)
+      @lock.synchronize { transition(call) }
       call
     end
 
@@ -207,7 +210,7 @@ module LlmFailover
         existing = @messages.find { |m| m.role == "tool" && m.tool_call_id == call.id }
         next existing if existing
 
-        @calls[call.id] = snapshot(call)
+        transition(call)
         message = Message.new(role: "tool", content: call.content.to_s.dup.freeze)
         message.update(tool_call_id: call.id, is_error: call.error?)
         @messages << message
@@ -243,10 +246,24 @@ module LlmFailover
       Tools::Schema.deep_freeze(call.to_h)
     end
 
+    # Writes +call+'s state over the stored one when the rule allows it, as the
+    # ActiveRecord store's conditional UPDATE does. Under the lock (the caller's).
+    def transition(call)
+      stored = @calls[call.id]&.fetch("status")
+      allowed = Tools::StoreTransition.prior(call, seen: @seen[call.id])
+      Tools::StoreTransition.refuse!(call, stored, allowed) unless allowed.include?(stored)
+
+      @calls[call.id] = snapshot(call)
+      @seen[call.id] = call.status.to_s
+    end
+
     # Under the lock (the caller's).
     def stored_call(id)
       row = @calls[id]
-      row && ToolCall.from_h(row)
+      return nil unless row
+
+      @seen[id] = row["status"]
+      ToolCall.from_h(row)
     end
 
     def push(message)

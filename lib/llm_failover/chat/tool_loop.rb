@@ -14,8 +14,10 @@ module LlmFailover
     # is a whole call (Chat#answer_turn: circuit, retries, backup); once a turn has
     # failed over, the later turns of this ask go to the backup alone.
     #
-    # The loop works from the stored transcript, never from what it remembers, so that
-    # #ask and #complete resume alike (after a crash, a ToolLoopError, a cancel):
+    # The loop works from the stored transcript, read once at the start of every turn
+    # (the results it stores in that turn joined to it as stored), never from what an
+    # earlier turn remembered, so that #ask and #complete resume alike (after a crash,
+    # a ToolLoopError, a cancel):
     # - the open calls are those of the last assistant message that have no result
     #   message after it (MemoryStore documents the store's part);
     # - a call with a result message never runs again;
@@ -29,7 +31,9 @@ module LlmFailover
     # @api private: built by Chat for an ask or complete on a chat with tools
     class ToolLoop
       # What one turn needs of the loop (Chat#answer_turn reads it).
-      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker, :attempts_before) do
+      # conversation: the store's conversation as this turn sends it (read once per
+      # turn, with the results this process stored since appended).
+      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker, :attempts_before, :conversation) do
         # @param call [Call] the turn's call
         def prepare(call)
           call.tool_fields = fields
@@ -72,6 +76,28 @@ module LlmFailover
         @on_backup = false
       end
 
+      # The calls of the last assistant message without a result yet, when only
+      # results follow it (anything else after it is the transcript's error to name:
+      # the core refuses it with ToolTranscriptError before it is sent). The one rule
+      # for where a stored turn stands: the loop resumes from it, and a chat record's
+      # answer_pending? reads it.
+      # @param conversation [Array] a store's #conversation
+      # @return [Array<ToolCall>] as stored
+      def self.open_calls(conversation)
+        at = conversation.rindex { |m| m.role.to_s == "assistant" }
+        return [] unless at
+
+        message = conversation[at]
+        calls = message.respond_to?(:tool_calls) ? message.tool_calls : []
+        return [] if calls.empty?
+
+        after = conversation[(at + 1)..]
+        return [] unless after.all? { |m| m.role.to_s == "tool" }
+
+        answered = after.map(&:tool_call_id)
+        calls.reject { |c| answered.include?(c.id) }
+      end
+
       # @yieldparam turn [Turn]
       # @yieldreturn [Reply] the turn's
       # @return [Reply] the final answer, with every turn's attempts and tool calls
@@ -81,12 +107,13 @@ module LlmFailover
       def run
         rounds = 0
         loop do
+          @conversation = @store.conversation
           parked = run_open_calls
           return finish(@replies.last, pending: parked) unless parked.empty?
           return finish(@replies.last, cancelled: true) if @cancellation.requested_now?
 
           reply = yield Turn.new(@request_id, @scrubbing, @on_backup, fields_for(rounds), method(:make_calls),
-                                 @replies.sum { |r| r.attempts.size })
+                                 @replies.sum { |r| r.attempts.size }, @conversation)
           rounds += 1
           @replies << reply
           @on_backup ||= reply.failover?
@@ -95,6 +122,7 @@ module LlmFailover
           reply.tool_calls.each { |c| @live[c.id] = c }
           next if rounds < @max_rounds
 
+          @conversation = @store.conversation
           parked = run_open_calls # the transcript stays whole
           return finish(reply, pending: parked) unless parked.empty?
 
@@ -129,28 +157,14 @@ module LlmFailover
       end
 
       def transcript_ids
-        @store.conversation.each_with_object(Set.new) do |m, ids|
+        @conversation.each_with_object(Set.new) do |m, ids|
           m.tool_calls.each { |c| ids << c.id } if m.respond_to?(:tool_calls)
         end
       end
 
-      # The calls of the last assistant message without a result yet, when only
-      # results follow it (anything else after it is the transcript's error to name:
-      # the core refuses it with ToolTranscriptError before it is sent).
+      # The open calls of the stored transcript, as this process holds them.
       def open_calls
-        conversation = @store.conversation
-        at = conversation.rindex { |m| m.role.to_s == "assistant" }
-        return [] unless at
-
-        message = conversation[at]
-        calls = message.respond_to?(:tool_calls) ? message.tool_calls : []
-        return [] if calls.empty?
-
-        after = conversation[(at + 1)..]
-        return [] unless after.all? { |m| m.role.to_s == "tool" }
-
-        answered = after.map(&:tool_call_id)
-        calls.reject { |c| answered.include?(c.id) }.map { |c| @live[c.id] || c }
+        ToolLoop.open_calls(@conversation).map { |c| @live[c.id] || c }
       end
 
       # Runs every open call and stores its result.
@@ -166,7 +180,7 @@ module LlmFailover
         calls.each { |c| @calls << c unless @calls.any? { |k| k.id == c.id } }
         ready = calls.filter_map do |call|
           if call.final? # its result was decided but not stored (a settled call)
-            @store.add_tool_result(call)
+            stored(@store.add_tool_result(call))
             next
           end
           tool = @runner.prepare(call)
@@ -230,9 +244,19 @@ module LlmFailover
 
       # A rejected call's result goes to the model at once; a run one's after all ran.
       def result(call)
-        @store.add_tool_result(call)
+        stored(@store.add_tool_result(call))
         emit(:result, call)
         nil
+      end
+
+      # A result message this process stored joins the turn's conversation as the
+      # store appended it: the turn is sent without reading the store again, which the
+      # store's other writers cannot change meanwhile (a call is run by the one process
+      # whose conditional write took it; a decision waits for a parked loop, which
+      # has returned). Each turn starts from a fresh read.
+      def stored(message)
+        @conversation = [*@conversation, message]
+        message
       end
 
       # A call left running by a crash: run again only when its tool says that is safe.

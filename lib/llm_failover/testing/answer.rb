@@ -17,10 +17,12 @@ module LlmFailover
         # The broken event `malformed_after:` sends (the same bytes on both APIs).
         MALFORMED_DATA = '{"choices": [{"delta": {"content": "x"'
 
-        # One content block: kind :text or :tool; id, name and arguments for a tool.
+        # One content block: kind :thinking, :redacted, :text or :tool; id, name and
+        # arguments for a tool; for thinking its signature (id) or redacted data (arguments).
         Block = Struct.new(:kind, :id, :name, :arguments, :pieces)
-        # One streamed delta: which block, which piece of it, whether it opens the block.
-        Delta = Struct.new(:block, :piece, :first)
+        # One streamed delta: which block, which piece of it, whether it opens the block;
+        # signature: the piece is a thinking block's signature (Anthropic's signature_delta).
+        Delta = Struct.new(:block, :piece, :first, :signature)
 
         attr_reader :model, :text, :chunks, :calls
 
@@ -31,14 +33,18 @@ module LlmFailover
         # @param usage [Hash] {input:, output:}
         # @param finish_reason [String, nil] nil picks the API's default
         # @param include_usage [Boolean] OpenAI stream_options.include_usage
-        def initialize(model:, text:, chunks:, usage:, finish_reason:, include_usage: false, calls: [])
+        # @param thinking [Hash, nil] Step#thinking: blocks before the text
+        def initialize(model:, text:, chunks:, usage:, finish_reason:, include_usage: false, calls: [], thinking: nil)
           @model = model
           @text = text
           @chunks = chunks
           @calls = calls
+          @thinking = thinking
           @blocks = build_blocks
           @deltas = @blocks.each_with_index.flat_map do |block, b|
-            block.pieces.each_with_index.map { |piece, i| Delta.new(b, piece, i.zero?) }
+            deltas = block.pieces.each_with_index.map { |piece, i| Delta.new(b, piece, i.zero?, false) }
+            deltas << Delta.new(b, block.id, deltas.empty?, true) if block.kind == :thinking && signed?
+            deltas
           end
           @input_tokens = usage.fetch(:input, 10)
           @output_tokens = usage.fetch(:output, @deltas.size)
@@ -63,8 +69,22 @@ module LlmFailover
 
         private
 
+        # Whether a thinking block streams its signature as a delta of its own (Anthropic).
+        def signed?
+          false
+        end
+
+        # Whether the protocol has a form for a redacted thinking block (Anthropic).
+        def redacted_blocks?
+          false
+        end
+
         def build_blocks
           blocks = []
+          if @thinking
+            blocks << Block.new(:thinking, @thinking[:signature], nil, nil, @thinking[:chunks]) if @thinking[:text]
+            blocks << Block.new(:redacted, nil, nil, @thinking[:redacted], []) if @thinking[:redacted] && redacted_blocks?
+          end
           blocks << Block.new(:text, nil, nil, nil, @chunks) if @calls.empty? || !@text.empty?
           @calls.each_with_index do |call, i|
             blocks << Block.new(:tool, call.id || make_id(i), call.name, call.arguments, tool_pieces(call))

@@ -50,10 +50,15 @@ module LlmFailover
             ((prior + 1)...delta.block).each { |empty| events << block_start(empty) << block_stop(empty) }
             events << block_start(delta.block)
           end
-          piece = if @blocks[delta.block].kind == :tool
-                    { "type" => "input_json_delta", "partial_json" => delta.piece }
-                  else
-                    { "type" => "text_delta", "text" => delta.piece }
+          piece = case @blocks[delta.block].kind
+                  when :tool then { "type" => "input_json_delta", "partial_json" => delta.piece }
+                  when :thinking
+                    if delta.signature
+                      { "type" => "signature_delta", "signature" => delta.piece }
+                    else
+                      { "type" => "thinking_delta", "thinking" => delta.piece }
+                    end
+                  else { "type" => "text_delta", "text" => delta.piece }
                   end
           events << event("content_block_delta", "type" => "content_block_delta", "index" => delta.block,
                                                  "delta" => piece)
@@ -88,6 +93,14 @@ module LlmFailover
 
         def default_finish_reason
           "end_turn"
+        end
+
+        def signed?
+          true
+        end
+
+        def redacted_blocks?
+          true
         end
 
         def tool_finish_reason
@@ -125,7 +138,14 @@ module LlmFailover
         # (empty while streaming, as Anthropic starts it; arguments that are not JSON
         # go out as they are, a shape a client must refuse).
         def content_block(block, final:)
-          return { "type" => "text", "text" => final ? text : "" } if block.kind == :text
+          case block.kind
+          when :text then return { "type" => "text", "text" => final ? text : "" }
+          when :thinking
+            # Streamed, the text and the signature come as deltas.
+            return { "type" => "thinking", "thinking" => final ? block.pieces.join : "",
+                     "signature" => final ? block.id : "" }
+          when :redacted then return { "type" => "redacted_thinking", "data" => block.arguments }
+          end
 
           { "type" => "tool_use", "id" => block.id, "name" => block.name,
             "input" => final ? parsed(block.arguments) : {}, "caller" => { "type" => "direct" } }

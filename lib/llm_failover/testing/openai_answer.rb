@@ -25,6 +25,8 @@ module LlmFailover
           tools = @blocks.select { |b| b.kind == :tool }
           message = { "role" => "assistant", "content" => tools.empty? || !text.empty? ? text : nil,
                       "refusal" => nil }
+          thought = @blocks.find { |b| b.kind == :thinking }
+          message[@thinking[:field]] = thought.pieces.join if thought
           unless tools.empty?
             message["tool_calls"] = tools.map do |b|
               { "id" => b.id, "type" => "function", "function" => { "name" => b.name, "arguments" => b.arguments } }
@@ -45,8 +47,12 @@ module LlmFailover
           delta = @deltas[index]
           block = @blocks[delta.block]
           events = []
-          if block.kind == :tool
-            call_index = delta.block - (@blocks.first.kind == :text ? 1 : 0)
+          if block.kind == :thinking
+            # DeepSeek sends content null beside reasoning_content; Ollama "" beside reasoning.
+            content = @thinking[:field] == "reasoning" ? "" : nil
+            events << delta_chunk({ "content" => content, @thinking[:field] => delta.piece }, first: index.zero?)
+          elsif block.kind == :tool
+            call_index = @blocks.first(delta.block).count { |b| b.kind == :tool }
             if delta.first
               opener = { "index" => call_index, "id" => block.id, "type" => "function",
                          "function" => { "name" => block.name, "arguments" => "" } }

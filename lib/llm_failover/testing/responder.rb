@@ -164,7 +164,7 @@ module LlmFailover
           text, chunks, calls = @step.answer_for(@request.json)
           answer = @request.api == :anthropic ? AnthropicAnswer : OpenAIAnswer
           answer.new(model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls, usage: usage,
-                     finish_reason: @step[:finish_reason], include_usage: include_usage)
+                     finish_reason: @step[:finish_reason], include_usage: include_usage, thinking: @step.thinking)
         end
 
         def request_model

@@ -17,7 +17,13 @@ module LlmFailover
           no_done no_terminal reset close
           fixture interaction raw content_type
           tool_call tool_name json tool_calls
+          thinking redacted_thinking reasoning_field
         ].freeze
+
+        # Where an OpenAI-compatible answer puts its reasoning: reasoning_content
+        # (DeepSeek, and what clients send back), reasoning (Ollama, OpenRouter: the
+        # recordings under shared/fixtures/recorded).
+        REASONING_FIELDS = %w[reasoning_content reasoning].freeze
 
         # What a step's answer is made of: at most one of these (text may also come
         # before tool_calls, as models often say something before they call).
@@ -89,6 +95,24 @@ module LlmFailover
           return @options[:chunks].join if @options.key?(:chunks)
 
           DEFAULT_TEXT
+        end
+
+        # What the model thought before it answered, as each protocol sends it: nil, or
+        # { text:, chunks:, signature:, redacted:, field: }. Anthropic: a thinking block
+        # (its text, then a signature) and a redacted_thinking block (opaque data),
+        # before the text and the tool calls; OpenAI-compatible: the text in the
+        # message's (or each delta's) reasoning_content or reasoning; a redacted block
+        # has no OpenAI form and is left out there.
+        # @return [Hash, nil]
+        def thinking
+          return nil unless @options.key?(:thinking) || @options.key?(:redacted_thinking)
+
+          text = @options[:thinking]
+          redacted = @options[:redacted_thinking]
+          { text: text, chunks: text ? text.scan(/\s*\S+\s*/) : [],
+            signature: text ? "sig_#{[text].pack('m0')[0, 24]}" : nil,
+            redacted: redacted == true ? "EncryptedThinkingData==" : redacted,
+            field: @options[:reasoning_field] || REASONING_FIELDS.first }
         end
 
         # @return [Array<String>] the content deltas of a streamed answer; joined they equal #text
@@ -188,6 +212,9 @@ module LlmFailover
           check(opts, :tool_call) { |v| v.is_a?(Hash) || v.is_a?(Array) || v.is_a?(String) }
           check(opts, :tool_name) { |v| v.is_a?(String) && !v.empty? }
           check(opts, :json) { |v| v.is_a?(Hash) || v.is_a?(Array) }
+          check(opts, :thinking) { |v| v.is_a?(String) && !v.strip.empty? }
+          check(opts, :redacted_thinking) { |v| v == true || (v.is_a?(String) && !v.empty?) }
+          check(opts, :reasoning_field) { |v| REASONING_FIELDS.include?(v) }
           check(opts, :tool_calls) { |v| v.is_a?(Array) && !v.empty? }
           check(opts, :retry_after) { |v| (v.is_a?(Numeric) && v >= 0) || v.is_a?(String) }
           check(opts, :fixture) { |v| v.is_a?(String) || v.is_a?(Hash) || v.respond_to?(:to_path) }

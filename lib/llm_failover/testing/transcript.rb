@@ -27,6 +27,7 @@ module LlmFailover
         # @param json [Hash, nil] the request body
         def initialize(api, json)
           @api = api
+          @thinking = json.is_a?(Hash) && json["thinking"].is_a?(Hash) && json["thinking"]["type"] == "enabled"
           messages = json.is_a?(Hash) ? json["messages"] : nil
           @messages = messages.is_a?(Array) ? messages.map { |m| m.is_a?(Hash) ? m : {} } : []
         end
@@ -44,7 +45,11 @@ module LlmFailover
         # The provider's 400 for a broken transcript, as a FakeProvider step, or nil.
         # @return [Hash, nil]
         def rejection
-          problem = @api == :anthropic ? anthropic_id_problem || anthropic_problem : openai_id_problem || openai_problem
+          problem = if @api == :anthropic
+                      anthropic_id_problem || anthropic_problem || anthropic_thinking_problem
+                    else
+                      openai_id_problem || openai_problem
+                    end
           return nil unless problem
 
           message, param, code = problem
@@ -111,6 +116,22 @@ module LlmFailover
           return "" unless content.is_a?(Array)
 
           content.filter_map { |part| part["text"] if part.is_a?(Hash) && part["text"].is_a?(String) }.join
+        end
+
+        # With thinking enabled in the request, Anthropic wants the thinking block (or
+        # redacted_thinking) back, first, in the last assistant message that called tools:
+        # the turn the tool results continue. Without thinking in the request, none is needed.
+        def anthropic_thinking_problem
+          return nil unless @thinking
+
+          at = @messages.rindex { |m| m["role"] == "assistant" }
+          return nil unless at && blocks(at).any? { |b| b["type"] == "tool_use" }
+          return nil if %w[thinking redacted_thinking].include?(blocks(at).first&.fetch("type", nil))
+
+          found = blocks(at).first&.fetch("type", nil)
+          ["messages.#{at}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `#{found}`. " \
+           "When `thinking` is enabled, a final `assistant` message must start with a thinking block " \
+           "(preceeding the lastmost set of `tool_use` and `tool_result` blocks)."]
         end
 
         # Anthropic checks every id against its pattern before it pairs calls and results.

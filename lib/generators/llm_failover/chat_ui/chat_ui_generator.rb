@@ -76,6 +76,7 @@ module LlmFailover
             member do
               post :ask
               post :stop
+              post :decide
             end
           end
           # Turbo's JavaScript as turbo-rails ships it: no asset pipeline, Node or CDN.

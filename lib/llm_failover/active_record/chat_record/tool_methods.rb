@@ -54,6 +54,14 @@ module LlmFailover
           Tools::Decisions.settle(llm_store, id, result: result, error: error)
         end
 
+        # The calls the turn the chat ends on is parked on (requires_approval! tools
+        # awaiting a person's approve_tool_call or deny_tool_call): what a page shows
+        # buttons for. Empty when the turn is not parked.
+        # @return [Array<LlmFailover::ToolCall>]
+        def tool_calls_awaiting_approval
+          LlmFailover::Chat::ToolLoop.open_calls(llm_store.conversation).select(&:awaiting_approval?)
+        end
+
         private
 
         def llm_tool_settings

@@ -19,7 +19,13 @@ module LlmFailover
         # @return [Integer] the rows settled
         def settle_abandoned(all = nil)
           status = @columns[:status]
-          return 0 unless with_connection { proxy.where(status => "streaming", @columns[:role] => "assistant").exists? }
+          # Given the rows just read, they say whether there is any; else one query does.
+          streaming = if all
+                        all.any? { |m| read(m, :role) == "assistant" && read(m, :status) == "streaming" }
+                      else
+                        with_connection { proxy.where(status => "streaming", @columns[:role] => "assistant").exists? }
+                      end
+          return 0 unless streaming
 
           abandoned(all || messages).sum do |message, reason|
             changes = { status => "failed" }

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../../tools/store_transition"
 require_relative "../../tools/tool_call"
 require_relative "../tool_call_row"
 
@@ -9,8 +10,8 @@ module LlmFailover
       # The tool-call half of MessageStore (its header says how calls are kept): a
       # call's state before it runs, its outcome with its result message, the calls
       # read back and given to their messages. Each write is one conditional UPDATE
-      # from a status PRIOR allows. Uses the store's with_connection, proxy, create,
-      # read, @klass, @columns, @lock and @seen.
+      # from a status Tools::StoreTransition allows. Uses the store's with_connection,
+      # proxy, create, read, @klass, @columns, @lock and @seen.
       module ToolCalls
         # Stores a call's state before it has a result: running (written before
         # Tool#execute, so that a crash leaves it so), approved, awaiting approval.
@@ -18,7 +19,7 @@ module LlmFailover
         # @return [ToolCall]
         # @raise [ArgumentError] the call is not stored in this chat, or has its result
         def save_tool_call(call)
-          raise ArgumentError, "tool call #{call.id} is final (#{call.status}): store it with add_tool_result" if call.final?
+          Tools::StoreTransition.check_not_final!(call)
 
           changes = ToolCallRow.columns_of(call).slice("status", "awaiting_approval")
           changes["started_at"] = Time.current if call.status == :running
@@ -76,15 +77,6 @@ module LlmFailover
           with_connection { chat_rows.order(:id).map { |row| seen(row.to_tool_call) } }
         end
 
-        # The stored status each status is written over, and no other: one process
-        # wins a call (two jobs completing one chat never both run it), an approval
-        # never lands on a denied call, a denial never on one that runs. A result is
-        # taken over any state without one: the tool has run by then.
-        PRIOR = { running: %w[pending approved], approved: %w[pending], pending: %w[pending],
-                  succeeded: %w[pending approved running], failed: %w[pending approved running],
-                  rejected: %w[pending approved], denied: %w[pending] }.freeze
-        private_constant :PRIOR
-
         private
 
         # The tool_calls rows' model of this chat's messages table.
@@ -102,33 +94,18 @@ module LlmFailover
           call
         end
 
-        # The statuses +call+ may be written over. A call this store read as running
-        # (the loop runs an idempotent! one again after a crash) is run again from
-        # running; any other run starts from pending or approved, so that of two
-        # processes that read it pending only one runs it.
-        def prior(call)
-          return %w[running] if call.status == :running && @lock.synchronize { @seen[call.id] } == "running"
-
-          PRIOR.fetch(call.status)
-        end
-
-        # One conditional UPDATE of the call's row from a status PRIOR allows.
+        # One conditional UPDATE of the call's row from a status Tools::StoreTransition allows.
         # @raise [ArgumentError] the row is not there, or in another status (another
         #   process moved it first)
         def transition(call, changes)
-          allowed = prior(call)
+          allowed = Tools::StoreTransition.prior(call, seen: @lock.synchronize { @seen[call.id] })
           n = chat_rows.where(call_id: call.id, status: allowed).update_all(changes)
           if n == 1
             @lock.synchronize { @seen[call.id] = call.status.to_s }
             return
           end
 
-          stored = chat_rows.where(call_id: call.id).pick(:status)
-          raise ArgumentError, "tool call #{call.id} is not stored in this chat" if stored.nil?
-
-          raise ArgumentError, "tool call #{call.id} (#{call.name}) is #{stored} in the store, not " \
-                               "#{allowed.join(' or ')}: it cannot become #{call.status} " \
-                               "(another process moved it first)"
+          Tools::StoreTransition.refuse!(call, chat_rows.where(call_id: call.id).pick(:status), allowed)
         end
 
         def result_message(call_id)
@@ -144,14 +121,43 @@ module LlmFailover
                                     "and this column)"
         end
 
+        # The chat's messages in insertion order, and whether any of them has tool
+        # calls: one query, an EXISTS beside each row (on the tool_calls index by
+        # message), so that a chat without tool calls never reads the tool_calls table.
+        # The flag is read off the result, not left on the records the app sees.
+        # @return [Array(Array<ActiveRecord::Base>, Boolean)]
+        def read_messages
+          scope = LlmFailover::ActiveRecord.insertion_order(@chat.association(@association).scope)
+          return [scope.to_a, false] unless tool_tables? && @klass.method_defined?(:llm_tool_calls=)
+
+          calls = rows.quoted_table_name
+          flag = "EXISTS (SELECT 1 FROM #{calls} WHERE #{calls}.message_id = " \
+                 "#{@klass.quoted_table_name}.#{@klass.connection.quote_column_name(@klass.primary_key)}) " \
+                 "AS #{HAS_CALLS}"
+          relation = scope.select(@klass.arel_table[Arel.star], Arel.sql(flag))
+          result = @klass.connection.select_all(relation.arel, "#{@klass.name} Load")
+          at = result.columns.index(HAS_CALLS)
+          columns = result.columns.reject.with_index { |_, i| i == at }
+          any = false
+          all = result.rows.map do |values|
+            any ||= CALLS_FLAG.cast(values[at]) == true
+            @klass.instantiate(columns.zip(values.reject.with_index { |_, i| i == at }).to_h)
+          end
+          [all, any]
+        end
+
+        HAS_CALLS = "llm_failover_has_tool_calls"
+        CALLS_FLAG = ::ActiveModel::Type::Boolean.new
+        private_constant :HAS_CALLS, :CALLS_FLAG
+
         # Gives every assistant message its stored calls and every tool message its
-        # call's error flag, from one query (none when the chat has no tool calls or the
-        # table has no tool_calls table yet).
-        def attach_tool_calls(all)
+        # call's error flag, from one query (none when no message has tool calls, or
+        # the table has no tool_calls table yet).
+        def attach_tool_calls(all, with_calls)
           return all unless all.first.respond_to?(:llm_tool_calls=)
 
           by_message = Hash.new { |h, k| h[k] = [] }
-          if tool_tables?
+          if with_calls
             with_connection { chat_rows.order(:id).to_a }.each do |row|
               by_message[row.message_id] << seen(row.to_tool_call)
             end
