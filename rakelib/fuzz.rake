@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "etc"
+
 # `rake fuzz`: every libFuzzer target fuzz/fuzz_NAME.c, built with clang-14
 # (-fsanitize=fuzzer,address,undefined) against the whole C core, seeded from the
 # recorded traffic by its seed script, first replays the inputs that once crashed
@@ -17,6 +19,7 @@ module LfFuzz
   DIR = "fuzz"
   BUILD = "tmp/fuzz"
   CORE = "ext/llm_failover/core"
+  CFLAGS = "-g -O1 -std=gnu11 -fno-sanitize-recover=all -fno-omit-frame-pointer -I#{CORE}"
 
   module_function
 
@@ -40,20 +43,40 @@ module LfFuzz
     Dir["#{DIR}/seed*.rb"].find { |f| File.read(f).include?("corpus_#{name}") }
   end
 
-  def build(name)
+  # The whole core, compiled once per run with the targets' instrumentation (coverage
+  # for libFuzzer, ASan, UBSan), as many files at once as there are cores: each target
+  # links every object, and the linker keeps what it needs.
+  # @return [Array<String>] the object files
+  def build_core
+    dir = "#{BUILD}/core"
+    rm_rf dir
+    mkdir_p dir
+    sources = Dir["#{CORE}/*.c"].sort
+    objects = sources.map { |src| "#{dir}/#{File.basename(src, '.c')}.o" }
+    queue = Queue.new
+    sources.zip(objects).each { |pair| queue << pair }
+    queue.close
+    Array.new(Etc.nprocessors) do
+      Thread.new do
+        while (src, obj = queue.pop)
+          sh "#{clang} #{CFLAGS} -fsanitize=fuzzer-no-link,address,undefined -c -o #{obj} #{src} " \
+             "#{`pkg-config --cflags json-c libcurl`.strip}"
+        end
+      end
+    end.each(&:value) # a failed compile raises here
+    objects
+  end
+
+  def build(name, core)
     exe = "#{BUILD}/fuzz_#{name}"
-    mkdir_p BUILD # a fresh clone has no tmp/
     flags = `pkg-config --cflags --libs json-c libcurl`.strip
-    # Every core source, so that a target may use any module; the linker keeps
-    # what it needs.
-    sh "#{clang} -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all " \
-       "-fno-omit-frame-pointer -I#{CORE} -o #{exe} #{DIR}/fuzz_#{name}.c #{Dir["#{CORE}/*.c"].sort.join(' ')} " \
+    sh "#{clang} #{CFLAGS} -fsanitize=fuzzer,address,undefined -o #{exe} #{DIR}/fuzz_#{name}.c #{core.join(' ')} " \
        "#{flags} -lm"
     exe
   end
 
-  def run(name, seconds)
-    exe = build(name)
+  def run(name, seconds, core)
+    exe = build(name, core)
     corpus = "#{BUILD}/corpus_#{name}"
     crashes = "#{BUILD}/crashes/#{name}/"
     mkdir_p corpus
@@ -86,5 +109,7 @@ task :fuzz do
   seconds = Integer(ENV.fetch("FUZZ_SECONDS", "30"))
   targets = LfFuzz.targets
   abort "rake fuzz: no targets under fuzz/" if targets.empty?
-  targets.each { |name| LfFuzz.run(name, seconds) }
+  mkdir_p LfFuzz::BUILD # a fresh clone has no tmp/
+  core = LfFuzz.build_core
+  targets.each { |name| LfFuzz.run(name, seconds, core) }
 end

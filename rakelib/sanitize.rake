@@ -4,7 +4,8 @@ require "rbconfig"
 
 # `rake sanitize`: the C core's unit tests under ASan/UBSan (the Rakefile's ctest),
 # then the whole extension built with LLM_FAILOVER_SANITIZE=1 (extconf adds
-# -fsanitize=address,undefined) and the spec suite run against it.
+# -fsanitize=address,undefined) and the specs that reach it run against it
+# (sanitize:spec says which).
 #
 # Ruby itself is not instrumented, so the sanitizer runtimes are preloaded
 # (LD_PRELOAD) and only the extension's code is checked. The sanitized build lives in
@@ -53,7 +54,7 @@ namespace :sanitize do
     File.write(LfSanitize::PRELOAD, LfSanitize.preload_script)
   end
 
-  desc "Run the spec suite (SPEC=... for some files) against the sanitized extension"
+  desc "Run the specs that reach the extension (SPEC=... for some files) against the sanitized extension"
   task spec: :build do
     env = {
       "LD_PRELOAD" => [LfSanitize.runtime("libasan.so"), LfSanitize.runtime("libubsan.so")].join(" "),
@@ -61,9 +62,21 @@ namespace :sanitize do
       "UBSAN_OPTIONS" => "print_stacktrace=1:halt_on_error=1"
     }
     files = ENV["SPEC"] ? ENV["SPEC"].split : []
-    # The Rails app spec boots the app in child processes that load the normal build,
-    # not this one: nothing for the sanitizers to see, a minute of CPU to spend.
-    files += %w[--tag ~rails_app] unless ENV["SPEC"]
+    # Which specs run here: those that drive the extension in ways no other spec does.
+    # The rest ran against the normal build in `rake spec` already, and running them
+    # again here doubled CI's spec time for nothing the sanitizers could see. Left out:
+    # - :rails_app: the app runs in child processes that load the normal build, not
+    #   this one;
+    # - :ruby_only: a group whose examples exercise Ruby (ActiveRecord rows, reports,
+    #   configuration, the CLI and docs in child processes, FakeProvider itself,
+    #   observability hooks), whose calls into the extension take paths the engine,
+    #   streaming, cancel, stopped-call, hedge, tool, attachment, cache, index, scrubber,
+    #   JSON, quota and state-store specs take already. Every ActiveRecord group is
+    #   :ruby_only unless it says ruby_only: false (ArSpec.describe), as the
+    #   ActiveRecordIndex one does (it drives the C vector index).
+    # A new spec without the tag runs here: tag it :ruby_only only when every call it
+    # makes into the extension is one another spec here makes too.
+    files += %w[--tag ~rails_app --tag ~ruby_only] unless ENV["SPEC"]
     # Ruby 3.1 switches fiber stacks without telling ASan (no
     # __sanitizer_start_switch_fiber), and an exception unwinding a fiber's stack
     # leaves that stack's shadow poisoned ("ASan is ignoring requested

@@ -151,20 +151,128 @@ RSpec.describe "Attachments" do
     expect(chat.messages.count { |m| m.role == "user" }).to eq(1)
   end
 
+  it "encodes an attachment's bytes as base64 once, however many calls send it" do
+    primary.default = { error: :server }
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, max_retries: 1)
+    expect { chat.ask("Read", with: pdf_file.path) }.to raise_error(LlmFailover::ServerError)
+    stored = chat.messages.first.attachments.first
+    encoded = stored.base64
+    primary.default = { text: "read" }
+    chat.complete
+
+    expect(stored.base64).to be(encoded) # the same String, not one made per call
+    expect(encoded).to be_frozen
+    expect(primary.requests.map { |r| r.attachments.first.data }).to eq([PDF] * 3)
+    from_column = LlmFailover::Attachment.from_base64([PDF].pack("m0"), mime_type: "application/pdf")
+    expect(from_column.data).to eq(PDF)
+    expect(from_column.base64).to be(from_column.base64).and eq([PDF].pack("m0"))
+  end
+
+  it "reads whether a store keeps attachments once per store class, not on every ask" do
+    primary.default = { text: "ok" }
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+    chat.ask("See", with: { data: PNG, mime_type: "image/png" }) # the first ask of the process may read it
+    looks = 0
+    trace = TracePoint.new(:c_call) { |tp| looks += 1 if tp.method_id == :parameters }
+    trace.enable { 3.times { chat.ask("See", with: { data: PNG, mime_type: "image/png" }) } }
+    expect(looks).to eq(0)
+    expect(primary.request_count).to eq(4)
+  end
+
   describe "what a target takes" do
+    let(:records) { [] }
+
     before do
       LlmFailover.configure do |c|
         c.provider :openai, api: :openai, api_key: FakeProviderHelpers::PRIMARY_KEY,
                             base_url: primary.base_url(:openai), documents: false, max_attachment_bytes: 64
+        c.usage_log = ->(record) { records << record }
       end
     end
 
-    it "sends a PDF to the backup alone when the primary takes no documents (documents: false)" do
+    def skipped_for_attachments(attempts)
+      attempts.select { |a| a.skipped? && a.error_class == "LlmFailover::AttachmentRefusedError" }
+    end
+
+    [false, true].each do |streamed|
+      it "leaves out a primary that takes no documents with a skipped record naming the file and the limit " \
+         "(#{streamed ? 'streamed' : 'not streamed'}); the backup answers" do
+        LlmFailover.configuration.circuit_threshold = 1
+        backup.enqueue({ text: "pdf read" })
+        chunks = []
+        reply = failover_chat.ask("Read", with: pdf_file.path, &(streamed ? ->(c) { chunks << c } : nil))
+
+        expect(reply.provider).to eq(:anthropic)
+        expect(chunks.map(&:content).join).to eq("pdf read") if streamed
+        expect(primary.request_count).to eq(0)
+        expect(backup.requests.last.attachments.map(&:kind)).to eq([:document])
+        expect(reply.attempts.map { |a| [a.attempt, a.provider, a.success?, a.skipped?, a.error_class] })
+          .to eq([[1, :openai, false, true, "LlmFailover::AttachmentRefusedError"], [2, :anthropic, true, false, nil]])
+        expect(reply.attempts.first.error_message)
+          .to match(/attachment "report.*\.pdf": the target takes no PDFs \(documents: false\)/)
+        expect(records.map(&:attempt)).to eq([1, 2]) # the usage log saw the skip too
+        # Not a failure of the primary's: its circuit (threshold 1) stays closed.
+        expect(LlmFailover.health.find { |h| h.provider.to_s == "openai" }&.state).not_to eq(:open)
+        primary.enqueue({ text: "plain" })
+        expect(failover_chat.ask("No file").provider).to eq(:openai)
+      end
+    end
+
+    it "counts neither a skip nor a call no target can take against the primary's shared quota" do
+      key = "tenant-#{rand(1 << 30)}"
+      chat = -> { failover_chat(quota: 3, quota_key: key, quota_window: :day) }
       backup.enqueue({ text: "pdf read" })
-      reply = failover_chat.ask("Read", with: pdf_file.path)
+      expect(chat.call.ask("Read", with: pdf_file.path).provider).to eq(:anthropic)
+      LlmFailover.configure do |c|
+        c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                               base_url: backup.base_url(:anthropic), images: false
+      end
+      small = { data: "\x89PNG\r\n\x1A\n".b + "tiny", mime_type: "image/png" } # the primary's alone
+      expect { chat.call.ask("Both", with: [small, pdf_file.path]) }.to raise_error(LlmFailover::AttachmentRefusedError)
+      expect(LlmFailover::Quota.live(key: key, limit: 3, window: :day).used).to eq(0)
+      primary.enqueue({ text: "plain" })
+      chat.call.ask("No file")
+      expect(LlmFailover::Quota.live(key: key, limit: 3, window: :day).used).to eq(1)
+    end
+
+    it "leaves out a target whose per-file size limit the file is over" do
+      backup.enqueue({ text: "big one" })
+      big = { data: PNG + ("x" * 100), mime_type: "image/png", filename: "big.png" }
+      reply = failover_chat.ask("Look", with: big)
+
       expect(reply.provider).to eq(:anthropic)
       expect(primary.request_count).to eq(0)
-      expect(backup.requests.last.attachments.map(&:kind)).to eq([:document])
+      expect(skipped_for_attachments(reply.attempts).map(&:error_message))
+        .to eq(["attachment \"big.png\" is #{PNG.bytesize + 100} bytes, over the target's limit of 64 bytes " \
+                "(max_attachment_bytes)"])
+      expect(backup.requests.last.attachments.map(&:data)).to eq([big[:data]])
+    end
+
+    it "fails with AttachmentRefusedError, not retryable, when no target of the call takes every file" do
+      alerts = []
+      LlmFailover.configure do |c|
+        c.on_chain_exhausted = ->(alert) { alerts << alert } # no provider failed: no alert
+        c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                               base_url: backup.base_url(:anthropic), images: false
+      end
+      chat = failover_chat
+      # Each file fits a target of the chat (the input is good), no target takes both.
+      small = "\x89PNG\r\n\x1A\n".b + "tiny" # under the primary's 64 bytes
+      expect { chat.ask("Both", with: [{ data: small, mime_type: "image/png", filename: "p.png" }, pdf_file.path]) }
+        .to raise_error(LlmFailover::AttachmentRefusedError) { |e|
+          expect(e).to be_a(LlmFailover::BadRequestError)
+          expect(e.retryable?).to be(false)
+          expect(e.message).to include("no target of the call can take the attachments",
+                                       "takes no PDFs (documents: false)", "\"p.png\": the target takes no images")
+          expect(e.attempts.map { |a| [a.provider, a.skipped?, a.error_class] })
+            .to eq([[:openai, true, "LlmFailover::AttachmentRefusedError"],
+                    [:anthropic, true, "LlmFailover::AttachmentRefusedError"]])
+        }
+      expect([primary.request_count, backup.request_count]).to eq([0, 0])
+      expect(chat.messages.count { |m| m.role == "user" }).to eq(1) # stored once; complete meets the same limits
+      expect { chat.complete }.to raise_error(LlmFailover::AttachmentRefusedError)
+      expect(records.size).to eq(4)
+      expect(alerts).to be_empty
     end
 
     it "refuses, before storing anything, a PDF no target takes" do
@@ -186,13 +294,50 @@ RSpec.describe "Attachments" do
     end
   end
 
+  describe "what an Anthropic primary takes" do
+    before do
+      LlmFailover.configure do |c|
+        c.provider :anthropic, api: :anthropic, api_key: FakeProviderHelpers::BACKUP_KEY,
+                               base_url: backup.base_url(:anthropic), images: false, max_attachments: 1
+      end
+    end
+
+    def anthropic_first
+      LlmFailover.chat(model: "claude-sonnet-4-6", provider: :anthropic, backup_model: "gpt-4o",
+                       backup_provider: :openai)
+    end
+
+    it "sends an image to the OpenAI backup when the Anthropic primary takes none, the skip recorded" do
+      primary.enqueue({ text: "an image" })
+      reply = anthropic_first.ask("See", with: { data: PNG, mime_type: "image/png", filename: "p.png" }) { |_c| }
+
+      expect(reply.provider).to eq(:openai)
+      expect(backup.request_count).to eq(0)
+      expect(primary.requests.last.attachments.map { |a| a.part["type"] }).to eq(["image_url"])
+      expect(reply.attempts.first).to have_attributes(provider: :anthropic, skipped?: true,
+                                                      error_message: "attachment \"p.png\": the target takes no " \
+                                                                     "images (images: false)")
+    end
+
+    it "leaves out the primary when the message has more files than its per-message limit" do
+      primary.enqueue({ text: "two PDFs" })
+      reply = anthropic_first.ask("Read", with: [pdf_file.path, pdf_file.path])
+
+      expect(reply.provider).to eq(:openai)
+      expect(reply.attempts.first.error_message)
+        .to eq("2 attachments with one message, over the target's limit of 1 (max_attachments)")
+      expect(primary.requests.last.attachments.map { |a| a.part["type"] }).to eq(%w[file file])
+    end
+  end
+
   describe "URL attachments" do
     let(:files) do
       FileServer.new(
         "/photo.png" => [200, { "content-type" => "image/png" }, PNG],
         "/report.pdf" => [200, { "content-type" => "application/pdf" }, PDF],
         "/moved.pdf" => [302, { "location" => "/report.pdf" }, ""],
-        "/fake.pdf" => [200, { "content-type" => "text/html" }, "<html></html>"]
+        "/fake.pdf" => [200, { "content-type" => "text/html" }, "<html></html>"],
+        "/drip.pdf" => [200, { "content-type" => "application/pdf", "x-pause" => "0.2" }, PDF.chars.first(12)]
       )
     end
 
@@ -219,6 +364,21 @@ RSpec.describe "Attachments" do
 
       expect(primary.requests.map { |r| r.attachments.first.data }).to eq([PDF] * 3)
       expect(files.hits["/report.pdf"]).to eq(1) # once, for the ask, its retry and the complete
+    end
+
+    it "gives a download a whole-time limit, not only one per read (a server dripping its body)" do
+      attachment = LlmFailover::Attachment.from(files.url("/drip.pdf"))
+      fetch = LlmFailover::Attachment::Download.new(max_bytes: 1024, allow_private: true, timeout: 0.5)
+      expect { fetch.call(attachment) }.to raise_error(ArgumentError, /drip.pdf" could not be downloaded: not done within 0.5 s/)
+    end
+
+    it "refuses hosts at addresses no public file is served from, NAT64's embedded IPv4 included" do
+      chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+      %w[0.0.0.1 198.18.0.1 224.0.0.1 [64:ff9b::7f00:1] [::7f00:1] [fec0::1]].each do |host|
+        expect { chat.ask("Read", with: "http://#{host}/report.pdf") }
+          .to raise_error(ArgumentError, /could not be downloaded: the host resolves to .*a private or loopback address/)
+      end
+      expect(chat.messages).to be_empty
     end
 
     it "refuses a loopback host unless allowed, a wrong content type, and shows no credentials" do

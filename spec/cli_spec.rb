@@ -9,7 +9,7 @@ require "llm_failover/cli/tools_demo"
 
 # The command, run as a subprocess. Chat talks to FakeProviders started in this
 # process through --base-url: no key of a real provider, no network.
-RSpec.describe "exe/llm_failover" do
+RSpec.describe "exe/llm_failover", :ruby_only do
   root = File.expand_path("..", __dir__)
   exe = File.join(root, "exe", "llm_failover")
   key = "sk-cli-SECRET-7531"

@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-RSpec.describe LlmFailover::Configuration do
+RSpec.describe LlmFailover::Configuration, :ruby_only do
   def configure(&block)
     LlmFailover.configure(&block)
   end

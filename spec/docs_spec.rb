@@ -11,7 +11,7 @@ require_relative "support/redis_server"
 # or is a verbatim part of a file a spec runs, or says in its first line why it is not
 # run (spec/support/doc_blocks.rb has the three forms). An example that stops working
 # fails here.
-RSpec.describe "the documentation's Ruby examples" do
+RSpec.describe "the documentation's Ruby examples", :ruby_only do
   root = File.expand_path("..", __dir__)
   runner = File.join(root, "spec/support/docs_runner.rb")
   # Fake keys: a developer's real ones must never turn a page into a live call.

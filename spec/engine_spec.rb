@@ -178,9 +178,11 @@ RSpec.describe LlmFailover::Engine do
         end
       RUBY
       pid = Process.spawn({ "RUBYLIB" => $LOAD_PATH.join(File::PATH_SEPARATOR) }, RbConfig.ruby, "-e", script)
-      wait_for { fp.request_count == 1 }
+      # A child Ruby's start: long on a loaded machine, longer with the sanitizer runtimes
+      # preloaded (rake sanitize). The limits only keep a hang from stopping the suite.
+      wait_for(limit: SpecTime.scaled(60)) { fp.request_count == 1 }
       Process.kill("INT", pid)
-      _, status = Timeout.timeout(10) { Process.wait2(pid) }
+      _, status = Timeout.timeout(SpecTime.scaled(60)) { Process.wait2(pid) }
       expect(status.exitstatus).to eq(42)
     end
   end

@@ -7,7 +7,7 @@ require "tmpdir"
 
 # Every example runs as its users would run it: `bundle exec ruby examples/...`, as a
 # subprocess, against the FakeProviders it starts itself.
-RSpec.describe "examples/" do
+RSpec.describe "examples/", :ruby_only do
   root = File.expand_path("..", __dir__)
   # A developer's real keys must not turn an example into a live call.
   clean_env = { "OPENAI_API_KEY" => nil, "ANTHROPIC_API_KEY" => nil, "LLM_FAILOVER_LIVE" => nil }

@@ -214,7 +214,7 @@ module FakeProviderSpecSupport
   end
 end
 
-RSpec.describe LlmFailover::Testing::FakeProvider do
+RSpec.describe LlmFailover::Testing::FakeProvider, :ruby_only do
   include FakeProviderSpecSupport
 
   let(:fp) { described_class.start }

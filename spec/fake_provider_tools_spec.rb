@@ -7,7 +7,7 @@ require_relative "support/tool_wire"
 # The FakeProvider's tool calls, over real HTTP (Net::HTTP): every shape a tool loop
 # must survive, in both protocols, streamed and not, held against the recordings of
 # real providers (spec/fixtures/recorded/function_calling/). Plain Ruby only.
-RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls" do
+RSpec.describe LlmFailover::Testing::FakeProvider, "tool calls", :ruby_only do
   let(:fp) { described_class.start }
 
   after { fp.stop }

@@ -6,7 +6,7 @@ require "support/half_open_examples"
 
 # A fleet sharing one RedisStateStore on a real redis-server: forked processes, and
 # Redis going away and coming back under live calls.
-RSpec.describe "A fleet sharing a RedisStateStore" do
+RSpec.describe "A fleet sharing a RedisStateStore", :ruby_only do
   include_context "with fake providers"
 
   before(:all) do

@@ -21,6 +21,22 @@ RSpec.describe "ask(text, idempotency_key:) in memory" do
     expect(sent_messages(primary.requests.last)).to eq([%w[user Hi]])
   end
 
+  it "takes the same key with other attachments as another prompt, the same files (by digest) as the same turn" do
+    png = "\x89PNG\r\n\x1A\n".b + "one"
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+    primary.enqueue({ text: "One image." })
+    chat.ask("What?", idempotency_key: "job", with: { data: png, mime_type: "image/png", filename: "a.png" })
+
+    # The same bytes under another name are the same file: the stored answer, no request.
+    again = chat.ask("What?", idempotency_key: "job", with: { data: png.dup, mime_type: "image/png", filename: "b.png" })
+    expect(again.content).to eq("One image.")
+    expect { chat.ask("What?", idempotency_key: "job", with: { data: png + "x", mime_type: "image/png" }) }
+      .to raise_error(ArgumentError, /idempotency_key "job" was already used for this prompt with other attachments/)
+    expect { chat.ask("What?", idempotency_key: "job") }.to raise_error(ArgumentError, /other attachments/)
+    expect(primary.request_count).to eq(1)
+    expect(chat.messages.count { |m| m.role == "user" }).to eq(1)
+  end
+
   it "refuses a turn that later messages follow, and a store without keys" do
     chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
     primary.enqueue({ error: :server })

@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-RSpec.describe "Observability" do
+RSpec.describe "Observability", :ruby_only do
   include_context "with fake providers"
 
   describe "attempt records" do

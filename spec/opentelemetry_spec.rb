@@ -7,7 +7,7 @@ require "opentelemetry/sdk"
 # semantic conventions), the failover and circuit decisions as events, and no prompt
 # or answer text unless the app asks for it. The SDK's in-memory exporter reads the
 # spans back; the providers are FakeProviders.
-RSpec.describe "OpenTelemetry spans" do
+RSpec.describe "OpenTelemetry spans", :ruby_only do
   include_context "with fake providers"
 
   PROMPT = "Where is my parcel 7 for Ada Lovelace?"
@@ -139,5 +139,21 @@ RSpec.describe "OpenTelemetry spans" do
     call = the_call_span
     expect(call.events.map(&:name)).to eq(%w[llm_failover.circuit_skip llm_failover.failover])
     expect(attempt_spans.map { |s| s.attributes["gen_ai.system"] }).to eq(["anthropic"]) # no request to the primary
+  end
+
+  it "shows a target left out for the attachments it cannot take as an attachment_skip event with the reason" do
+    LlmFailover.configure do |c|
+      c.provider :openai, api: :openai, api_key: FakeProviderHelpers::PRIMARY_KEY,
+                          base_url: primary.base_url(:openai), documents: false
+    end
+    backup.enqueue({ text: ANSWER })
+    failover_chat.ask(PROMPT, with: { data: "%PDF-1.4\n%%EOF\n".b, mime_type: "application/pdf", filename: "r.pdf" })
+
+    skip = the_call_span.events.find { |e| e.name == "llm_failover.attachment_skip" }
+    expect(skip.attributes).to include("gen_ai.system" => "openai",
+                                       "llm_failover.reason" => 'attachment "r.pdf": the target takes no PDFs ' \
+                                                                "(documents: false)")
+    expect(the_call_span.events.map(&:name)).not_to include("llm_failover.circuit_skip")
+    expect(attempt_spans.map { |s| s.attributes["gen_ai.system"] }).to eq(["anthropic"])
   end
 end

@@ -5,7 +5,7 @@ require "nokogiri"
 require "llm_failover/report"
 
 # The HTML report's charts drawn from plain structs, as the query layer returns them.
-RSpec.describe LlmFailover::Report::TimelineChart do
+RSpec.describe LlmFailover::Report::TimelineChart, :ruby_only do
   let(:t0) { Time.utc(2025, 3, 10, 12, 0, 0) }
 
   def svg_of(rates, model: ->(_) { "gpt-4o" })

@@ -68,6 +68,10 @@ RSpec.describe "A provider whose TLS certificate fails verification" do
   before do
     LlmFailover.configure do |c|
       c.provider :self_signed, api: :openai, api_key: "sk-test-TLS", base_url: "https://127.0.0.1:#{tls.port}/v1"
+      # The handshake is within the connect timeout: on a loaded machine (or under ASan)
+      # fast_policy's 2 s could run out before the certificate is seen, a retryable
+      # timeout that the backup would then answer.
+      c.connect_timeout = SpecTime.scaled(30)
     end
   end
 

@@ -50,6 +50,8 @@ enum lf_key {
     LF_K_IMAGES,
     LF_K_DOCUMENTS,
     LF_K_ATTACHMENT_URLS,
+    LF_K_MAX_ATTACHMENT_BYTES,
+    LF_K_MAX_ATTACHMENTS,
     LF_K_COUNT
 };
 
@@ -90,6 +92,8 @@ static const char *const lf_key_names[LF_K_COUNT] = {
     [LF_K_IMAGES] = "images",
     [LF_K_DOCUMENTS] = "documents",
     [LF_K_ATTACHMENT_URLS] = "attachment_urls",
+    [LF_K_MAX_ATTACHMENT_BYTES] = "max_attachment_bytes",
+    [LF_K_MAX_ATTACHMENTS] = "max_attachments",
 };
 
 static VALUE lf_keys[LF_K_COUNT];
@@ -179,6 +183,17 @@ static int lf_copy_header(VALUE key, VALUE val, VALUE arg)
     return ST_CONTINUE;
 }
 
+/* A target's attachment limit: nil for none (0), else a positive Integer. */
+static long lf_optional_limit(VALUE v)
+{
+    long n;
+
+    if (NIL_P(v)) return 0;
+    n = NUM2LONG(v);
+    if (n <= 0) rb_raise(rb_eArgError, "llm_failover: an attachment limit must be positive");
+    return n;
+}
+
 static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
 {
     lf_target *target = &r->targets[i];
@@ -196,6 +211,9 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
     target->no_images = lf_fetch(t, LF_K_IMAGES, 0) == Qfalse;
     target->no_documents = lf_fetch(t, LF_K_DOCUMENTS, 0) == Qfalse;
     target->no_urls = lf_fetch(t, LF_K_ATTACHMENT_URLS, 0) == Qfalse;
+    /* Absent or nil: no limit of the target's own. */
+    target->max_attachment_bytes = lf_optional_limit(lf_fetch(t, LF_K_MAX_ATTACHMENT_BYTES, 0));
+    target->max_attachments = lf_optional_limit(lf_fetch(t, LF_K_MAX_ATTACHMENTS, 0));
     headers = lf_fetch(t, LF_K_HEADERS, 0);
     if (!NIL_P(headers)) {
         lf_header_walk w;

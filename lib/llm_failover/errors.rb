@@ -142,6 +142,13 @@ module LlmFailover
   class NotFoundError < Error; end
   class ConnectionRefusedError < Error; end
 
+  # The message's attachments are more than any target of the call can take (a type
+  # it takes not, over its per-file size or per-message count limit: the message
+  # names the file and the limit): no request was sent. Also the error_class of the
+  # AttemptRecord (skipped, no request) of a target left out for that while another
+  # target of the call answered. Deterministic: asking again meets the same limits.
+  class AttachmentRefusedError < BadRequestError; end
+
   # Never raised: the error_class of an AttemptRecord whose target was skipped (no
   # request sent) because its circuit was open. An open circuit never fails a call
   # by itself.

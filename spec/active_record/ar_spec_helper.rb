@@ -54,11 +54,13 @@ module ArSpec
 
     # Defines the group once per database (metadata db: :sqlite / :postgresql). The
     # PostgreSQL group is skipped, loudly, only where the server's binaries are absent.
+    # Tagged :ruby_only unless the spec says ruby_only: false (rake sanitize leaves it
+    # out: rakelib/sanitize.rake says which specs it runs).
     def describe(subject, *args, **metadata, &block)
       DATABASES.each do |db|
         extra = { active_record: true, db: db }
         extra[:skip] = PostgresServer.missing_reason if db == :postgresql && !PostgresServer.available?
-        RSpec.describe(subject, *args, "on #{db}", **metadata, **extra, &block)
+        RSpec.describe(subject, *args, "on #{db}", ruby_only: true, **metadata, **extra, &block)
       end
     end
 

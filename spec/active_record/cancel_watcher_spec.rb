@@ -31,15 +31,22 @@ ArSpec.describe "the cancel watcher" do
     "llm_failover cancel watcher"
   end
 
+  def job_name(index)
+    "cancel watcher spec job #{index}"
+  end
+
   def watcher_threads
     Thread.list.select { |t| t.name == watcher_name && t.alive? }
   end
 
   # A job: answers on its own thread, holding its own connection for the whole call
   # (as a Sidekiq or ActiveJob thread does); +streaming+ gets its index once the
-  # provider has stalled after two words.
+  # provider has stalled after two words. The thread is named before its first query:
+  # a spec telling the jobs' SQL from other threads' by the Thread objects it was handed
+  # back would miss the queries a job ran before Thread.new returned.
   def start_job(chat, index, streaming)
     Thread.new do
+      Thread.current.name = job_name(index)
       ActiveRecord::Base.connection_pool.with_connection do
         words = 0
         Chat.find(chat.id).ask("Question #{index}") { |_c| streaming << index if (words += 1) == 2 }
@@ -56,9 +63,10 @@ ArSpec.describe "the cancel watcher" do
     streaming = Queue.new
     threads = []
     others = Hash.new { |h, k| h[k] = [] } # SQL run by threads other than the jobs and this one
+    job_names = Array.new(jobs) { |i| job_name(i) }
     subscriber = ActiveSupport::Notifications.subscribe("sql.active_record") do |*, payload|
       thread = Thread.current
-      others[thread] << payload[:sql] unless thread == Thread.main || threads.include?(thread)
+      others[thread] << payload[:sql] unless thread == Thread.main || job_names.include?(thread.name)
     end
 
     threads.concat(Array.new(jobs) { |i| start_job(chats[i], i, streaming) })

@@ -24,6 +24,8 @@ ArSpec.describe "ask(text, idempotency_key:) submitted twice at once, on a chat 
       Thread.new { ActiveRecord::Base.connection_pool.with_connection { Chat.find(id).ask("Hi", idempotency_key: "job-1") } }
     end
     sleep 0.01 until primary.request_count.positive?
+    # Until every ask is parked (a short while at most: one that comes in after the
+    # answer reads it, and must not send either).
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 2
     sleep 0.01 until threads.all? { |t| t.status == "sleep" } || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
     primary.release
@@ -33,15 +35,21 @@ ArSpec.describe "ask(text, idempotency_key:) submitted twice at once, on a chat 
     expect(rows).to eq([%w[user complete Hi], %w[assistant complete Once.]])
   end
 
+  # The dead process's claim is made old by writing its time back, not by waiting: the
+  # ask must leave a claim younger than the longest call alone (it waits, then gives
+  # up without a request), and take one older than that over.
   it "takes over the claim a killed process left, once it is older than the longest call" do
-    LlmFailover.configure do |c|
-      c.request_timeout = 0.4 # the longest call: 2 targets x 1 attempt x (0.4 + 0.1) s
-      c.retry_max_interval = 0.1
-    end
+    LlmFailover.configure { |c| c.idempotency_wait = 0.2 }
     store = chat.llm_store
     store.add_user_once("Hi", "job-2")
     expect(store.claim_turn("job-2", stale_after: 60)).to be(true) # the dead process's claim, never released
     primary.enqueue({ text: "Answered." })
+    longest = LlmFailover.configuration.longest_call
+    claim = Message.where(chat_id: chat.id, role: "user")
+    claim.update_all(updated_at: Time.current - (longest / 2))
+    expect { Chat.find(chat.id).ask("Hi", idempotency_key: "job-2") }.to raise_error(LlmFailover::IdempotencyConflict)
+    expect(primary.request_count).to eq(0)
+    claim.update_all(updated_at: Time.current - (longest + 1))
     reply = Chat.find(chat.id).ask("Hi", idempotency_key: "job-2")
     expect([reply.content, primary.request_count]).to eq(["Answered.", 1])
     expect(rows).to eq([%w[user complete Hi], %w[assistant complete Answered.]])

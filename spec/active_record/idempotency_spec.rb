@@ -49,6 +49,24 @@ ArSpec.describe "ask(text, idempotency_key:) on a chat record" do
     expect(rows.map(&:first)).to eq(%w[user assistant])
   end
 
+  it "refuses a key used with other attachments, from another instance; the same files are the same turn" do
+    pdf = "%PDF-1.4\n%%EOF\n".b
+    primary.enqueue({ error: :unavailable })
+    expect { chat.ask("Read", idempotency_key: "job-a", with: { data: pdf, mime_type: "application/pdf" }) }
+      .to raise_error(LlmFailover::ServiceUnavailableError)
+
+    other_file = { data: "#{pdf}% another\n".b, mime_type: "application/pdf" }
+    expect { Chat.find(chat.id).ask("Read", idempotency_key: "job-a", with: other_file) }
+      .to raise_error(ArgumentError, /already used for this prompt with other attachments/)
+    expect(primary.request_count).to eq(1)
+
+    primary.enqueue({ text: "Read it." })
+    reply = Chat.find(chat.id).ask("Read", idempotency_key: "job-a", with: StringIO.new(pdf))
+    expect(reply.content).to eq("Read it.")
+    expect(primary.requests.last.attachments.map(&:data)).to eq([pdf])
+    expect(rows.map(&:first)).to eq(%w[user assistant])
+  end
+
   it "lets the unique index settle two writers of one key" do
     store = chat.llm_store
     expect(store.add_user_once("Same", "job-3")).to be(true)

@@ -5,7 +5,7 @@ require_relative "../support/shared_index_examples"
 
 # ActiveRecordIndex on a real SQLite file and a real PostgreSQL server: the shared
 # contract with forked processes, the incremental query, pruning.
-ArSpec.describe "LlmFailover::ActiveRecordIndex" do
+ArSpec.describe "LlmFailover::ActiveRecordIndex", ruby_only: false do
   def new_index(**options)
     LlmFailover::ActiveRecordIndex.new(**options)
   end

@@ -4,7 +4,8 @@ require "socket"
 
 # A tiny HTTP server on loopback for URL attachments: each path answers with a
 # status, headers and a body given per path ({ "/x.png" => [200, { "content-type" =>
-# "image/png" }, bytes] }). It counts the requests per path.
+# "image/png" }, bytes] }; bytes an Array of pieces to drip them, x-pause seconds apart). It
+# counts the requests per path.
 class FileServer
   attr_reader :hits
 
@@ -42,9 +43,16 @@ class FileServer
     while (header = client.gets) && header != "\r\n"; end
     @hits[path] += 1
     status, headers, body = @routes.fetch(path, [404, {}, "not found"])
-    head = headers.merge("content-length" => body.bytesize.to_s, "connection" => "close")
+    pieces = body.is_a?(Array) ? body : [body] # an Array: written piece by piece, a pause between
+    length = pieces.sum(&:bytesize)
+    head = headers.merge("content-length" => length.to_s, "connection" => "close")
     client.write("HTTP/1.1 #{status} X\r\n#{head.map { |k, v| "#{k}: #{v}\r\n" }.join}\r\n")
-    client.write(body)
+    pieces.each_with_index do |piece, i|
+      sleep(headers.fetch("x-pause", 0.1).to_f) if i.positive?
+      client.write(piece)
+    end
+  rescue Errno::EPIPE, Errno::ECONNRESET
+    nil # the client left early
   ensure
     client&.close
   end

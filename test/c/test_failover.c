@@ -948,6 +948,68 @@ static void breaker_fixture(fixture *f)
     f->l.admit = breaker_admit;
 }
 
+/* A PDF with the user message. */
+static const lf_attachment A_PDF = { "application/pdf", "r.pdf", "JVBERi0xLjQ=", 12, NULL };
+
+/* A primary that takes no PDFs is left out with a record naming the file
+ * (no request, nothing for its circuit); the backup answers. Then the backup
+ * is open too: it is the one target that can take the file, so it is tried
+ * anyway (an open circuit never fails a call by itself). */
+static void test_attachments_a_target_cannot_take(void)
+{
+    fixture f;
+    lf_circuit_change chg;
+    fixture_init(&f, 0);
+    breaker_fixture(&f);
+    f.msg.attachments = &A_PDF;
+    f.msg.n_attachments = 1;
+    f.targets[0].no_documents = 1;
+    snprintf(f.url[0], sizeof f.url[0], "http://127.0.0.1:9/v1"); /* never sent to */
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].script[1] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 2;
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t0:skip|a2/t1:ok|");
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_ATTACHMENTS);
+    LF_CHECK_INT(breaker_reports, 1); /* the backup's success alone */
+    LF_CHECK_INT(breaker_circuits[0].failures, 0);
+
+    lf_circuit_record(&breaker_circuits[1], &(lf_circuit_rules){ .threshold = 1, .cooldown = 60 },
+                      &(lf_circuit_outcome){ .now = breaker_now }, &chg);
+    LF_CHECK_INT(fixture_rerun(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t0:skip|a2/t1:ok|");
+    fixture_free(&f);
+    LF_CHECK_INT(f.srv[1].served, 2);
+}
+
+/* No target takes the file: a record of each, no request, and the call
+ * fails with LF_E_ATTACHMENTS, not retryable, every reason in its message. */
+static void test_attachments_no_target_can_take(void)
+{
+    fixture f;
+    fixture_init(&f, 1);
+    f.msg.attachments = &A_PDF;
+    f.msg.n_attachments = 1;
+    f.targets[0].no_documents = 1;
+    f.targets[1].max_attachment_bytes = 4;
+    snprintf(f.url[0], sizeof f.url[0], "http://127.0.0.1:9/v1");
+    snprintf(f.url[1], sizeof f.url[1], "http://127.0.0.1:9");
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_ATTACHMENTS);
+    LF_CHECK_INT(f.o.retryable, 0);
+    LF_CHECK_INT(f.o.attempts, 2);
+    LF_CHECK_STR(f.seen.log, "a1/t0:skip|a2/t1:skip|");
+    LF_CHECK_STR(f.o.message.ptr, "no target of the call can take the attachments: attachment \"r.pdf\": the "
+                                  "target takes no PDFs (documents: false); attachment \"r.pdf\" is 8 bytes, "
+                                  "over the target's limit of 4 bytes (max_attachment_bytes)");
+    fixture_free(&f);
+}
+
 /* Threshold 3: the call's first 503 leaves the circuit closed, then other
  * failures open it while the call waits to retry. The retry asks again
  * and fails over instead of sending to the open target. */
@@ -1162,6 +1224,8 @@ int main(void)
         LF_RUN(test_breaker_ignores_4xx);
         LF_RUN(test_breaker_backup_probe_taken_only_when_sent);
         LF_RUN(test_breaker_retry_asks_again);
+        LF_RUN(test_attachments_a_target_cannot_take);
+        LF_RUN(test_attachments_no_target_can_take);
     }
     curl_global_cleanup();
     return lf_test_summary("failover");

@@ -154,14 +154,29 @@ static void test_refused(void)
     lf_buf_init(&err);
     p.no_documents = 1;
     LF_CHECK(build(&p, &err) == NULL);
-    LF_CHECK_STR(err.ptr, "attachment \"r.pdf\": the target takes no documents");
+    LF_CHECK_STR(err.ptr, "attachment \"r.pdf\": the target takes no PDFs (documents: false)");
     p.no_documents = 0;
     p.no_images = 1;
     LF_CHECK(build(&p, &err) == NULL);
-    LF_CHECK_STR(err.ptr, "attachment \"x.png\": the target takes no images");
+    LF_CHECK_STR(err.ptr, "attachment \"x.png\": the target takes no images (images: false)");
     p.no_images = 0;
+    /* Each file decodes to 8 bytes: the limit is on the bytes, not on the base64. */
+    p.max_attachment_bytes = 8;
+    LF_CHECK_INT(lf_wire_attachments_refusal(&p, &err), 0);
+    p.max_attachment_bytes = 7;
+    LF_CHECK_INT(lf_wire_attachments_refusal(&p, &err), 1);
+    LF_CHECK_STR(err.ptr, "attachment \"x.png\" is 8 bytes, over the target's limit of 7 bytes (max_attachment_bytes)");
+    LF_CHECK(build(&p, &err) == NULL);
+    p.max_attachment_bytes = 0;
+    p.max_attachments = 1;
+    LF_CHECK_INT(lf_wire_attachments_refusal(&p, &err), 1);
+    LF_CHECK_STR(err.ptr, "2 attachments with one message, over the target's limit of 1 (max_attachments)");
+    p.max_attachments = 2;
+    LF_CHECK_INT(lf_wire_attachments_refusal(&p, NULL), 0);
     m.attachments = &bad;
     m.n_attachments = 1;
+    /* Wrong whatever the target: no refusal, the build says so. */
+    LF_CHECK_INT(lf_wire_attachments_refusal(&p, NULL), 0);
     LF_CHECK(build(&p, &err) == NULL);
     LF_CHECK(strstr(err.ptr, "text/plain is not an image or a PDF") != NULL);
     m.attachments = &not_b64;

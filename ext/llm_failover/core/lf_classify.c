@@ -414,6 +414,7 @@ const char *lf_kind_name(lf_kind k)
         [LF_E_RETRYABLE] = "RetryableError",
         [LF_E_OTHER] = "Error",
         [LF_E_ABORTED] = "AbortedError",
+        [LF_E_ATTACHMENTS] = "AttachmentRefusedError",
     };
     if ((int)k < 0 || k >= LF_KIND_COUNT)
         return NULL;

@@ -30,6 +30,8 @@ typedef enum lf_kind {
     LF_E_CONNECTION_REFUSED,   /* ConnectionRefusedError: refused, DNS or TLS verification failure */
     LF_E_OTHER,                /* LlmFailover::Error: any other status, not retryable */
     LF_E_ABORTED,              /* not a provider failure: the host stopped the call */
+    LF_E_ATTACHMENTS,          /* AttachmentRefusedError < BadRequestError: no target of the call
+                                  can take the message's attachments (no request sent) */
     LF_KIND_COUNT
 } lf_kind;
 

@@ -86,26 +86,42 @@ static int lf_sleep(lf_call *c, double seconds)
 
 /* ---- where the call goes: circuits --------------------------------------- */
 
+/* Whether target i cannot take the message's attachments (lf_prepare):
+ * it is left out whatever its circuit says. */
+static int lf_refused(const lf_call *c, size_t i)
+{
+    return c->prep->target[i].refused;
+}
+
 /* Every target's route and known failures, from the host's breaker, once
- * before the first attempt. -1 when the host stopped the call. */
+ * before the first attempt; a target that cannot take the attachments is
+ * skipped. -1 when the host stopped the call. */
 static int lf_call_health(lf_call *c, size_t first, lf_health *health)
 {
     const lf_listener *l = c->l;
-    size_t i;
+    size_t i, hope = c->n_targets;
     int all_open = 1;
 
     for (i = 0; i < c->n_targets; i++) {
         health[i].route = LF_ROUTE_SEND;
         health[i].failures = 0;
     }
-    if (!c->breaker) return 0;
-    if (l->health(l->ud, c->n_targets, health) != 0) {
+    if (c->breaker && l->health(l->ud, c->n_targets, health) != 0) {
         c->stopped = 1;
         return -1;
     }
-    for (i = first; i < c->n_targets; i++) all_open = all_open && health[i].route == LF_ROUTE_SKIP;
-    /* An open circuit never becomes an error by itself. */
-    if (all_open) health[first].route = LF_ROUTE_SEND;
+    for (i = first; i < c->n_targets; i++) {
+        if (lf_refused(c, i)) {
+            health[i].route = LF_ROUTE_SKIP;
+            continue;
+        }
+        if (hope == c->n_targets) hope = i;
+        all_open = all_open && health[i].route == LF_ROUTE_SKIP;
+    }
+    /* An open circuit never becomes an error by itself: the first target that
+     * can take the attachments is tried (lf_run fails the call before this
+     * when none can). */
+    if (all_open && hope < c->n_targets) health[hope].route = LF_ROUTE_SEND;
     return 0;
 }
 
@@ -137,15 +153,18 @@ static int lf_readmit(lf_call *c, int ti, lf_health *health)
     return 0;
 }
 
-/* The record of a target left out because its circuit is open: no request,
- * no wait, its own attempt number. */
+/* The record of a target left out because its circuit is open, or because
+ * it cannot take the message's attachments (the reason names the file and
+ * the limit): no request, no wait, nothing for its circuit, its own attempt
+ * number. */
 static int lf_skip(lf_call *c, int target_index, lf_outcome *o)
 {
+    const lf_prepared *p = &c->prep->target[target_index];
     lf_attempt_record rec = {
         .attempt = ++c->attempt_no,
         .target = target_index,
-        .kind = LF_E_OTHER,
-        .error_message = "circuit open: no request sent",
+        .kind = p->refused ? LF_E_ATTACHMENTS : LF_E_OTHER,
+        .error_message = p->refused ? lf_buf_cstr(&p->refusal) : "circuit open: no request sent",
         .failover_eligible = 1,
         .retry_after = -1,
         .first_token_ms = -1,
@@ -416,6 +435,30 @@ static int lf_prepare(lf_prepared_call *prep, const lf_run_args *args, size_t fi
     return 0;
 }
 
+/* When no target of the call can take the message's attachments: a record
+ * of each left out, and the call fails with LF_E_ATTACHMENTS, not
+ * retryable, every reason in its message. 0 when some target can. */
+static int lf_none_takes(lf_call *c, lf_outcome *o)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_targets; i++)
+        if (!lf_refused(c, i)) return 0;
+    lf_buf_setf(&o->message, "no target of the call can take the attachments: %s",
+                lf_buf_cstr(&c->prep->target[0].refusal));
+    for (i = 1; i < c->n_targets; i++)
+        if (lf_buf_append_str(&o->message, "; ") != 0 ||
+            lf_buf_append_str(&o->message, lf_buf_cstr(&c->prep->target[i].refusal)) != 0)
+            break;
+    o->ok = 0;
+    o->target = 0;
+    o->kind = LF_E_ATTACHMENTS;
+    o->retryable = 0;
+    for (i = 0; i < c->n_targets && !c->stopped; i++)
+        if (lf_skip(c, (int)i, o) != 0) lf_stopped(o);
+    return 1;
+}
+
 int lf_run(const lf_run_args *args, lf_outcome *o)
 {
     const lf_target *targets;
@@ -459,6 +502,7 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
         goto out;
     }
     rc = 0;
+    if (lf_none_takes(&call, o)) goto out;
     if (lf_call_health(&call, 0, health) != 0) lf_stopped(o);
     else lf_try_targets(&call, 0, health, o);
 out:

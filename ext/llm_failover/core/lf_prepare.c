@@ -120,6 +120,10 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     tp.no_images = t->no_images;
     tp.no_documents = t->no_documents;
     tp.no_urls = t->no_urls;
+    tp.max_attachment_bytes = t->max_attachment_bytes;
+    tp.max_attachments = t->max_attachments;
+    p->refused = lf_wire_attachments_refusal(&tp, &p->refusal);
+    if (p->refused) return 0;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
     p->url = lf_concat(t->base_url, lf_wire_path_for(t->api, params->kind));
@@ -135,7 +139,10 @@ void lf_prepared_call_init(lf_prepared_call *p)
     size_t i;
 
     memset(p, 0, sizeof(*p));
-    for (i = 0; i < LF_MAX_TARGETS; i++) lf_buf_init(&p->target[i].body);
+    for (i = 0; i < LF_MAX_TARGETS; i++) {
+        lf_buf_init(&p->target[i].body);
+        lf_buf_init(&p->target[i].refusal);
+    }
 }
 
 int lf_prepare_schema(lf_prepared_call *p, const lf_request_params *params, lf_buf *err)
@@ -160,6 +167,8 @@ static void lf_prepared_free(lf_prepared *p)
     struct curl_slist *l;
 
     lf_buf_free(&p->body);
+    lf_buf_free(&p->refusal);
+    p->refused = 0;
     /* Keys and header values are not left behind in freed memory. */
     for (l = p->headers; l; l = l->next) lf_wipe(l->data, strlen(l->data));
     curl_slist_free_all(p->headers);

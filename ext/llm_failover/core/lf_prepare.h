@@ -17,6 +17,11 @@ typedef struct lf_prepared {
     char *url;
     struct curl_slist *headers;   /* lf_transport_default_headers' lines, then ours and the target's */
     lf_buf body;
+    /* 1: the target cannot take the message's attachments (refusal says
+     * why, lf_wire_attachments_refusal); nothing else is built, and the
+     * attempt loop sends it nothing. */
+    int refused;
+    lf_buf refusal;
 } lf_prepared;
 
 typedef struct lf_prepared_call {
@@ -29,7 +34,8 @@ void lf_prepared_call_init(lf_prepared_call *p);
  * for the answers' check. 0, or -1 with err filled. */
 int lf_prepare_schema(lf_prepared_call *p, const lf_request_params *params, lf_buf *err);
 /* Prepares p->target[i] from target t and params (whose api and model are
- * taken from t), after lf_prepare_schema. 0, or -1 with err filled. */
+ * taken from t), after lf_prepare_schema. 0, or -1 with err filled. A
+ * target that cannot take the attachments is prepared as refused (0). */
 int lf_prepare_target(lf_prepared_call *p, size_t i, const lf_target *t, const lf_request_params *params,
                       lf_buf *err);
 /* Frees everything; what held a key or a header value is wiped first. */

@@ -19,10 +19,13 @@ typedef struct lf_target {
     const char *model;
     const char *const *headers;   /* extra "Name: value" lines */
     size_t n_headers;
-    /* Attachments the target cannot take (lf_request_params has the same). */
+    /* Attachments the target cannot take, its limits per file (decoded
+     * bytes) and per message, 0 for none (lf_request_params has the same). */
     int no_images;
     int no_documents;
     int no_urls;
+    long max_attachment_bytes;
+    long max_attachments;
 } lf_target;
 
 #endif

@@ -130,11 +130,15 @@ typedef struct lf_request_params {
     const lf_text *inputs;
     size_t n_inputs;
     /* What the target cannot take (its provider's configuration; lf_prepare
-     * copies them from the lf_target): an attachment of such a kind, or a
-     * URL-only one, fails the build. 0: it can. */
+     * copies them from the lf_target): an attachment of such a kind, a
+     * URL-only one, one over max_attachment_bytes, or more of them in one
+     * message than max_attachments (lf_wire_attachments_refusal). 0: it can,
+     * no limit. */
     int no_images;
     int no_documents;
     int no_urls;
+    long max_attachment_bytes;
+    long max_attachments;
 } lf_request_params;
 
 /* OpenAI's own cap on the inputs of one embeddings request. */
@@ -143,6 +147,16 @@ typedef struct lf_request_params {
 #define LF_JSON_INSTRUCTION \
     "Answer with one JSON object and nothing else: no text before or after it, no Markdown code fence."
 #define LF_SCHEMA_DEFAULT_NAME "answer"
+
+/* Whether the target p describes (api, no_images, no_documents, no_urls,
+ * max_attachment_bytes, max_attachments) can take every attachment of
+ * p->messages: 0 when it can, 1 when it cannot, with why (when non-NULL)
+ * naming the file and the limit. The one owner of that rule: the attempt loop
+ * leaves such a target out with a record and sends it nothing (lf_prepare),
+ * and lf_wire_build_request refuses it. An attachment that is wrong whatever
+ * the target (an unknown type, neither bytes nor URL, bytes not base64) is no
+ * refusal: the build reports it. */
+int lf_wire_attachments_refusal(const lf_request_params *p, lf_buf *why);
 
 /* Path appended to the provider's base_url. */
 const char *lf_wire_path(lf_api api);

@@ -58,6 +58,62 @@ static int lf_attach_by_url(const lf_request_params *p, const lf_attachment *a)
     return a->url && (!a->base64 || lf_attach_url_taken(p, a));
 }
 
+/* The bytes a base64 text decodes to. */
+static size_t lf_base64_decoded_len(const lf_attachment *a)
+{
+    size_t pad = 0;
+
+    while (pad < 2 && pad < a->base64_len && a->base64[a->base64_len - 1 - pad] == '=') pad++;
+    return a->base64_len / 4 * 3 + (a->base64_len % 4 ? a->base64_len % 4 - 1 : 0) - pad;
+}
+
+/* Why the target cannot take attachment a, 1; 0 when it can. */
+static int lf_attach_refused(const lf_request_params *p, const lf_attachment *a, lf_buf *why)
+{
+    lf_attach_kind kind = lf_attach_kind_of(a->mime_type);
+    size_t size;
+
+    if (kind == LF_ATTACH_UNKNOWN) return 0; /* wrong for every target: the build says so */
+    if ((kind == LF_ATTACH_IMAGE && p->no_images) || (kind == LF_ATTACH_DOCUMENT && p->no_documents)) {
+        lf_wire_fail(why, "attachment \"%.64s\": the target takes no %s", lf_attach_name(a),
+                     kind == LF_ATTACH_IMAGE ? "images (images: false)" : "PDFs (documents: false)");
+        return 1;
+    }
+    if (!a->base64 && a->url && !lf_attach_url_taken(p, a)) {
+        lf_wire_fail(why, "attachment \"%.64s\": the target takes no URL for it (%s) and its bytes were not "
+                          "downloaded",
+                     lf_attach_name(a), p->no_urls ? "attachment_urls: false" : "an OpenAI file part");
+        return 1;
+    }
+    size = a->base64 ? lf_base64_decoded_len(a) : 0;
+    if (p->max_attachment_bytes > 0 && size > (size_t)p->max_attachment_bytes) {
+        lf_wire_fail(why, "attachment \"%.64s\" is %zu bytes, over the target's limit of %ld bytes "
+                          "(max_attachment_bytes)",
+                     lf_attach_name(a), size, p->max_attachment_bytes);
+        return 1;
+    }
+    return 0;
+}
+
+int lf_wire_attachments_refusal(const lf_request_params *p, lf_buf *why)
+{
+    size_t i, k;
+
+    for (i = 0; i < p->n_messages; i++) {
+        const lf_message *m = &p->messages[i];
+
+        if (!m->n_attachments || !m->attachments) continue;
+        if (p->max_attachments > 0 && m->n_attachments > (size_t)p->max_attachments) {
+            lf_wire_fail(why, "%zu attachments with one message, over the target's limit of %ld (max_attachments)",
+                         m->n_attachments, p->max_attachments);
+            return 1;
+        }
+        for (k = 0; k < m->n_attachments; k++)
+            if (lf_attach_refused(p, &m->attachments[k], why)) return 1;
+    }
+    return 0;
+}
+
 int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg)
 {
     size_t i, k;
@@ -72,25 +128,14 @@ int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg)
         }
         for (k = 0; k < m->n_attachments; k++) {
             const lf_attachment *a = &m->attachments[k];
-            lf_attach_kind kind = lf_attach_kind_of(a->mime_type);
 
-            if (kind == LF_ATTACH_UNKNOWN) {
+            if (lf_attach_kind_of(a->mime_type) == LF_ATTACH_UNKNOWN) {
                 lf_wire_fail(errmsg, "attachment \"%.64s\": type %.64s is not an image or a PDF", lf_attach_name(a),
                              a->mime_type ? a->mime_type : "(none)");
                 return -1;
             }
-            if ((kind == LF_ATTACH_IMAGE && p->no_images) || (kind == LF_ATTACH_DOCUMENT && p->no_documents)) {
-                lf_wire_fail(errmsg, "attachment \"%.64s\": the target takes no %s", lf_attach_name(a),
-                             kind == LF_ATTACH_IMAGE ? "images" : "documents");
-                return -1;
-            }
             if (!a->base64 && !a->url) {
                 lf_wire_fail(errmsg, "attachment \"%.64s\" has neither bytes nor a URL", lf_attach_name(a));
-                return -1;
-            }
-            if (!a->base64 && !lf_attach_url_taken(p, a)) {
-                lf_wire_fail(errmsg, "attachment \"%.64s\": the target takes no URL for it, its bytes are needed",
-                             lf_attach_name(a));
                 return -1;
             }
             if (a->base64 && !lf_base64_ok(a->base64, a->base64_len)) {
@@ -99,7 +144,8 @@ int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg)
             }
         }
     }
-    return 0;
+    /* What the target takes: the one rule the attempt loop skips a target by. */
+    return lf_wire_attachments_refusal(p, errmsg) ? -1 : 0;
 }
 
 size_t lf_wire_attachments_size(const lf_message *m)

@@ -66,9 +66,12 @@ module LlmFailover
           "digest" => attachment.digest, "data" => attachment.base64 }
       end
 
+      # The column's base64 is kept as the attachment's own: decoded once, not encoded again.
       def load(hash)
-        data = hash["data"]&.unpack1("m0")
-        Attachment.new(mime_type: hash["mime_type"], data: data, url: hash["url"], filename: hash["filename"])
+        fields = { mime_type: hash["mime_type"], url: hash["url"], filename: hash["filename"] }
+        return Attachment.new(**fields) if hash["data"].nil?
+
+        Attachment.from_base64(hash["data"], **fields)
       end
     end
   end

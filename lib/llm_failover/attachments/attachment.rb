@@ -69,7 +69,19 @@ module LlmFailover
       @mime_type = Mime.normalize(mime_type)
       check_type
       @digest = Digest::SHA256.hexdigest(@data || "url:#{@url}").freeze
+      # The base64 form, made on first use and kept: every call (a complete, a tool
+      # loop's turns, a failover's both protocols) sends the same String. The object
+      # is frozen; this one-slot box is not.
+      @encoded = []
       freeze
+    end
+
+    # @api private
+    # An attachment whose bytes are known as base64 already (a stored column): decoded
+    # once, and that text kept as its #base64.
+    # @return [Attachment]
+    def self.from_base64(text, mime_type:, url: nil, filename: nil)
+      new(mime_type: mime_type, data: text.unpack1("m0"), url: url, filename: filename).encoded(text)
     end
 
     # @return [Symbol] :image or :document
@@ -90,9 +102,18 @@ module LlmFailover
     end
 
     # @return [String, nil] the bytes as base64 (strict, no line breaks), what both
-    #   protocols carry
+    #   protocols carry; encoded once, frozen, the same String on every call
     def base64
-      data && [data].pack("m0")
+      return nil unless data
+
+      @encoded[0] ||= [data].pack("m0").freeze
+    end
+
+    # @api private
+    # @return [self] with +text+ (the base64 of its bytes) as its #base64
+    def encoded(text)
+      @encoded[0] ||= text.frozen? ? text : text.dup.freeze
+      self
     end
 
     # @return [Attachment] this URL attachment with the bytes downloaded from it

@@ -30,6 +30,9 @@ module LlmFailover
       # @raise [ArgumentError] naming the URL (shown without credentials or query)
       def call(attachment)
         uri = parse(attachment.url)
+        # The whole download, redirects included: a server that drips its body a
+        # byte at a time, each within the read timeout, would otherwise hold the ask.
+        @deadline = now + @timeout
         (MAX_REDIRECTS + 1).times do
           response_uri, bytes, type = fetch(uri)
           return checked(attachment, bytes, type) if bytes
@@ -61,7 +64,7 @@ module LlmFailover
       # [next URI, nil, nil] for a redirect; [uri, bytes, content type] for the body.
       def fetch(uri)
         address = public_address(uri)
-        http = Net::HTTP.new(uri.host, uri.port)
+        http = Net::HTTP.new(uri.hostname, uri.port) # an IPv6 literal without its brackets
         http.ipaddr = address # the address checked is the one connected to
         http.use_ssl = uri.scheme.casecmp?("https")
         http.open_timeout = http.read_timeout = @timeout
@@ -86,6 +89,7 @@ module LlmFailover
           response.read_body do |piece|
             body << piece
             fail!(uri.to_s, "more than #{@max_bytes} bytes, over the limit") if body.bytesize > @max_bytes
+            fail!(uri.to_s, "not done within #{@timeout} s") if now > @deadline
           end
           [uri, body, response["content-type"]]
         else
@@ -93,8 +97,12 @@ module LlmFailover
         end
       end
 
+      def now
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+
       def public_address(uri)
-        addresses = Addrinfo.getaddrinfo(uri.host, uri.port, nil, :STREAM).map(&:ip_address).uniq
+        addresses = Addrinfo.getaddrinfo(uri.hostname, uri.port, nil, :STREAM).map(&:ip_address).uniq
         fail!(uri.to_s, "the host does not resolve") if addresses.empty?
         unless @allow_private
           blocked = addresses.find { |a| private_address?(a) }
@@ -103,11 +111,24 @@ module LlmFailover
         addresses.first
       end
 
+      # Ranges no public file is served from, beyond loopback, private and link-local:
+      # "this network", carrier-grade NAT, benchmarking, multicast and reserved IPv4;
+      # unique-local, site-local and multicast IPv6.
+      BLOCKED = %w[0.0.0.0/8 100.64.0.0/10 198.18.0.0/15 224.0.0.0/4 240.0.0.0/4
+                   fc00::/7 fec0::/10 ff00::/8].map { |range| IPAddr.new(range) }.freeze
+      # IPv6 prefixes that carry an IPv4 address in their last 32 bits (NAT64, the
+      # IPv4-compatible form): the embedded address is checked as well.
+      EMBEDDING = %w[64:ff9b::/96 ::/96].map { |range| IPAddr.new(range) }.freeze
+      private_constant :BLOCKED, :EMBEDDING
+
       def private_address?(text)
         ip = IPAddr.new(text)
         ip = ip.native if ip.ipv6? && ip.ipv4_mapped?
+        if ip.ipv6? && EMBEDDING.any? { |range| range.include?(ip) } && !ip.to_i.zero? && ip != IPAddr.new("::1")
+          ip = IPAddr.new(ip.to_i & 0xFFFF_FFFF, Socket::AF_INET)
+        end
         ip.loopback? || ip.private? || ip.link_local? || ip.to_i.zero? ||
-          (ip.ipv4? && IPAddr.new("100.64.0.0/10").include?(ip)) || (ip.ipv6? && IPAddr.new("fc00::/7").include?(ip))
+          BLOCKED.any? { |range| range.family == ip.family && range.include?(ip) }
       end
 
       def checked(attachment, bytes, type)

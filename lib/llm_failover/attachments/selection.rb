@@ -5,16 +5,20 @@ require_relative "download"
 
 module LlmFailover
   class Attachment
-    # What Chat#ask's with: becomes before anything is stored, and which of a call's
-    # targets can be sent a message's attachments (ProviderConfig#attachments: the
-    # types it takes, its limits per file and per message).
+    # What Chat#ask's with: becomes before anything is stored: each file checked, as
+    # the input it is, against the chat's targets (ProviderConfig#attachments: the
+    # types each takes, its limits per file and per message). Which target a call
+    # sends a message's attachments to is the core's choice when the call runs
+    # (lf_wire_attachments_refusal): a target that cannot take them is left out with
+    # a skipped record, and AttachmentRefusedError says when none of them can.
     # @api private
     module Selection
       module_function
 
       # The canonical attachments of +with+ (one source or an Array of them), checked
       # against the chat's targets: every file fits at least one of them, and URL
-      # attachments a target takes no URL for are downloaded here, once.
+      # attachments that a target taking them takes no URL for are downloaded here,
+      # once.
       # @param targets [Array<Target>]
       # @return [Array<Attachment>] frozen
       # @raise [ArgumentError] naming the file and the limit or type no target takes
@@ -30,41 +34,36 @@ module LlmFailover
 
         max_bytes = caps.map { |c| c[:max_bytes] }.max
         attachments = sources.map { |s| Attachment.from(s, max_bytes: max_bytes) }
-        usable = usable(targets, attachments)
-        attachments = download(attachments, usable, max_bytes, allow_private) if attachments.any? { |a| a.data.nil? }
+        attachments.each { |a| check_taken(a, targets) }
+        if attachments.any? { |a| a.data.nil? }
+          attachments = download(attachments, targets, max_bytes, allow_private)
+          attachments.each { |a| check_taken(a, targets) } # the sizes are known now
+        end
         attachments.freeze
       end
 
-      # The targets that take every one of +attachments+, in order.
-      # @raise [ArgumentError] none does: the first target's reason
-      def usable(targets, attachments)
-        return targets if attachments.empty?
-
-        reasons = targets.map { |t| refusal(t, attachments) }
-        kept = targets.each_index.reject { |i| reasons[i] }.map { |i| targets[i] }
-        raise ArgumentError, reasons.compact.first if kept.empty?
-
-        kept
+      # @raise [ArgumentError] no target of the chat takes +attachment+: the first
+      #   target's reason
+      def check_taken(attachment, targets)
+        reasons = targets.map { |t| refusal(t, attachment) }
+        raise ArgumentError, reasons.first if reasons.all?
       end
 
-      # Why +target+ cannot be sent +attachments+, nil when it can.
-      def refusal(target, attachments)
+      # Why +target+ cannot be sent +attachment+ (its type, its size), nil when it can.
+      def refusal(target, attachment)
         caps = target.provider.attachments
-        label = target.label
-        if attachments.size > caps[:max_count]
-          return "#{attachments.size} attachments, over #{label}'s limit of #{caps[:max_count]} per message"
+        name = attachment.name.inspect
+        unless takes_kind?(caps, attachment)
+          return "attachment #{name}: #{target.label} takes no " \
+                 "#{attachment.kind == :image ? 'images (images: false)' : 'PDFs (documents: false)'}"
         end
+        return nil unless attachment.size && attachment.size > caps[:max_bytes]
 
-        attachments.each do |a|
-          return "attachment #{a.name.inspect}: #{label} takes no images (images: false)" if a.kind == :image && !caps[:images]
-          if a.kind == :document && !caps[:documents]
-            return "attachment #{a.name.inspect}: #{label} takes no PDFs (documents: false)"
-          end
-          if a.size && a.size > caps[:max_bytes]
-            return "attachment #{a.name.inspect} is #{a.size} bytes, over #{label}'s limit of #{caps[:max_bytes]} bytes"
-          end
-        end
-        nil
+        "attachment #{name} is #{attachment.size} bytes, over #{target.label}'s limit of #{caps[:max_bytes]} bytes"
+      end
+
+      def takes_kind?(caps, attachment)
+        attachment.kind == :image ? caps[:images] : caps[:documents]
       end
 
       # Whether +target+ is sent the bytes of a URL attachment (the wire layer's rule:
@@ -73,14 +72,30 @@ module LlmFailover
         !target.provider.attachments[:urls] || (target.provider.api == :openai && attachment.kind == :document)
       end
 
+      # The URL attachments a target that takes them needs the bytes of, downloaded.
       def download(attachments, targets, max_bytes, allow_private)
         fetcher = nil
         attachments.map do |a|
-          next a unless a.data.nil? && targets.any? { |t| needs_bytes?(t, a) }
+          needed = a.data.nil? && targets.any? { |t| takes_kind?(t.provider.attachments, a) && needs_bytes?(t, a) }
+          next a unless needed
 
           fetcher ||= Download.new(max_bytes: max_bytes, allow_private: allow_private)
           fetcher.call(a)
         end
+      end
+
+      # A stored message's attachments in canonical form: the store's reading
+      # (#attachments_of: an ActiveRecord row's column or ActiveStorage blobs), else the
+      # message's own (MemoryStore's are canonical already).
+      # @return [Array<Attachment>]
+      def stored(store, message)
+        return store.attachments_of(message) if store.respond_to?(:attachments_of)
+        return [] unless message.respond_to?(:attachments)
+
+        list = message.attachments
+        return list if list.is_a?(Array) && list.all?(Attachment)
+
+        list.map { |a| Attachment.from(a) }
       end
 
       # The engine request's :attachments of +messages+ (stored messages in the order

@@ -172,13 +172,22 @@ module LlmFailover
     # @raise [ArgumentError] attachments given to a store that cannot keep them
     def self.attachments_option(store, attachments)
       return {} if attachments.empty?
-
-      method = store.method(store.respond_to?(:add_user_once) && !store.respond_to?(:add_user) ? :add_user_once : :add_user)
-      unless method.parameters.any? { |kind, name| %i[key keyreq].include?(kind) && name == :attachments }
+      unless ATTACHMENTS_KEYWORD.fetch(store.class) { ATTACHMENTS_KEYWORD[store.class] = attachments_keyword?(store) }
         raise ArgumentError, "store #{store.class} cannot keep attachments (its #add_user takes no attachments:)"
       end
 
       { attachments: attachments }
+    end
+
+    # Whether a store class's #add_user takes attachments:, read once per class (a
+    # method's parameters are built anew on every #parameters).
+    ATTACHMENTS_KEYWORD = {}.compare_by_identity
+    private_constant :ATTACHMENTS_KEYWORD
+
+    # @api private
+    def self.attachments_keyword?(store)
+      name = store.respond_to?(:add_user_once) && !store.respond_to?(:add_user) ? :add_user_once : :add_user
+      store.method(name).parameters.any? { |kind, key| %i[key keyreq].include?(kind) && key == :attachments }
     end
 
     # @return [Array] the stored messages, in order
@@ -231,12 +240,10 @@ module LlmFailover
       running = false
       begin
         backup_first = backup_first?(reservation) || (turn&.on_backup && backup?)
-        # A target that cannot take the attachments is never sent them: the call goes
-        # to the one that can (ArgumentError when none can).
-        targets = Attachment::Selection.usable(backup_first ? [@backup_target].freeze : engine_targets,
-                                               attachments.flatten)
+        # A target that cannot take the attachments is the core's to leave out, with a
+        # skipped record (AttachmentRefusedError when none of them can).
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store,
-                        targets: targets, messages: messages,
+                        targets: backup_first ? [@backup_target].freeze : engine_targets, messages: messages,
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
                         request_id: turn&.request_id, turn_id: turn_id(conversation))
         call.answer_format = format

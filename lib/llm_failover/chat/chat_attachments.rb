@@ -14,17 +14,9 @@ module LlmFailover
         Attachment::Selection.prepare(with, targets: engine_targets, allow_private: @config.attachment_private_hosts)
       end
 
-      # A stored message's attachments in canonical form (an ActiveStorage attachment
-      # list of a record reads as blobs).
+      # A stored message's attachments in canonical form (Attachment::Selection.stored).
       def stored_attachments(message)
-        store = @store
-        return store.attachments_of(message) if store.respond_to?(:attachments_of)
-        return [] unless message.respond_to?(:attachments)
-
-        list = message.attachments
-        return list if list.is_a?(Array) && list.all?(Attachment) # MemoryStore's: canonical already
-
-        list.map { |a| Attachment.from(a) }
+        Attachment::Selection.stored(@store, message)
       end
     end
   end

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../attachments/selection"
 require_relative "../errors"
 require_relative "reply"
 
@@ -60,7 +61,7 @@ module LlmFailover
         next if turn.nil? && !store.add_user_once(text, key, **Chat.attachments_option(store, attachments))
 
         if turn
-          check(turn, text, key)
+          check(turn, text, key, store: store, attachments: attachments)
           return replay(turn.answer, format) if turn.answer
         end
         return answer(store, key, claims) { yield } unless claims
@@ -123,9 +124,17 @@ module LlmFailover
       key
     end
 
-    def check(turn, text, key)
+    # The same turn is the same prompt with the same files (by content digest, in
+    # order): a key reused with other attachments is another prompt.
+    def check(turn, text, key, store:, attachments:)
       if turn.user.content.to_s != text
         raise ArgumentError, "idempotency_key #{key.inspect} was already used for another prompt in this chat"
+      end
+      stored = Attachment::Selection.stored(store, turn.user).map(&:digest)
+      unless stored == attachments.map(&:digest)
+        raise ArgumentError, "idempotency_key #{key.inspect} was already used for this prompt with other " \
+                             "attachments in this chat (#{stored.size} stored, #{attachments.size} given; " \
+                             "compared by content digest)"
       end
       return if turn.answer || !turn.later
 

@@ -118,7 +118,8 @@ module LlmFailover
       model = model.dup.freeze unless model.frozen?
       engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers,
                  images: @attachments[:images], documents: @attachments[:documents],
-                 attachment_urls: @attachments[:urls] }.freeze
+                 attachment_urls: @attachments[:urls], max_attachment_bytes: @attachments[:max_bytes],
+                 max_attachments: @attachments[:max_count] }.freeze
       @per_model[model] = Target.build(model, self, engine)
     end
 

@@ -110,8 +110,10 @@ module LlmFailover
     end
     alias hedged hedged?
 
-    # Whether no request was sent because the target's circuit was open (error_class
-    # "LlmFailover::CircuitOpenError", no status, latency 0).
+    # Whether no request was sent to the target: its circuit was open (error_class
+    # "LlmFailover::CircuitOpenError"), or it cannot take the message's attachments
+    # (error_class "LlmFailover::AttachmentRefusedError", the message naming the file
+    # and the limit). No status, latency 0.
     def skipped?
       @skipped
     end

@@ -146,13 +146,23 @@ module LlmFailover
         end
         previous = record
         if record.skipped?
-          span.add_event("llm_failover.circuit_skip",
-                         attributes: { "gen_ai.system" => record.provider.to_s, "gen_ai.request.model" => record.model },
-                         timestamp: started)
+          skip_event(span, record)
           next
         end
         attempt_span(tracer, parent, record) unless record.cached?
       end
+    end
+
+    # A target left out, no request sent: past its open circuit, or because it cannot
+    # take the message's attachments (the reason, naming the file and the limit).
+    def skip_event(span, record)
+      attributes = { "gen_ai.system" => record.provider.to_s, "gen_ai.request.model" => record.model }
+      name = "llm_failover.circuit_skip"
+      if record.error_class == AttachmentRefusedError.name
+        name = "llm_failover.attachment_skip"
+        attributes["llm_failover.reason"] = record.error_message.to_s
+      end
+      span.add_event(name, attributes: attributes, timestamp: record.started_at)
     end
 
     def attempt_span(tracer, parent, record)

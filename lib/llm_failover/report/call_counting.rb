@@ -14,8 +14,9 @@ module LlmFailover
       private
 
       # Per feature. A call with one attempt in the period is one row of the tally, whose
-      # counts are its own: a failed attempt is a lost call, a stopped one a stopped call,
-      # a skipped one a call routed around. The calls with more attempts (#calls) replace
+      # counts are its own: a failed attempt is a lost call, and so is one whose target
+      # could not take the attachments (no other target could), a stopped one a stopped
+      # call, a skipped one a call routed around. The calls with more attempts (#calls) replace
       # their rows' share by their own verdict. A lost call whose turn a later call
       # answered (a retried job's) is not lost (Turns).
       # @return [Hash{String, nil => CallCount}]
@@ -24,12 +25,13 @@ module LlmFailover
           counts = groups.group_by(&:feature).transform_values do |list|
             stopped = list.select { |g| g.error_class == STOPPED }.sum(&:attempts)
             skipped = list.select { |g| g.error_class == SKIPPED }.sum(&:attempts)
-            CallCount.new(list.sum(&:attempts), list.sum(&:failures), stopped, skipped)
+            refused = list.select { |g| g.error_class == REFUSED }.sum(&:attempts)
+            CallCount.new(list.sum(&:attempts), list.sum(&:failures) + refused, stopped, skipped)
           end
           calls.each do |c|
             count = counts[c.feature] ||= CallCount.new(0, 0, 0, 0)
             count.requests += 1 - c.attempts
-            count.lost += (c.lost? ? 1 : 0) - c.failures
+            count.lost += (c.lost? ? 1 : 0) - c.failures - c.refusals
             count.stopped += (c.stops.positive? ? 1 : 0) - c.stops
             count.routed_around += (c.skips.positive? ? 1 : 0) - c.skips
           end

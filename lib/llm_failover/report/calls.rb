@@ -14,16 +14,18 @@ module LlmFailover
     # already its call's, so only these calls need grouping by request_id, which is what
     # costs (200k rows in SQLite: 0.38 s for every call, against this).
     class Calls
-      # In the period: attempts, failures, stops and skips (attempts failed, stopped by
-      # the caller, skipped), whether one answered or was cancelled. Over the whole call:
+      # In the period: attempts, failures, stops, skips and refusals (attempts failed,
+      # stopped by the caller, skipped past an open circuit, left out for attachments
+      # their target cannot take), whether one answered or was cancelled. Over the whole call:
       # won_at, the first successful attempt after the first; failed_at, the first
       # unsuccessful one; spread, whether it went to more than one target; from and to,
       # those two attempts' targets; to_feature, the saving attempt's feature. feature:
       # the call's (a call's attempts share it).
-      Call = Struct.new(:request_id, :feature, :attempts, :failures, :stops, :skips, :answered, :cancelled,
-                        :won_at, :failed_at, :spread, :from, :to, :to_feature) do
+      Call = Struct.new(:request_id, :feature, :attempts, :failures, :stops, :skips, :refusals, :answered,
+                        :cancelled, :won_at, :failed_at, :spread, :from, :to, :to_feature) do
+        # No answer: a provider's failure, or no target could take the attachments.
         def lost?
-          failures.positive? && !answered && stops.zero? && !cancelled
+          (failures.positive? || refusals.positive?) && !answered && stops.zero? && !cancelled
         end
 
         def save?
@@ -31,7 +33,7 @@ module LlmFailover
         end
       end
 
-      FIELDS = %i[attempts failures stops skips answered cancelled spread won_at failed_at].freeze
+      FIELDS = %i[attempts failures stops skips refusals answered cancelled spread won_at failed_at].freeze
 
       # @param rows [Rows]
       def initialize(rows)
@@ -60,9 +62,10 @@ module LlmFailover
       COLUMNS = ["calls.request_id", "calls.feature", *FIELDS.map { |f| "calls.#{f}" }, "failing.provider",
                  "failing.model", "saving.provider", "saving.model", "saving.feature"].freeze
 
-      def call(request_id, feature, attempts, failures, stops, skips, answered, cancelled, spread, won_at, failed_at,
-               from_provider, from_model, to_provider, to_model, to_feature)
-        Call.new(request_id, feature, attempts.to_i, failures.to_i, stops.to_i, skips.to_i, answered.to_i == 1,
+      def call(request_id, feature, attempts, failures, stops, skips, refusals, answered, cancelled, spread, won_at,
+               failed_at, from_provider, from_model, to_provider, to_model, to_feature)
+        Call.new(request_id, feature, attempts.to_i, failures.to_i, stops.to_i, skips.to_i, refusals.to_i,
+                 answered.to_i == 1,
                  cancelled.to_i == 1, won_at&.to_i, failed_at&.to_i, spread.to_i == 1,
                  from_provider && Target.label(from_provider, from_model), to_provider && Target.label(to_provider, to_model),
                  to_feature)
@@ -81,7 +84,8 @@ module LlmFailover
         r.model.unscoped.where(request_id: ids).group(:request_id).select(
           t[:request_id], t[:feature].minimum.as("feature"), attempts.as("attempts"),
           r.count_if(inside.call(r.failed)).as("failures"), r.count_if(inside.call(r.stopped)).as("stops"),
-          r.count_if(inside.call(r.skipped)).as("skips"), r.any(inside.call(t[:success].eq(true))).as("answered"),
+          r.count_if(inside.call(r.skipped)).as("skips"), r.count_if(inside.call(r.refused)).as("refusals"),
+          r.any(inside.call(t[:success].eq(true))).as("answered"),
           Arel::Nodes::As.new(cancelled, Arel.sql("cancelled")),
           Arel::Nodes::Case.new.when(t[:provider].minimum.not_eq(t[:provider].maximum)
                                       .or(t[:model].minimum.not_eq(t[:model].maximum))).then(1).else(0).as("spread"),
@@ -91,10 +95,12 @@ module LlmFailover
       end
 
       # An attempt that did not answer and was not cut by a cancel: a hedged request's
-      # loser (cancelled) never makes the winner a save.
+      # loser (cancelled) never makes the winner a save, nor does a target left out for
+      # attachments it cannot take (the call went where it could, nothing was saved).
       def unsuccessful
         t = @rows.table
-        @rows.cancelled_column? ? t[:success].eq(false).and(t[:cancelled].eq(false)) : t[:success].eq(false)
+        failed = t[:success].eq(false).and(t[:error_class].eq(nil).or(@rows.refused.not))
+        @rows.cancelled_column? ? failed.and(t[:cancelled].eq(false)) : failed
       end
 
       # MIN(CASE WHEN condition THEN attempt END)

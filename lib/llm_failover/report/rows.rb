@@ -52,7 +52,7 @@ module LlmFailover
       # Attempts that sent a request and got no answer, the user's cancels left out: the
       # failed ones and those their caller stopped (billed all the same).
       def unanswered
-        condition = table[:success].eq(false).and(table[:error_class].not_eq(SKIPPED))
+        condition = table[:success].eq(false).and(table[:error_class].not_in(NOT_SENT))
         cancelled_column? ? condition.and(table[:cancelled].eq(false)) : condition
       end
 
@@ -60,14 +60,14 @@ module LlmFailover
       # attempt (Chat#cancel!) or one the caller stopped: the user's decisions, not a
       # provider's failure. Its error class is never NULL (SQL's NOT IN leaves NULL out).
       def failed
-        unanswered.and(table[:error_class].not_in([SKIPPED, STOPPED]))
+        unanswered.and(table[:error_class].not_in([*NOT_SENT, STOPPED]))
       end
 
       # Attempts a provider could fail: neither a cache hit, nor a skipped target (no
       # request), nor one its caller stopped (the provider was not done). NULL error
       # classes (successes) included.
       def sent
-        condition = table[:error_class].eq(nil).or(table[:error_class].not_in([SKIPPED, STOPPED]))
+        condition = table[:error_class].eq(nil).or(table[:error_class].not_in([*NOT_SENT, STOPPED]))
         cached_column? ? table[:cached].eq(false).and(condition) : condition
       end
 
@@ -76,8 +76,16 @@ module LlmFailover
         cached_column? ? table[:success].eq(true).and(table[:cached].eq(false)) : table[:success].eq(true)
       end
 
+      # Targets skipped past their open circuit (a call routed around it). A target left
+      # out for the attachments it cannot take (REFUSED) is none: the call went where
+      # it could.
       def skipped
         table[:error_class].eq(SKIPPED)
+      end
+
+      # Targets left out because they cannot take the message's attachments.
+      def refused
+        table[:error_class].eq(REFUSED)
       end
 
       def stopped

@@ -25,7 +25,7 @@ module LlmFailover
                                   .and(answers[:request_id].not_eq(t[:request_id]))
                                   .and(answers[:started_at].gteq(t[:started_at]))
         later = Arel::SelectManager.new.from(answers).project(Arel.sql("1")).where(answer)
-        @rows.scope.where(@rows.failed).where(t[:turn_id].not_eq(nil)).where(later.exists)
+        @rows.scope.where(@rows.failed.or(@rows.refused)).where(t[:turn_id].not_eq(nil)).where(later.exists)
              .distinct.pluck(:request_id, :feature)
       end
     end

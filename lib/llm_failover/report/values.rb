@@ -99,8 +99,13 @@ module LlmFailover
       end
     end
 
-    # The error_class of a skipped record (AttemptRecord#skipped).
+    # The error_class of a record skipped past an open circuit (AttemptRecord#skipped).
     SKIPPED = "LlmFailover::CircuitOpenError"
+    # The error_class of a record skipped because its target cannot take the message's
+    # attachments (AttemptRecord#skipped too).
+    REFUSED = "LlmFailover::AttachmentRefusedError"
+    # The records of targets a call sent no request to.
+    NOT_SENT = [SKIPPED, REFUSED].freeze
     # The error_class of the attempt a call's caller cut (Timeout.timeout, Thread#kill,
     # task.stop, a raising block): neither a provider's failure nor a lost call.
     STOPPED = "LlmFailover::AbortedError"

@@ -59,8 +59,9 @@ module LlmFailover
           # Cut by the caller: the exception that did it is on its way up.
           return stopped(attempt, target) if attempt.key?(:stopped_by)
 
-          # No request: the target's circuit was open.
-          attempt = attempt.merge(error_class: CircuitOpenError, latency_ms: 0.0) if attempt[:skipped]
+          # No request: the target's circuit was open, or it cannot take the message's
+          # attachments (the engine's AttachmentRefusedError, its reason in the message).
+          attempt = attempt.merge(error_class: skip_class(attempt), latency_ms: 0.0) if attempt[:skipped]
           @failures << [attempt, target]
         end
         number = attempt[:attempt] + @attempt_offset
@@ -104,9 +105,11 @@ module LlmFailover
         sent
       end
 
-      # Every target tried ended on an error a healthy backup could have fixed.
+      # Every target tried ended on an error a healthy backup could have fixed. Not when
+      # no target could take the message's attachments: no provider failed.
       def chain_exhausted?
         return false if @failures.empty? || @list.any?(&:success?)
+        return false if @failures.all? { |attempt, _| attempt[:error_class] == AttachmentRefusedError }
 
         last_failure = {}
         @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
@@ -127,6 +130,10 @@ module LlmFailover
       end
 
       private
+
+      def skip_class(attempt)
+        attempt[:error_class] == AttachmentRefusedError ? AttachmentRefusedError : CircuitOpenError
+      end
 
       # The loser of a hedged request: cut by the call when the other attempt produced
       # its first token first. Not a failure of its target's: no error class, nothing
