@@ -109,12 +109,14 @@ module LlmFailover
 
     # Embeddings of +texts+ from +model+ on +provider+ (OpenAI-compatible), through the
     # attempt loop: retried, and failed over to +backup_provider+ for the same model.
+    # With a configured scrubber the texts leave the process scrubbed, as a chat's do.
     # @param texts [String, Array<String>]
+    # @param scrub [Boolean] false: send the texts as they are (as a chat's scrub: false)
     # @return [Embeddings]
     # @raise [Error] every target failed
-    def embed(texts, model:, provider:, backup_provider: nil, feature: nil)
+    def embed(texts, model:, provider:, backup_provider: nil, feature: nil, scrub: true)
       Embedder.new(config: configuration, model: model, provider: provider, backup_provider: backup_provider,
-                   feature: feature).embed(texts)
+                   feature: feature, scrub: scrub).embed(texts)
     end
 
     # The process-wide engine (a libcurl connection pool, dropped in forked children).

@@ -111,7 +111,16 @@ begin
       # of calls 0.35 s apart). Under valgrind the calls outlast the cooldown, which
       # then elapses in the middle; stretching it by LLM_FAILOVER_SPEC_SLOWDOWN was not
       # enough on a loaded machine (80 s for four processes' 20 calls, 2026-12-01).
-      t.rspec_opts = ENV["SPEC_VALGRIND_OPTS"] || "--tag ~fiber_scheduler --tag ~timing"
+      #
+      # And the examples tagged :fork_beside_threads (MemoryIndex's fork while threads
+      # scan and add): as with stress_spec.rb, each child inherits the buffers those
+      # threads' scans and adds hold at the fork (lf_vi_vec_alloc, a hit's value),
+      # without the threads that free them; the parent frees them. The C test
+      # (test_vindex.c) runs the same fork under ASan.
+      #
+      # A subset: SPEC='spec/{memory_index,embeddings}_spec.rb' (rspec's rake task
+      # reads SPEC, a glob).
+      t.rspec_opts = ENV["SPEC_VALGRIND_OPTS"] || "--tag ~fiber_scheduler --tag ~timing --tag ~fork_beside_threads"
     end
   end
 rescue LoadError => e

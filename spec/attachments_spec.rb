@@ -49,6 +49,7 @@ RSpec.describe "Attachments" do
       expect(from_hash.digest).to eq(from_path.digest)
       expect(described_class.from(io).mime_type).to eq("application/pdf")
       expect(described_class.from(blob)).to have_attributes(mime_type: "application/pdf", filename: "blob.pdf", data: PDF)
+      expect(described_class.from(blob).blob).to equal(blob) # a store with ActiveStorage attaches it as it is
       expect(described_class.from("https://example.com/a/photo.jpg?sig=1")).to have_attributes(
         mime_type: "image/jpeg", data: nil, url: "https://example.com/a/photo.jpg?sig=1"
       )
@@ -291,6 +292,21 @@ RSpec.describe "Attachments" do
       expect { chat.ask("Look", with: [png_file.path] * 21) }
         .to raise_error(ArgumentError, /21 attachments, over the limit of 20 per message/)
       expect(chat.messages).to be_empty
+    end
+
+    it "checks files with check_attachments as ask would, storing and sending nothing (a form before its job)" do
+      chat = failover_chat
+      checked = chat.check_attachments([png_file.path, pdf_file.path])
+      expect(checked.map(&:mime_type)).to eq(%w[image/png application/pdf]) # the backup takes the PDF
+      solo = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+      expect { solo.check_attachments(pdf_file.path) }.to raise_error(ArgumentError, /takes no PDFs \(documents: false\)/)
+      # An upload's size is refused as it is, before the bytes are read.
+      upload = StringIO.new(PNG + ("x" * 100))
+      expect { solo.check_attachments(upload) }
+        .to raise_error(ArgumentError, /is #{PNG.bytesize + 100} bytes, over the limit of 64 bytes/)
+      expect(upload.pos).to eq(0)
+      expect(chat.messages + solo.messages).to be_empty
+      expect(primary.request_count + backup.request_count).to eq(0)
     end
   end
 

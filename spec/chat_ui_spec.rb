@@ -4,6 +4,8 @@ require "spec_helper"
 require_relative "support/chat_ui_app"
 require "capybara"
 require "capybara/rspec/matchers"
+require "sqlite3"
+require "zlib"
 
 # `rails g llm_failover:chat_ui` in the minimal Rails 7.2 app (spec/fixtures/rails_app,
 # copied to a temp dir), then the generated chat in headless Chromium: the app under
@@ -15,6 +17,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
   include Capybara::RSpecMatchers
 
   screenshots = File.expand_path("../tmp/screenshots", __dir__)
+  fixtures = File.expand_path("fixtures/files", __dir__)
 
   # One app for the examples: each command boots Rails (seconds on a busy machine).
   before(:context) do
@@ -52,7 +55,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       "config/cable.yml"
     )
     expect(@files.keys - @before_refusal.keys).to include(a_string_matching(%r{\Adb/migrate/\d+_add_request_id_to_messages\.rb\z}))
-    expect(@generated).to include("route")
+    expect(@generated).to include("route").and match(/attachments\s+kept in messages\.attachments_data/)
     expect(@again).to include("skip", "has the chat UI's routes").and match(/exist.*add_request_id_to_messages/)
     expect(@files_again).to eq(@files)
 
@@ -95,6 +98,22 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     def ask(prompt)
       page.fill_in("prompt", with: prompt)
       page.click_button("Send")
+    end
+
+    # The app's messages rows (its SQLite database), read from this process.
+    def stored_messages
+      db = SQLite3::Database.new(File.join(@app.dir, "storage/development.sqlite3"), readonly: true)
+      db.execute("SELECT id, role, content FROM messages ORDER BY id")
+    ensure
+      db&.close
+    end
+
+    # A real PNG of random pixels (it does not compress): width * height * 3 bytes or so.
+    def noise_png(width, height)
+      rows = Array.new(height) { "\0".b + Random.bytes(width * 3) }.join
+      chunk = ->(type, data) { [data.bytesize].pack("N") + type + data + [Zlib.crc32(type + data)].pack("N") }
+      "\x89PNG\r\n\x1A\n".b + chunk.call("IHDR", [width, height, 8, 2, 0, 0, 0].pack("N2C5")) +
+        chunk.call("IDAT", Zlib::Deflate.deflate(rows)) + chunk.call("IEND", "")
     end
 
     def shown_answers
@@ -148,6 +167,72 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       page.save_screenshot(File.join(screenshots, "chat_ui_tools.png"))
       page.refresh
       check.call
+    end
+
+    it "sends an image and a PDF with the prompt, each target in its own form, and shows them under it" do
+      photo = File.join(fixtures, "photo.png")
+      pdf = File.join(fixtures, "report.pdf")
+      @primary.enqueue({ error: :insufficient_quota })
+      @backup.enqueue({ text: "A gradient and a quarterly report." })
+      primary_requests = @primary.requests.size
+      open_new_chat
+      page.fill_in("prompt", with: "What are these?")
+      page.attach_file("files[]", [photo, pdf])
+      page.click_button("Send")
+
+      turn = page.find("#turns .turn.complete", wait: wait)
+      expect(turn).to have_css(".answer", exact_text: "A gradient and a quarterly report.")
+      # The primary (OpenAI) was sent an image_url part and a file part, the backup
+      # (Anthropic) an image and a document block: the same bytes.
+      sent = [@primary.requests[primary_requests], @backup.requests.last].map do |request|
+        request.attachments.map { |a| [a.part["type"], a.mime_type, a.filename, a.data] }
+      end
+      expect(sent).to eq([[["image_url", "image/png", nil, File.binread(photo)],
+                           ["file", "application/pdf", "report.pdf", File.binread(pdf)]],
+                          [["image", "image/png", nil, File.binread(photo)],
+                           ["document", "application/pdf", nil, File.binread(pdf)]]])
+      expect(@primary.requests.size).to eq(primary_requests + 1)
+
+      check = lambda do
+        files = page.find("#turns .turn.complete", wait: wait).find(".files")
+        expect(files.all("li").map { |li| [li[:class], li.text.strip] })
+          .to eq([["file image", "photo.png"], ["file document", "report.pdf"]])
+        image = files.find("li.image img.thumbnail")
+        expect(image[:alt]).to eq("photo.png")
+        # The thumbnail is the stored image itself, decoded by the browser.
+        expect(page).to have_css("#turns .turn.complete .files img.thumbnail", wait: wait)
+        expect(page.evaluate_script("document.querySelector('.files img.thumbnail').naturalWidth")).to eq(64)
+        link = files.find("li.document a")[:href]
+        served = @app.get(URI(link).path)
+        expect([served.code, served["content-type"], served.body.b]).to eq(["200", "application/pdf", File.binread(pdf)])
+      end
+      check.call
+      page.save_screenshot(File.join(screenshots, "chat_ui_files.png"))
+      page.refresh
+      check.call
+    end
+
+    it "says on the form why a file is refused (not an image or PDF, over the limit); nothing is stored or sent" do
+      big = File.join(@app.dir, "tmp/big.png")
+      File.binwrite(big, noise_png(200, 200)) # over the providers' max_attachment_bytes
+      text = File.join(@app.dir, "tmp/notes.txt")
+      File.write(text, "not an image")
+      requests = [@primary.requests.size, @backup.requests.size]
+      open_new_chat
+      messages = stored_messages
+
+      [[text, /attachment "notes.txt" is not a PNG, JPEG, GIF, WebP image or a PDF/],
+       [big, /attachment "big.png" is #{File.size(big)} bytes, over the limit of 100000 bytes/]].each do |file, said|
+        page.fill_in("prompt", with: "Read this")
+        page.attach_file("files[]", file)
+        page.click_button("Send")
+        expect(page).to have_css("#prompt_form .error", text: said, wait: wait)
+        expect(page).to have_field("prompt", with: "Read this")
+        expect(page).to have_no_css("#turns .turn")
+      end
+      page.save_screenshot(File.join(screenshots, "chat_ui_file_refused.png"))
+      expect(stored_messages).to eq(messages)
+      expect([@primary.requests.size, @backup.requests.size]).to eq(requests)
     end
 
     it "asks a person before a call that needs approval: Approve runs it once and the answer goes on" do

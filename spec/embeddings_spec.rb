@@ -51,6 +51,37 @@ RSpec.describe "LlmFailover.embed" do
     expect(result.vector).to eq(result.vectors.first)
   end
 
+  describe "with a scrubber configured, as a chat" do
+    let(:card) { "4111 1111 1111 1111" }
+    let(:other_card) { "5555 5555 5555 4444" }
+
+    before { LlmFailover.configuration.scrubber = LlmFailover::Scrubber.default }
+
+    it "sends each text scrubbed on its own, so a text's vector does not depend on its batch" do
+      texts = ["refund card #{card}", "charge card #{other_card}", "no secret here"]
+      result = LlmFailover.embed(texts, model: model, provider: :openai)
+      alone = LlmFailover.embed(texts[1], model: model, provider: :openai)
+
+      # What left the process: placeholders, never the numbers.
+      sent = primary.requests.map { |r| r.json["input"] }
+      expect(sent).to eq([["refund card [CARD_1]", "charge card [CARD_1]", "no secret here"],
+                          ["charge card [CARD_1]"]])
+      expect(primary.requests.map(&:body).join).not_to include("4111", "5555")
+      expect(result.vectors[1]).to eq(alone.vector)
+      # The records count what was replaced, never the values.
+      expect(result.attempts.map(&:scrubbed)).to eq([{ "card" => 2 }])
+      expect(alone.attempts.first.scrubbed).to eq({ "card" => 1 })
+    end
+
+    it "sends the texts as given with scrub: false, and refuses a scrub that is not a boolean" do
+      result = LlmFailover.embed(["refund card #{card}"], model: model, provider: :openai, scrub: false)
+      expect(primary.requests.last.json["input"]).to eq(["refund card #{card}"])
+      expect(result.attempts.first.scrubbed).to be_nil
+      expect { LlmFailover.embed("a", model: model, provider: :openai, scrub: nil) }
+        .to raise_error(LlmFailover::ConfigurationError, /scrub must be true or false/)
+    end
+  end
+
   it "retries a server error as a chat call does, each attempt recorded" do
     primary.enqueue_embeddings({ error: :server })
     result = LlmFailover.embed(["a b"], model: model, provider: :openai)

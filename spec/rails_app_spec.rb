@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "digest"
 require "fileutils"
 require "open3"
 require "tmpdir"
@@ -72,6 +73,9 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     output = rails("generate", "llm_failover:install")
     expect(output).to include("db/migrate/", "app/models/chat.rb", "app/models/message.rb",
                               "config/initializers/llm_failover.rb")
+    # No ActiveStorage here: the files of ask(text, with:) go to messages.attachments_data.
+    expect(output).to match(/attachments\s+in messages\.attachments_data \(no ActiveStorage in this app\)$/)
+    expect(File.read(File.join(@app, "app/models/message.rb"))).not_to match(/^\s*has_many_attached/)
     before = app_files
     again = rails("generate", "llm_failover:install")
     expect(again).to match(/exist.*create_llm_failover_tables/).and include("skip")
@@ -142,6 +146,81 @@ RSpec.describe "a Rails 7.2 app", :rails_app do
     html = File.read(page)
     expect(html).to include("<svg", "openai/gpt-4o", "anthropic/claude-sonnet-4-6")
     expect(html).not_to include("<script")
+  end
+
+  # What `rails new` (without --skip-active-storage) gives an app: the engine loaded,
+  # the Disk service under storage/.
+  def add_active_storage
+    application = File.join(@app, "config/application.rb")
+    source = File.read(application)
+    source = source.sub(%(require "llm_failover"\n)) { |line| %(require "active_storage/engine"\n#{line}) }
+    source = source.sub("config.load_defaults 7.2\n") { |line| "#{line}    config.active_storage.service = :local\n" }
+    File.write(application, source)
+    File.write(File.join(@app, "config/storage.yml"), <<~YAML)
+      local:
+        service: Disk
+        root: <%= Rails.root.join("storage") %>
+    YAML
+  end
+
+  it "keeps a job's image and PDF with ActiveStorage on PostgreSQL: once, across a failover, resent by complete",
+     skip: PostgresServer.missing_reason do
+    c = PostgresServer.config
+    env["DATABASE_URL"] = "postgres://#{c[:username]}@#{c[:host]}:#{c[:port]}/llm_failover_app_files"
+    add_active_storage
+    # `bin/rails active_storage:install` and `bin/rails generate llm_failover:install`
+    # in one boot.
+    installed = rails("runner", <<~RUBY)
+      Rails.application.load_tasks
+      Rake::Task["active_storage:install"].invoke
+      require "rails/generators"
+      Rails.application.load_generators
+      Rails::Generators.invoke("llm_failover:install", [], behavior: :invoke, destination_root: Rails.root.to_s)
+    RUBY
+    expect(installed).to match(/create_active_storage_tables\.active_storage\.rb/)
+      .and match(/attachments\s+ActiveStorage: Message has_many_attached :attachments$/)
+    expect(File.read(File.join(@app, "app/models/message.rb"))).to include("  has_many_attached :attachments\n")
+
+    photo, pdf = %w[photo.png report.pdf].map { |f| File.join(gem_root, "spec/fixtures/files", f) }
+    output = rails("runner", "script/attachments.rb", photo, pdf)
+    result = JSON.parse(output[/^RESULT (.*)$/, 1] || raise("no RESULT line in:\n#{output}"))
+    digest = ->(path) { Digest::SHA256.file(path).hexdigest }
+    md5 = ->(path) { Digest::MD5.file(path).base64digest }
+    expect(result.values_at("adapter", "attached", "service")).to eq(%w[postgresql has_many_attached ActiveStorage::Service::DiskService])
+
+    # The primary had the files in OpenAI's form, the backup in Anthropic's; the backup answered.
+    expect(result["answer"]).to eq("A gradient and a quarterly report.")
+    expect(result["sent"]).to eq([[["image_url", "image/png", nil, digest[photo]],
+                                   ["file", "application/pdf", "report.pdf", digest[pdf]]],
+                                  [["image", "image/png", nil, digest[photo]],
+                                   ["document", "application/pdf", nil, digest[pdf]]]])
+    expect(result["attempts"]).to eq([["openai", false], ["anthropic", true]])
+    # Stored once: a blob and an attachment row each, uploaded once, on the Disk service.
+    expect(result["stored"]).to eq([["photo.png", "image/png", md5[photo]], ["report.pdf", "application/pdf", md5[pdf]]])
+    expect(result["read_back"]).to eq([["photo.png", "image/png", digest[photo]], ["report.pdf", "application/pdf", digest[pdf]]])
+    expect(result["after_ask"]).to eq(
+      "blobs" => [["photo.png", "image/png", md5[photo]], ["report.pdf", "application/pdf", md5[pdf]]],
+      "attachments" => [%w[Message attachments]] * 2, "files_on_disk" => 2
+    )
+    expect(result["uploads_by_ask"]).to eq(2)
+
+    # A failed ask keeps its files (two more blobs); complete resends them, reads them
+    # from the service and uploads nothing.
+    expect(result["failed"]).to start_with("LlmFailover::")
+    expect(result["after_failure"]["blobs"].size).to eq(4)
+    expect(result["completed"]).to eq("Answered on the second try.")
+    expect(result["complete_sent"]).to eq([["image_url", "image/png", nil, digest[photo]],
+                                           ["file", "application/pdf", "report.pdf", digest[pdf]]])
+    expect(result["complete_service_calls"]["upload"]).to eq(0)
+    expect(result["complete_service_calls"]["download"]).to be >= 2
+    expect(result["after_complete"]).to eq(result["after_failure"])
+
+    # A blob the app uploaded is attached to the message as it is: no second blob or upload.
+    expect(result["blob_sent"]).to eq([["image_url", "image/png", nil, digest[photo]]])
+    expect(result["blob_stored"]).to eq([true])
+    expect(result["blob_service_calls"]["upload"]).to eq(0)
+    expect(result["after_blob"]["blobs"].size).to eq(5)
+    expect(result["after_blob"]["attachments"].size).to eq(5)
   end
 
   it "migrates and runs the same jobs on PostgreSQL", skip: PostgresServer.missing_reason do

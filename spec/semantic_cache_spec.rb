@@ -75,6 +75,16 @@ RSpec.describe "the semantic cache" do
     expect(embedder.requests.map { |r| r.json["input"] }).to eq([[question], [paraphrase]])
   end
 
+  it "embeds the last user message as its chat sends it: scrubbed once, or as given with scrub: false" do
+    LlmFailover.configuration.scrubber = LlmFailover::Scrubber.default
+    card = "4111 1111 1111 1111"
+    primary.enqueue({ text: "Refunded." }, { text: "Refunded too." })
+    ask("Refund card #{card} please")
+    ask("Refund card #{card} please", chat: solo_chat(scrub: false, cache_namespace: "raw"))
+    expect(embedder.requests.map { |r| r.json["input"] })
+      .to eq([["Refund card [CARD_1] please"], ["Refund card #{card} please"]])
+  end
+
   it "misses below the threshold and asks the provider" do
     LlmFailover.configuration.semantic_cache = semantic(threshold: similarity + 0.01)
     primary.enqueue({ text: "Paris" }, { text: "Paris, again" })

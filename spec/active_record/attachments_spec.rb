@@ -33,6 +33,10 @@ ArSpec.describe "Attachments on a chat record" do
     expect(backup.requests.last.attachments.map { |a| [a.part["type"], a.data] })
       .to eq([["image", png], ["document", pdf]])
     expect(Message.where(chat_id: chat.id, role: "user").count).to eq(1)
+    # The record reads its files back in canonical form (the chat UI serves them so).
+    expect(Message.find(user.id).llm_attachments.map { |a| [a.mime_type, a.filename, a.data] })
+      .to eq([["image/png", "p.png", png], ["application/pdf", nil, pdf]])
+    expect(Message.where(chat_id: chat.id, role: "assistant").last.llm_attachments).to eq([])
   end
 
   it "refuses attachments for a table without a place for them, before writing the row" do

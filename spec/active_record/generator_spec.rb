@@ -204,7 +204,11 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
     expect(output).to include("create  app/models/chat.rb", "create  app/models/message.rb",
                               "create  config/initializers/llm_failover.rb")
     expect(read("app/models/chat.rb")).to include("class Chat < ApplicationRecord\n  acts_as_llm_chat\nend")
-    expect(read("app/models/message.rb")).to include("class Message < ApplicationRecord\n  acts_as_llm_message\nend")
+    # This process loads no ActiveStorage: the files of ask(text, with:) go to the column.
+    expect(read("app/models/message.rb")).to include("class Message < ApplicationRecord\n  acts_as_llm_message\n")
+      .and match(/kept in the attachments_data column/)
+    expect(read("app/models/message.rb")).not_to match(/^\s*has_many_attached/)
+    expect(output).to match(/attachments\s+in messages\.attachments_data \(no ActiveStorage in this app\)/)
     initializer = read("config/initializers/llm_failover.rb")
     expect(initializer).to include("credentials.dig(:openai, :api_key) || ENV[\"OPENAI_API_KEY\"]",
                                    "c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new",

@@ -53,12 +53,15 @@ class ChatUiApp
   end
 
   # The generated initializer's providers, pointed at the spec's FakeProviders (an
-  # initializer named to run after config/initializers/llm_failover.rb).
+  # initializer named to run after config/initializers/llm_failover.rb), files up
+  # to 100 000 bytes each.
   def use_fake_providers(primary_url:, backup_url:)
     File.write(File.join(@dir, "config/initializers/llm_failover_fake_providers.rb"), <<~RUBY)
       LlmFailover.configure do |c|
-        c.provider :openai, api: :openai, api_key: ENV.fetch("OPENAI_API_KEY"), base_url: #{primary_url.dump}
-        c.provider :anthropic, api: :anthropic, api_key: ENV.fetch("ANTHROPIC_API_KEY"), base_url: #{backup_url.dump}
+        c.provider :openai, api: :openai, api_key: ENV.fetch("OPENAI_API_KEY"), base_url: #{primary_url.dump},
+                            max_attachment_bytes: 100_000
+        c.provider :anthropic, api: :anthropic, api_key: ENV.fetch("ANTHROPIC_API_KEY"), base_url: #{backup_url.dump},
+                               max_attachment_bytes: 100_000
         c.max_retries = 0
       end
     RUBY

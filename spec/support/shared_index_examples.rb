@@ -30,6 +30,42 @@ RSpec.shared_examples "a shared semantic index" do
     reader&.close
   end
 
+  # A forked process that keeps one index across steps: each call of the returned
+  # lambda runs the next of +steps+ (each given the child's index) there and returns
+  # what it returned. The child is waited for once its steps are done.
+  def long_lived_process(*steps)
+    to_child, child_in = IO.pipe
+    child_out, from_child = IO.pipe
+    pid = fork do
+      child_in.close
+      child_out.close
+      reconnect
+      index = new_index
+      steps.each do |step|
+        to_child.gets
+        reply = begin
+          [:ok, step.call(index)]
+        rescue Exception => e # rubocop:disable Lint/RescueException -- reported to the parent
+          [:error, "#{e.class}: #{e.message}"]
+        end
+        from_child.puts(JSON.generate(reply))
+      end
+    ensure
+      exit!(0)
+    end
+    to_child.close
+    from_child.close
+    left = steps.size
+    lambda do
+      child_in.puts("go")
+      status, result = JSON.parse(child_out.gets || '["error","the other process died"]')
+      Process.wait(pid) if (left -= 1).zero? || status != "ok"
+      raise "the other process failed: #{result}" unless status == "ok"
+
+      result
+    end
+  end
+
   def axis(i, dim = 8)
     Array.new(dim) { |k| k == i ? 1.0 : 0.01 * k }
   end
@@ -99,6 +135,35 @@ RSpec.shared_examples "a shared semantic index" do
     expect { here.add(partition: "t", vector: [1.0], value: nil) }.to raise_error(TypeError)
     expect { here.nearest(partition: nil, vector: [1.0], threshold: 0.5) }.to raise_error(TypeError)
     expect(here.size).to eq(0)
+  end
+
+  it "reaches every process's mirror with a clear, either way, and what is added after it is found" do
+    here = new_index
+    3.times { |i| here.add(partition: "t", vector: axis(i), value: "before #{i}") }
+    other = long_lived_process(
+      ->(there) { [there.nearest(partition: "t", vector: axis(0), threshold: 0.9)&.first, there.mirror.size] },
+      lambda do |there|
+        found = [0, 3].map { |i| there.nearest(partition: "t", vector: axis(i), threshold: 0.9)&.first }
+        [found, there.mirror.size]
+      end,
+      lambda do |there|
+        there.clear
+        there.add(partition: "u", vector: axis(4), value: "theirs, after their clear")
+        nil
+      end
+    )
+    expect(other.call).to eq(["before 0", 3]) # the other process mirrors the partition
+    here.clear
+    here.add(partition: "t", vector: axis(3), value: "after")
+    # Its next lookup drops the mirror: nothing from before the clear, what came after.
+    expect(other.call).to eq([[nil, "after"], 1])
+
+    expect(here.nearest(partition: "t", vector: axis(3), threshold: 0.9)&.first).to eq("after")
+    other.call # now the other process clears, and adds
+    expect(here.nearest(partition: "t", vector: axis(3), threshold: 0.9)).to be_nil
+    expect(here.mirror.size).to eq(0)
+    expect(here.nearest(partition: "u", vector: axis(4), threshold: 0.9)&.first).to eq("theirs, after their clear")
+    expect(here.size).to eq(1)
   end
 
   it "clears the store and its own mirror" do

@@ -1,10 +1,13 @@
 /* The vector index (lf_vindex): the quantised scan with its float rescoring
  * against a plain double scan of the same vectors, the bounds, partitions,
- * dimensions, bad input, and threads sharing one index. */
+ * dimensions, bad input, threads sharing one index, and a fork while they
+ * work. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "lf_test.h"
 #include "lf_vindex.h"
@@ -404,6 +407,105 @@ static void test_threads(void)
     lf_vindex_free(ix);
 }
 
+/* Forks while other threads scan and add in loops: the child finds the
+ * index whole (every entry the parent had before the threads started, the
+ * answer right) and usable (an add, a lookup, a clear: each one would wait
+ * for ever on a lock copied held). alarm() turns a deadlock into a failed
+ * child. */
+typedef struct churner {
+    lf_vindex *ix;
+    int adds; /* 0: looks up */
+    volatile int *stop;
+    int missed;
+} churner;
+
+#define FORK_DIM 256
+#define FORK_ENTRIES 2000
+
+static void fork_vec(float *v, size_t i)
+{
+    for (size_t k = 0; k < FORK_DIM; k++) v[k] = (float)sin((double)i * 0.37 + (double)k * 0.011);
+}
+
+static void *churn(void *p)
+{
+    churner *c = p;
+    float v[FORK_DIM];
+
+    for (size_t i = 0; !__atomic_load_n(c->stop, __ATOMIC_RELAXED); i++) {
+        lf_vindex_hit hit;
+
+        fork_vec(v, i % FORK_ENTRIES);
+        if (c->adds) {
+            if (lf_vindex_add(c->ix, "added", 5, v, FORK_DIM, "x", 1) != LF_VINDEX_OK) c->missed++;
+        } else {
+            if (lf_vindex_nearest(c->ix, "p", 1, v, FORK_DIM, 0.999, &hit) != 1) c->missed++;
+            free(hit.value);
+        }
+    }
+    return NULL;
+}
+
+static int child_uses_index(lf_vindex *ix)
+{
+    float v[FORK_DIM];
+    lf_vindex_hit hit;
+    int ok = 1;
+
+    alarm(30);
+    fork_vec(v, 1234);
+    ok &= lf_vindex_nearest(ix, "p", 1, v, FORK_DIM, 0.999, &hit) == 1;
+    ok &= hit.value && hit.value_len == 4 && memcmp(hit.value, "1234", 4) == 0;
+    free(hit.value);
+    ok &= lf_vindex_size(ix) >= FORK_ENTRIES;
+    ok &= lf_vindex_add(ix, "child", 5, v, FORK_DIM, "c", 1) == LF_VINDEX_OK;
+    ok &= lf_vindex_nearest(ix, "child", 5, v, FORK_DIM, 0.999, &hit) == 1;
+    free(hit.value);
+    lf_vindex_clear(ix);
+    ok &= lf_vindex_size(ix) == 0;
+    return ok;
+}
+
+static void test_fork_during_scans(void)
+{
+    lf_vindex *ix = lf_vindex_new(0, 0);
+    volatile int stop = 0;
+    pthread_t t[3];
+    churner c[3];
+    float v[FORK_DIM];
+    int children_ok = 0;
+
+    for (size_t i = 0; i < FORK_ENTRIES; i++) {
+        char value[16];
+        int n = snprintf(value, sizeof(value), "%zu", i);
+
+        fork_vec(v, i);
+        LF_CHECK_INT(lf_vindex_add(ix, "p", 1, v, FORK_DIM, value, (size_t)n), LF_VINDEX_OK);
+    }
+    for (int i = 0; i < 3; i++) {
+        c[i] = (churner){ ix, i == 2, &stop, 0 };
+        pthread_create(&t[i], NULL, churn, &c[i]);
+    }
+    for (int round = 0; round < 20; round++) {
+        int status = 0;
+        pid_t pid = fork();
+
+        if (pid == 0) _exit(child_uses_index(ix) ? 0 : 1);
+        LF_CHECK(pid > 0);
+        if (pid <= 0) break;
+        LF_CHECK(waitpid(pid, &status, 0) == pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) children_ok++;
+        else fprintf(stderr, "fork round %d: child status %d\n", round, status);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        LF_CHECK_INT(c[i].missed, 0);
+    }
+    LF_CHECK_INT(children_ok, 20);
+    lf_vindex_free(ix);
+}
+
 int main(void)
 {
     LF_CHECK(lf_vindex_kernel() != NULL);
@@ -416,6 +518,7 @@ int main(void)
     LF_RUN(test_lru_by_bytes);
     LF_RUN(test_shrinks_and_regrows);
     LF_RUN(test_threads);
+    LF_RUN(test_fork_during_scans);
     LF_RUN(test_agrees_with_float_scan_small_dims);
     LF_RUN(test_agrees_with_float_scan_1536);
     return lf_test_summary("vindex");

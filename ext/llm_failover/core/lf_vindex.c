@@ -14,16 +14,14 @@
 
 #include "lf_banned.h"
 
-typedef struct lf_vi_part lf_vi_part;
-
-typedef struct lf_vi_entry {
+struct lf_vi_entry {
     lf_vi_part *part;
     size_t slot;
     struct lf_vi_entry *newer, *older; /* the recency list */
     size_t bytes;                      /* lf_vindex_entry_bytes */
     size_t value_len;
     char value[];
-} lf_vi_entry;
+};
 
 struct lf_vi_part {
     lf_vi_part *next;     /* hash chain */
@@ -43,16 +41,6 @@ struct lf_vi_part {
     lf_vi_entry **entries;
 };
 
-struct lf_vindex {
-    pthread_rwlock_t lock;
-    pthread_mutex_t lru_lock; /* the recency list, under a read lock */
-    size_t max_entries, max_bytes;
-    size_t count, bytes, nparts;
-    size_t value_bytes;       /* of every entry, for lf_vindex_stats_get */
-    lf_vi_part **buckets;
-    size_t nbuckets;          /* a power of two */
-    lf_vi_entry *newest, *oldest;
-};
 
 size_t lf_vindex_entry_bytes(size_t dim, size_t value_len)
 {
@@ -259,7 +247,6 @@ static size_t lf_vi_find_same(const lf_vi_part *p, const lf_vi_vec *v)
 lf_vindex *lf_vindex_new(size_t max_entries, size_t max_bytes)
 {
     lf_vindex *ix = calloc(1, sizeof(*ix));
-    pthread_rwlockattr_t attr;
 
     if (!ix) return NULL;
     ix->nbuckets = 16;
@@ -269,14 +256,8 @@ lf_vindex *lf_vindex_new(size_t max_entries, size_t max_bytes)
     }
     ix->max_entries = max_entries;
     ix->max_bytes = max_bytes;
-    pthread_rwlockattr_init(&attr);
-#ifdef __GLIBC__
-    /* glibc's default lets a stream of lookups starve an add forever. */
-    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-#endif
-    pthread_rwlock_init(&ix->lock, &attr);
-    pthread_rwlockattr_destroy(&attr);
-    pthread_mutex_init(&ix->lru_lock, NULL);
+    lf_vi_locks_init(ix);
+    lf_vi_live_add(ix);
     return ix;
 }
 
@@ -300,6 +281,7 @@ static void lf_vi_clear_locked(lf_vindex *ix)
 void lf_vindex_free(lf_vindex *ix)
 {
     if (!ix) return;
+    lf_vi_live_remove(ix);
     lf_vi_clear_locked(ix);
     free(ix->buckets);
     pthread_rwlock_destroy(&ix->lock);

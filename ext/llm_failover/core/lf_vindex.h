@@ -18,7 +18,11 @@
  * or answered) goes. A partition left empty goes too, and with it its dimension.
  *
  * Thread safe: a read-write lock (lookups share it, add and clear take it
- * alone) and a mutex for the recency list. No function calls back. */
+ * alone) and a mutex for the recency list. No function calls back.
+ *
+ * Fork safe: a fork (through the C library) waits for the lookups and adds
+ * under way in other threads, and the child gets every index whole with its
+ * locks free (pthread_atfork handlers, lf_vindex.c). */
 #ifndef LF_VINDEX_H
 #define LF_VINDEX_H
 

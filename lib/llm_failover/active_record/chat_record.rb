@@ -57,6 +57,16 @@ module LlmFailover
         llm_chat(chat_options, asked_at).ask(text, **call_options, &block)
       end
 
+      # The files of +with+ checked as #ask would check them for this chat's targets,
+      # nothing stored or sent (see LlmFailover::Chat#check_attachments). Takes the
+      # chat options #ask takes.
+      # @return [Array<LlmFailover::Attachment>]
+      # @raise [ArgumentError] naming the file and the limit or type no target takes
+      def check_attachments(with, **options)
+        _, chat_options = llm_split(:ask, options)
+        llm_chat(chat_options, nil).check_attachments(with)
+      end
+
       # Answers from the stored messages without a new user message: after a failed
       # #ask (even in another process, on a freshly loaded record) it answers that turn.
       # Takes the options #ask takes.

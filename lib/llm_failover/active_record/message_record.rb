@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "stored_attachments"
 require_relative "tool_call_row"
 
 module LlmFailover
@@ -46,6 +47,14 @@ module LlmFailover
         rows = ToolCallRow.for(self.class)
         row = rows.where(call_id: tool_call_id).where.not(error_message: nil).exists?
         @llm_tool_result_error = row
+      end
+
+      # A user message's files (chat.ask(text, with:)) in canonical form, read from
+      # where the table keeps them: ActiveStorage (has_many_attached :attachments; the
+      # bytes are downloaded from its service) or the attachments_data column.
+      # @return [Array<LlmFailover::Attachment>] empty for a message without files
+      def llm_attachments
+        StoredAttachments.new(self.class).read(self)
       end
 
       # @return [Boolean] a finished message (every user/system message; an answer that won)

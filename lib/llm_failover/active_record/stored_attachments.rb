@@ -54,10 +54,16 @@ module LlmFailover
         @klass.column_names.include?(COLUMN)
       end
 
+      # A file read from an ActiveStorage blob is attached as that blob: the bytes are
+      # in the service already and are not uploaded again.
       def attach(row, attachments)
         attachments.each do |a|
-          row.attachments.attach(io: StringIO.new(a.data.to_s), filename: a.filename || "attachment",
-                                 content_type: a.mime_type)
+          if defined?(::ActiveStorage::Blob) && a.blob.is_a?(::ActiveStorage::Blob)
+            row.attachments.attach(a.blob)
+          else
+            row.attachments.attach(io: StringIO.new(a.data.to_s), filename: a.filename || "attachment",
+                                   content_type: a.mime_type)
+          end
         end
       end
 

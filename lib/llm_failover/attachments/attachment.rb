@@ -30,6 +30,10 @@ module LlmFailover
     attr_reader :filename
     # @return [String] SHA-256 (hex) of the bytes; of the URL while only a URL is known
     attr_reader :digest
+    # @return [Object, nil] the ActiveStorage blob it was read from (given a blob, or an
+    #   attachment's blob): a store with ActiveStorage attaches that blob to the message
+    #   instead of uploading the bytes again
+    attr_reader :blob
 
     # The canonical form of +source+: a path (String or Pathname), a URL String
     # ("http://", "https://"), an IO (anything with #read; an uploaded file's
@@ -60,12 +64,13 @@ module LlmFailover
     end
 
     # @param data [String, nil] bytes, or nil with a url
-    def initialize(mime_type:, data: nil, url: nil, filename: nil)
+    def initialize(mime_type:, data: nil, url: nil, filename: nil, blob: nil)
       raise ArgumentError, "an attachment needs data: or url:" if data.nil? && url.nil?
 
       @data = data&.b&.freeze
       @url = url&.dup&.freeze
       @filename = filename&.to_s&.dup&.freeze
+      @blob = blob
       @mime_type = Mime.normalize(mime_type)
       check_type
       @digest = Digest::SHA256.hexdigest(@data || "url:#{@url}").freeze
@@ -118,7 +123,7 @@ module LlmFailover
 
     # @return [Attachment] this URL attachment with the bytes downloaded from it
     def with_data(bytes)
-      Attachment.new(mime_type: mime_type, data: bytes, url: url, filename: filename)
+      Attachment.new(mime_type: mime_type, data: bytes, url: url, filename: filename, blob: blob)
     end
 
     # @api private
@@ -170,6 +175,9 @@ module LlmFailover
       def from_io(io, max_bytes)
         name = io.respond_to?(:original_filename) ? io.original_filename : nil
         name ||= File.basename(io.path) if io.respond_to?(:path) && io.path
+        # A size the IO knows (a File, a Rails upload) is refused before any read, and
+        # said as it is.
+        check_size(name || "the IO attachment", io.size, max_bytes) if io.respond_to?(:size) && io.size.is_a?(Integer)
         # One byte past the limit tells a file over it without reading all of it.
         bytes = io.read(max_bytes + 1).to_s
         check_size(name || "the IO attachment", bytes.bytesize, max_bytes) if bytes.bytesize > max_bytes
@@ -181,7 +189,7 @@ module LlmFailover
         check_size(name, blob.byte_size, max_bytes) if blob.respond_to?(:byte_size) && blob.byte_size
         bytes = blob.download.to_s
         check_size(name, bytes.bytesize, max_bytes)
-        from_bytes(bytes, name, blob.content_type)
+        from_bytes(bytes, name, blob.content_type, blob: blob.respond_to?(:blob) ? blob.blob : blob)
       end
 
       def from_hash(hash, max_bytes)
@@ -209,7 +217,7 @@ module LlmFailover
       end
 
       # The bytes say what they are; a declared type must agree.
-      def from_bytes(bytes, name, declared, url: nil)
+      def from_bytes(bytes, name, declared, url: nil, blob: nil)
         sniffed = Mime.sniff(bytes)
         declared = Mime.normalize(declared)
         shown = (name || "the attachment").inspect
@@ -220,7 +228,7 @@ module LlmFailover
         if declared && declared != sniffed && declared != "application/octet-stream"
           raise ArgumentError, "attachment #{shown} is declared #{declared} but its bytes are #{sniffed}"
         end
-        new(mime_type: sniffed, data: bytes, filename: name, url: url)
+        new(mime_type: sniffed, data: bytes, filename: name, url: url, blob: blob)
       end
 
       def url_name(url)

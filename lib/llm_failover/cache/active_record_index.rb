@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "digest/sha2"
+require "securerandom"
 require_relative "mirrored_index"
 require_relative "../active_record"
 
@@ -18,12 +19,16 @@ module LlmFailover
   # is an insert, and every prune_every adds to a partition a delete of its rows past
   # max_per_partition (oldest first).
   #
-  # #clear deletes every row and this process's mirror; another process's mirror
-  # keeps what it had mirrored until it clears or restarts (rows carry no epoch), so
-  # clear a fleet's index with every process's #clear, or restart it.
+  # #clear deletes every row and writes, in the same transaction, one row of its own
+  # (partition_key CLEARED, a random value: the epoch); the lookup's query also
+  # reads that row, so a process that sees another value drops its mirror and reads
+  # the partition again (MirroredIndex). Deleted rows leave nothing a query for the
+  # rows after a cursor would see, hence the row.
   class ActiveRecordIndex < MirroredIndex
     BATCH = 500
     PRUNE_EVERY = 100
+    # The partition_key of the clear row: never a SHA-256 in hex.
+    CLEARED = "cleared"
 
     # @param model [Class] a VectorEntry (sub)class: its table and connection are used
     #   (nil: VectorEntry, looked up at first use)
@@ -63,19 +68,31 @@ module LlmFailover
       Digest::SHA256.hexdigest(partition)
     end
 
-    # Yields each row after +cursor+ (an id) as (vector, value); the last id.
+    # Yields each row after +cursor+ (an id) as (vector, value); the last id. The
+    # clear row comes with the partition's rows in every batch whose id range holds
+    # it, and surely in the last one (fewer than BATCH rows: all that is left).
     def fetch_after(partition, cursor)
       key = key(partition)
       last = cursor
+      table = model.arel_table
       model.connection_pool.with_connection do
         loop do
-          rows = model.where(partition_key: key).where(model.arel_table[:id].gt(last || 0))
-                      .order(:id).limit(BATCH).pluck(:id, :vector, :value)
-          rows.each do |id, vector, value|
+          rows = model.where(table[:partition_key].eq(key).and(table[:id].gt(last || 0))
+                               .or(table[:partition_key].eq(CLEARED)))
+                      .order(:id).limit(BATCH).pluck(:id, :partition_key, :vector, :value)
+          done = rows.size < BATCH
+          # Cleared since this mirror began: it was dropped; read the partition again.
+          if done && follow_epoch(rows.reverse_each.find { |row| row[1] == CLEARED }&.last) && last
+            last = nil
+            next
+          end
+          rows.each do |id, row_key, vector, value|
+            next if row_key == CLEARED
+
             yield vector.unpack("e*"), value
             last = id
           end
-          return last if rows.size < BATCH
+          return last if done
         end
       end
     end
@@ -98,11 +115,19 @@ module LlmFailover
     end
 
     def clear_store
-      model.connection_pool.with_connection { model.delete_all }
+      epoch = SecureRandom.uuid
+      model.connection_pool.with_connection do
+        model.transaction do
+          model.delete_all
+          model.insert_all!([{ partition_key: CLEARED, dimensions: 0, vector: "".b, value: epoch,
+                               created_at: Time.now.utc }])
+        end
+      end
+      cleared_to(epoch)
     end
 
     def store_size
-      model.connection_pool.with_connection { model.count }
+      model.connection_pool.with_connection { model.where.not(partition_key: CLEARED).count }
     end
   end
 end

@@ -19,6 +19,11 @@ module LlmFailover
   #   index.nearest(partition: "acme|text-embedding-3-small|9f2c", vector: [...], threshold: 0.92)
   #   # => ["key", 0.97] or nil
   #
+  # Shares nothing between processes: #clear empties this process's index, and a
+  # forked child keeps its own copy of what the parent held at the fork. A fork
+  # while other threads scan or add waits for what they are doing (the C core's
+  # pthread_atfork handlers), so the child's copy is whole and its locks free.
+  #
   # Memory: about 5 bytes per dimension per entry (a float and a code) plus the
   # value: 7.8 kB for 1,536 dimensions (MemoryIndex.entry_bytes).
   class MemoryIndex

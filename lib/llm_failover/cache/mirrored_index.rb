@@ -12,6 +12,13 @@ module LlmFailover
   # tenant's vectors over the network once the mirror holds them. A subclass
   # supplies the store: #fetch_after, #append, #clear_store, #store_size.
   #
+  # A clear reaches every process: the store keeps an epoch that #clear moves on
+  # (Redis: a counter; the table: a row), #fetch_after reads it with the entries in
+  # one round trip and hands it to #follow_epoch, and a process that sees it move
+  # drops its mirror and mirrors again from the start. So once #clear returns, no
+  # lookup in any process answers an entry added before the clear began (an add
+  # running beside the clear may land on either side of it).
+  #
   # When the store fails, the mirror answers as it is (an add is kept locally only):
   # one warning per outage, nothing raised; syncing resumes when the store answers.
   #
@@ -36,6 +43,7 @@ module LlmFailover
       @cursors = {} # partition => the last id mirrored; insertion order is recency
       @lock = Mutex.new
       @down = false
+      @epoch = :unknown # the store's epoch this mirror follows (nil: never cleared)
     end
 
     # Adds an entry to the shared store and to this process's mirror.
@@ -61,8 +69,9 @@ module LlmFailover
       @mirror.nearest(partition: partition, vector: vector, threshold: threshold)
     end
 
-    # Empties the shared store (every process's mirror follows at its next lookup
-    # where the store can tell it: see the subclass) and this process's mirror.
+    # Empties the shared store and this process's mirror; every other process drops
+    # its mirror at its next lookup (one that cannot reach the store keeps answering
+    # from its mirror, and drops it at its first lookup once the store answers).
     # @return [nil]
     def clear
       shared { clear_store }
@@ -99,6 +108,30 @@ module LlmFailover
         end
         remember(partition, last) if last
       end
+    end
+
+    # Called by #fetch_after with the store's epoch as it read it with the entries.
+    # The first epoch a mirror sees is its own; another one means a process cleared
+    # the store since: the mirror and every cursor go.
+    # @return [Boolean] whether the mirror was dropped (the partition is then read
+    #   again from the start)
+    def follow_epoch(epoch)
+      @lock.synchronize do
+        return false if epoch == @epoch
+
+        known = @epoch != :unknown
+        @epoch = epoch
+        return false unless known
+
+        @cursors.clear
+      end
+      @mirror.clear
+      true
+    end
+
+    # The epoch this process's own #clear_store moved the store to.
+    def cleared_to(epoch)
+      @lock.synchronize { @epoch = epoch }
     end
 
     def remember(partition, last)

@@ -21,8 +21,8 @@ module LlmFailover
   #        vector as little-endian float32), x (the value). Trimmed to about
   #        max_per_partition entries (XADD MAXLEN ~); expires ttl seconds after its
   #        last add.
-  #   NS:vindex-epoch  moves on at each #clear: a process that sees it move drops its
-  #        mirror and mirrors again from the start.
+  #   NS:vindex-epoch  moves on at each #clear, after the streams are gone: a process
+  #        that sees it move drops its mirror and mirrors again from the start.
   # A lookup costs one round trip (the epoch and the partition's stream entries after
   # the cursor, pipelined); the first lookup of a partition in a process reads the
   # whole stream, in BATCH entries a round trip.
@@ -58,7 +58,6 @@ module LlmFailover
       @pool_lock = Mutex.new
       @pool = nil
       @pid = nil
-      @epoch = :unknown # the store's epoch (NS:vindex-epoch) this mirror follows
     end
 
     def inspect
@@ -90,18 +89,10 @@ module LlmFailover
             p.call("XRANGE", key, last ? "(#{last}" : "-", "+", "COUNT", BATCH)
           end
         end
-        if epoch != @epoch
-          known = @epoch != :unknown
-          @epoch = epoch
-          if known
-            # Cleared since this mirror began: drop it and read the partition again.
-            @lock.synchronize { @cursors.clear }
-            mirror.clear
-            if last
-              last = nil
-              next
-            end
-          end
+        # Cleared since this mirror began: it was dropped; read the partition again.
+        if follow_epoch(epoch) && last
+          last = nil
+          next
         end
         entries.each do |id, fields|
           h = fields.each_slice(2).to_h
@@ -122,11 +113,13 @@ module LlmFailover
       end
     end
 
+    # The streams go first, the epoch moves last: a process that reads the new
+    # epoch (GET before XRANGE, in one pipeline) can no longer read an old entry,
+    # and one that read an old entry meanwhile drops it at its next lookup.
     def clear_store
       pool.with do |r|
-        r.call("INCR", epoch_key)
-        @epoch = r.call("GET", epoch_key)
         r.scan("MATCH", "#{@namespace}:vindex:*", "COUNT", 1000).each_slice(500) { |keys| r.call("UNLINK", *keys) }
+        cleared_to(r.call("INCR", epoch_key).to_s) # GET answers the same String
       end
     end
 

@@ -81,11 +81,13 @@ module LlmFailover
     end
 
     # @api private: the embedding of +text+ within the budget; nil when the embedder
-    # failed or was too slow (warned once until it answers again)
+    # failed or was too slow (warned once until it answers again). +text+ is the
+    # call's last user message as its chat sends it (scrubbed, or not with scrub:
+    # false), so it is not scrubbed again here.
     # @return [Array<Float>, nil]
     def embed(config, text)
       vector = Embedder.new(config: config, model: @embed_model, provider: @provider, backup_provider: @backup_provider,
-                            feature: @feature, budget: @budget).embed(text).vector
+                            feature: @feature, budget: @budget, scrub: false).embed(text).vector
       @lock.synchronize { @down = false }
       vector
     rescue Error => e
@@ -120,7 +122,8 @@ module LlmFailover
       @writer.flush(timeout)
     end
 
-    # Empties the index.
+    # Empties the index: once it returns no lookup answers an entry added before,
+    # in any process sharing the index (doc/semantic-index.md, "What clear promises").
     def clear
       @index.clear
     end

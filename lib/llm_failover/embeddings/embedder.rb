@@ -6,6 +6,7 @@ require_relative "../chat/call/failure"
 require_relative "../chat/call/records"
 require_relative "../chat/model_name"
 require_relative "../chat/text"
+require_relative "../scrubber/session"
 require_relative "embeddings"
 
 module LlmFailover
@@ -13,6 +14,12 @@ module LlmFailover
   # /embeddings endpoint, with a chat call's classification, retries, deadlines,
   # redaction and attempt records. The backup is the same model on another provider,
   # never another model: vectors of two models do not compare.
+  #
+  # Scrubbing follows a chat's rule: with a configured scrubber the texts leave the
+  # process scrubbed unless +scrub: false+. Each text is scrubbed on its own (a
+  # session per text), so a text's vector never depends on the texts embedded beside
+  # it: a card number is [CARD_1] in every text it appears in, alone or in a batch.
+  # There is nothing to restore: the answer is vectors.
   #
   #   LlmFailover.embed(["a text", "another"], model: "text-embedding-3-small", provider: :openai)
   #
@@ -24,9 +31,17 @@ module LlmFailover
     # @param config [Configuration]
     # @param budget [Numeric, nil] seconds the whole call may take, split between the
     #   targets, with no retry (the semantic cache's lookup); nil: the configured policy
-    # @raise [ConfigurationError] unknown provider, a provider that is not OpenAI-compatible
-    def initialize(config:, model:, provider:, backup_provider: nil, feature: nil, budget: nil, engine: nil)
+    # @param scrub [Boolean] false: the texts go out as given even with a scrubber
+    #   configured (the semantic cache passes text its chat already scrubbed, or chose
+    #   not to)
+    # @raise [ConfigurationError] unknown provider, a provider that is not OpenAI-compatible,
+    #   a scrub that is not true or false
+    def initialize(config:, model:, provider:, backup_provider: nil, feature: nil, budget: nil, engine: nil,
+                   scrub: true)
+      raise ConfigurationError, "scrub must be true or false, got #{scrub.inspect}" unless [true, false].include?(scrub)
+
       @config = config
+      @scrubber = scrub ? config.scrubber : nil
       @model = ModelName.check(model, "model")
       @targets = [provider, backup_provider].compact.map { |name| target(name) }.freeze
       @feature = feature
@@ -45,6 +60,7 @@ module LlmFailover
 
       @request_id = Engine.uuid
       @records = Call::Records.new(request_id: @request_id, feature: @feature, usage_log: @config.usage_log_emitter)
+      texts = scrubbed(texts) if @scrubber
       result = (@engine || LlmFailover.engine).run({ targets: @targets.map(&:engine), inputs: texts,
                                                      policy: @policy, circuit: false }, self)
       return failed(result) unless result[:ok]
@@ -88,6 +104,19 @@ module LlmFailover
       share = budget.to_f / @targets.size
       @config.engine_policy.merge(max_retries: 0, hedge_after: nil, connect_timeout: share, request_timeout: share,
                                   first_token_timeout: share, idle_timeout: share).freeze
+    end
+
+    # What leaves the process; the records count what was replaced, as a chat's do.
+    def scrubbed(texts)
+      counts = Hash.new(0)
+      texts = texts.map do |text|
+        session = Scrubber::Session.new(@scrubber)
+        out = session.scrub(text)
+        session.counts.each { |kind, n| counts[kind] += n }
+        out
+      end
+      @records.scrubbed = counts.to_h.freeze
+      texts
     end
 
     def failed(result)

@@ -3,6 +3,7 @@
 require "rails/generators"
 require "rails/generators/active_record"
 require_relative "../create_once"
+require_relative "../install/install_generator"
 
 module LlmFailover
   module Generators
@@ -12,6 +13,9 @@ module LlmFailover
     # chunk empties the answer on the page before the backup's first words; Stop calls
     # chat.cancel!; the attempts of the last turn show under its answer (a migration
     # adds messages.request_id, which finds them in the attempt log after a reload).
+    # The form takes files (images, PDFs): checked by chat.check_attachments before
+    # the job is queued (a refused file is said on the form), asked with, shown under
+    # their prompt and served by ChatsController#file from where Message keeps them.
     #
     # Turbo's JavaScript is the file turbo-rails ships, served from the gem by a
     # Rack::Files mount: no asset pipeline, Node or CDN. A file that exists is left
@@ -77,11 +81,24 @@ module LlmFailover
               post :ask
               post :stop
               post :decide
+              get "files/:key/:index", action: :file, as: :file # a prompt's file
             end
           end
           # Turbo's JavaScript as turbo-rails ships it: no asset pipeline, Node or CDN.
           mount Rack::Files.new(Turbo::Engine.root.join("app/assets/javascripts").to_s), at: "#{TURBO_PATH}"
         RUBY
+      end
+
+      # Says where the prompts' files are kept: the chat UI hands them to chat.ask,
+      # and the message model keeps them as llm_failover:install wrote it.
+      def say_attachments
+        model = File.join(destination_root, "app/models/message.rb")
+        if File.exist?(model) && File.read(model).match?(InstallGenerator::ATTACHED)
+          say_status :attachments, "kept by ActiveStorage (Message has_many_attached :attachments)", :blue
+        else
+          say_status :attachments, "kept in messages.attachments_data (Message has no has_many_attached " \
+                                   ":attachments)", :blue
+        end
       end
 
       private

@@ -13,7 +13,9 @@ module LlmFailover
     #   llm_failover_attempts and llm_failover_circuit_events tables (the schema
     #   LlmFailover::ActiveRecord.create_tables! creates; every index name within
     #   PostgreSQL's 63 characters);
-    # - app/models/chat.rb and message.rb (acts_as_llm_chat / acts_as_llm_message);
+    # - app/models/chat.rb and message.rb (acts_as_llm_chat / acts_as_llm_message;
+    #   has_many_attached :attachments when the app loads ActiveStorage, else the
+    #   attachments_data column keeps the files of ask(text, with:));
     # - config/initializers/llm_failover.rb: providers from credentials or ENV, the
     #   attempt log and the circuit log, the options commented.
     # A file that exists is left alone. Run again on an app that has the migration, it
@@ -27,6 +29,8 @@ module LlmFailover
       include TableNames
 
       MIGRATION = "create_llm_failover_tables"
+      # A message model's line that keeps its files with ActiveStorage (not a comment).
+      ATTACHED = /^\s*has_many_attached :attachments\b/.freeze
       # What an upgrade is told: the install's table names.
       TABLE_OPTIONS = %w[chat_model message_model chats_table messages_table attempts_table circuit_events_table
                          vectors_table].freeze
@@ -53,10 +57,36 @@ module LlmFailover
         create_once "initializer.rb", "config/initializers/llm_failover.rb"
       end
 
+      # Says where the files of chat.ask(text, with:) are kept: the message model's
+      # has_many_attached (as written now, or as an earlier run left it), or the
+      # attachments_data column.
+      def say_attachments
+        model = File.join(destination_root, model_path(message_model))
+        attached = File.exist?(model) ? File.read(model).match?(ATTACHED) : active_storage?
+        if !attached
+          say_status :attachments, "in #{messages_table}.attachments_data (no ActiveStorage in this app)", :blue
+        elsif active_storage_installed?
+          say_status :attachments, "ActiveStorage: #{message_model} has_many_attached :attachments", :blue
+        else
+          say_status :attachments, "ActiveStorage: #{message_model} has_many_attached :attachments; " \
+                                   "run bin/rails active_storage:install (its tables are not there yet)", :yellow
+        end
+      end
+
       private
 
       def model_path(class_name)
         File.join("app/models", "#{class_name.underscore}.rb")
+      end
+
+      # Whether the app loads ActiveStorage: the message model keeps its files there.
+      def active_storage?
+        defined?(::ActiveStorage::Engine) ? true : false
+      end
+
+      def active_storage_installed?
+        dir = File.expand_path(db_migrate_path, destination_root)
+        Dir.glob(File.join(dir, "*_create_active_storage_tables*.rb")).any?
       end
 
       # The association names the models declare.
