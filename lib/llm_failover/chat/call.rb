@@ -207,7 +207,7 @@ module LlmFailover
       @delivery.flush
       settle_quota
       raw_calls = result[:tool_calls]
-      calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, result[:model]) : []
+      calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, result[:model]) : Reply::NO_CALLS
       @delivery.finish(index, content: content, model: result[:model], provider: target.name,
                               input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
                               tool_calls: calls)

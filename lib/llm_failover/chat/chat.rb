@@ -54,27 +54,26 @@ module LlmFailover
 
     # Prefer LlmFailover.chat, which applies the global configuration.
     # @param config [Configuration] this chat's own copy
-    def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, quota: nil,
-                   quota_used: 0, enforce_quota: false, feature: nil, store: nil, temperature: nil,
-                   max_tokens: nil, engine: nil, cache: true, cache_namespace: nil, scrub: true, quota_key: nil,
-                   quota_window: :month, quota_by: :calls,
-                   cancel_check: nil)
+    # @param store [Object, nil] nil: a new MemoryStore
+    # @param options [Hash] quota:, quota_used:, enforce_quota:, feature:, temperature:,
+    #   max_tokens:, cache:, cache_namespace:, scrub:, quota_key:, quota_window:, quota_by:,
+    #   cancel_check: (see Options)
+    def initialize(config:, model:, provider:, backup_model: nil, backup_provider: nil, store: nil, engine: nil,
+                   **options)
       @config = config
       @engine = engine
       set_primary(model, provider)
       set_backup(backup_model, backup_provider)
-      @options = Options.new(config: config, store: store, quota: quota, quota_used: quota_used,
-                             enforce_quota: enforce_quota, feature: feature, temperature: temperature,
-                             max_tokens: max_tokens, cache: cache, cache_namespace: cache_namespace, scrub: scrub,
-                             quota_key: quota_key, quota_window: quota_window, quota_by: quota_by,
-                             cancel_check: cancel_check)
+      @store = store.nil? ? MemoryStore.new : Options.store(store)
+      # Most chats are given no options: they share the defaults, checked once.
+      @options = options.empty? ? Options::DEFAULTS : Options.new(config: config, **options)
       @running = []
       @running_lock = Mutex.new
       @answer_format = nil
     end
 
     # @return [Object] the message store (a MemoryStore unless one was given)
-    def store = @options.store
+    def store = @store
     # @return [String, nil]
     def feature = @options.feature
     # @return [Integer, nil] the primary's call limit (nil or 0: unlimited)
@@ -107,7 +106,7 @@ module LlmFailover
     def ask(text, with: nil, temperature: KEEP, max_tokens: KEEP, cache: KEEP, idempotency_key: nil, json: KEEP,
             &block)
       text = Text.given(text, "the prompt") # UTF-8, converted if need be
-      attachments = with.nil? ? [] : attachments_for(with)
+      attachments = with.nil? ? MemoryStore::Message::NONE : attachments_for(with)
 
       # Validated before anything is stored.
       temperature = temperature.equal?(KEEP) ? @options.temperature : Options.temperature(temperature)
@@ -116,11 +115,11 @@ module LlmFailover
       format = format_for(json)
       check_schema_with_tools(format)
       if idempotency_key.nil?
-        @options.store.add_user(text, **Chat.attachments_option(@options.store, attachments))
+        @store.add_user(text, **Chat.attachments_option(@store, attachments))
         return answer(temperature, max_tokens, block, cache, format)
       end
 
-      Idempotency.ask(@options.store, text, idempotency_key, format, wait: @config.idempotency_wait,
+      Idempotency.ask(@store, text, idempotency_key, format, wait: @config.idempotency_wait,
                                                                      stale_after: @config.longest_call,
                                                                      attachments: attachments) do
         answer(temperature, max_tokens, block, cache, format)
@@ -154,7 +153,7 @@ module LlmFailover
     # @raise [ArgumentError] not text (see #ask), before anything is stored
     def with_instructions(text, replace: true)
       text = Text.given(text, "the instructions")
-      replace ? @options.store.replace_system(text) : @options.store.add_system(text)
+      replace ? @store.replace_system(text) : @store.add_system(text)
       self
     end
 
@@ -196,13 +195,13 @@ module LlmFailover
 
     # @return [Array] the stored messages, in order
     def messages
-      @options.store.messages
+      @store.messages
     end
 
     def inspect
       backup = backup? ? " backup=#{Target.label(@backup_provider, @backup_model)}" : ""
       "#<#{self.class.name} #{Target.label(@provider, @model)}#{backup} feature=#{@options.feature.inspect} " \
-        "quota=#{@options.quota.inspect} store=#{@options.store.class.name}>"
+        "quota=#{@options.quota.inspect} store=#{@store.class.name}>"
     end
 
     private
@@ -221,7 +220,7 @@ module LlmFailover
       # wire layer's rule, and one call may go out in both protocols.
       # A chat without tools sends earlier tool calls and results as text: Anthropic
       # refuses tool_use blocks in a request that offers no tools (doc/tools.md).
-      conversation = turn&.conversation || @options.store.conversation
+      conversation = turn&.conversation || @store.conversation
       messages = Transcript.engine_messages(conversation, tools: tools?)
       # One list per message sent, in order (as text, tool results are folded into the
       # assistant's message: Transcript.as_text).
@@ -241,20 +240,22 @@ module LlmFailover
         backup_first = backup_first?(reservation) || (turn&.on_backup && backup?)
         # A target that cannot take the attachments is the core's to leave out, with a
         # skipped record (AttachmentRefusedError when none of them can).
-        call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @options.store,
+        call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store,
                         targets: backup_first ? [@backup_target].freeze : engine_targets, messages: messages,
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
                         request_id: turn&.request_id, turn_id: turn_id(conversation))
         call.answer_format = format
         call.attachments = Attachment::Selection.engine_list(attachments)
         turn&.prepare(call)
-        request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
-        # Attachments by content digest; a chat without any keeps its keys as they were.
-        request << attachments.map { |list| list.map(&:digest) } if attachments.any?(&:any?)
-        call.response_cache = response_cache(cache, backup_first: backup_first, request: request,
-                                                    max_tokens: max_tokens)
-        call.semantic_cache = semantic_lookup(cache, backup_first: backup_first, messages: messages,
-                                                     request: request.drop(1), format: format)
+        if cache_tiers?(cache)
+          request = [messages, temperature&.to_f, max_tokens, format&.cache_key] # what the cache key hashes
+          # Attachments by content digest; a chat without any keeps its keys as they were.
+          request << attachments.map { |list| list.map(&:digest) } if attachments.any?(&:any?)
+          call.response_cache = response_cache(cache, backup_first: backup_first, request: request,
+                                                      max_tokens: max_tokens)
+          call.semantic_cache = semantic_lookup(cache, backup_first: backup_first, messages: messages,
+                                                       request: request.drop(1), format: format)
+        end
         call.scrubbing = scrubbing
         call.quota_reservation = reservation
         cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
@@ -279,11 +280,11 @@ module LlmFailover
     # call is a turn of its own (nil: Call's request_id).
     # @return [String, nil]
     def turn_id(conversation)
-      store = @options.store
+      store = @store
       return nil unless store.respond_to?(:turn_id)
 
-      user = conversation.reverse_each.find { |m| m.role.to_s == "user" }
-      user && store.turn_id(user)
+      index = conversation.rindex { |m| m.role.to_s == "user" }
+      index && store.turn_id(conversation[index])
     end
   end
 end

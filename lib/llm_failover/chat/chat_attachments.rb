@@ -26,7 +26,7 @@ module LlmFailover
 
       # A stored message's attachments in canonical form (Attachment::Selection.stored).
       def stored_attachments(message)
-        Attachment::Selection.stored(@options.store, message)
+        Attachment::Selection.stored(@store, message)
       end
     end
   end

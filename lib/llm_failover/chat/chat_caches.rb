@@ -16,6 +16,14 @@ module LlmFailover
         scrubber && @options.scrub != false ? Scrubber::Session.new(scrubber) : nil
       end
 
+      # Whether any tier may read or keep this call's answer (+cache+ as #ask took it):
+      # without one, no cache key is made.
+      def cache_tiers?(cache)
+        return cache != false unless cache == true
+
+        @config.cache || @config.semantic_cache ? true : false
+      end
+
       # The response cache for one call, nil when there is none or it is bypassed. The
       # key is what was asked: the primary's entry is read, and also the backup's when
       # the quota sends the call to the backup first (the core's pick, through

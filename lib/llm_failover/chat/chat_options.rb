@@ -8,11 +8,11 @@ require_relative "text"
 
 module LlmFailover
   class Chat
-    # The options of one chat (the keywords of LlmFailover.chat other than the targets),
-    # each checked once, so that a bad value raises before anything is stored; and what
-    # a call reads of its quota options. Frozen:
-    # Chat#with_temperature and #with_max_tokens make a copy (#with). The checks of
-    # what #ask and #complete take per call are the class methods.
+    # The options of one chat (the keywords of LlmFailover.chat other than the targets
+    # and the store), each checked once, so that a bad value raises before anything is
+    # stored; and what a call reads of its quota options. Frozen: the chats given none
+    # share DEFAULTS, and Chat#with_temperature and #with_max_tokens make a copy (#with).
+    # The checks of what #ask and #complete take per call are the class methods.
     #
     # @api private: built by Chat
     class Options
@@ -23,15 +23,13 @@ module LlmFailover
       TOOL_STORE_METHODS = %i[save_tool_call add_tool_result tool_call].freeze
       QUOTA_BY = %i[calls tokens].freeze
 
-      attr_reader :store, :quota, :quota_used, :enforce_quota, :feature, :temperature, :max_tokens, :cache,
+      attr_reader :quota, :quota_used, :enforce_quota, :feature, :temperature, :max_tokens, :cache,
                   :cache_namespace, :scrub, :quota_key, :quota_window, :quota_by, :cancel_check
 
       # @param config [Configuration] the chat's (a shared quota needs its state store)
-      # @param store [Object, nil] nil: a new MemoryStore
-      def initialize(config:, store: nil, quota: nil, quota_used: 0, enforce_quota: false, feature: nil,
+      def initialize(config:, quota: nil, quota_used: 0, enforce_quota: false, feature: nil,
                      temperature: nil, max_tokens: nil, cache: true, cache_namespace: nil, scrub: true,
                      quota_key: nil, quota_window: :month, quota_by: :calls, cancel_check: nil)
-        @store = store.nil? ? MemoryStore.new : self.class.store(store)
         @quota = self.class.quota(quota)
         @quota_used = self.class.quota_used(quota_used)
         @enforce_quota = self.class.boolean(:enforce_quota, enforce_quota)
@@ -201,6 +199,9 @@ module LlmFailover
 
         key
       end
+
+      # Every option at its default: no shared quota, so no configuration to check against.
+      DEFAULTS = new(config: nil)
     end
   end
 end

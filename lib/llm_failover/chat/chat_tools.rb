@@ -79,21 +79,21 @@ module LlmFailover
       # @return [ToolCall]
       # @raise [ArgumentError] no such call, or it is not awaiting approval
       def approve_tool_call(id)
-        Tools::Decisions.approve(@options.store, id)
+        Tools::Decisions.approve(@store, id)
       end
 
       # Denies a parked call: it never runs, and the next #complete sends the model
       # "The user denied this call: <reason>" as its result.
       # @return [ToolCall]
       def deny_tool_call(id, reason:)
-        Tools::Decisions.deny(@options.store, id, reason: reason)
+        Tools::Decisions.deny(@store, id, reason: reason)
       end
 
       # Gives a call a crash left running (ToolInterruptedError) the outcome the app
       # knows it had, result: or error:; the next #complete sends it to the model.
       # @return [ToolCall]
       def settle_tool_call(id, result: nil, error: nil)
-        Tools::Decisions.settle(@options.store, id, result: result, error: error)
+        Tools::Decisions.settle(@store, id, result: result, error: error)
       end
 
       private

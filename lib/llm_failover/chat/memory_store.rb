@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "securerandom"
+require "llm_failover/llm_failover" # the compiled extension: Engine.uuid
 require_relative "idempotency"
 require_relative "memory_store/message"
 require_relative "../tools/schema"
@@ -74,7 +74,7 @@ module LlmFailover
     end
 
     # attachments: the canonical Attachments (kept in memory, bytes and all, once).
-    def add_user(content, attachments: [].freeze)
+    def add_user(content, attachments: Message::NONE)
       push(Message.new(role: "user", content: content.frozen? ? content : content.dup.freeze,
                        attachments: attachments.frozen? ? attachments : attachments.dup.freeze))
     end
@@ -85,7 +85,7 @@ module LlmFailover
     end
 
     # Stores a user message under +key+ unless one has it already (then false).
-    def add_user_once(content, key, attachments: [].freeze)
+    def add_user_once(content, key, attachments: Message::NONE)
       @lock.synchronize do
         return false if @messages.any? { |m| m.idempotency_key == key }
 
@@ -100,7 +100,7 @@ module LlmFailover
     # that answer it: made the first time it is asked for.
     # @return [String]
     def turn_id(message)
-      @lock.synchronize { message.turn_id || message.update(turn_id: SecureRandom.uuid).turn_id }
+      @lock.synchronize { message.turn_id || message.update(turn_id: Engine.uuid).turn_id }
     end
 
     # Claims the turn of +key+ for one call (Idempotency): true when it was free, or

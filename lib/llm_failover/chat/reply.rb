@@ -28,10 +28,13 @@ module LlmFailover
     # @return [Array<ToolCall>] calls parked for approval (requires_approval!): nothing ran
     attr_reader :pending_tool_calls
 
+    # @api private: the empty list of tool calls a Reply without any shares (frozen)
+    NO_CALLS = [].freeze
+
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
-                   cached: false, cancelled: false, json: nil, response_model: nil, tool_calls: [],
-                   pending_tool_calls: [], cache_tier: nil, similarity: nil)
+                   cached: false, cancelled: false, json: nil, response_model: nil, tool_calls: NO_CALLS,
+                   pending_tool_calls: NO_CALLS, cache_tier: nil, similarity: nil)
       @content = content
       @model = model
       @response_model = response_model

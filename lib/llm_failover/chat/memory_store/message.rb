@@ -19,7 +19,10 @@ module LlmFailover
       # @return [String, nil] role "tool": the ToolCall#id this message is the result of
       attr_reader :tool_call_id
 
-      def initialize(role:, content:, status: "complete", model: nil, provider: nil, attachments: [].freeze)
+      # The empty list every message without attachments or tool calls shares (frozen).
+      NONE = [].freeze
+
+      def initialize(role:, content:, status: "complete", model: nil, provider: nil, attachments: NONE)
         @role = role
         @attachments = attachments
         @content = content
@@ -37,7 +40,7 @@ module LlmFailover
 
       # @return [Array<ToolCall>] an assistant message's tool calls, as stored now
       def tool_calls
-        return [] unless @tool_call_ids
+        return NONE unless @tool_call_ids
 
         @tool_call_ids.map { |id| @calls_from.tool_call(id) }
       end
