@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -466,8 +467,27 @@ static int child_uses_index(lf_vindex *ix)
     return ok;
 }
 
+/* GCC 12's AddressSanitizer (Debian 12) does not take its allocator's locks
+ * around a fork: a child forked while another thread is inside malloc or free
+ * waits for ever on the allocator's mutex (seen in gdb: the child's free in
+ * lf_vindex_clear blocked in SizeClassAllocator64::GetFromAllocator). That is
+ * the sanitizer's, not the index's, so under ASan this case is left to
+ * spec/memory_index_spec.rb, which forks beside scanning threads against the
+ * normal build in `rake spec`. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LF_FORK_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LF_FORK_UNDER_ASAN 1
+#endif
+#endif
+
 static void test_fork_during_scans(void)
 {
+#ifdef LF_FORK_UNDER_ASAN
+    fprintf(stderr, "  fork beside threads: left to spec/memory_index_spec.rb under ASan\n");
+    return;
+#endif
     lf_vindex *ix = lf_vindex_new(0, 0);
     volatile int stop = 0;
     pthread_t t[3];
