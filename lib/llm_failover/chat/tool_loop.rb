@@ -6,6 +6,7 @@ require_relative "../tools/runner"
 require_relative "../tools/tool_call"
 require_relative "chunk"
 require_relative "reply"
+require_relative "tool_loop/concurrency"
 
 module LlmFailover
   class Chat
@@ -30,6 +31,8 @@ module LlmFailover
     #
     # @api private: built by Chat for an ask or complete on a chat with tools
     class ToolLoop
+      include Concurrency
+
       # What one turn needs of the loop (Chat#answer_turn reads it).
       # conversation: the store's conversation as this turn sends it (read once per
       # turn, with the results this process stored since appended).
@@ -194,39 +197,6 @@ module LlmFailover
         end
         ready.each { |call, _| result(call) }
         []
-      end
-
-      # Every call on a thread of its own; all have ended before the first
-      # non-StandardError of a tool (which #perform lets through) goes on up from here.
-      def run_in_threads(ready)
-        threads = ready.map do |call, tool|
-          Thread.new do
-            Thread.current.report_on_exception = false # raised again in the loop's thread
-            perform(call, tool)
-          end
-        end
-        threads.each do |t|
-          t.join
-        rescue Exception # rubocop:disable Lint/RescueException -- waited for; raised below by #value
-          nil
-        end
-        threads.each(&:value)
-      end
-
-      # Under a Fiber scheduler (Async), the calls run on fibers of the caller's thread
-      # instead, so that a tool's waits go through the scheduler too.
-      def run_in_fibers(ready)
-        ended = Thread::Queue.new # scheduler-aware: pop lets the other fibers run
-        ready.each do |call, tool|
-          Fiber.schedule do
-            perform(call, tool)
-            ended << nil
-          rescue Exception => e # rubocop:disable Lint/RescueException -- raised below, in the loop's fiber
-            ended << e
-          end
-        end
-        raised = ready.map { ended.pop }.compact
-        raise raised.first unless raised.empty?
       end
 
       def perform(call, tool)
