@@ -23,12 +23,20 @@
 #include "lf_buf.h"
 #include "lf_sse.h"
 #include "lf_wire.h"
+#include "lf_json_read.h"
+#include "lf_utf8.h"
 
 #include "lf_banned.h"
 
 #define CHECK(cond) do { if (!(cond)) abort(); } while (0)
 
 #include "../test/c/utf8_ref.h"
+
+/* A built request must be standard JSON in valid UTF-8: what a provider accepts. */
+static json_object *standard_json(const char *s, size_t n)
+{
+    return lf_utf8_is_valid(s, n) ? lf_json_parse(s, n) : NULL;
+}
 
 static void check_buf(const lf_buf *b)
 {
@@ -199,7 +207,6 @@ static void fuzz_build(const char *text)
     lf_request_params p;
     lf_buf out, err, want;
     json_object *o, *m;
-    struct json_tokener *tok;
     int api, i;
 
     lf_buf_init(&out);
@@ -224,13 +231,8 @@ static void fuzz_build(const char *text)
         p.system_len = strlen(text);
         p.stream = api;
         CHECK(lf_wire_build_request(&p, &out, &err) == 0);
-        tok = json_tokener_new();
-        CHECK(tok != NULL);
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, out.ptr, (int)out.len);
+        o = standard_json(out.ptr, out.len);
         CHECK(o != NULL);
-        CHECK(json_tokener_get_parse_end(tok) == out.len);
-        json_tokener_free(tok);
         /* An empty system prompt is left out (OpenAI: the leading one). */
         m = json_object_object_get(o, "messages");
         CHECK(m && json_object_array_length(m) == (api ? 2u : text[0] ? 4u : 3u));
@@ -255,7 +257,6 @@ static void fuzz_build_tools(const char *text)
     lf_request_params p;
     lf_buf out, err, sent;
     json_object *o;
-    struct json_tokener *tok;
     int api, rc;
 
     memset(msgs, 0, sizeof msgs);
@@ -292,12 +293,8 @@ static void fuzz_build_tools(const char *text)
             CHECK(out.len == 0 && err.len > 0);
             continue;
         }
-        tok = json_tokener_new();
-        CHECK(tok != NULL);
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, out.ptr, (int)out.len);
-        CHECK(o != NULL && json_tokener_get_parse_end(tok) == out.len);
-        json_tokener_free(tok);
+        o = standard_json(out.ptr, out.len);
+        CHECK(o != NULL);
         CHECK(strstr(out.ptr, sent.ptr) != NULL);
         json_object_put(o);
     }
@@ -315,7 +312,6 @@ static void fuzz_build_params(const uint8_t *data, size_t size)
     lf_request_params p;
     lf_buf out, err;
     json_object *o, *v;
-    struct json_tokener *tok;
     double t;
     int64_t mt;
     int rc;
@@ -339,12 +335,8 @@ static void fuzz_build_params(const uint8_t *data, size_t size)
         CHECK(rc == -1 && out.len == 0 && err.len > 0);
     } else {
         CHECK(rc == 0 && err.len == 0);
-        tok = json_tokener_new();
-        CHECK(tok != NULL);
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, out.ptr, (int)out.len);
-        CHECK(o != NULL && json_tokener_get_parse_end(tok) == out.len);
-        json_tokener_free(tok);
+        o = standard_json(out.ptr, out.len);
+        CHECK(o != NULL);
         v = json_object_object_get(o, "temperature");
         if (p.has_temperature) CHECK(v && json_object_get_double(v) == t);
         else CHECK(v == NULL);

@@ -11,6 +11,8 @@
 #include <json-c/json.h>
 
 #include "lf_buf.h"
+#include "lf_json_read.h"
+#include "lf_utf8.h"
 #include "lf_sse.h"
 #include "lf_wire.h"
 #include "lf_test.h"
@@ -53,20 +55,10 @@ static size_t utf8_encode(uint32_t cp, unsigned char *out)
     return 4;
 }
 
-/* Strictly parsed JSON (and strictly UTF-8): what a provider would accept. */
+/* Standard JSON in valid UTF-8: what a provider would accept. */
 static json_object *strict_parse(const char *s, size_t n)
 {
-    struct json_tokener *tok = json_tokener_new();
-    json_object *o;
-
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    o = json_tokener_parse_ex(tok, s, (int)n);
-    if (o && json_tokener_get_parse_end(tok) != n) {
-        json_object_put(o);
-        o = NULL;
-    }
-    json_tokener_free(tok);
-    return o;
+    return lf_utf8_is_valid(s, n) ? lf_json_parse(s, n) : NULL;
 }
 
 static json_object *jget(json_object *o, const char *key)

@@ -208,115 +208,6 @@ static void lf_ja_unfence(const char *text, size_t len, size_t *start, size_t *n
     *n = b - a;
 }
 
-/* RFC 8259's tokens, which json-c's strict mode does not hold an answer to:
- * it still takes NaN and Infinity, single-quoted strings, raw control bytes
- * in a string, "5." and unpaired surrogate escapes, all of which strict
- * readers (Ruby's JSON among them) refuse. json-c judges the structure; this
- * pass refuses every token outside the standard, so an answer that passes
- * reads the same everywhere. Returns 0, or the offset + 1 of the first bad
- * byte. */
-static int lf_ja_hex4(const char *s, size_t n, size_t i, unsigned *cp)
-{
-    size_t k;
-
-    *cp = 0;
-    if (i + 4 > n) return -1;
-    for (k = i; k < i + 4; k++) {
-        char c = s[k];
-        unsigned d;
-
-        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
-        else return -1;
-        *cp = *cp * 16 + d;
-    }
-    return 0;
-}
-
-static int lf_ja_is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* One string from the quote at s[i]; the index after its closing quote, or 0. */
-static size_t lf_ja_string_token(const char *s, size_t n, size_t i)
-{
-    unsigned cp, low;
-
-    for (i++; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c == '"') return i + 1;
-        if (c < 0x20) return 0;
-        if (c != '\\') continue;
-        if (++i >= n) return 0;
-        if (strchr("\"\\/bfnrt", s[i]) && s[i] != '\0') continue;
-        if (s[i] != 'u' || lf_ja_hex4(s, n, i + 1, &cp) != 0) return 0;
-        i += 4;
-        if (cp >= 0xDC00 && cp <= 0xDFFF) return 0;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (i + 2 >= n || s[i + 1] != '\\' || s[i + 2] != 'u' || lf_ja_hex4(s, n, i + 3, &low) != 0 ||
-                low < 0xDC00 || low > 0xDFFF)
-                return 0;
-            i += 6;
-        }
-    }
-    return 0;
-}
-
-/* One number from s[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; the
- * index after it, or 0. */
-static size_t lf_ja_number_token(const char *s, size_t n, size_t i)
-{
-    if (i < n && s[i] == '-') i++;
-    if (i >= n || !lf_ja_is_digit(s[i])) return 0;
-    if (s[i] == '0') i++;
-    else
-        while (i < n && lf_ja_is_digit(s[i])) i++;
-    if (i < n && s[i] == '.') {
-        if (++i >= n || !lf_ja_is_digit(s[i])) return 0;
-        while (i < n && lf_ja_is_digit(s[i])) i++;
-    }
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
-        if (i >= n || !lf_ja_is_digit(s[i])) return 0;
-        while (i < n && lf_ja_is_digit(s[i])) i++;
-    }
-    return i;
-}
-
-static size_t lf_ja_standard_tokens(const char *s, size_t n)
-{
-    static const char *const words[] = {"true", "false", "null"};
-    size_t i = 0, end, w;
-
-    while (i < n) {
-        char c = s[i];
-
-        if (lf_wire_is_ws(c) || c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':') {
-            i++;
-            continue;
-        }
-        if (c == '"') end = lf_ja_string_token(s, n, i);
-        else if (c == '-' || lf_ja_is_digit(c)) end = lf_ja_number_token(s, n, i);
-        else {
-            for (end = 0, w = 0; w < 3 && !end; w++) {
-                size_t len = strlen(words[w]);
-
-                if (n - i >= len && memcmp(s + i, words[w], len) == 0) end = i + len;
-            }
-        }
-        /* A token runs into the next one ("1x", "nulll", "NaN" after "-"). */
-        if (!end || (end < n && ((s[end] >= 'a' && s[end] <= 'z') || (s[end] >= 'A' && s[end] <= 'Z') ||
-                                 lf_ja_is_digit(s[end]) || s[end] == '.' || s[end] == '_')))
-            return i + 1;
-        i = end;
-    }
-    return 0;
-}
-
 typedef struct lf_ja_ctx {
     json_object *root;   /* the whole schema, for $ref */
     lf_buf path;         /* $.a.b[2] of the value being checked */
@@ -549,15 +440,17 @@ int lf_json_answer_check(const char *text, size_t len, json_object *schema,
     lf_buf_clear(why);
     if (!text) text = "";
     lf_ja_unfence(text, len, &start, &n);
-    v = n ? lf_json_parse(text + start, n) : NULL;
-    if (!v) return lf_ja_fail(why, NULL, n ? "the answer is not JSON" : "the answer is empty, not a JSON object");
-    bad = lf_ja_standard_tokens(text + start, n);
-    if (bad) {
-        json_object_put(v);
+    if (!n) return lf_ja_fail(why, NULL, "the answer is empty, not a JSON object");
+    bad = lf_json_nonstandard_at(text + start, n, 1);
+    /* Refused at its first byte, it is prose; further in, JSON-like text
+     * (NaN, single quotes, a raw control character) a strict reader refuses. */
+    if (bad == 1) return lf_ja_fail(why, NULL, "the answer is not JSON");
+    if (bad)
         return lf_ja_fail(why, NULL, "the answer is not standard JSON (RFC 8259) at byte %zu: NaN, Infinity, "
                                      "single quotes, a raw control character or a bad escape or number",
                           start + bad - 1);
-    }
+    v = lf_json_parse(text + start, n);
+    if (!v) return -1;   /* a standard text json-c could not hold: out of memory */
     if (!json_object_is_type(v, json_type_object)) {
         rc = lf_ja_fail(why, NULL, "the answer is a JSON %s, not an object", lf_ja_type_of(v));
         json_object_put(v);

@@ -13,6 +13,12 @@ int lf_wire_is_ws(char c);
 /* One JSON document, with nothing but whitespace around it; NULL when the
  * text is not that. The length is explicit: NUL bytes are data here. */
 json_object *lf_json_parse(const char *s, size_t n);
+/* 0 when s is one standard (RFC 8259) JSON document with nothing but
+ * whitespace around it; otherwise the offset + 1 of the first byte that is
+ * not (n + 1 when the text ends inside the document). With
+ * paired_surrogates, an escaped lone surrogate ("\ud800") is refused too: the
+ * grammar allows it, strict readers (Ruby's JSON) do not. */
+size_t lf_json_nonstandard_at(const char *s, size_t n, int paired_surrogates);
 /* The member key of object o, or NULL when o is not an object, the key is
  * missing or its value is null. */
 json_object *lf_json_get(json_object *o, const char *key);

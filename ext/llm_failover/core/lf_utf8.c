@@ -49,6 +49,19 @@ size_t lf_utf8_sequence(const unsigned char *s, size_t n, size_t *bad)
     return need + 1;
 }
 
+int lf_utf8_is_valid(const char *bytes, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)bytes;
+    size_t i = 0, len, bad;
+
+    while (i < n) {
+        len = lf_utf8_sequence(s + i, n - i, &bad);
+        if (!len) return 0;
+        i += len;
+    }
+    return 1;
+}
+
 int lf_utf8_append_sanitized(lf_buf *out, const char *bytes, size_t n)
 {
     const unsigned char *s = (const unsigned char *)bytes;

@@ -13,6 +13,9 @@ extern const char lf_utf8_replacement[3];
  * it is ill-formed; then *bad is the length of its maximal subpart. */
 size_t lf_utf8_sequence(const unsigned char *s, size_t n, size_t *bad);
 
+/* 1 when all n bytes are well-formed UTF-8. */
+int lf_utf8_is_valid(const char *bytes, size_t n);
+
 /* Appends bytes to out, replacing each invalid UTF-8 sequence with U+FFFD.
  * 0, or -1 when out of memory (out is then as it was). */
 int lf_utf8_append_sanitized(lf_buf *out, const char *bytes, size_t n);
