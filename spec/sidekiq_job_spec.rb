@@ -27,8 +27,9 @@ RSpec.describe "the doc's AnswerJob on Sidekiq, its process killed mid-answer", 
       @app = dir
       FileUtils.cp_r(File.join(fixture, "."), dir)
       FileUtils.mkdir_p(%w[storage log tmp db].map { |d| File.join(dir, d) })
-      %w[answer_job.rb rerun_lost_answers_job.rb].each do |file|
-        FileUtils.cp(File.join(gem_root, "examples/rails", file), File.join(dir, "app/jobs", file))
+      # The jobs doc/rails.md shows, as a reader copies them.
+      %w[examples/rails/answer_job.rb examples/rails/rerun_lost_answers_job.rb].each do |path|
+        FileUtils.cp(File.join(gem_root, path), File.join(dir, "app/jobs", File.basename(path)))
       end
       # The app's jobs on Sidekiq, which reads REDIS_URL.
       application = File.join(dir, "config/application.rb")
