@@ -5,7 +5,7 @@ require "spec_helper"
 # Issue 33: the name a claim on an idempotency_key's turn carries, and what this
 # process can tell from it. Real child processes: alive, killed, killed and not yet
 # reaped (a zombie).
-RSpec.describe LlmFailover::Idempotency::Owner do
+RSpec.describe LlmFailover::Idempotency::Owner, :ruby_only do
   owner = described_class
 
   # A forked child that names a claim of its own, then sleeps until killed.

@@ -69,7 +69,8 @@ RSpec.describe "ask(text, idempotency_key:) submitted twice at once, in memory" 
   # Issue 33: a claim is a dead call's once its heartbeat stopped (15 s), not after the
   # longest call; one whose call lives on is written again every beat, so however
   # long that call runs, the second ask waits for its answer and sends nothing.
-  it "never takes over a live call's claim, however long it outlasts the heartbeat's window" do
+  # :ruby_only (its calls are the ones above), :timing (it waits out the window).
+  it "never takes over a live call's claim, however long it outlasts the heartbeat's window", :ruby_only, :timing do
     heartbeat = LlmFailover::Idempotency::Heartbeat
     LlmFailover.configure do |c|
       LlmFailover::Configuration::DEFAULTS.slice(*LlmFailover::Configuration::ENGINE_POLICY)
