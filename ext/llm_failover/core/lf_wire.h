@@ -2,13 +2,15 @@
  * and Anthropic messages. Builds request bodies from messages; parses plain
  * answers, stream events and error bodies. Pure functions over json-c.
  *
- * The public header of the wire layer, one file per job behind it:
- * lf_wire_request.c (request bodies), lf_wire_request_tools.c (their tool
- * parts), lf_wire_tools.c (the tool-call invariant, call ids, an answer's
- * calls), lf_wire_answer.c (answers), lf_wire_stream.c (stream events),
- * lf_wire_error.c (error bodies), over lf_utf8 (sanitizing), lf_json_write
- * (the JSON writer) and lf_json_read (json-c reading: one reader per
- * protocol).
+ * The public header of the wire layer. A protocol is a request file and a
+ * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
+ * lf_wire_anthropic_request.c, lf_wire_anthropic_response.c), with what
+ * every protocol shares in a leaf below them (lf_wire_shared.h: error bodies,
+ * an answer and its calls, the stream state, failure messages and roles, call
+ * ids and the transcript invariant, attachments); lf_wire.c above them checks
+ * a request and hands it, an answer or a stream event to its protocol. Over
+ * lf_utf8 (sanitizing), lf_json_write (the JSON writer) and lf_json_read
+ * (json-c reading: one reader per protocol).
  *
  * The structs below gain members over time: zero what you do not set
  * (designated initializers, memset or calloc). */
@@ -157,6 +159,11 @@ typedef struct lf_request_params {
  * the target (an unknown type, neither bytes nor URL, bytes not base64) is no
  * refusal: the build reports it. */
 int lf_wire_attachments_refusal(const lf_request_params *p, lf_buf *why);
+
+/* The kinds of file a provider may take or not: images (image/png,
+ * image/jpeg, image/gif, image/webp) and documents (application/pdf). */
+typedef enum lf_attach_kind { LF_ATTACH_UNKNOWN = 0, LF_ATTACH_IMAGE, LF_ATTACH_DOCUMENT } lf_attach_kind;
+lf_attach_kind lf_wire_attachment_kind(const char *mime);
 
 /* Path appended to the provider's base_url. */
 const char *lf_wire_path(lf_api api);

@@ -1,19 +1,16 @@
-/* Attachments in a request body: a user message's images and PDFs as
- * OpenAI-compatible content parts (image_url, file) or Anthropic blocks
- * (image, document), base64 or URL. */
+/* Attachments, whatever the protocol: the kinds a provider may take, what a
+ * target takes (lf_wire_attachments_refusal), what is wrong whatever the
+ * target, and whether one goes by its URL. Each protocol's request file
+ * renders them. */
 #include "lf_wire.h"
 
 #include <string.h>
 
-#include "lf_json_write.h"
-#include "lf_wire_internal.h"
+#include "lf_wire_shared.h"
 
 #include "lf_banned.h"
 
-/* The kinds a provider may take or not. */
-typedef enum lf_attach_kind { LF_ATTACH_UNKNOWN = 0, LF_ATTACH_IMAGE, LF_ATTACH_DOCUMENT } lf_attach_kind;
-
-static lf_attach_kind lf_attach_kind_of(const char *mime)
+lf_attach_kind lf_wire_attachment_kind(const char *mime)
 {
     static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
     size_t i;
@@ -48,12 +45,10 @@ static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *
 {
     if (!a->url || p->no_urls) return 0;
     /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
-    return !(p->api == LF_API_OPENAI && lf_attach_kind_of(a->mime_type) == LF_ATTACH_DOCUMENT);
+    return !(p->api == LF_API_OPENAI && lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_DOCUMENT);
 }
 
-/* Whether the attachment goes by its URL (the check below made sure a
- * URL-only one may). */
-static int lf_attach_by_url(const lf_request_params *p, const lf_attachment *a)
+int lf_wire_attachment_by_url(const lf_request_params *p, const lf_attachment *a)
 {
     return a->url && (!a->base64 || lf_attach_url_taken(p, a));
 }
@@ -70,7 +65,7 @@ static size_t lf_base64_decoded_len(const lf_attachment *a)
 /* Why the target cannot take attachment a, 1; 0 when it can. */
 static int lf_attach_refused(const lf_request_params *p, const lf_attachment *a, lf_buf *why)
 {
-    lf_attach_kind kind = lf_attach_kind_of(a->mime_type);
+    lf_attach_kind kind = lf_wire_attachment_kind(a->mime_type);
     size_t size;
 
     if (kind == LF_ATTACH_UNKNOWN) return 0; /* wrong for every target: the build says so */
@@ -129,7 +124,7 @@ int lf_wire_check_attachments(const lf_request_params *p, lf_buf *errmsg)
         for (k = 0; k < m->n_attachments; k++) {
             const lf_attachment *a = &m->attachments[k];
 
-            if (lf_attach_kind_of(a->mime_type) == LF_ATTACH_UNKNOWN) {
+            if (lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_UNKNOWN) {
                 lf_wire_fail(errmsg, "attachment \"%.64s\": type %.64s is not an image or a PDF", lf_attach_name(a),
                              a->mime_type ? a->mime_type : "(none)");
                 return -1;
@@ -158,76 +153,4 @@ size_t lf_wire_attachments_size(const lf_message *m)
         size += 160 + a->base64_len + (a->url ? strlen(a->url) : 0) + (a->filename ? strlen(a->filename) : 0);
     }
     return size;
-}
-
-/* "data:<mime>;base64,<bytes>" as a JSON string. */
-static int lf_put_data_uri(lf_buf *out, const lf_attachment *a)
-{
-    return lf_buf_append_str(out, "\"data:") != 0 || lf_buf_append_str(out, a->mime_type) != 0 ||
-                   lf_buf_append_str(out, ";base64,") != 0 || lf_buf_append(out, a->base64, a->base64_len) != 0
-               ? -1
-               : lf_buf_append_char(out, '"');
-}
-
-static int lf_put_openai_part(lf_buf *out, const lf_request_params *p, const lf_attachment *a)
-{
-    if (lf_attach_kind_of(a->mime_type) == LF_ATTACH_IMAGE) {
-        if (lf_buf_append_str(out, "{\"type\":\"image_url\",\"image_url\":{\"url\":") != 0) return -1;
-        if ((lf_attach_by_url(p, a) ? lf_json_put_cstring(out, a->url) : lf_put_data_uri(out, a)) != 0) return -1;
-        return lf_buf_append_str(out, "}}");
-    }
-    return lf_buf_append_str(out, "{\"type\":\"file\",\"file\":{\"filename\":") != 0 ||
-                   lf_json_put_cstring(out, a->filename ? a->filename : "document.pdf") != 0 ||
-                   lf_buf_append_str(out, ",\"file_data\":") != 0 || lf_put_data_uri(out, a) != 0
-               ? -1
-               : lf_buf_append_str(out, "}}");
-}
-
-static int lf_put_anthropic_block(lf_buf *out, const lf_request_params *p, const lf_attachment *a)
-{
-    const char *type = lf_attach_kind_of(a->mime_type) == LF_ATTACH_IMAGE ? "{\"type\":\"image\",\"source\":"
-                                                                          : "{\"type\":\"document\",\"source\":";
-
-    if (lf_buf_append_str(out, type) != 0) return -1;
-    if (lf_attach_by_url(p, a))
-        return lf_buf_append_str(out, "{\"type\":\"url\",\"url\":") != 0 || lf_json_put_cstring(out, a->url) != 0
-                   ? -1
-                   : lf_buf_append_str(out, "}}");
-    return lf_buf_append_str(out, "{\"type\":\"base64\",\"media_type\":\"") != 0 ||
-                   lf_buf_append_str(out, a->mime_type) != 0 || lf_buf_append_str(out, "\",\"data\":\"") != 0 ||
-                   lf_buf_append(out, a->base64, a->base64_len) != 0
-               ? -1
-               : lf_buf_append_str(out, "\"}}");
-}
-
-/* The text first, then the files. */
-int lf_wire_put_openai_parts(lf_buf *out, const lf_request_params *p, const lf_message *m, int first)
-{
-    size_t k;
-
-    if (!first && lf_buf_append_char(out, ',') != 0) return -1;
-    if (lf_buf_append_str(out, "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":") != 0 ||
-        lf_json_put_string(out, lf_wire_content(m), m->content_len) != 0 || lf_buf_append_char(out, '}') != 0)
-        return -1;
-    for (k = 0; k < m->n_attachments; k++)
-        if (lf_buf_append_char(out, ',') != 0 || lf_put_openai_part(out, p, &m->attachments[k]) != 0) return -1;
-    return lf_buf_append_str(out, "]}");
-}
-
-/* The files first (Anthropic's advice: images before the question), then the
- * text, left out when empty (Anthropic refuses an empty text block). */
-int lf_wire_put_anthropic_blocks(lf_buf *out, const lf_request_params *p, const lf_message *m, int first)
-{
-    size_t k;
-
-    if (!first && lf_buf_append_char(out, ',') != 0) return -1;
-    if (lf_buf_append_str(out, "{\"role\":\"user\",\"content\":[") != 0) return -1;
-    for (k = 0; k < m->n_attachments; k++)
-        if ((k && lf_buf_append_char(out, ',') != 0) || lf_put_anthropic_block(out, p, &m->attachments[k]) != 0)
-            return -1;
-    if (m->content_len && (lf_buf_append_str(out, ",{\"type\":\"text\",\"text\":") != 0 ||
-                           lf_json_put_string(out, m->content, m->content_len) != 0 ||
-                           lf_buf_append_char(out, '}') != 0))
-        return -1;
-    return lf_buf_append_str(out, "]}");
 }
