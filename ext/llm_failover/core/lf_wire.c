@@ -28,9 +28,18 @@ const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
 
 /* ------------------------------------------- requests */
 
-int lf_wire_takes_schema_with_tools(lf_api api)
+int lf_wire_api_named(const char *name, size_t len, lf_api *api)
 {
-    return api != LF_API_ANTHROPIC;
+    if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
+    else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
+    else return -1;
+    return 0;
+}
+
+const char *lf_wire_schema_with_tools_refusal(lf_api api)
+{
+    if (api != LF_API_ANTHROPIC) return NULL;
+    return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
 }
 
 /* Text that is one JSON object. */
@@ -93,8 +102,8 @@ static int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, l
         lf_wire_fail(errmsg, "unknown tool_choice %d", (int)p->tool_choice);
         return -1;
     }
-    if (p->schema && p->n_tools && !lf_wire_takes_schema_with_tools(p->api)) {
-        lf_wire_fail(errmsg, "an Anthropic request cannot have both a schema and tools");
+    if (p->schema && p->n_tools && lf_wire_schema_with_tools_refusal(p->api)) {
+        lf_wire_fail(errmsg, "%s", lf_wire_schema_with_tools_refusal(p->api));
         return -1;
     }
     if (p->api == LF_API_ANTHROPIC && has_tool_turns && !p->n_tools) {

@@ -10,15 +10,32 @@
 
 #include "lf_banned.h"
 
+/* The one list of the types an attachment may have (Ruby's
+ * Attachment::Mime::KINDS is read from it), each with its kind. */
+static const struct {
+    const char *type;
+    lf_attach_kind kind;
+} lf_attach_types[] = {
+    { "image/png", LF_ATTACH_IMAGE },
+    { "image/jpeg", LF_ATTACH_IMAGE },
+    { "image/gif", LF_ATTACH_IMAGE },
+    { "image/webp", LF_ATTACH_IMAGE },
+    { "application/pdf", LF_ATTACH_DOCUMENT },
+};
+
 lf_attach_kind lf_wire_attachment_kind(const char *mime)
 {
-    static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
     size_t i;
 
     if (!mime) return LF_ATTACH_UNKNOWN;
-    for (i = 0; i < sizeof images / sizeof images[0]; i++)
-        if (strcmp(mime, images[i]) == 0) return LF_ATTACH_IMAGE;
-    return strcmp(mime, "application/pdf") == 0 ? LF_ATTACH_DOCUMENT : LF_ATTACH_UNKNOWN;
+    for (i = 0; i < sizeof lf_attach_types / sizeof lf_attach_types[0]; i++)
+        if (strcmp(mime, lf_attach_types[i].type) == 0) return lf_attach_types[i].kind;
+    return LF_ATTACH_UNKNOWN;
+}
+
+const char *lf_wire_attachment_type(size_t i)
+{
+    return i < sizeof lf_attach_types / sizeof lf_attach_types[0] ? lf_attach_types[i].type : NULL;
 }
 
 /* The bytes are written into the body as they are: only the base64 alphabet. */
@@ -62,32 +79,47 @@ static size_t lf_base64_decoded_len(const lf_attachment *a)
     return a->base64_len / 4 * 3 + (a->base64_len % 4 ? a->base64_len % 4 - 1 : 0) - pad;
 }
 
-/* Why the target cannot take attachment a, 1; 0 when it can. */
-static int lf_attach_refused(const lf_request_params *p, const lf_attachment *a, lf_buf *why)
+/* Who a refusal names: "the target" in a record of the target's own. */
+static const char *lf_attach_who(const char *who)
+{
+    return who ? who : "the target";
+}
+
+lf_attach_refusal lf_wire_attachment_refusal(const lf_request_params *p, const lf_attachment *a, const char *who,
+                                             lf_buf *why)
 {
     lf_attach_kind kind = lf_wire_attachment_kind(a->mime_type);
     size_t size;
 
-    if (kind == LF_ATTACH_UNKNOWN) return 0; /* wrong for every target: the build says so */
+    if (kind == LF_ATTACH_UNKNOWN) return LF_ATTACH_TAKEN; /* wrong for every target: the build says so */
     if ((kind == LF_ATTACH_IMAGE && p->no_images) || (kind == LF_ATTACH_DOCUMENT && p->no_documents)) {
-        lf_wire_fail(why, "attachment \"%.64s\": the target takes no %s", lf_attach_name(a),
+        lf_wire_fail(why, "attachment \"%.64s\": %.80s takes no %s", lf_attach_name(a), lf_attach_who(who),
                      kind == LF_ATTACH_IMAGE ? "images (images: false)" : "PDFs (documents: false)");
-        return 1;
+        return LF_ATTACH_NO_KIND;
     }
     if (!a->base64 && a->url && !lf_attach_url_taken(p, a)) {
-        lf_wire_fail(why, "attachment \"%.64s\": the target takes no URL for it (%s) and its bytes were not "
+        lf_wire_fail(why, "attachment \"%.64s\": %.80s takes no URL for it (%s) and its bytes were not "
                           "downloaded",
-                     lf_attach_name(a), p->no_urls ? "attachment_urls: false" : "an OpenAI file part");
-        return 1;
+                     lf_attach_name(a), lf_attach_who(who), p->no_urls ? "attachment_urls: false" : "an OpenAI file part");
+        return LF_ATTACH_NO_URL;
     }
     size = a->base64 ? lf_base64_decoded_len(a) : 0;
     if (p->max_attachment_bytes > 0 && size > (size_t)p->max_attachment_bytes) {
-        lf_wire_fail(why, "attachment \"%.64s\" is %zu bytes, over the target's limit of %ld bytes "
+        lf_wire_fail(why, "attachment \"%.64s\" is %zu bytes, over %.80s's limit of %ld bytes "
                           "(max_attachment_bytes)",
-                     lf_attach_name(a), size, p->max_attachment_bytes);
-        return 1;
+                     lf_attach_name(a), size, lf_attach_who(who), p->max_attachment_bytes);
+        return LF_ATTACH_TOO_BIG;
     }
-    return 0;
+    return LF_ATTACH_TAKEN;
+}
+
+lf_attach_refusal lf_wire_attachment_count_refusal(const lf_request_params *p, size_t n, const char *who,
+                                                   lf_buf *why)
+{
+    if (p->max_attachments <= 0 || n <= (size_t)p->max_attachments) return LF_ATTACH_TAKEN;
+    lf_wire_fail(why, "%zu attachments with one message, over %.80s's limit of %ld (max_attachments)", n,
+                 lf_attach_who(who), p->max_attachments);
+    return LF_ATTACH_TOO_MANY;
 }
 
 int lf_wire_attachments_refusal(const lf_request_params *p, lf_buf *why)
@@ -98,13 +130,9 @@ int lf_wire_attachments_refusal(const lf_request_params *p, lf_buf *why)
         const lf_message *m = &p->messages[i];
 
         if (!m->n_attachments || !m->attachments) continue;
-        if (p->max_attachments > 0 && m->n_attachments > (size_t)p->max_attachments) {
-            lf_wire_fail(why, "%zu attachments with one message, over the target's limit of %ld (max_attachments)",
-                         m->n_attachments, p->max_attachments);
-            return 1;
-        }
+        if (lf_wire_attachment_count_refusal(p, m->n_attachments, NULL, why)) return 1;
         for (k = 0; k < m->n_attachments; k++)
-            if (lf_attach_refused(p, &m->attachments[k], why)) return 1;
+            if (lf_wire_attachment_refusal(p, &m->attachments[k], NULL, why)) return 1;
     }
     return 0;
 }
