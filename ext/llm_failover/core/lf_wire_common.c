@@ -5,7 +5,6 @@
 
 #include <json-c/json.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "lf_json_read.h"
@@ -15,18 +14,10 @@
 
 #include "lf_banned.h"
 
-/* Formatted, cut to a bounded length, and kept valid UTF-8 (a role or a call
- * id quoted back may hold any bytes, and the cut may split a character). */
+/* Formatted, cut to a bounded length, and kept valid UTF-8 (lf_utf8_vsetf). */
 void lf_wire_vfail(lf_buf *errmsg, const char *fmt, va_list ap)
 {
-    char tmp[320];
-    int n;
-
-    if (!errmsg) return;
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    if (n < 0) n = 0;
-    if ((size_t)n >= sizeof tmp) n = (int)sizeof tmp - 1;
-    (void)lf_utf8_set_sanitized(errmsg, tmp, (size_t)n);
+    if (errmsg) (void)lf_utf8_vsetf(errmsg, fmt, ap);
 }
 
 void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
