@@ -16,6 +16,16 @@
 
 #include "lf_banned.h"
 
+/* ------------------------------------------- the protocols */
+
+int lf_wire_api_named(const char *name, size_t len, lf_api *api)
+{
+    if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
+    else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
+    else return -1;
+    return 0;
+}
+
 const char *lf_wire_path(lf_api api)
 {
     return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
@@ -26,21 +36,13 @@ const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
     return kind == LF_REQUEST_EMBEDDINGS ? "/embeddings" : lf_wire_path(api);
 }
 
-/* ------------------------------------------- requests */
-
-int lf_wire_api_named(const char *name, size_t len, lf_api *api)
-{
-    if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
-    else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
-    else return -1;
-    return 0;
-}
-
 const char *lf_wire_schema_with_tools_refusal(lf_api api)
 {
     if (api != LF_API_ANTHROPIC) return NULL;
     return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
 }
+
+/* ------------------------------------------- requests */
 
 /* Text that is one JSON object. */
 static int lf_wire_is_object(const char *text, size_t len)

@@ -6,9 +6,10 @@ require_relative "download"
 module LlmFailover
   class Attachment
     # What Chat#ask's with: becomes before anything is stored: each file checked, as
-    # the input it is, against the chat's targets (ProviderConfig#attachments: the
-    # types each takes, its limits per file and per message). Which target a call
-    # sends a message's attachments to is the core's choice when the call runs
+    # the input it is, against the chat's targets by the core's rule of what a target
+    # takes (lf_wire_attachment_refusal over ProviderConfig#attachments: the types,
+    # the limits per file and per message). Which target a call sends a message's
+    # attachments to is the core's choice when the call runs
     # (lf_wire_attachments_refusal): a target that cannot take them is left out with
     # a skipped record, and AttachmentRefusedError says when none of them can.
     # @api private
