@@ -1789,6 +1789,14 @@ static void test_build_rejects(void)
 
     LF_CHECK_STR(lf_wire_path(LF_API_OPENAI), "/chat/completions");
     LF_CHECK_STR(lf_wire_path(LF_API_ANTHROPIC), "/v1/messages");
+    /* The protocols by the names Ruby gives them, exactly. */
+    p.api = (lf_api)7;
+    LF_CHECK_INT(lf_wire_api_named("anthropic", 9, &p.api), 0);
+    LF_CHECK_INT(p.api, LF_API_ANTHROPIC);
+    LF_CHECK_INT(lf_wire_api_named("openai", 6, &p.api), 0);
+    LF_CHECK_INT(p.api, LF_API_OPENAI);
+    LF_CHECK_INT(lf_wire_api_named("openai\0x", 8, &p.api), -1);
+    LF_CHECK_INT(lf_wire_api_named("gemini", 6, &p.api), -1);
 }
 
 /* --------------------------------------- regressions found by fuzzing */
