@@ -293,8 +293,11 @@ typedef struct lf_answer {
                             * request for tool calls is LF_FINISH_TOOL_CALLS
                             * on both protocols (not for a schema answer) */
     lf_buf id;             /* the provider's response id, if any */
-    long input_tokens;     /* -1 when unknown */
+    long input_tokens;     /* every input token billed, read from a prompt cache
+                            * or written to one included; -1 when unknown */
     long output_tokens;    /* -1 when unknown */
+    long cached_input_tokens;   /* of input_tokens, read from a prompt cache; -1 when unknown */
+    long cache_write_tokens;    /* of input_tokens, written to a prompt cache; -1 when unknown */
     /* The tool calls, complete, in the order the provider gave them. A
      * stream publishes them only when it completes (finish or stop reason,
      * or its terminal event): an interrupted stream has none. Never for a

@@ -20,6 +20,8 @@ void lf_answer_init(lf_answer *a)
     lf_buf_init(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    a->cached_input_tokens = -1;
+    a->cache_write_tokens = -1;
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
@@ -44,6 +46,8 @@ void lf_answer_clear(lf_answer *a)
     lf_buf_clear(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    a->cached_input_tokens = -1;
+    a->cache_write_tokens = -1;
     /* The array stays for the next answer; the calls go. */
     lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
     a->n_tool_calls = 0;
@@ -58,6 +62,8 @@ void lf_answer_free(lf_answer *a)
     lf_buf_free(&a->id);
     a->input_tokens = -1;
     a->output_tokens = -1;
+    a->cached_input_tokens = -1;
+    a->cache_write_tokens = -1;
     lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
     free(a->tool_calls);
     a->tool_calls = NULL;

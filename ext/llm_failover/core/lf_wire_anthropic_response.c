@@ -14,11 +14,20 @@
 /* Token counts of a usage object into a; 1 when seen. */
 static int lf_anthropic_usage(json_object *usage, lf_answer *a)
 {
+    long fresh = 0, read = 0, written = 0;
     int seen = 0;
 
     if (!usage || !json_object_is_type(usage, json_type_object)) return 0;
-    seen |= lf_json_take_count(usage, "input_tokens", &a->input_tokens);
     seen |= lf_json_take_count(usage, "output_tokens", &a->output_tokens);
+    /* Anthropic counts cache reads and writes apart from input_tokens; the
+     * answer's input_tokens is every input token, as OpenAI's is. A
+     * message_delta without input_tokens leaves message_start's. */
+    if (lf_json_take_count(usage, "input_tokens", &fresh)) {
+        if (lf_json_take_count(usage, "cache_read_input_tokens", &read)) a->cached_input_tokens = read;
+        if (lf_json_take_count(usage, "cache_creation_input_tokens", &written)) a->cache_write_tokens = written;
+        a->input_tokens = fresh + read + written;
+        seen = 1;
+    }
     return seen;
 }
 

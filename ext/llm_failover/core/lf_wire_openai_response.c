@@ -42,6 +42,8 @@ static int lf_openai_usage(json_object *usage, lf_answer *a)
     if (!usage || !json_object_is_type(usage, json_type_object)) return 0;
     seen |= lf_json_take_count(usage, "prompt_tokens", &a->input_tokens);
     seen |= lf_json_take_count(usage, "completion_tokens", &a->output_tokens);
+    /* prompt_tokens holds the cached ones already. */
+    lf_json_take_count(lf_json_get(usage, "prompt_tokens_details"), "cached_tokens", &a->cached_input_tokens);
     return seen;
 }
 
