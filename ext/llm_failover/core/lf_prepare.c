@@ -70,11 +70,23 @@ static int lf_header_add(struct curl_slist **list, const char *line)
     return 0;
 }
 
+/* The header the key goes in: Vertex AI's OAuth access token is a bearer
+ * token whatever the publisher; Anthropic's and Gemini's keys have their own. */
+static const char *lf_key_header(const lf_target *t)
+{
+    if (t->vertex.project) return "Authorization: Bearer ";
+    switch (t->api) {
+    case LF_API_ANTHROPIC: return "x-api-key: ";
+    case LF_API_GEMINI: return "x-goog-api-key: ";
+    default: return "Authorization: Bearer ";
+    }
+}
+
 /* The key's header line: the only one made here, wiped once libcurl has its
  * copy. */
 static int lf_header_add_key(struct curl_slist **list, const lf_target *t)
 {
-    char *line = lf_concat(t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ", t->api_key);
+    char *line = lf_concat(lf_key_header(t), t->api_key);
     int rc;
 
     if (!line) return -1;
@@ -102,7 +114,10 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
         lf_header_add(list, stream ? "Accept: text/event-stream" : "Accept: application/json") != 0 ||
         lf_header_add(list, "Expect:") != 0)
         return -1;
-    if (t->api == LF_API_ANTHROPIC && lf_header_add(list, "anthropic-version: 2023-06-01") != 0) return -1;
+    /* On Vertex AI the version is in the body (LF_VERTEX_ANTHROPIC_VERSION). */
+    if (t->api == LF_API_ANTHROPIC && !t->vertex.project &&
+        lf_header_add(list, "anthropic-version: 2023-06-01") != 0)
+        return -1;
     if (lf_header_add_key(list, t) != 0) return -1;
     for (i = 0; i < t->n_headers; i++)
         if (lf_header_add(list, t->headers[i]) != 0) return -1;
@@ -113,10 +128,14 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
                           lf_buf *err)
 {
     lf_request_params tp = *params;
+    lf_buf path;
+    int rc;
 
     if (lf_target_check(t, err) != 0) return -1;
     tp.api = t->api;
     tp.model = t->model;
+    tp.vertex = t->vertex;
+    tp.host = t->host;
     tp.no_images = t->no_images;
     tp.no_documents = t->no_documents;
     tp.no_urls = t->no_urls;
@@ -125,8 +144,12 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     p->refused = lf_wire_attachments_refusal(&tp, &p->refusal);
     if (p->refused) return 0;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
+    lf_buf_init(&path);
+    rc = lf_wire_path_write(&tp, &path, err);
     /* base_url is normalised by its owner, the Ruby configuration. */
-    p->url = lf_concat(t->base_url, lf_wire_path_for(t->api, params->kind));
+    if (rc == 0) p->url = lf_concat(t->base_url, lf_buf_cstr(&path));
+    lf_buf_free(&path);
+    if (rc != 0) return -1;
     if (!p->url || lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;

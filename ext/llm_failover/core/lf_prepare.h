@@ -1,5 +1,5 @@
 /* Request preparation, in the wire layer: for each target a call may send
- * to, its URL (base_url + lf_wire_path), its header list and its body, built
+ * to, its URL (base_url + lf_wire_path_write), its header list and its body, built
  * before any network so that a request that cannot be built fails before the
  * first byte is sent; and the call's JSON schema, parsed once for every
  * target's body and for checking every answer (lf_json_answer_check). */

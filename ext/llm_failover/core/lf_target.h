@@ -1,5 +1,6 @@
 /* One target of a call: the provider's protocol, where it is, its key, the
- * model and the extra header lines. The request preparation (lf_prepare),
+ * model and the extra header lines (and for Vertex AI its project and
+ * location). The request preparation (lf_prepare),
  * the redaction of secrets (lf_redact) and the attempt loop (lf_failover)
  * all read it. */
 #ifndef LF_TARGET_H
@@ -26,6 +27,14 @@ typedef struct lf_target {
     int no_urls;
     long max_attachment_bytes;
     long max_attachments;
+    /* Vertex AI's project and location (project NULL: the protocol's own
+     * host); api is then the publisher's protocol (lf_wire_vertex_api), and
+     * api_key the OAuth access token, sent as a bearer token. */
+    lf_vertex vertex;
+    /* The provider entry's name: reasoning state (Gemini's thought
+     * signatures) goes back only to the host that made it
+     * (lf_request_params.host). NULL: none goes back. */
+    const char *host;
 } lf_target;
 
 #endif

@@ -11,6 +11,7 @@
 #include "lf_json_answer.h"
 #include "lf_json_read.h"
 #include "lf_wire_anthropic.h"
+#include "lf_wire_gemini.h"
 #include "lf_wire_openai.h"
 #include "lf_wire_shared.h"
 
@@ -22,24 +23,45 @@ int lf_wire_api_named(const char *name, size_t len, lf_api *api)
 {
     if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
     else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
+    else if (lf_bytes_are(name, len, "gemini")) *api = LF_API_GEMINI;
     else return -1;
     return 0;
 }
 
 const char *lf_wire_path(lf_api api)
 {
-    return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
+    switch (api) {
+    case LF_API_ANTHROPIC: return "/v1/messages";
+    case LF_API_GEMINI: return NULL;   /* the model is in the path: lf_wire_path_write */
+    default: return "/chat/completions";
+    }
 }
 
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
 {
+    if (!lf_wire_path(api)) return NULL;
     return kind == LF_REQUEST_EMBEDDINGS ? "/embeddings" : lf_wire_path(api);
 }
 
 const char *lf_wire_schema_with_tools_refusal(lf_api api)
 {
-    if (api != LF_API_ANTHROPIC) return NULL;
-    return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+    switch (api) {
+    case LF_API_ANTHROPIC:
+        return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+    case LF_API_GEMINI:
+        return "a schema and tools cannot go in one request to Gemini: its models refuse function calling with a JSON "
+               "response type";
+    default: return NULL;
+    }
+}
+
+size_t lf_wire_embed_max_inputs(lf_api api)
+{
+    switch (api) {
+    case LF_API_ANTHROPIC: return 0;
+    case LF_API_GEMINI: return LF_GEMINI_EMBED_MAX_INPUTS;
+    default: return LF_EMBED_MAX_INPUTS;
+    }
 }
 
 /* ------------------------------------------- requests */
@@ -124,7 +146,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     int has_tool_turns = 0;
 
     *n_chat = 0;
-    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC) {
+    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_GEMINI) {
         lf_wire_fail(errmsg, "unknown API %d", (int)p->api);
         return -1;
     }
@@ -165,6 +187,10 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
         return -1;
     }
+    if (p->api == LF_API_GEMINI && *n_chat == 0) {
+        lf_wire_fail(errmsg, "a Gemini request needs at least one user or assistant message");
+        return -1;
+    }
     if (p->api == LF_API_OPENAI && p->n_messages == 0 && !(p->system && p->system_len)) {
         lf_wire_fail(errmsg, "the request has no messages");
         return -1;
@@ -177,15 +203,21 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     return lf_wire_check_tools(p, has_tool_turns, errmsg);
 }
 
-/* An embeddings request (LF_REQUEST_EMBEDDINGS): OpenAI-compatible APIs
- * only. */
+/* An embeddings request (LF_REQUEST_EMBEDDINGS): OpenAI-compatible APIs and
+ * Google AI's Gemini. */
 static int lf_wire_build_embeddings(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
 {
-    if (p->api != LF_API_OPENAI) {
-        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API (Anthropic has no embeddings endpoint)");
+    if (p->vertex.project) {
+        lf_wire_fail(errmsg, "embeddings on Vertex AI are not spoken here (Google AI's batchEmbedContents is)");
         return -1;
     }
-    return lf_wire_openai_build_embeddings(p, out, errmsg);
+    switch (p->api) {
+    case LF_API_OPENAI: return lf_wire_openai_build_embeddings(p, out, errmsg);
+    case LF_API_GEMINI: return lf_wire_gemini_build_embeddings(p, out, errmsg);
+    default:
+        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API or Gemini (Anthropic has no embeddings endpoint)");
+        return -1;
+    }
 }
 
 int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema, lf_buf *out, lf_buf *errmsg)
@@ -219,18 +251,23 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         const lf_message *m = &p->messages[i];
 
         size += 32 + strlen(m->role) + m->content_len + (m->tool_call_id ? 64 + strlen(m->tool_call_id) : 0) +
-                lf_wire_attachments_size(m);
+                lf_wire_attachments_size(m) + m->signature_len;
         for (k = 0; k < m->n_tool_calls; k++)
-            size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len;
+            size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len +
+                    m->tool_calls[k].signature_len;
     }
     for (i = 0; i < p->n_tools; i++)
         size += 96 + strlen(p->tools[i].name) + (p->tools[i].description ? strlen(p->tools[i].description) : 0) +
                 (p->tools[i].parameters ? strlen(p->tools[i].parameters) : 0);
     if (schema_text) size += 256 + strlen(schema_text);
     rc = schema && !schema_text ? -1 : lf_buf_reserve(out, size);
-    if (rc == 0)
-        rc = p->api == LF_API_ANTHROPIC ? lf_wire_anthropic_build(p, schema_text, out)
-                                        : lf_wire_openai_build(p, schema_text, out);
+    if (rc == 0) {
+        switch (p->api) {
+        case LF_API_ANTHROPIC: rc = lf_wire_anthropic_build(p, schema_text, out); break;
+        case LF_API_GEMINI: rc = lf_wire_gemini_build(p, schema_text, out); break;
+        default: rc = lf_wire_openai_build(p, schema_text, out); break;
+        }
+    }
     if (rc != 0) {
         lf_buf_clear(out);
         lf_wire_fail(errmsg, "out of memory building the request");
@@ -277,8 +314,12 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
     if (!root) {
         rc = LF_WIRE_INVALID;
     } else {
-        rc = api == LF_API_ANTHROPIC ? lf_wire_anthropic_answer(root, out, err, tool)
-                                     : lf_wire_openai_answer(root, out, err);
+        switch (api) {
+        case LF_API_ANTHROPIC: rc = lf_wire_anthropic_answer(root, out, err, tool); break;
+        /* A schema answer is text there (responseJsonSchema), as any other. */
+        case LF_API_GEMINI: rc = lf_wire_gemini_answer(root, out, err); break;
+        default: rc = lf_wire_openai_answer(root, out, err); break;
+        }
         json_object_put(root);
     }
     return lf_wire_parse_end(rc, out, err, &scratch);
@@ -331,6 +372,25 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
     if (s->done) return LF_STREAM_CONTINUE;   /* after the end: ignored */
     if (!ev) return LF_STREAM_INVALID;
     if (!ev->data || lf_stream_blank(ev->data, ev->data_len)) return LF_STREAM_CONTINUE;
-    rc = s->api == LF_API_ANTHROPIC ? lf_wire_anthropic_stream_event(s, ev) : lf_wire_openai_stream_event(s, ev);
+    switch (s->api) {
+    case LF_API_ANTHROPIC: rc = lf_wire_anthropic_stream_event(s, ev); break;
+    case LF_API_GEMINI: rc = lf_wire_gemini_stream_event(s, ev); break;
+    default: rc = lf_wire_openai_stream_event(s, ev); break;
+    }
     return lf_stream_took(s, rc, delta, delta_len);
+}
+
+int lf_wire_parse_embeddings_for(lf_api api, const char *body, size_t len, size_t n_inputs, lf_answer *out,
+                                 lf_wire_error *err)
+{
+    lf_wire_error scratch;
+    json_object *root;
+    int rc;
+
+    if (api != LF_API_GEMINI) return lf_wire_parse_embeddings(body, len, n_inputs, out, err);
+    err = lf_wire_parse_begin(out, err, &scratch);
+    root = lf_json_parse(body, len);
+    rc = root ? lf_wire_gemini_embeddings(root, n_inputs, out, err) : LF_WIRE_INVALID;
+    json_object_put(root);
+    return lf_wire_parse_end(rc, out, err, &scratch);
 }

@@ -1,6 +1,8 @@
-/* The two wire protocols: OpenAI chat completions (and every compatible API)
- * and Anthropic messages. Builds request bodies from messages; parses plain
- * answers, stream events and error bodies. Pure functions over json-c.
+/* The wire protocols: OpenAI chat completions (and every compatible API),
+ * Anthropic messages and Google's Gemini generateContent, on their own hosts
+ * or on Vertex AI (lf_vertex). Builds request bodies and paths from messages;
+ * parses plain answers, stream events and error bodies. Pure functions over
+ * json-c.
  *
  * The public header of the wire layer. A protocol is a request file and a
  * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
@@ -22,7 +24,19 @@
 #include "lf_sse.h"
 #include "lf_utf8.h"
 
-typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1 } lf_api;
+typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1, LF_API_GEMINI = 4 } lf_api;
+
+/* Vertex AI, a host of two protocols by publisher: Gemini (publisher google,
+ * generateContent) and Claude (publisher anthropic, rawPredict: Anthropic's
+ * body without "model", with anthropic_version). project NULL: the protocol's
+ * own host. The base URL is the location's (lf_wire_vertex_base_url). */
+typedef struct lf_vertex {
+    const char *project;   /* NULL: not Vertex */
+    const char *location;  /* "us-east5", "europe-west4", "global", ... */
+} lf_vertex;
+
+/* The anthropic_version a Claude body on Vertex AI carries instead of a model. */
+#define LF_VERTEX_ANTHROPIC_VERSION "vertex-2023-10-16"
 
 /* What a request asks for: a chat answer (messages), or the embeddings of
  * texts (inputs) from the OpenAI-compatible /embeddings endpoint, which
@@ -45,6 +59,11 @@ typedef struct lf_tool_call {
     const char *name;       /* the tool's name, as the model gave it */
     const char *arguments;  /* the arguments: JSON text, arguments_len bytes; NULL or empty: {} */
     size_t arguments_len;
+    /* Gemini's thoughtSignature of this call (lf_answer_call.signature), sent
+     * back with it only to the host that made it (lf_message.host); NULL or
+     * empty: none. */
+    const char *signature;
+    size_t signature_len;
 } lf_tool_call;
 
 /* A file sent with a user message (Ruby's LlmFailover::Attachment): its
@@ -71,9 +90,17 @@ typedef struct lf_message {
     const char *tool_call_id;
     int is_error;
     /* user: files sent with the text (OpenAI content parts image_url and
-     * file, Anthropic image and document blocks). */
+     * file, Anthropic image and document blocks, Gemini inlineData parts). */
     const lf_attachment *attachments;
     size_t n_attachments;
+    /* assistant: reasoning state of the answer it was, opaque, for the host
+     * that made it only. host names that host (lf_request_params.host); the
+     * state is its calls' signatures (lf_tool_call.signature) and signature,
+     * the Gemini thoughtSignature of its text (lf_answer.signature). A request
+     * to another host, or of another protocol, drops it, never translates it. */
+    const char *host;
+    const char *signature;
+    size_t signature_len;
 } lf_message;
 
 /* A tool the model may call. */
@@ -106,24 +133,30 @@ typedef struct lf_request_params {
     /* JSON mode: OpenAI gets response_format json_object and
      * LF_JSON_INSTRUCTION as a system message after the leading ones (its JSON
      * mode wants the word JSON in the messages); Anthropic, which has no JSON
-     * mode, gets the instruction at the end of its system text. */
+     * mode, gets the instruction at the end of its system text; Gemini the
+     * instruction in its systemInstruction and, without tools (its models
+     * refuse both at once), responseMimeType application/json. */
     int json_mode;
     /* A JSON Schema for the answer, as the JSON text of an object, NULL for
      * none (it wins over json_mode): OpenAI gets response_format json_schema
      * with strict true; Anthropic a forced call of a tool of that name whose
-     * input_schema it is, and the tool's input is the answer. */
+     * input_schema it is, and the tool's input is the answer; Gemini
+     * responseMimeType application/json and responseJsonSchema. */
     const char *schema;
     const char *schema_name; /* [A-Za-z0-9_-]{1,64}; NULL: "answer" */
     /* Tools: OpenAI-compatible "tools" (type function, parameters),
-     * Anthropic "tools" (input_schema). A schema on Anthropic is itself a
-     * forced tool call, so it cannot be combined with tools there. */
+     * Anthropic "tools" (input_schema), Gemini "tools" (functionDeclarations,
+     * parametersJsonSchema). A schema on Anthropic is itself a forced tool
+     * call, so it cannot be combined with tools there, nor on Gemini
+     * (lf_wire_schema_with_tools_refusal). */
     const lf_tool *tools;
     size_t n_tools;
     lf_tool_choice tool_choice;    /* needs tools, except UNSET and NONE */
     const char *tool_choice_name;  /* LF_TOOL_CHOICE_TOOL: one of the tools (Anthropic
                                     * "tool", OpenAI {"type":"function",...}) */
     /* 1: parallel_tool_calls sent (OpenAI), and when false, Anthropic's
-     * tool_choice disable_parallel_tool_use. Only with tools. */
+     * tool_choice disable_parallel_tool_use. Only with tools. Gemini has no
+     * such switch: nothing is sent (the caller runs every call it gets). */
     int has_parallel_tool_calls;
     int parallel_tool_calls;
     /* LF_REQUEST_EMBEDDINGS: the texts (1 to LF_EMBED_MAX_INPUTS), in order;
@@ -141,10 +174,23 @@ typedef struct lf_request_params {
     int no_urls;
     long max_attachment_bytes;
     long max_attachments;
+    /* Where the request goes beside its protocol: Vertex AI (project set),
+     * else the protocol's own host. */
+    lf_vertex vertex;
+    /* The host (provider entry) the request goes to, by the name the caller
+     * gives it: an assistant message's reasoning state goes back only when its
+     * host is this one (lf_message.host). NULL: none goes back. */
+    const char *host;
 } lf_request_params;
 
 /* OpenAI's own cap on the inputs of one embeddings request. */
 #define LF_EMBED_MAX_INPUTS 2048
+/* Gemini's cap on the requests of one batchEmbedContents. */
+#define LF_GEMINI_EMBED_MAX_INPUTS 100
+
+/* The most texts one embeddings request of protocol api may carry (a caller
+ * with more sends them in several requests); 0: the protocol has none. */
+size_t lf_wire_embed_max_inputs(lf_api api);
 
 #define LF_JSON_INSTRUCTION \
     "Answer with one JSON object and nothing else: no text before or after it, no Markdown code fence."
@@ -185,10 +231,31 @@ lf_attach_refusal lf_wire_attachment_refusal(const lf_request_params *p, const l
 lf_attach_refusal lf_wire_attachment_count_refusal(const lf_request_params *p, size_t n, const char *who,
                                                    lf_buf *why);
 
-/* Path appended to the provider's base_url. */
+/* Path appended to the provider's base_url, for the protocols whose path
+ * holds neither the model nor the route (OpenAI, Anthropic); NULL for the
+ * others: lf_wire_path_write. */
 const char *lf_wire_path(lf_api api);
 /* The same for a kind of request: "/embeddings" for LF_REQUEST_EMBEDDINGS. */
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind);
+/* The path of request p, written into out (cleared first): the static path
+ * above, or one with the model in it, escaped (every byte but A-Z a-z 0-9
+ * - . _ ~ @ as %XX; Gemini's "models/" prefix dropped): Gemini
+ * /v1beta/models/M:generateContent, :streamGenerateContent?alt=sse (p->stream),
+ * :batchEmbedContents; on Vertex AI (p->vertex.project) /v1/projects/P/
+ * locations/L/publishers/google/models/M:generateContent or
+ * :streamGenerateContent?alt=sse, and for Claude (LF_API_ANTHROPIC)
+ * .../publishers/anthropic/models/M:rawPredict or :streamRawPredict. 0, or -1
+ * with errmsg (when non-NULL): no model, a Vertex route without a location,
+ * a protocol Vertex does not host here, out of memory. */
+int lf_wire_path_write(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
+/* The base URL of Vertex AI in location (no trailing slash):
+ * https://LOCATION-aiplatform.googleapis.com, or https://aiplatform.googleapis.com
+ * for "global". 0, or -1 for an empty location or one that is not
+ * [a-z0-9-]. */
+int lf_wire_vertex_base_url(const char *location, lf_buf *out);
+/* The protocol Vertex AI serves model in: LF_API_ANTHROPIC for Claude
+ * ("claude..."), else LF_API_GEMINI. */
+lf_api lf_wire_vertex_api(const char *model);
 
 /* Writes the JSON body into out (cleared first). OpenAI: system messages stay
  * in the array (params->system becomes a leading system message), stream adds
@@ -224,14 +291,15 @@ int lf_wire_name_ok(const char *name, size_t len);
 
 /* Why one request of protocol api cannot carry a response schema beside
  * tools, NULL when it can: Anthropic's, where the schema is itself a forced
- * tool call (the model could call no other tool). The one owner of that rule
+ * tool call (the model could call no other tool); Gemini's, whose models
+ * (2.5) refuse function calling with a JSON response type. The one owner of that rule
  * and its words: the request builder refuses such a request with them, and
  * Ruby asks them of every target of a chat before anything is stored
  * (AnswerFormat.schema_with_tools_refusal). */
 const char *lf_wire_schema_with_tools_refusal(lf_api api);
 
-/* The protocol Ruby names name (len bytes: "openai", "anthropic") into *api:
- * 0, or -1 for none. */
+/* The protocol Ruby names name (len bytes: "openai", "anthropic", "gemini")
+ * into *api: 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
 
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
@@ -260,8 +328,11 @@ int lf_wire_call_id(const char *id, size_t len, lf_buf *out);
 
 typedef struct lf_wire_error {
     lf_buf type;     /* error.type (OpenAI, Anthropic) or error.status (Gemini) */
-    lf_buf code;     /* error.code, numbers written as decimal text */
+    lf_buf code;     /* error.code, numbers written as decimal text; Google's
+                      * ErrorInfo reason (details[].reason) when it gave one */
     lf_buf message;  /* error.message, or Mistral's detail */
+    double retry_after;  /* seconds Google's RetryInfo asks to wait (retryDelay);
+                          * -1 when none */
 } lf_wire_error;
 
 void lf_wire_error_init(lf_wire_error *e);
@@ -269,7 +340,8 @@ void lf_wire_error_clear(lf_wire_error *e);
 void lf_wire_error_free(lf_wire_error *e);
 
 /* Recognises every error body shape of WIRE.md: {"error":{...}} (error may be
- * a string), [{"error":{...}}] (Gemini), {"type":"error","error":{...}}
+ * a string; Google's with details[]: an ErrorInfo reason, a RetryInfo
+ * retryDelay), [{"error":{...}}] (Gemini), {"type":"error","error":{...}}
  * (Anthropic), {"detail": "..."} or {"detail":[{"msg":...}]} (Mistral and
  * other FastAPI servers), {"message": "..."}. Returns 1 when found, else 0
  * (then e is left empty; the caller uses the raw body). */
@@ -283,6 +355,8 @@ typedef struct lf_answer_call {
     lf_buf arguments;  /* the whole arguments text (OpenAI: as sent; Anthropic: the
                         * input object written as JSON, or its streamed pieces
                         * joined); "{}" when the provider sent none */
+    lf_buf signature;  /* Gemini's thoughtSignature of the call, as sent (base64);
+                        * empty for none (Gemini signs the first of parallel calls) */
 } lf_answer_call;
 
 /* What an answer (plain or streamed) amounts to. */
@@ -311,6 +385,10 @@ typedef struct lf_answer {
     double *vectors;
     size_t n_vectors;
     size_t dims;
+    /* Reasoning state of a Gemini answer beside its calls': the thoughtSignature
+     * of its text (the last one a text part carried), opaque; the host keeps
+     * it with the assistant message (lf_message.signature). Empty: none. */
+    lf_buf signature;
 } lf_answer;
 
 #define LF_FINISH_TOOL_CALLS "tool_calls"
@@ -318,8 +396,9 @@ typedef struct lf_answer {
 void lf_answer_init(lf_answer *a);
 void lf_answer_clear(lf_answer *a);
 void lf_answer_free(lf_answer *a);
-/* Moves src's tool calls and vectors into dst (what dst held goes to src, freed
- * with it); the text and the other fields are the caller's. */
+/* Moves src's tool calls (their signatures with them) and vectors into dst
+ * (what dst held goes to src, freed with it); the text and the other fields,
+ * the answer's signature too, are the caller's. */
 void lf_answer_take_parts(lf_answer *dst, lf_answer *src);
 
 #define LF_WIRE_OK 0
@@ -341,6 +420,11 @@ int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
  * LF_WIRE_INVALID (a short answer must not be taken for a whole one). The
  * input token count goes to input_tokens, output_tokens is 0. */
 int lf_wire_parse_embeddings(const char *body, size_t len, size_t n_inputs, lf_answer *out, lf_wire_error *err);
+/* The embeddings answer of protocol api: Gemini's batchEmbedContents answer
+ * ({"embeddings":[{"values":[numbers]}]}, in the order of the inputs, under
+ * the same rules), else the one above. */
+int lf_wire_parse_embeddings_for(lf_api api, const char *body, size_t len, size_t n_inputs, lf_answer *out,
+                                 lf_wire_error *err);
 
 /* Per-stream state: feed it every SSE event of one response. */
 typedef struct lf_stream_state {
@@ -353,8 +437,9 @@ typedef struct lf_stream_state {
     size_t delta_at;      /* where the current event's text starts in answer.text */
     int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces are text */
     /* Tool calls being streamed, not yet in answer.tool_calls: OpenAI's by
-     * tool_calls[].index, Anthropic's by content block index (keys[i] is
-     * calls[i]'s). Published to the answer when the stream completes. */
+     * tool_calls[].index, Anthropic's by content block index, Gemini's (each
+     * whole in one part) in the order they came (keys[i] is calls[i]'s).
+     * Published to the answer when the stream completes. */
     lf_answer_call *calls;
     long *call_keys;
     size_t n_calls, cap_calls;
@@ -362,7 +447,8 @@ typedef struct lf_stream_state {
 } lf_stream_state;
 
 #define LF_STREAM_CONTINUE 0
-#define LF_STREAM_DONE 1      /* terminal event; later events are ignored */
+#define LF_STREAM_DONE 1      /* terminal event; later events are ignored (a Gemini
+                               * stream's end is its finishReason: finished) */
 #define LF_STREAM_ERROR 2     /* in-stream error event; s->error filled */
 #define LF_STREAM_INVALID 3   /* malformed event (data is not JSON / wrong shape) */
 

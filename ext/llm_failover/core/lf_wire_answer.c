@@ -18,6 +18,7 @@ void lf_answer_init(lf_answer *a)
     lf_buf_init(&a->model);
     lf_buf_init(&a->finish_reason);
     lf_buf_init(&a->id);
+    lf_buf_init(&a->signature);
     a->input_tokens = -1;
     a->output_tokens = -1;
     a->cached_input_tokens = -1;
@@ -44,6 +45,7 @@ void lf_answer_clear(lf_answer *a)
     lf_buf_clear(&a->model);
     lf_buf_clear(&a->finish_reason);
     lf_buf_clear(&a->id);
+    lf_buf_clear(&a->signature);
     a->input_tokens = -1;
     a->output_tokens = -1;
     a->cached_input_tokens = -1;
@@ -60,6 +62,7 @@ void lf_answer_free(lf_answer *a)
     lf_buf_free(&a->model);
     lf_buf_free(&a->finish_reason);
     lf_buf_free(&a->id);
+    lf_buf_free(&a->signature);
     a->input_tokens = -1;
     a->output_tokens = -1;
     a->cached_input_tokens = -1;
@@ -116,6 +119,7 @@ lf_answer_call *lf_wire_call_push(lf_answer_call **v, long **keys, size_t *n, si
     lf_buf_init(&c->id);
     lf_buf_init(&c->name);
     lf_buf_init(&c->arguments);
+    lf_buf_init(&c->signature);
     if (keys) (*keys)[*n] = key;
     (*n)++;
     return c;
@@ -129,6 +133,7 @@ void lf_wire_calls_free(lf_answer_call *v, size_t n)
         lf_buf_free(&v[i].id);
         lf_buf_free(&v[i].name);
         lf_buf_free(&v[i].arguments);
+        lf_buf_free(&v[i].signature);
     }
 }
 

@@ -98,3 +98,25 @@ int lf_wire_put_parameters(lf_buf *out, const lf_tool *t)
     if (rc > 0) return lf_buf_append_str(out, "{\"type\":\"object\",\"properties\":{}}");
     return rc;
 }
+
+int lf_wire_system_text(const lf_request_params *p, lf_buf *out)
+{
+    size_t i;
+
+    lf_buf_clear(out);
+    if (p->system && p->system_len && lf_buf_append(out, p->system, p->system_len) != 0) return -1;
+    for (i = 0; i < p->n_messages; i++) {
+        const lf_message *m = &p->messages[i];
+        lf_role role = lf_wire_role(m->role);
+
+        if ((role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) || !m->content_len) continue;
+        if ((out->len && lf_buf_append(out, "\n\n", 2) != 0) || lf_buf_append(out, m->content, m->content_len) != 0)
+            return -1;
+    }
+    /* No JSON mode of its own, or one that wants to be told: the instruction
+     * ends the system text. */
+    if (lf_wire_json_instruction(p) &&
+        ((out->len && lf_buf_append(out, "\n\n", 2) != 0) || lf_buf_append_str(out, LF_JSON_INSTRUCTION) != 0))
+        return -1;
+    return 0;
+}

@@ -95,6 +95,11 @@ int lf_wire_put_object(lf_buf *out, const char *text, size_t len);
 /* A tool's JSON Schema, or an object without properties for a tool that
  * takes none. */
 int lf_wire_put_parameters(lf_buf *out, const lf_tool *t);
+/* The system text of a protocol that takes it apart from the messages
+ * (Anthropic's system, Gemini's systemInstruction) into out (cleared first):
+ * p->system, then every system and developer message, then JSON mode's
+ * instruction, joined with blank lines. 0, or -1 when out of memory. */
+int lf_wire_system_text(const lf_request_params *p, lf_buf *out);
 
 /* ------------------------------------------- lf_wire_transcript.c */
 
