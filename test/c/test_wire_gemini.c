@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <json-c/json.h>
 
@@ -807,8 +808,731 @@ static void test_recorded(void)
     LF_CHECK_INT(cn.errors, 4);
 }
 
+/* ------------------------------------------------- hand-written cases */
+
+static json_object *build(const lf_request_params *p)
+{
+    lf_buf out, err;
+    json_object *o = NULL;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    if (lf_wire_build_request(p, &out, &err) != 0) fprintf(stderr, "build failed: %s\n", lf_buf_cstr(&err));
+    else o = parse(out.ptr, out.len);
+    LF_CHECK(o != NULL);
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+    return o;
+}
+
+/* The build fails, with words that contain want. */
+static void build_fails(const lf_request_params *p, const char *want)
+{
+    lf_buf out, err;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    LF_CHECK(lf_wire_build_request(p, &out, &err) != 0);
+    if (!strstr(lf_buf_cstr(&err), want)) fprintf(stderr, "error \"%s\" lacks \"%s\"\n", lf_buf_cstr(&err), want);
+    LF_CHECK(strstr(lf_buf_cstr(&err), want) != NULL);
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+}
+
+static void path_is(const lf_request_params *p, const char *want)
+{
+    lf_buf out, err;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    LF_CHECK_INT(lf_wire_path_write(p, &out, &err), 0);
+    CHECK_BUF(out, want);
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+}
+
+static void path_fails(const lf_request_params *p, const char *want)
+{
+    lf_buf out, err;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    LF_CHECK_INT(lf_wire_path_write(p, &out, &err), -1);
+    LF_CHECK(strstr(lf_buf_cstr(&err), want) != NULL);
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+}
+
+static void test_paths(void)
+{
+    lf_request_params p = { .api = LF_API_GEMINI, .model = "gemini-2.5-flash" };
+    lf_buf url;
+    lf_api api = LF_API_OPENAI;
+
+    path_is(&p, "/v1beta/models/gemini-2.5-flash:generateContent");
+    p.stream = 1;
+    path_is(&p, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+    p.model = "models/gemini-2.5-flash"; /* as Google lists them */
+    path_is(&p, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+    p.stream = 0;
+    p.model = "tuned/a b:c?d#e%";
+    path_is(&p, "/v1beta/models/tuned%2Fa%20b%3Ac%3Fd%23e%25:generateContent");
+    p.model = "gemini-embedding-001";
+    p.kind = LF_REQUEST_EMBEDDINGS;
+    path_is(&p, "/v1beta/models/gemini-embedding-001:batchEmbedContents");
+    p.kind = LF_REQUEST_CHAT;
+    p.model = "";
+    path_fails(&p, "model is missing");
+
+    /* Vertex AI: Gemini by publisher google, Claude by publisher anthropic. */
+    p.model = "gemini-2.5-pro";
+    p.vertex = (lf_vertex){ .project = "my-project", .location = "global" };
+    path_is(&p, "/v1/projects/my-project/locations/global/publishers/google/models/gemini-2.5-pro:generateContent");
+    p.stream = 1;
+    path_is(&p, "/v1/projects/my-project/locations/global/publishers/google/models/gemini-2.5-pro:"
+                "streamGenerateContent?alt=sse");
+    p.api = LF_API_ANTHROPIC;
+    p.model = "claude-sonnet-4-5@20250929";
+    p.vertex.location = "us-east5";
+    path_is(&p, "/v1/projects/my-project/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:"
+                "streamRawPredict");
+    p.stream = 0;
+    path_is(&p, "/v1/projects/my-project/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:"
+                "rawPredict");
+    p.vertex.location = NULL;
+    path_fails(&p, "a project and a location");
+    p.vertex.location = "US East";
+    path_fails(&p, "a project and a location");
+    p.vertex.location = "us-east5";
+    p.api = LF_API_OPENAI;
+    path_fails(&p, "Gemini and Claude models only");
+    p.api = LF_API_GEMINI;
+    p.kind = LF_REQUEST_EMBEDDINGS;
+    path_fails(&p, "embeddings on Vertex AI");
+
+    /* The other protocols keep their static paths. */
+    p = (lf_request_params){ .api = LF_API_OPENAI, .model = "gpt-4o" };
+    path_is(&p, "/chat/completions");
+    p.api = LF_API_ANTHROPIC;
+    path_is(&p, "/v1/messages");
+    p = (lf_request_params){ .api = LF_API_OPENAI, .model = "m", .kind = LF_REQUEST_EMBEDDINGS };
+    path_is(&p, "/embeddings");
+    LF_CHECK(lf_wire_path_for(LF_API_GEMINI, LF_REQUEST_EMBEDDINGS) == NULL);
+
+    lf_buf_init(&url);
+    LF_CHECK_INT(lf_wire_vertex_base_url("us-east5", &url), 0);
+    CHECK_BUF(url, "https://us-east5-aiplatform.googleapis.com");
+    LF_CHECK_INT(lf_wire_vertex_base_url("global", &url), 0);
+    CHECK_BUF(url, "https://aiplatform.googleapis.com");
+    LF_CHECK_INT(lf_wire_vertex_base_url("", &url), -1);
+    LF_CHECK_INT(lf_wire_vertex_base_url("evil.com/x", &url), -1);
+    LF_CHECK_INT(lf_wire_vertex_base_url(NULL, &url), -1);
+    lf_buf_free(&url);
+
+    LF_CHECK_INT(lf_wire_vertex_api("claude-opus-4-1@20250805"), LF_API_ANTHROPIC);
+    LF_CHECK_INT(lf_wire_vertex_api("gemini-2.5-flash"), LF_API_GEMINI);
+    LF_CHECK_INT(lf_wire_api_named("gemini", strlen("gemini"), &api), 0);
+    LF_CHECK_INT(api, LF_API_GEMINI);
+    LF_CHECK_INT(lf_wire_api_named("vertex", strlen("vertex"), &api), -1);
+    LF_CHECK_INT(lf_wire_embed_max_inputs(LF_API_GEMINI), 100);
+    LF_CHECK_INT(lf_wire_embed_max_inputs(LF_API_ANTHROPIC), 0);
+}
+
+/* The header lines and URL a prepared target goes out with. */
+static int has_header(const lf_prepared *p, const char *line)
+{
+    const struct curl_slist *l;
+
+    for (l = p->headers; l; l = l->next)
+        if (strcmp(l->data, line) == 0) return 1;
+    return 0;
+}
+
+static int has_header_named(const lf_prepared *p, const char *name)
+{
+    const struct curl_slist *l;
+
+    for (l = p->headers; l; l = l->next)
+        if (strncasecmp(l->data, name, strlen(name)) == 0) return 1;
+    return 0;
+}
+
+static void test_prepare(void)
+{
+    lf_message m = { .role = "user", .content = "Hi", .content_len = 2 };
+    lf_request_params params = { .messages = &m, .n_messages = 1, .stream = 1 };
+    lf_target gemini = { .api = LF_API_GEMINI, .base_url = "https://generativelanguage.googleapis.com",
+                         .api_key = "AIzaKEY-1234567890", .model = "gemini-2.5-flash" };
+    lf_target vertex = { .api = LF_API_GEMINI, .base_url = "https://aiplatform.googleapis.com",
+                         .api_key = "ya29.TOKEN-1234567890", .model = "gemini-2.5-pro",
+                         .vertex = { .project = "p1", .location = "global" } };
+    lf_target claude = { .api = LF_API_ANTHROPIC, .base_url = "https://us-east5-aiplatform.googleapis.com",
+                         .api_key = "ya29.TOKEN-1234567890", .model = "claude-sonnet-4-5@20250929",
+                         .vertex = { .project = "p1", .location = "us-east5" } };
+    lf_prepared_call pc;
+    lf_buf err;
+    json_object *body;
+
+    lf_buf_init(&err);
+    lf_prepared_call_init(&pc);
+    LF_CHECK_INT(lf_prepare_schema(&pc, &params, &err), 0);
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &gemini, &params, &err), 0);
+    LF_CHECK_STR(pc.target[0].url,
+                 "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+    LF_CHECK(has_header(&pc.target[0], "x-goog-api-key: AIzaKEY-1234567890"));
+    LF_CHECK(!has_header_named(&pc.target[0], "Authorization"));
+    LF_CHECK(has_header(&pc.target[0], "Accept: text/event-stream"));
+    LF_CHECK_INT(lf_prepare_target(&pc, 1, &vertex, &params, &err), 0);
+    LF_CHECK_STR(pc.target[1].url, "https://aiplatform.googleapis.com/v1/projects/p1/locations/global/publishers/google/"
+                                   "models/gemini-2.5-pro:streamGenerateContent?alt=sse");
+    LF_CHECK(has_header(&pc.target[1], "Authorization: Bearer ya29.TOKEN-1234567890"));
+    LF_CHECK(!has_header_named(&pc.target[1], "x-goog-api-key"));
+    lf_prepared_call_free(&pc);
+
+    /* Claude on Vertex: the token as a bearer, the version in the body. */
+    lf_prepared_call_init(&pc);
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &claude, &params, &err), 0);
+    LF_CHECK_STR(pc.target[0].url, "https://us-east5-aiplatform.googleapis.com/v1/projects/p1/locations/us-east5/"
+                                   "publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict");
+    LF_CHECK(has_header(&pc.target[0], "Authorization: Bearer ya29.TOKEN-1234567890"));
+    LF_CHECK(!has_header_named(&pc.target[0], "x-api-key"));
+    LF_CHECK(!has_header_named(&pc.target[0], "anthropic-version"));
+    body = parse(pc.target[0].body.ptr, pc.target[0].body.len);
+    LF_CHECK(jget(body, "model") == NULL);
+    LF_CHECK_STR(jstr(body, "anthropic_version"), "vertex-2023-10-16");
+    LF_CHECK(jget(body, "stream") && json_object_get_boolean(jget(body, "stream")));
+    LF_CHECK_INT(jlen(jget(body, "messages")), 1);
+    json_object_put(body);
+    lf_prepared_call_free(&pc);
+
+    /* A route that cannot be written fails before any network. */
+    lf_prepared_call_init(&pc);
+    claude.api = LF_API_OPENAI;
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &claude, &params, &err), -1);
+    LF_CHECK(strstr(lf_buf_cstr(&err), "Gemini and Claude") != NULL);
+    lf_prepared_call_free(&pc);
+    lf_buf_free(&err);
+}
+
+/* A two-turn tool loop: the first turn's answer made by host "gemini" (its
+ * text and first call signed, two calls whose results came back in reverse
+ * order), a new question, and a call of the current turn. */
+static lf_tool_call loop_calls1[] = {
+    { .id = "c1", .name = "weather", .arguments = "{\"city\":\"Oslo\"}", .arguments_len = 15,
+      .signature = "S1", .signature_len = 2 },
+    { .id = "c2", .name = "clock", .arguments = "", .arguments_len = 0 },
+};
+static lf_tool_call loop_calls2[] = {
+    { .id = "c3", .name = "weather", .arguments = "{\"city\":\"Rome\"}", .arguments_len = 15,
+      .signature = "S3", .signature_len = 2 },
+};
+static const lf_message loop_msgs[] = {
+    { .role = "system", .content = "Be brief.", .content_len = 9 },
+    { .role = "user", .content = "Oslo?", .content_len = 5 },
+    { .role = "assistant", .content = "Looking.", .content_len = 8, .tool_calls = loop_calls1, .n_tool_calls = 2,
+      .host = "gemini", .signature = "TS", .signature_len = 2 },
+    { .role = "tool", .content = "12:00", .content_len = 5, .tool_call_id = "c2" },
+    { .role = "tool", .content = "failed", .content_len = 6, .tool_call_id = "c1", .is_error = 1 },
+    { .role = "assistant", .content = "Cold.", .content_len = 5, .host = "gemini" },
+    { .role = "user", .content = "Rome?", .content_len = 5 },
+    { .role = "assistant", .content = "", .content_len = 0, .tool_calls = loop_calls2, .n_tool_calls = 1,
+      .host = "gemini" },
+    { .role = "tool", .content = "25C", .content_len = 3, .tool_call_id = "c3" },
+};
+static const lf_tool loop_tools[] = { { .name = "weather", .description = "Weather in a city",
+                                        .parameters = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}" },
+                                      { .name = "clock" } };
+
+static lf_request_params loop_params(lf_api api, const char *host)
+{
+    lf_request_params p = { .api = api, .model = "m", .messages = loop_msgs, .n_messages = 9, .tools = loop_tools,
+                            .n_tools = 2, .host = host };
+
+    return p;
+}
+
+static json_object *part(json_object *body, size_t content, size_t k)
+{
+    return jat(jget(jat(jget(body, "contents"), content), "parts"), k);
+}
+
+static void test_signatures(void)
+{
+    lf_request_params p = loop_params(LF_API_GEMINI, "gemini");
+    json_object *b = build(&p), *x;
+    lf_buf out;
+
+    /* user, model (text + 2 calls), user (2 results), model, user, model (call), user (result) */
+    LF_CHECK_INT(jlen(jget(b, "contents")), 7);
+    LF_CHECK_STR(jstr(part(b, 1, 0), "text"), "Looking.");
+    LF_CHECK_STR(jstr(part(b, 1, 0), "thoughtSignature"), "TS");
+    LF_CHECK_STR(jstr(jget(part(b, 1, 1), "functionCall"), "name"), "weather");
+    LF_CHECK_STR(jstr(part(b, 1, 1), "thoughtSignature"), "S1");
+    LF_CHECK(jget(part(b, 1, 2), "thoughtSignature") == NULL);   /* Gemini signs the first of parallel calls */
+    LF_CHECK(json_same_text("{}", 2, jget(jget(part(b, 1, 2), "functionCall"), "args")));
+    LF_CHECK(jget(jget(part(b, 1, 1), "functionCall"), "id") == NULL);
+    /* The results in the order of the calls, an error as error. */
+    LF_CHECK_STR(jstr(jat(jget(b, "contents"), 2), "role"), "user");
+    x = jget(part(b, 2, 0), "functionResponse");
+    LF_CHECK_STR(jstr(x, "name"), "weather");
+    LF_CHECK_STR(jstr(jget(x, "response"), "error"), "failed");
+    x = jget(part(b, 2, 1), "functionResponse");
+    LF_CHECK_STR(jstr(x, "name"), "clock");
+    LF_CHECK_STR(jstr(jget(x, "response"), "output"), "12:00");
+    LF_CHECK_STR(jstr(part(b, 5, 0), "thoughtSignature"), "S3");
+    LF_CHECK_STR(jstr(jat(jget(jget(b, "systemInstruction"), "parts"), 0), "text"), "Be brief.");
+    json_object_put(b);
+
+    /* Another host: its signatures stay home; the current turn's first call
+     * gets the sentinel, earlier turns nothing. */
+    p = loop_params(LF_API_GEMINI, "vertex");
+    b = build(&p);
+    LF_CHECK(jget(part(b, 1, 0), "thoughtSignature") == NULL);
+    LF_CHECK(jget(part(b, 1, 1), "thoughtSignature") == NULL);
+    LF_CHECK_STR(jstr(part(b, 5, 0), "thoughtSignature"), SENTINEL);
+    json_object_put(b);
+    p = loop_params(LF_API_GEMINI, NULL);
+    b = build(&p);
+    LF_CHECK_STR(jstr(part(b, 5, 0), "thoughtSignature"), SENTINEL);
+    LF_CHECK(jget(part(b, 1, 1), "thoughtSignature") == NULL);
+    json_object_put(b);
+
+    /* Another protocol never sees them. */
+    lf_buf_init(&out);
+    p = loop_params(LF_API_OPENAI, "gemini");
+    LF_CHECK_INT(lf_wire_build_request(&p, &out, NULL), 0);
+    LF_CHECK(strstr(lf_buf_cstr(&out), "S1") == NULL && strstr(lf_buf_cstr(&out), "ignature") == NULL);
+    p = loop_params(LF_API_ANTHROPIC, "gemini");
+    LF_CHECK_INT(lf_wire_build_request(&p, &out, NULL), 0);
+    LF_CHECK(strstr(lf_buf_cstr(&out), "S1") == NULL && strstr(lf_buf_cstr(&out), "ignature") == NULL);
+    lf_buf_free(&out);
+}
+
+/* An answer's calls and signatures, carried into the next request as a
+ * host would store them, go back as they came. */
+static void test_answer_round_trip(void)
+{
+    const char *body =
+        "{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"thinking...\",\"thought\":true},"
+        "{\"text\":\"On it.\"},{\"functionCall\":{\"id\":\"fc_1\",\"name\":\"weather\",\"args\":{\"city\":\"Oslo\"}},"
+        "\"thoughtSignature\":\"SIG/1+=\"},{\"functionCall\":{\"name\":\"clock\"}},{\"text\":\"\",\"thoughtSignature\":\"TXT\"}]},"
+        "\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":100,\"candidatesTokenCount\":7,"
+        "\"thoughtsTokenCount\":30,\"cachedContentTokenCount\":64,\"toolUsePromptTokenCount\":5},"
+        "\"modelVersion\":\"gemini-3-pro\",\"responseId\":\"r1\"}";
+    lf_answer a;
+    lf_tool_call calls[2];
+    lf_message msgs[4];
+    lf_request_params p;
+    json_object *b;
+    size_t i;
+
+    lf_answer_init(&a);
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, body, strlen(body), &a, NULL), LF_WIRE_OK);
+    CHECK_BUF(a.text, "On it.");
+    CHECK_BUF(a.signature, "TXT");
+    CHECK_BUF(a.finish_reason, LF_FINISH_TOOL_CALLS);
+    CHECK_BUF(a.model, "gemini-3-pro");
+    CHECK_BUF(a.id, "r1");
+    LF_CHECK_INT(a.input_tokens, 105);
+    LF_CHECK_INT(a.output_tokens, 37);
+    LF_CHECK_INT(a.cached_input_tokens, 64);
+    LF_CHECK_INT(a.n_tool_calls, 2);
+    CHECK_BUF(a.tool_calls[0].id, "fc_1");
+    CHECK_BUF(a.tool_calls[0].signature, "SIG/1+=");
+    CHECK_BUF(a.tool_calls[1].arguments, "{}");
+    LF_CHECK_INT(a.tool_calls[1].signature.len, 0);
+    for (i = 0; i < 2; i++)
+        calls[i] = (lf_tool_call){ .id = i ? "x2" : "x1", .name = a.tool_calls[i].name.ptr,
+                                   .arguments = a.tool_calls[i].arguments.ptr, .arguments_len = a.tool_calls[i].arguments.len,
+                                   .signature = a.tool_calls[i].signature.ptr, .signature_len = a.tool_calls[i].signature.len };
+    msgs[0] = (lf_message){ .role = "user", .content = "q", .content_len = 1 };
+    msgs[1] = (lf_message){ .role = "assistant", .content = a.text.ptr, .content_len = a.text.len, .tool_calls = calls,
+                            .n_tool_calls = 2, .host = "g", .signature = a.signature.ptr, .signature_len = a.signature.len };
+    msgs[2] = (lf_message){ .role = "tool", .content = "r1", .content_len = 2, .tool_call_id = "x1" };
+    msgs[3] = (lf_message){ .role = "tool", .content = "r2", .content_len = 2, .tool_call_id = "x2" };
+    p = (lf_request_params){ .api = LF_API_GEMINI, .model = "m", .messages = msgs, .n_messages = 4, .tools = loop_tools,
+                             .n_tools = 2, .host = "g" };
+    b = build(&p);
+    LF_CHECK_STR(jstr(part(b, 1, 0), "thoughtSignature"), "TXT");
+    LF_CHECK_STR(jstr(part(b, 1, 1), "thoughtSignature"), "SIG/1+=");
+    LF_CHECK(jget(part(b, 1, 2), "thoughtSignature") == NULL);
+    json_object_put(b);
+    lf_answer_free(&a);
+}
+
+static void test_request_shapes(void)
+{
+    static const char schema[] = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},"
+                                 "\"required\":[\"n\"],\"additionalProperties\":false}";
+    lf_message m = { .role = "user", .content = "Hi", .content_len = 2 };
+    lf_request_params p = { .api = LF_API_GEMINI, .model = "m", .messages = &m, .n_messages = 1 };
+    json_object *b = build(&p), *cfg, *fc;
+
+    /* Nothing set: no generationConfig, no tools, no systemInstruction. */
+    LF_CHECK(jget(b, "generationConfig") == NULL && jget(b, "tools") == NULL && jget(b, "systemInstruction") == NULL);
+    LF_CHECK_STR(jstr(part(b, 0, 0), "text"), "Hi");
+    json_object_put(b);
+
+    p.has_temperature = 1;
+    p.temperature = 0.25;
+    p.max_tokens = 300;
+    p.json_mode = 1;
+    p.system = "Sys";
+    p.system_len = 3;
+    b = build(&p);
+    cfg = jget(b, "generationConfig");
+    LF_CHECK(json_object_get_double(jget(cfg, "temperature")) == 0.25);
+    LF_CHECK_INT(jlong(cfg, "maxOutputTokens"), 300);
+    LF_CHECK_STR(jstr(cfg, "responseMimeType"), "application/json");
+    LF_CHECK(strstr(jstr(jat(jget(jget(b, "systemInstruction"), "parts"), 0), "text"), LF_JSON_INSTRUCTION) != NULL);
+    json_object_put(b);
+
+    /* JSON mode with tools: the instruction, not the response type. */
+    p.tools = loop_tools;
+    p.n_tools = 2;
+    b = build(&p);
+    LF_CHECK(jget(jget(b, "generationConfig"), "responseMimeType") == NULL);
+    LF_CHECK(strstr(jstr(jat(jget(jget(b, "systemInstruction"), "parts"), 0), "text"), LF_JSON_INSTRUCTION) != NULL);
+    LF_CHECK(jget(b, "toolConfig") == NULL);
+    fc = jat(jget(jat(jget(b, "tools"), 0), "functionDeclarations"), 1);
+    LF_CHECK_STR(jstr(fc, "name"), "clock");
+    LF_CHECK(json_same_text("{\"type\":\"object\",\"properties\":{}}", 34, jget(fc, "parametersJsonSchema")));
+    json_object_put(b);
+
+    /* Tool choices. */
+    p.json_mode = 0;
+    p.tool_choice = LF_TOOL_CHOICE_REQUIRED;
+    b = build(&p);
+    LF_CHECK_STR(jstr(jget(jget(b, "toolConfig"), "functionCallingConfig"), "mode"), "ANY");
+    json_object_put(b);
+    p.tool_choice = LF_TOOL_CHOICE_NONE;
+    b = build(&p);
+    LF_CHECK_STR(jstr(jget(jget(b, "toolConfig"), "functionCallingConfig"), "mode"), "NONE");
+    json_object_put(b);
+    p.tool_choice = LF_TOOL_CHOICE_TOOL;
+    p.tool_choice_name = "clock";
+    p.has_parallel_tool_calls = 1;   /* no such switch: nothing sent */
+    b = build(&p);
+    fc = jget(jget(b, "toolConfig"), "functionCallingConfig");
+    LF_CHECK_STR(jstr(fc, "mode"), "ANY");
+    LF_CHECK_STR(json_object_get_string(jat(jget(fc, "allowedFunctionNames"), 0)), "clock");
+    LF_CHECK(strstr(json_object_to_json_string(b), "arallel") == NULL);
+    json_object_put(b);
+
+    /* A schema: JSON Schema as it is; refused beside tools, in the words Ruby shows. */
+    p.schema = schema;
+    build_fails(&p, lf_wire_schema_with_tools_refusal(LF_API_GEMINI));
+    p.tools = NULL;
+    p.n_tools = 0;
+    p.tool_choice = LF_TOOL_CHOICE_UNSET;
+    b = build(&p);
+    cfg = jget(b, "generationConfig");
+    LF_CHECK_STR(jstr(cfg, "responseMimeType"), "application/json");
+    LF_CHECK(json_same_text(schema, strlen(schema), jget(cfg, "responseJsonSchema")));
+    /* A schema is no JSON mode: no instruction (the schema says it). */
+    LF_CHECK_STR(jstr(jat(jget(jget(b, "systemInstruction"), "parts"), 0), "text"), "Sys");
+    json_object_put(b);
+
+    /* No messages: refused; an empty answer in the transcript is left out. */
+    p = (lf_request_params){ .api = LF_API_GEMINI, .model = "m", .system = "S", .system_len = 1 };
+    build_fails(&p, "a Gemini request needs at least one user or assistant message");
+}
+
+static void test_attachments(void)
+{
+    lf_attachment png = { .mime_type = "image/png", .filename = "a.png", .base64 = "iVBORw0KGgo=", .base64_len = 12 };
+    lf_attachment pdf = { .mime_type = "application/pdf", .filename = "r.pdf", .base64 = "JVBERi0=", .base64_len = 8,
+                          .url = "https://example.com/r.pdf" };
+    lf_attachment url_only = { .mime_type = "image/jpeg", .filename = "u.jpg", .url = "https://example.com/u.jpg" };
+    lf_attachment both[] = { png, pdf };
+    lf_message m = { .role = "user", .content = "What is this?", .content_len = 13, .attachments = both, .n_attachments = 2 };
+    lf_request_params p = { .api = LF_API_GEMINI, .model = "m", .messages = &m, .n_messages = 1 };
+    json_object *b = build(&p);
+    lf_buf why;
+
+    LF_CHECK_STR(jstr(jget(part(b, 0, 0), "inlineData"), "mimeType"), "image/png");
+    LF_CHECK_STR(jstr(jget(part(b, 0, 0), "inlineData"), "data"), "iVBORw0KGgo=");
+    LF_CHECK_STR(jstr(jget(part(b, 0, 1), "inlineData"), "mimeType"), "application/pdf");   /* bytes, not its URL */
+    LF_CHECK_STR(jstr(part(b, 0, 2), "text"), "What is this?");
+    json_object_put(b);
+    m.content_len = 0;
+    m.content = "";
+    b = build(&p);
+    LF_CHECK_INT(jlen(jget(jat(jget(b, "contents"), 0), "parts")), 2);
+    json_object_put(b);
+
+    /* A URL alone: Gemini needs the bytes (Ruby downloads it, asked first). */
+    m.attachments = &url_only;
+    m.n_attachments = 1;
+    build_fails(&p, "Gemini takes a file's bytes");
+    lf_buf_init(&why);
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_only, "gemini", &why), LF_ATTACH_NO_URL);
+    lf_buf_free(&why);
+}
+
+/* A body's parse into an error, and what the classifier makes of it. */
+static lf_verdict verdict_of(long status, const lf_wire_error *e, int in_stream)
+{
+    lf_facts f;
+
+    memset(&f, 0, sizeof f);
+    f.status = status;
+    f.should_retry = -1;
+    f.in_stream = in_stream;
+    f.error_type = e->type.len ? e->type.ptr : NULL;
+    f.error_code = e->code.len ? e->code.ptr : NULL;
+    f.error_message = e->message.len ? e->message.ptr : NULL;
+    return lf_classify(&f);
+}
+
+static void test_blocked(void)
+{
+    static const char *bodies[] = {
+        "{\"promptFeedback\":{\"blockReason\":\"SAFETY\",\"safetyRatings\":[]},\"usageMetadata\":{\"promptTokenCount\":8}}",
+        "{\"promptFeedback\":{\"blockReason\":\"OTHER\"}}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Once upon\"}]},\"finishReason\":\"SAFETY\"}]}",
+        "{\"candidates\":[{\"finishReason\":\"RECITATION\",\"finishMessage\":\"cited\"}]}",
+        "{\"candidates\":[{\"finishReason\":\"PROHIBITED_CONTENT\"}]}",
+    };
+    static const char *codes[] = { "SAFETY", "OTHER", "SAFETY", "RECITATION", "PROHIBITED_CONTENT" };
+    lf_answer a;
+    lf_wire_error e;
+    lf_verdict v;
+    size_t i;
+
+    lf_answer_init(&a);
+    lf_wire_error_init(&e);
+    for (i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, bodies[i], strlen(bodies[i]), &a, &e), LF_WIRE_ERROR_BODY);
+        CHECK_BUF(e.type, "content_filter");
+        CHECK_BUF(e.code, codes[i]);
+        v = verdict_of(200, &e, 1);
+        LF_CHECK_INT(v.kind, LF_E_CONTENT_POLICY);
+        LF_CHECK(!v.failover && !v.retry_same);
+    }
+    LF_CHECK(strstr(lf_buf_cstr(&e.message), "PROHIBITED_CONTENT") != NULL);
+    /* Other finishes are answers. */
+    {
+        const char *cut = "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]},\"finishReason\":\"MAX_TOKENS\"}]}";
+
+        LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, cut, strlen(cut), &a, &e), LF_WIRE_OK);
+    }
+    CHECK_BUF(a.finish_reason, "max_tokens");
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, "{\"candidates\":[{\"finishReason\":\"OTHER\"}]}", strlen("{\"candidates\":[{\"finishReason\":\"OTHER\"}]}"), &a, &e),
+                 LF_WIRE_OK);
+    CHECK_BUF(a.finish_reason, "other");
+    /* Not the protocol. */
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, "{\"usageMetadata\":{}}", strlen("{\"usageMetadata\":{}}"), &a, &e), LF_WIRE_INVALID);
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, "[1]", strlen("[1]"), &a, &e), LF_WIRE_INVALID);
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, "nope", strlen("nope"), &a, &e), LF_WIRE_INVALID);
+    lf_answer_free(&a);
+    lf_wire_error_free(&e);
+}
+
+static int feed(stream_run *r, const char *data)
+{
+    lf_sse_event ev = { .event = "", .event_len = 0, .data = data, .data_len = strlen(data) };
+    const char *d = NULL;
+    size_t dn = 0;
+    int rc = lf_stream_event(&r->st, &ev, &d, &dn);
+
+    if (d && dn) lf_buf_append(&r->deltas, d, dn);
+    return rc;
+}
+
+static void stream_start(stream_run *r)
+{
+    memset(r, 0, sizeof *r);
+    lf_stream_init(&r->st, LF_API_GEMINI);
+    lf_buf_init(&r->deltas);
+}
+
+static void test_streams(void)
+{
+    stream_run r;
+    lf_verdict v;
+
+    /* Text, thoughts left out, calls published at the finish, usage from the last chunk. */
+    stream_start(&r);
+    LF_CHECK_INT(feed(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"plan\",\"thought\":true},{\"text\":\"Hel\"}]}}],"
+                          "\"usageMetadata\":{\"trafficType\":\"ON_DEMAND\"}}"), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(feed(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"lo\"},{\"functionCall\":{\"name\":\"a\","
+                          "\"args\":{\"x\":1}},\"thoughtSignature\":\"SA\"}]}}]}"), LF_STREAM_CONTINUE);
+    LF_CHECK(!lf_stream_complete(&r.st));
+    LF_CHECK_INT(r.st.answer.n_tool_calls, 0);   /* not before the stream completes */
+    LF_CHECK_INT(feed(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"b\"}},{\"text\":\"\","
+                          "\"thoughtSignature\":\"ST\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":"
+                          "{\"promptTokenCount\":9,\"candidatesTokenCount\":4,\"thoughtsTokenCount\":6},"
+                          "\"modelVersion\":\"gemini-2.5-flash\",\"responseId\":\"rid\"}"), LF_STREAM_CONTINUE);
+    LF_CHECK(lf_stream_complete(&r.st));
+    CHECK_BUF(r.deltas, "Hello");
+    CHECK_BUF(r.st.answer.finish_reason, LF_FINISH_TOOL_CALLS);
+    LF_CHECK_INT(r.st.answer.n_tool_calls, 2);
+    CHECK_BUF(r.st.answer.tool_calls[0].name, "a");
+    CHECK_BUF(r.st.answer.tool_calls[0].signature, "SA");
+    CHECK_BUF(r.st.answer.tool_calls[1].arguments, "{}");
+    CHECK_BUF(r.st.answer.signature, "ST");
+    LF_CHECK_INT(r.st.answer.input_tokens, 9);
+    LF_CHECK_INT(r.st.answer.output_tokens, 10);
+    /* After the finish: counts only. */
+    LF_CHECK_INT(feed(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"late\"}]}}],\"usageMetadata\":"
+                          "{\"promptTokenCount\":9,\"candidatesTokenCount\":5}}"), LF_STREAM_CONTINUE);
+    CHECK_BUF(r.st.answer.text, "Hello");
+    LF_CHECK_INT(r.st.answer.output_tokens, 5);
+    stream_run_free(&r);
+
+    /* A stream withheld midway: an error, content policy, its text taken back. */
+    stream_start(&r);
+    LF_CHECK_INT(feed(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Once\"}]}}]}"), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(feed(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" upon\"}]},\"finishReason\":\"SAFETY\"}]}"),
+                 LF_STREAM_ERROR);
+    CHECK_BUF(r.st.answer.text, "Once");
+    v = verdict_of(200, &r.st.error, 1);
+    LF_CHECK_INT(v.kind, LF_E_CONTENT_POLICY);
+    stream_run_free(&r);
+
+    /* An error inside the stream: classified by its status name. */
+    stream_start(&r);
+    LF_CHECK_INT(feed(&r, "{\"error\":{\"code\":503,\"message\":\"The model is overloaded. Please try again later.\","
+                          "\"status\":\"UNAVAILABLE\"}}"), LF_STREAM_ERROR);
+    v = verdict_of(200, &r.st.error, 1);
+    LF_CHECK_INT(v.kind, LF_E_SERVICE_UNAVAILABLE);
+    LF_CHECK(v.retry_same && v.failover);
+    stream_run_free(&r);
+
+    /* Malformed data; a stream that ends without a finishReason. */
+    stream_start(&r);
+    LF_CHECK_INT(feed(&r, "{\"candidates\": [{\"content\""), LF_STREAM_INVALID);
+    LF_CHECK_INT(feed(&r, "\"text\""), LF_STREAM_INVALID);
+    LF_CHECK_INT(feed(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"x\"}]}}]}"), LF_STREAM_CONTINUE);
+    LF_CHECK(!lf_stream_complete(&r.st));
+    stream_run_free(&r);
+}
+
+static void check_google_error(const char *body, long status, const char *type, const char *code, double retry_after,
+                               lf_kind kind)
+{
+    lf_wire_error e;
+    lf_verdict v;
+
+    lf_wire_error_init(&e);
+    LF_CHECK_INT(lf_wire_parse_error(body, strlen(body), &e), 1);
+    CHECK_BUF(e.type, type);
+    CHECK_BUF(e.code, code);
+    LF_CHECK(e.retry_after == retry_after);
+    v = verdict_of(status, &e, 0);
+    if (v.kind != kind) fprintf(stderr, "%s: kind %s, want %s\n", body, lf_kind_name(v.kind), lf_kind_name(kind));
+    LF_CHECK_INT(v.kind, kind);
+    lf_wire_error_free(&e);
+}
+
+static void test_errors(void)
+{
+    /* A wrong key is a 400 on Gemini: never failed over. */
+    check_google_error("{\"error\":{\"code\":400,\"message\":\"API key not valid. Please pass a valid API key.\","
+                       "\"status\":\"INVALID_ARGUMENT\",\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\","
+                       "\"reason\":\"API_KEY_INVALID\",\"domain\":\"googleapis.com\"}]}}",
+                       400, "INVALID_ARGUMENT", "API_KEY_INVALID", -1, LF_E_UNAUTHORIZED);
+    check_google_error("{\"error\":{\"code\":400,\"message\":\"Invalid key\",\"status\":\"INVALID_ARGUMENT\","
+                       "\"details\":[{\"reason\":\"API_KEY_INVALID\"}]}}",
+                       400, "INVALID_ARGUMENT", "API_KEY_INVALID", -1, LF_E_UNAUTHORIZED);
+    /* A rate limit with its wait in the body. */
+    check_google_error("{\"error\":{\"code\":429,\"message\":\"Resource exhausted.\",\"status\":\"RESOURCE_EXHAUSTED\","
+                       "\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\":\"0.250s\"}]}}",
+                       429, "RESOURCE_EXHAUSTED", "429", 0.25, LF_E_RATE_LIMIT);
+    /* Money: prepaid credits spent (429 before, 402 now). */
+    check_google_error("{\"error\":{\"code\":429,\"message\":\"Your prepayment credits are depleted. Please go to AI "
+                       "Studio.\",\"status\":\"RESOURCE_EXHAUSTED\"}}",
+                       429, "RESOURCE_EXHAUSTED", "429", -1, LF_E_PROVIDER_QUOTA);
+    check_google_error("{\"error\":{\"code\":402,\"message\":\"Your prepayment credits are depleted.\","
+                       "\"status\":\"RESOURCE_EXHAUSTED\"}}",
+                       402, "RESOURCE_EXHAUSTED", "402", -1, LF_E_PROVIDER_QUOTA);
+    check_google_error("{\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}",
+                       503, "UNAVAILABLE", "503", -1, LF_E_SERVICE_UNAVAILABLE);
+    check_google_error("{\"error\":{\"code\":500,\"message\":\"Internal error.\",\"status\":\"INTERNAL\"}}",
+                       500, "INTERNAL", "500", -1, LF_E_SERVER);
+    check_google_error("{\"error\":{\"code\":403,\"message\":\"Permission denied on resource project p1.\","
+                       "\"status\":\"PERMISSION_DENIED\",\"details\":[{\"reason\":\"CONSUMER_INVALID\"}]}}",
+                       403, "PERMISSION_DENIED", "CONSUMER_INVALID", -1, LF_E_FORBIDDEN);
+    check_google_error("{\"error\":{\"code\":401,\"message\":\"Request had invalid authentication credentials.\","
+                       "\"status\":\"UNAUTHENTICATED\",\"details\":[{\"reason\":\"ACCESS_TOKEN_EXPIRED\"}]}}",
+                       401, "UNAUTHENTICATED", "ACCESS_TOKEN_EXPIRED", -1, LF_E_UNAUTHORIZED);
+    check_google_error("{\"error\":{\"code\":400,\"message\":\"User location is not supported for the API use.\","
+                       "\"status\":\"FAILED_PRECONDITION\"}}",
+                       400, "FAILED_PRECONDITION", "400", -1, LF_E_BAD_REQUEST);
+    check_google_error("{\"error\":{\"code\":404,\"message\":\"models/x is not found for API version v1beta\","
+                       "\"status\":\"NOT_FOUND\"}}",
+                       404, "NOT_FOUND", "404", -1, LF_E_NOT_FOUND);
+    /* A duration that is not one: no wait. */
+    check_google_error("{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"message\":\"m\","
+                       "\"details\":[{\"retryDelay\":\"soon\"}]}}",
+                       429, "RESOURCE_EXHAUSTED", "429", -1, LF_E_RATE_LIMIT);
+}
+
+static void test_embeddings(void)
+{
+    lf_text in[2] = { { "red apple", 9 }, { "green pear", 10 } };
+    lf_request_params p = { .api = LF_API_GEMINI, .model = "models/gemini-embedding-001", .kind = LF_REQUEST_EMBEDDINGS,
+                            .inputs = in, .n_inputs = 2 };
+    const char *answer = "{\"embeddings\":[{\"values\":[0.5,-1]},{\"values\":[2,0.25]}]}";
+    lf_answer a;
+    lf_buf out, err;
+    json_object *b;
+    lf_text many[101];
+    size_t i;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), 0);
+    b = parse(out.ptr, out.len);
+    LF_CHECK_INT(jlen(jget(b, "requests")), 2);
+    LF_CHECK_STR(jstr(jat(jget(b, "requests"), 1), "model"), "models/gemini-embedding-001");
+    LF_CHECK_STR(jstr(jat(jget(jget(jat(jget(b, "requests"), 1), "content"), "parts"), 0), "text"), "green pear");
+    json_object_put(b);
+    for (i = 0; i < 101; i++) many[i] = in[0];
+    p.inputs = many;
+    p.n_inputs = 101;
+    LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), -1);
+    LF_CHECK(strstr(lf_buf_cstr(&err), "1 to 100 texts") != NULL);
+    p.vertex.project = "p";
+    p.vertex.location = "us-east5";
+    p.n_inputs = 1;
+    LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), -1);
+
+    lf_answer_init(&a);
+    LF_CHECK_INT(lf_wire_parse_embeddings_for(LF_API_GEMINI, answer, strlen(answer), 2, &a, NULL), LF_WIRE_OK);
+    LF_CHECK_INT(a.n_vectors, 2);
+    LF_CHECK_INT(a.dims, 2);
+    LF_CHECK(a.vectors && a.vectors[1] == -1 && a.vectors[3] == 0.25);
+    LF_CHECK_INT(a.output_tokens, 0);
+    /* One vector short, ragged, or not numbers: never taken for a whole answer. */
+    LF_CHECK_INT(lf_wire_parse_embeddings_for(LF_API_GEMINI, answer, strlen(answer), 3, &a, NULL), LF_WIRE_INVALID);
+    LF_CHECK(a.vectors == NULL);
+    LF_CHECK_INT(lf_wire_parse_embeddings_for(LF_API_GEMINI, "{\"embeddings\":[{\"values\":[1]},{\"values\":[1,2]}]}", strlen("{\"embeddings\":[{\"values\":[1]},{\"values\":[1,2]}]}"), 2, &a, NULL), LF_WIRE_INVALID);
+    LF_CHECK_INT(lf_wire_parse_embeddings_for(LF_API_GEMINI, "{\"embeddings\":[{\"values\":[\"1\"]}]}", strlen("{\"embeddings\":[{\"values\":[\"1\"]}]}"), 1, &a, NULL),
+                 LF_WIRE_INVALID);
+    {
+        const char *error = "{\"error\":{\"code\":400,\"status\":\"INVALID_ARGUMENT\",\"message\":\"m\"}}";
+
+        LF_CHECK_INT(lf_wire_parse_embeddings_for(LF_API_GEMINI, error, strlen(error), 1, &a, NULL), LF_WIRE_ERROR_BODY);
+    }
+    lf_answer_free(&a);
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+}
+
 int main(void)
 {
     LF_RUN(test_recorded);
+    LF_RUN(test_paths);
+    LF_RUN(test_prepare);
+    LF_RUN(test_signatures);
+    LF_RUN(test_answer_round_trip);
+    LF_RUN(test_request_shapes);
+    LF_RUN(test_attachments);
+    LF_RUN(test_blocked);
+    LF_RUN(test_streams);
+    LF_RUN(test_errors);
+    LF_RUN(test_embeddings);
     return lf_test_summary("test_wire_gemini");
 }
