@@ -159,12 +159,32 @@ static void stream_check_free(stream_check *c)
     lf_buf_free(&c->deltas);
 }
 
+/* A stream: each line of text is an event's data (NUL-terminated, as lf_sse
+ * hands data over), all into one state. */
+static void stream_lines(stream_check *c, const char *text, size_t size, const char *event, size_t event_len)
+{
+    const char *nl, *p, *end = text + size;
+    char *copy;
+
+    for (p = text; p < end; p = nl + 1) {
+        size_t n;
+        nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) nl = end;
+        n = (size_t)(nl - p);
+        copy = malloc(n + 1);
+        CHECK(copy != NULL);
+        if (n) memcpy(copy, p, n);
+        copy[n] = '\0';
+        stream_check_event(c, event, event_len, copy, n);
+        free(copy);
+    }
+}
+
 /* `text` is NUL-terminated at `size`, as lf_sse hands data over. */
 static void fuzz_stream(const char *text, size_t size)
 {
-    const char *nl, *p, *end = text + size;
+    const char *nl, *end = text + size;
     stream_check c;
-    char *copy;
     int api;
 
     for (api = 0; api <= 1; api++) {
@@ -187,18 +207,7 @@ static void fuzz_stream(const char *text, size_t size)
 
         /* A stream: events are the lines, all into one state. */
         stream_check_init(&c, (lf_api)api);
-        for (p = text; p < end; p = nl + 1) {
-            size_t n;
-            nl = memchr(p, '\n', (size_t)(end - p));
-            if (!nl) nl = end;
-            n = (size_t)(nl - p);
-            copy = malloc(n + 1);
-            CHECK(copy != NULL);
-            if (n) memcpy(copy, p, n);
-            copy[n] = '\0';
-            stream_check_event(&c, api ? "message" : "", api ? 7 : 0, copy, n);
-            free(copy);
-        }
+        stream_lines(&c, text, size, api ? "message" : "", api ? 7 : 0);
         stream_check_free(&c);
     }
 }
@@ -362,7 +371,6 @@ static void fuzz_build_params(const uint8_t *data, size_t size)
  * as a stream of lines: the same promises as the other protocols'. */
 static void fuzz_gemini_parse(const char *text, size_t size)
 {
-    const char *nl, *p, *end = text + size;
     lf_answer a;
     lf_wire_error e;
     stream_check c;
@@ -386,20 +394,7 @@ static void fuzz_gemini_parse(const char *text, size_t size)
     stream_check_event(&c, "", 0, text, size);
     stream_check_free(&c);
     stream_check_init(&c, LF_API_GEMINI);
-    for (p = text; p < end; p = nl + 1) {
-        size_t n;
-        char *copy;
-
-        nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) nl = end;
-        n = (size_t)(nl - p);
-        copy = malloc(n + 1);
-        CHECK(copy != NULL);
-        if (n) memcpy(copy, p, n);
-        copy[n] = '\0';
-        stream_check_event(&c, "", 0, copy, n);
-        free(copy);
-    }
+    stream_lines(&c, text, size, "", 0);
     stream_check_free(&c);
 }
 

@@ -23,6 +23,7 @@
 #include "lf_banned.h"
 
 #include "utf8_ref.h"
+#include "wire_stream_run.h"
 
 #define MAX_MSGS 32
 #define MAX_CALLS 16
@@ -232,53 +233,6 @@ static void check_answer(const char *file, const lf_answer *a, const want *w)
     else if (buf_is(&w->finish, "STOP")) LF_CHECK_STR(lf_buf_cstr(&a->finish_reason), "stop");
 }
 
-/* ------------------------------------------------------ stream driver */
-
-typedef struct stream_run {
-    lf_stream_state st;
-    lf_buf deltas;
-    int n_invalid, n_error;
-} stream_run;
-
-static int stream_cb(void *ud, const lf_sse_event *ev)
-{
-    stream_run *r = ud;
-    const char *d = NULL;
-    size_t dn = 0;
-    int rc = lf_stream_event(&r->st, ev, &d, &dn);
-
-    if (rc == LF_STREAM_INVALID) r->n_invalid++;
-    if (rc == LF_STREAM_ERROR) r->n_error++;
-    if (d && dn) lf_buf_append(&r->deltas, d, dn);
-    return 0;
-}
-
-static void stream_run_body(stream_run *r, const char *body, size_t n, size_t step)
-{
-    lf_sse_parser p;
-    size_t off = 0;
-
-    memset(r, 0, sizeof *r);
-    lf_stream_init(&r->st, LF_API_GEMINI);
-    lf_buf_init(&r->deltas);
-    lf_sse_init(&p);
-    if (!step) step = n ? n : 1;
-    while (off < n) {
-        size_t k = n - off < step ? n - off : step;
-
-        lf_sse_feed(&p, body + off, k, stream_cb, r);
-        off += k;
-    }
-    lf_sse_finish(&p, stream_cb, r);
-    lf_sse_free(&p);
-}
-
-static void stream_run_free(stream_run *r)
-{
-    lf_stream_free(&r->st);
-    lf_buf_free(&r->deltas);
-}
-
 /* ------------------------------------ a recorded request as a transcript */
 
 /* The transcript a recorded request body holds, as lf_wire's input: its
@@ -294,31 +248,6 @@ typedef struct transcript {
     lf_buf system, schema;
     lf_request_params p;
 } transcript;
-
-/* Google's Schema (an OpenAPI subset: "type": "OBJECT") as the JSON Schema
- * the gem holds: every type name in lower case. A new object. */
-static json_object *json_schema_of(json_object *v)
-{
-    json_object *copy = NULL;
-
-    json_object_deep_copy(v, &copy, NULL);
-    if (json_object_is_type(copy, json_type_object)) {
-        json_object_object_foreach(copy, key, val)
-        {
-            if (strcmp(key, "type") == 0 && json_object_is_type(val, json_type_string)) {
-                char low[32];
-                size_t i;
-
-                copy_str(low, sizeof low, json_object_get_string(val));
-                for (i = 0; low[i]; i++) low[i] = (char)(low[i] >= 'A' && low[i] <= 'Z' ? low[i] + 32 : low[i]);
-                json_object_object_add(copy, key, json_object_new_string(low));
-            } else if (json_object_is_type(val, json_type_object)) {
-                json_object_object_add(copy, key, json_schema_of(val));
-            }
-        }
-    }
-    return copy;
-}
 
 /* The same schema as the gem takes a response schema (OpenAI's strict mode):
  * every object closed, every property required. */
@@ -339,34 +268,44 @@ static void strict(json_object *o)
     }
 }
 
-static json_object *strict_schema_of(json_object *google)
+/* Google's Schema (an OpenAPI subset: "type": "OBJECT") as the JSON Schema
+ * the gem holds: every type name in lower case; with strict_mode, as a
+ * response schema. A new object. */
+static json_object *json_schema_of(json_object *v, int strict_mode)
 {
-    json_object *s = json_schema_of(google);
+    json_object *copy = NULL;
 
-    strict(s);
-    return s;
+    json_object_deep_copy(v, &copy, NULL);
+    if (json_object_is_type(copy, json_type_object)) {
+        json_object_object_foreach(copy, key, val)
+        {
+            if (strcmp(key, "type") == 0 && json_object_is_type(val, json_type_string)) {
+                char low[32];
+                size_t i;
+
+                copy_str(low, sizeof low, json_object_get_string(val));
+                for (i = 0; low[i]; i++) low[i] = (char)(low[i] >= 'A' && low[i] <= 'Z' ? low[i] + 32 : low[i]);
+                json_object_object_add(copy, key, json_object_new_string(low));
+            } else if (json_object_is_type(val, json_type_object)) {
+                json_object_object_add(copy, key, json_schema_of(val, 0));
+            }
+        }
+    }
+    if (strict_mode) strict(copy);
+    return copy;
 }
 
-static int same_strict_schema(json_object *google, json_object *json_schema)
+static void put_schema(lf_buf *out, json_object *google, int strict_mode)
 {
-    json_object *s = strict_schema_of(google);
-    int same = json_object_equal(s, json_schema);
-
-    json_object_put(s);
-    return same;
-}
-
-static void put_schema(lf_buf *out, json_object *v)
-{
-    json_object *s = json_schema_of(v);
+    json_object *s = json_schema_of(google, strict_mode);
 
     lf_buf_append_str(out, json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN));
     json_object_put(s);
 }
 
-static int same_schema(json_object *google, json_object *json_schema)
+static int same_schema(json_object *google, json_object *json_schema, int strict_mode)
 {
-    json_object *s = json_schema_of(google);
+    json_object *s = json_schema_of(google, strict_mode);
     int same = json_object_equal(s, json_schema);
 
     json_object_put(s);
@@ -459,7 +398,7 @@ static int transcript_read(transcript *t, json_object *req, int stream)
     for (i = 0; i < jlen(decls) && i < MAX_CALLS; i++) {
         json_object *d = jat(decls, i);
 
-        put_schema(&t->params[i], jget(d, "parameters"));
+        put_schema(&t->params[i], jget(d, "parameters"), 0);
         t->tools[i].name = jstr(d, "name");
         t->tools[i].description = jstr(d, "description");
         t->tools[i].parameters = jget(d, "parameters") ? lf_buf_cstr(&t->params[i]) : NULL;
@@ -479,10 +418,7 @@ static int transcript_read(transcript *t, json_object *req, int stream)
         t->p.temperature = json_object_get_double(jget(cfg, "temperature"));
     }
     if (jget(cfg, "responseSchema")) {
-        json_object *rs = strict_schema_of(jget(cfg, "responseSchema"));
-
-        lf_buf_append_str(&t->schema, json_object_to_json_string_ext(rs, JSON_C_TO_STRING_PLAIN));
-        json_object_put(rs);
+        put_schema(&t->schema, jget(cfg, "responseSchema"), 1);
         t->p.schema = lf_buf_cstr(&t->schema);
     }
     return 0;
@@ -581,7 +517,7 @@ static int compare_requests(const char *file, json_object *want_req, json_object
 
             if (strcmp(jstr(x, "name"), jstr(y, "name")) != 0 ||
                 (jstr(x, "description") && (!jstr(y, "description") || strcmp(jstr(x, "description"), jstr(y, "description")) != 0)) ||
-                (jget(x, "parameters") && !same_schema(jget(x, "parameters"), jget(y, "parametersJsonSchema"))))
+                (jget(x, "parameters") && !same_schema(jget(x, "parameters"), jget(y, "parametersJsonSchema"), 0)))
                 bad++;
         }
     }
@@ -593,7 +529,7 @@ static int compare_requests(const char *file, json_object *want_req, json_object
              json_object_get_double(jget(wg, "temperature")) != json_object_get_double(jget(gg, "temperature"))))
             bad++;
         if ((jstr(wg, "responseMimeType") != NULL) != (jstr(gg, "responseMimeType") != NULL)) bad++;
-        if (jget(wg, "responseSchema") && !same_strict_schema(jget(wg, "responseSchema"), jget(gg, "responseJsonSchema")))
+        if (jget(wg, "responseSchema") && !same_schema(jget(wg, "responseSchema"), jget(gg, "responseJsonSchema"), 1))
             bad++;
     }
     if (bad) fprintf(stderr, "%s: rebuilt request differs (%d)\n", file, bad);
@@ -634,7 +570,7 @@ static void check_cuts(const char *file, const char *body, size_t n, counts *cn)
     for (cut = 0; cut + 1 < (size_t)(last - body) + 20 && cut < n; cut += 37) {
         stream_run r;
 
-        stream_run_body(&r, body, cut, 0);
+        stream_run_body(&r, LF_API_GEMINI, body, cut, 0);
         if (lf_stream_complete(&r.st)) fprintf(stderr, "%s: stream cut at %zu is complete\n", file, cut);
         LF_CHECK(!lf_stream_complete(&r.st));
         LF_CHECK_INT(r.st.answer.n_tool_calls, 0);
@@ -695,7 +631,7 @@ static void check_interaction(const char *file, json_object *it, counts *cn)
         stream_run r;
 
         want_stream(&w, body, strlen(body));
-        stream_run_body(&r, body, strlen(body), 7);
+        stream_run_body(&r, LF_API_GEMINI, body, strlen(body), 7);
         LF_CHECK(lf_stream_complete(&r.st));
         LF_CHECK_INT(r.n_invalid + r.n_error, 0);
         check_answer(file, &r.st.answer, &w);

@@ -99,6 +99,18 @@ int lf_wire_put_parameters(lf_buf *out, const lf_tool *t)
     return rc;
 }
 
+int lf_wire_put_tool(lf_buf *out, const lf_tool *t, const char *schema_key)
+{
+    if (lf_buf_append_str(out, "\"name\":") != 0 || lf_json_put_cstring(out, t->name) != 0) return -1;
+    if (t->description &&
+        (lf_buf_append_str(out, ",\"description\":") != 0 || lf_json_put_cstring(out, t->description) != 0))
+        return -1;
+    if (lf_buf_append_str(out, ",\"") != 0 || lf_buf_append_str(out, schema_key) != 0 ||
+        lf_buf_append_str(out, "\":") != 0)
+        return -1;
+    return lf_wire_put_parameters(out, t);
+}
+
 int lf_wire_system_text(const lf_request_params *p, lf_buf *out)
 {
     size_t i;

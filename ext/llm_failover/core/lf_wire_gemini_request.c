@@ -174,14 +174,8 @@ static int lf_gemini_tools(lf_buf *out, const lf_request_params *p)
     if (!p->n_tools) return 0;
     if (lf_buf_append_str(out, ",\"tools\":[{\"functionDeclarations\":[") != 0) return -1;
     for (i = 0; i < p->n_tools; i++) {
-        const lf_tool *t = &p->tools[i];
-
-        if ((i && lf_buf_append_char(out, ',') != 0) || lf_buf_append_str(out, "{\"name\":") != 0 ||
-            lf_json_put_cstring(out, t->name) != 0 ||
-            (t->description && (lf_buf_append_str(out, ",\"description\":") != 0 ||
-                                lf_json_put_cstring(out, t->description) != 0)) ||
-            lf_buf_append_str(out, ",\"parametersJsonSchema\":") != 0 || lf_wire_put_parameters(out, t) != 0 ||
-            lf_buf_append_char(out, '}') != 0)
+        if ((i && lf_buf_append_char(out, ',') != 0) || lf_buf_append_char(out, '{') != 0 ||
+            lf_wire_put_tool(out, &p->tools[i], "parametersJsonSchema") != 0 || lf_buf_append_char(out, '}') != 0)
             return -1;
     }
     if (lf_buf_append_str(out, "]}]") != 0) return -1;

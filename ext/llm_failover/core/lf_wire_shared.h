@@ -95,6 +95,10 @@ int lf_wire_put_object(lf_buf *out, const char *text, size_t len);
 /* A tool's JSON Schema, or an object without properties for a tool that
  * takes none. */
 int lf_wire_put_parameters(lf_buf *out, const lf_tool *t);
+/* A tool declaration's members, in every protocol's names: "name", then
+ * "description" when it has one, then its JSON Schema under schema_key
+ * (parameters, input_schema, parametersJsonSchema); no braces. */
+int lf_wire_put_tool(lf_buf *out, const lf_tool *t, const char *schema_key);
 /* The system text of a protocol that takes it apart from the messages
  * (Anthropic's system, Gemini's systemInstruction) into out (cleared first):
  * p->system, then every system and developer message, then JSON mode's

@@ -8,16 +8,20 @@ require_relative "fake_provider/script"
 
 module LlmFailover
   module Testing
-    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions and the
-    # Anthropic messages protocols, streamed and not, and that a test scripts request by
-    # request. The gem's C client talks to it through libcurl, so it sees what a real
+    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions, the
+    # Anthropic messages and Google's Gemini generateContent protocols (Gemini and Claude on
+    # Vertex AI too, and the OAuth token exchange Vertex AI's credentials go through),
+    # streamed and not, and that a test scripts request by request. The gem's C client talks to it through libcurl, so it sees what a real
     # provider would send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
     # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
     # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
-    # `/chat/completions` or `/messages` (or that are not POSTs) get a 404 and take no step.
+    # `/chat/completions`, `/messages`, a Google model's method (`/models/M:generateContent`,
+    # `:streamGenerateContent`, `:batchEmbedContents`, Vertex AI's `:rawPredict` and
+    # `:streamRawPredict` for Claude) or `/token` (or that are not POSTs) get a 404 and take
+    # no step.
     #
     # @example In your own test suite (RSpec)
     #   require "llm_failover/testing"
@@ -71,6 +75,15 @@ module LlmFailover
     # answers, counting text pieces and pieces of tool call arguments alike; `delay_headers`, `reset`, `close` and `headers` apply to every step, and
     # `chunk_delay` to every stream, recorded fixtures included.
     #
+    # Gemini and Vertex AI (`base_url(:gemini)`, `base_url(:vertex)`): the same steps give
+    # Google's answers (a call's thoughtSignature, thoughtsTokenCount with `usage: { thoughts: }`),
+    # Google's error bodies (`retry_after:` goes into the body's RetryInfo, as Google puts it)
+    # and its filters (`error: :content_policy` is a 200 whose prompt was blocked). The OAuth
+    # token endpoint (POST .../token) answers from a queue of its own:
+    #   fp.enqueue_tokens({ expires_in: 1 }, { error: :unauthorized })   # a short token, then invalid_grant
+    # With `FakeProvider.start(check_tokens: true)` a Vertex AI request whose bearer token the
+    # server did not issue, or saw expire, gets Vertex AI's 401.
+    #
     # Embeddings (POST .../embeddings, OpenAI-compatible) are answered deterministically
     # (EmbeddingAnswer: texts that share words get close vectors) and take their steps
     # from a queue of their own, {#enqueue_embeddings}, so that a semantic cache's
@@ -85,6 +98,7 @@ module LlmFailover
 
       DEFAULT_TEXT = "Hello from FakeProvider"
       EMBEDDINGS_DEFAULT = Step.new({})
+      TOKEN_DEFAULT = Step.new({})
 
       # Errors a client can cause by going away; never worth a warning.
       QUIET_ERRORS = [IOError, EOFError, Errno::EPIPE, Errno::ECONNRESET, Errno::ECONNABORTED,
@@ -117,7 +131,9 @@ module LlmFailover
       # @param strict_transcript [Boolean] refuse, as Anthropic does, a request whose
       #   messages hold a tool call without exactly one result right after it, or a result
       #   without its call: a 400 in the request's protocol, and no step is taken
-      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false)
+      # @param check_tokens [Boolean] refuse, as Vertex AI does, a request by Vertex AI's route
+      #   whose bearer token this server did not issue or saw expire: a 401, and no step
+      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false, check_tokens: false)
         unless reset_idle_after.nil? || (reset_idle_after.is_a?(Numeric) && reset_idle_after.positive?)
           raise ArgumentError, "reset_idle_after must be nil or a positive number, got #{reset_idle_after.inspect}"
         end
@@ -126,9 +142,11 @@ module LlmFailover
         @port = port
         @reset_idle_after = reset_idle_after
         self.strict_transcript = strict_transcript
+        @check_tokens = check_tokens ? true : false
         @mutex = Mutex.new
         @queue = []
         @embed_queue = []
+        @token_queue = []
         @lanes = {}
         @requests = []
         @default_hash = { text: DEFAULT_TEXT }.freeze
@@ -196,15 +214,23 @@ module LlmFailover
         "http://#{h}:#{@port}"
       end
 
-      # The base_url a provider of that API should be configured with.
-      # @param api [Symbol] :openai or :anthropic
+      # The base_url a provider of that API should be configured with (Gemini's and Vertex
+      # AI's paths hold their API version: /v1beta/models/..., /v1/projects/...).
+      # @param api [Symbol] :openai, :anthropic, :gemini or :vertex
       # @return [String]
       def base_url(api)
         case api.to_sym
         when :openai then "#{url}/v1"
-        when :anthropic then url
-        else raise ArgumentError, "FakeProvider speaks :openai and :anthropic, not #{api.inspect}"
+        when :anthropic, :gemini, :vertex then url
+        else raise ArgumentError, "FakeProvider speaks :openai, :anthropic, :gemini and :vertex, not #{api.inspect}"
         end
+      end
+
+      # The URL of its OAuth token endpoint (Google's oauth2.googleapis.com/token), where
+      # Vertex AI's credentials get their access tokens.
+      # @return [String]
+      def token_url
+        "#{url}/token"
       end
 
       # @return [Integer] client connections currently open

@@ -7,6 +7,8 @@ require_relative "../request"
 require_relative "../responder"
 require_relative "../step"
 require_relative "../transcript"
+require_relative "../token_answer"
+require_relative "../google_errors"
 
 module LlmFailover
   module Testing
@@ -71,11 +73,12 @@ module LlmFailover
         # concurrent requests take steps in the order they are logged). A transcript a
         # strict provider refuses takes no step: the script is about answers.
         def take_step(request)
-          refusal = (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api && !request.embeddings?)
+          refusal = token_refusal(request) || transcript_refusal(request)
           @mutex.synchronize do
             @requests << request
             next nil unless request.api
             next Step.new(refusal) if refusal
+            next @token_queue.shift || TOKEN_DEFAULT if request.token?
             next @embed_queue.shift || EMBEDDINGS_DEFAULT if request.embeddings?
 
             lane = request.lane && @lanes[request.lane]
@@ -83,9 +86,25 @@ module LlmFailover
           end
         end
 
+        def transcript_refusal(request)
+          return nil unless @strict_transcript && request.api && !request.embeddings? && !request.token?
+
+          Transcript.new(request.api, request.json, request: request).rejection
+        end
+
+        # With check_tokens, a request by Vertex AI's route whose bearer token this server
+        # did not issue, or issued and saw expire, gets Vertex AI's 401 and takes no step.
+        def token_refusal(request)
+          return nil unless @check_tokens && request.vertex? && !TokenAnswer.valid?(request.bearer_token)
+
+          status, headers, body = GoogleErrors.build(:unauthorized, model: request.path_model.to_s, vertex: true)
+          { status: status, headers: headers, body: body }
+        end
+
         def not_found(io, request)
           body = JSON.generate("error" => { "message" => "FakeProvider: no route for #{request.method} #{request.path} " \
-                                                         "(POST .../chat/completions, .../embeddings or .../messages)",
+                                                         "(POST .../chat/completions, .../embeddings, .../messages, " \
+                                                         ".../models/M:generateContent and the like, or .../token)",
                                             "type" => "invalid_request_error", "param" => nil, "code" => "not_found" })
           io.write_head(404, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
                               ["Connection", "keep-alive"]])
