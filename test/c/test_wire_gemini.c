@@ -1203,6 +1203,12 @@ static void test_attachments(void)
     build_fails(&p, "Gemini takes a file's bytes");
     lf_buf_init(&why);
     LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_only, "gemini", &why), LF_ATTACH_NO_URL);
+    /* Nor does Claude on Vertex AI take Anthropic's url source. */
+    p.api = LF_API_ANTHROPIC;
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_only, NULL, &why), LF_ATTACH_TAKEN);
+    p.vertex = (lf_vertex){ .project = "p", .location = "us-east5" };
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_only, NULL, &why), LF_ATTACH_NO_URL);
+    LF_CHECK(strstr(lf_buf_cstr(&why), "Vertex AI takes a file's bytes") != NULL);
     lf_buf_free(&why);
 }
 
@@ -1247,6 +1253,17 @@ static void test_blocked(void)
         LF_CHECK(!v.failover && !v.retry_same);
     }
     LF_CHECK(strstr(lf_buf_cstr(&e.message), "PROHIBITED_CONTENT") != NULL);
+    /* A call the model could not write: its failure, retried and failed over. */
+    {
+        const char *malformed = "{\"candidates\":[{\"finishReason\":\"MALFORMED_FUNCTION_CALL\","
+                                "\"finishMessage\":\"Malformed function call: print(x\"}]}";
+
+        LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, malformed, strlen(malformed), &a, &e), LF_WIRE_ERROR_BODY);
+        CHECK_BUF(e.type, "MALFORMED_FUNCTION_CALL");
+        v = verdict_of(200, &e, 1);
+        LF_CHECK_INT(v.kind, LF_E_SERVER);
+        LF_CHECK(v.retry_same && v.failover);
+    }
     /* Other finishes are answers. */
     {
         const char *cut = "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]},\"finishReason\":\"MAX_TOKENS\"}]}";

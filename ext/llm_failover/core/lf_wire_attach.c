@@ -62,8 +62,9 @@ static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *
 {
     if (!a->url || p->no_urls) return 0;
     /* Gemini's fileData takes its own Files API's URIs (Vertex AI: Cloud
-     * Storage's), not a web URL: its bytes go as inlineData. */
-    if (p->api == LF_API_GEMINI) return 0;
+     * Storage's), not a web URL: its bytes go as inlineData. Claude on Vertex
+     * AI refuses Anthropic's url sources. */
+    if (p->api == LF_API_GEMINI || p->vertex.project) return 0;
     /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
     return !(p->api == LF_API_OPENAI && lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_DOCUMENT);
 }
@@ -72,6 +73,7 @@ static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *
 static const char *lf_attach_url_refused_by(const lf_request_params *p)
 {
     if (p->no_urls) return "attachment_urls: false";
+    if (p->vertex.project) return "Vertex AI takes a file's bytes";
     return p->api == LF_API_GEMINI ? "Gemini takes a file's bytes" : "an OpenAI file part";
 }
 

@@ -19,7 +19,8 @@ int lf_wire_gemini_build(const lf_request_params *p, const char *schema, lf_buf 
 int lf_wire_gemini_build_embeddings(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
 
 /* A parsed answer body into out (cleared), an error body into err (a blocked
- * prompt or answer too: type "content_filter", code Google's reason). */
+ * prompt or answer too: type "content_filter", code Google's reason; a call
+ * the model could not write: type its finishReason). */
 int lf_wire_gemini_answer(json_object *root, lf_answer *out, lf_wire_error *err);
 /* One SSE event with data (lf_stream_event's contract): each is a whole
  * GenerateContentResponse; the one whose candidate has a finishReason ends

@@ -72,9 +72,28 @@ static int lf_gemini_blocked(json_object *reason)
     return 0;
 }
 
+/* A finish in which the model failed to answer (a call it could not write,
+ * or one of a tool it was not given): an error of that name, which the
+ * classifier reads as a server's failure (retried, then failed over). 1 when
+ * it is one. */
+static int lf_gemini_failed(json_object *cand, lf_wire_error *err)
+{
+    json_object *said = lf_json_get_typed(cand, "finishMessage", json_type_string);
+
+    if (!lf_json_string_is(cand, "finishReason", "MALFORMED_FUNCTION_CALL") &&
+        !lf_json_string_is(cand, "finishReason", "UNEXPECTED_TOOL_CALL"))
+        return 0;
+    lf_wire_error_clear(err);
+    (void)lf_json_take_string(cand, "finishReason", &err->type);
+    (void)lf_utf8_setf(&err->message, "Gemini's answer ended in %s%s%s", lf_buf_cstr(&err->type), said ? ": " : "",
+                       said ? json_object_get_string(said) : "");
+    return 1;
+}
+
 /* A withheld prompt (promptFeedback) or answer (its finishReason) as an error
  * the classifier reads as content policy: type content_filter, code Google's
- * reason, its message when it gave one. 1 when blocked. */
+ * reason, its message when it gave one; or a failed finish (lf_gemini_failed).
+ * 1 when the answer is no answer. */
 static int lf_gemini_block(json_object *root, json_object *cand, lf_wire_error *err)
 {
     json_object *feedback = lf_json_get_typed(root, "promptFeedback", json_type_object);
@@ -88,7 +107,8 @@ static int lf_gemini_block(json_object *root, json_object *cand, lf_wire_error *
         reason = lf_json_get(cand, "finishReason");
         said = lf_json_get_typed(cand, "finishMessage", json_type_string);
         what = "the answer";
-        if (!lf_gemini_blocked(reason) || lf_json_string_is(cand, "finishReason", "OTHER")) return 0;
+        if (!lf_gemini_blocked(reason) || lf_json_string_is(cand, "finishReason", "OTHER"))
+            return lf_gemini_failed(cand, err);
     }
     lf_wire_error_clear(err);
     (void)lf_buf_set(&err->type, "content_filter", 14);
