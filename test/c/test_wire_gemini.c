@@ -23,6 +23,7 @@
 #include "lf_banned.h"
 
 #include "utf8_ref.h"
+#include "wire_test_json.h"
 #include "wire_stream_run.h"
 
 #define MAX_MSGS 32
@@ -30,21 +31,6 @@
 #define SENTINEL "skip_thought_signature_validator"
 
 /* ---------------------------------------------------------- helpers */
-
-static json_object *jget(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object)) return NULL;
-    return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-    json_object *v = jget(o, key);
-
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
 
 static size_t jlen(json_object *a)
 {
@@ -62,28 +48,6 @@ static long jlong(json_object *o, const char *key)
 
     return v && json_object_is_type(v, json_type_int) ? (long)json_object_get_int64(v) : -1;
 }
-
-static json_object *parse(const char *s, size_t n)
-{
-    json_tokener *tok = json_tokener_new();
-    json_object *o = json_tokener_parse_ex(tok, s, (int)n);
-
-    json_tokener_free(tok);
-    return o;
-}
-
-static int buf_is(const lf_buf *b, const char *s)
-{
-    return s && b->len == strlen(s) && memcmp(lf_buf_cstr(b), s, b->len) == 0;
-}
-
-#define CHECK_BUF(b, s) do { \
-    if (!buf_is(&(b), (s))) { \
-        fprintf(stderr, "%s:%d: expected \"%s\", got \"%s\"\n", __FILE__, __LINE__, (s) ? (s) : "(null)", \
-                lf_buf_cstr(&(b))); \
-        lf_test_current_failed = 1; \
-    } \
-} while (0)
 
 static int json_same_text(const char *a, size_t an, json_object *b)
 {

@@ -19,57 +19,11 @@
 #include "lf_banned.h"
 
 #include "utf8_ref.h"
+#include "wire_test_json.h"
 
 #define MAX_CALLS 16
 
 /* ---------------------------------------------------------- helpers */
-
-static json_object *jget(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object)) return NULL;
-    return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-    json_object *v = jget(o, key);
-
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static json_object *parse(const char *s, size_t n)
-{
-    json_tokener *tok = json_tokener_new();
-    json_object *o = json_tokener_parse_ex(tok, s, (int)n);
-
-    json_tokener_free(tok);
-    return o;
-}
-
-/* Two JSON texts hold the same value. */
-static int json_same(const char *a, size_t an, const char *b, size_t bn)
-{
-    json_object *x = parse(a, an), *y = parse(b, bn);
-    int same = x && y && json_object_equal(x, y);
-
-    json_object_put(x);
-    json_object_put(y);
-    return same;
-}
-
-static int buf_is(const lf_buf *b, const char *s)
-{
-    return b->len == strlen(s) && memcmp(lf_buf_cstr(b), s, b->len) == 0;
-}
-
-#define CHECK_BUF(b, s) do { \
-    if (!buf_is(&(b), (s))) { \
-        fprintf(stderr, "%s:%d: expected \"%s\", got \"%s\"\n", __FILE__, __LINE__, (s), lf_buf_cstr(&(b))); \
-        lf_test_current_failed = 1; \
-    } \
-} while (0)
 
 /* A tool call read by the test itself, not by lf_wire. */
 typedef struct want_call {
