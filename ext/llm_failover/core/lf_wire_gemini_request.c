@@ -76,7 +76,7 @@ static int lf_gemini_model(lf_buf *out, const lf_request_params *p, const lf_mes
     return lf_buf_append_str(out, "]}");
 }
 
-/* The results of one turn's calls, messages [from, to), as functionResponse
+/* The n results of the calls of one model message, as functionResponse
  * parts of one user message, in the order of the calls they answer (the
  * transcript keeps them right after the calls, in any order): output, or error
  * when the tool failed. */
