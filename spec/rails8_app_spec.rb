@@ -25,9 +25,11 @@ RSpec.describe "a new Rails 8 app", :rails_app, skip: Rails8App.missing_reason d
     # What the install generator asks for (rails new loads ActiveStorage), then every
     # database of config/database.yml: the app's, Solid Queue's and Solid Cable's.
     @prepared = @app.rails!("active_storage:install", "db:prepare")
+    # The job doc/rails.md shows, as a reader copies it (test/jobs/answer_job_test.rb
+    # of the fixture tests it).
+    FileUtils.cp(File.join(gem_root, "examples/rails/answer_job.rb"), File.join(@app.dir, "app/jobs/answer_job.rb"))
     @tests = @app.run("bin/rails", "test", env: no_keys)
     @app.use_fake_providers(primary_url: @primary.base_url(:openai), backup_url: @backup.base_url(:anthropic))
-    FileUtils.cp(File.join(gem_root, "examples/rails/answer_job.rb"), File.join(@app.dir, "app/jobs/answer_job.rb"))
     @app.start_jobs
   end
 
@@ -73,7 +75,7 @@ RSpec.describe "a new Rails 8 app", :rails_app, skip: Rails8App.missing_reason d
     end
   end
 
-  it "is set up by the generators and db:prepare; its first test runs with no key" do
+  it "is set up by the generators and db:prepare; its tests run with no key" do
     expect(@install).to include("app/models/chat.rb", "app/models/message.rb", "config/initializers/llm_failover.rb",
                                 "create  test/models/chat_test.rb")
       .and match(%r{create\s+db/migrate/\d+_create_llm_failover_tables\.rb})
@@ -88,9 +90,13 @@ RSpec.describe "a new Rails 8 app", :rails_app, skip: Rails8App.missing_reason d
       .to all(satisfy { |path| File.exist?(path) })
     expect(@prepared).to match(/create_active_storage_tables/)
 
+    migrations = Dir.glob(File.join(@app.dir, "db/migrate/*_create_llm_failover_tables.rb"))
+    expect(migrations.map { |m| File.read(m)[/< ActiveRecord::Migration\[[\d.]+\]/] }).to eq(["< ActiveRecord::Migration[8.1]"])
+
+    # The generated test and the fixture's job test, with no key in the environment.
     output, status = @tests
     expect(status).to be_success, output
-    expect(output).to match(/^2 runs, \d+ assertions, 0 failures, 0 errors, 0 skips$/)
+    expect(output).to match(/^3 runs, \d+ assertions, 0 failures, 0 errors, 0 skips$/)
   end
 
   it "runs the doc's AnswerJob on Solid Queue: a failover, a retry by retry_on, jobs at once on SQLite; the report" do
