@@ -82,7 +82,12 @@ class Rails8App < ChatUiApp
   def jobs_log
     printed = @jobs_log && File.exist?(@jobs_log) ? File.read(@jobs_log) : ""
     log = File.join(@dir, "log/development.log")
-    logged = File.exist?(log) ? File.foreach(log).grep(/SolidQueue|AnswerJob|llm_failover/).last(40).join : ""
+    logged = if File.exist?(log)
+               File.foreach(log).grep(/SolidQueue|AnswerJob|llm_failover/)
+                   .reject { |line| line.include?("\e[") || line.include?("↳") }.last(40).join # not the SQL
+             else
+               ""
+             end
     printed + logged
   end
 
