@@ -147,10 +147,11 @@ RSpec.describe "a new Rails 8 app", :rails_app, skip: Rails8App.missing_reason d
     Process.kill("KILL", worker)
     # The supervisor reaps its worker and marks the job failed; retry_on never sees
     # that error (the job's own process raised nothing). Solid Queue runs it again when
-    # told to (Mission Control's Retry, or the console as here), with the same job id.
+    # told to, with the same job id: here by the doc's script.
     wait_for("the killed job marked failed") { @app.console("#{job}.failed?") }
     expect(@app.console("#{job}.failed_execution.exception_class")).to eq("SolidQueue::Processes::ProcessExitError")
-    @app.console("#{job}.retry")
+    @app.rails!("runner", File.join(gem_root, "examples/rails/retry_killed_jobs.rb"))
+    expect(@app.console("#{job}.failed?")).to be(false)
 
     # Within seconds: the dead run's claim on the turn is taken over, not waited out
     # (LlmFailover.configuration.longest_call: 2,640 s with the defaults).
