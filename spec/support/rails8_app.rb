@@ -102,13 +102,18 @@ class Rails8App < ChatUiApp
     JSON.parse(line.delete_prefix("=> "))
   end
 
-  # Stops the supervisor, the console and the server, and removes the app.
+  # Stops the supervisor, the console and the server, and removes the app: each of
+  # them even when stopping another raised.
   def stop
-    @console&.close # IO.popen's close waits for the runner, which ends at the end of its input
     stop_process(@jobs_pid, group: true) if @jobs_pid
   ensure
-    @console = @jobs_pid = nil
-    super
+    @jobs_pid = nil
+    begin
+      @console&.close # IO.popen's close waits for the runner, which ends at the end of its input
+    ensure
+      @console = nil
+      super
+    end
   end
 
   private
