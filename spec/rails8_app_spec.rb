@@ -186,20 +186,14 @@ RSpec.describe "a new Rails 8 app", :rails_app, skip: Rails8App.missing_reason d
       page.visit("/chats")
       page.click_button("New chat")
       expect(page).to have_css("turbo-cable-stream-source[connected]", visible: :all, wait: wait)
-      page.execute_script(<<~JS)
-        window.answers = []
-        new MutationObserver(() => {
-          const turn = document.querySelector("#turns .turn:last-child")
-          if (turn) window.answers.push(turn.querySelector(".answer").textContent)
-        }).observe(document.getElementById("turns"), { childList: true, subtree: true, characterData: true })
-      JS
+      ChatUiBrowser.record_answers(page)
       page.fill_in("prompt", with: "Where is the primary?")
       page.click_button("Send")
 
       turn = page.find("#turns .turn.complete", wait: wait)
       expect(turn).to have_css(".answer", exact_text: "Backup answers in full.")
       expect(turn).to have_css(".label", text: "Answered by anthropic/claude-sonnet-4-6 after 1 failed attempt")
-      answers = page.evaluate_script("window.answers")
+      answers = ChatUiBrowser.shown_answers(page)
       primary_words = answers.rindex { |a| a.start_with?("The primary") }
       backup_words = answers.index { |a| a.start_with?("Backup") }
       expect(primary_words).not_to be_nil, "the primary's words never showed: #{answers.inspect}"

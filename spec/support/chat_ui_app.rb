@@ -228,6 +228,23 @@ module ChatUiBrowser
         "(apt-get install chromium); the chat UI's browser specs are SKIPPED"
     end
 
+    # Records, on a chat's page, every text its last turn's answer showed (a
+    # MutationObserver sees each update Turbo applies, however briefly it stayed).
+    def record_answers(page)
+      page.execute_script(<<~JS)
+        window.answers = []
+        new MutationObserver(() => {
+          const turn = document.querySelector("#turns .turn:last-child")
+          if (turn) window.answers.push([turn.className, turn.querySelector(".answer").textContent])
+        }).observe(document.getElementById("turns"), { childList: true, subtree: true, characterData: true })
+      JS
+    end
+
+    # @return [Array<String>] the answers #record_answers saw, in order
+    def shown_answers(page)
+      page.evaluate_script("window.answers").map(&:last)
+    end
+
     # A Capybara session in a new headless Chromium, pointed at +url+.
     # @return [Capybara::Session]
     def session(url)
