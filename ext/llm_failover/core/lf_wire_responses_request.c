@@ -9,6 +9,7 @@
 
 #include "lf_json_read.h"
 #include "lf_json_write.h"
+#include "lf_utf8.h"
 #include "lf_wire_shared.h"
 
 #include "lf_banned.h"
@@ -45,10 +46,13 @@ static int lf_responses_reasoning(lf_buf *out, const lf_message *m, int *first)
     int rc = items ? 0 : -1;
 
     for (i = 0; i < n && rc == 0; i++) {
-        const char *item = json_object_to_json_string_ext(json_object_array_get_idx(items, i),
-                                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        size_t len = 0;
+        const char *item = json_object_to_json_string_length(json_object_array_get_idx(items, i),
+                                                             JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                             &len);
 
-        rc = !item || lf_responses_next(out, first) != 0 || lf_buf_append_str(out, item) != 0 ? -1 : 0;
+        /* As json-c writes it back, sanitized as every string we send. */
+        rc = !item || lf_responses_next(out, first) != 0 || lf_utf8_append_sanitized(out, item, len) != 0 ? -1 : 0;
     }
     json_object_put(items);
     return rc;
