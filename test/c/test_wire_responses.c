@@ -1067,6 +1067,23 @@ static void test_urls(void)
                NULL);
 }
 
+/* A Responses host's embeddings are OpenAI's /embeddings. */
+static void test_embeddings(void)
+{
+    lf_text inputs[] = { { "a cat", 5 } };
+    lf_request_params p = { .api = LF_API_RESPONSES, .model = "text-embedding-3-small", .kind = LF_REQUEST_EMBEDDINGS,
+                            .inputs = inputs, .n_inputs = 1 };
+    lf_buf out, err;
+
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), 0);
+    LF_CHECK_STR(lf_buf_cstr(&out), "{\"model\":\"text-embedding-3-small\",\"input\":[\"a cat\"],"
+                                    "\"encoding_format\":\"float\"}");
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+}
+
 static int has_header(const struct curl_slist *l, const char *line)
 {
     for (; l; l = l->next)
@@ -1122,6 +1139,7 @@ int main(void)
     LF_RUN(test_request_parts);
     LF_RUN(test_reasoning_state);
     LF_RUN(test_urls);
+    LF_RUN(test_embeddings);
     LF_RUN(test_prepared_targets);
     return lf_test_summary("test_wire_responses");
 }
