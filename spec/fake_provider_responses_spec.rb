@@ -204,6 +204,20 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "Responses API and Azure", :r
       expect(deltas(reply)).to eq(["a "])
     end
 
+    it "delay_first_token sends the preamble, then holds back the first delta" do
+      fp.enqueue({ text: "a b", delay_first_token: 30 })
+      reply = post("/v1/responses", { "model" => "m", "input" => "Hi", "stream" => true }, read_timeout: 0.5)
+      expect(reply.complete).to be(false)
+      expect(reply.events.map(&:first)).to eq(%w[response.created response.in_progress response.output_item.added
+                                                 response.content_part.added])
+    end
+
+    it "delay_headers holds back the whole answer" do
+      fp.enqueue({ text: "a", delay_headers: 30 })
+      reply = post("/v1/responses", { "model" => "m", "input" => "Hi" }, read_timeout: 0.5)
+      expect([reply.status, reply.complete]).to eq([nil, false])
+    end
+
     it "malformed_after: N puts one broken output_text.delta after N deltas" do
       fp.enqueue({ text: "a b", malformed_after: 1 })
       reply = ask(stream: true)
