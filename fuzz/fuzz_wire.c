@@ -53,7 +53,7 @@ static void check_answer(const lf_answer *a)
     check_buf(&a->model);
     check_buf(&a->finish_reason);
     check_buf(&a->id);
-    check_buf(&a->signature);
+    check_buf(&a->reasoning);
     CHECK(a->input_tokens >= -1 && a->output_tokens >= -1);
     /* Tool calls: whole, valid UTF-8, arguments never empty. */
     CHECK(a->n_tool_calls <= a->cap_tool_calls);
@@ -382,7 +382,7 @@ static void fuzz_gemini_parse(const char *text, size_t size)
     CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
     check_answer(&a);
     check_error(&e);
-    if (rc != LF_WIRE_OK) CHECK(a.text.len == 0 && a.signature.len == 0 && a.n_tool_calls == 0);
+    if (rc != LF_WIRE_OK) CHECK(a.text.len == 0 && a.reasoning.len == 0 && a.n_tool_calls == 0);
     if (rc == LF_WIRE_OK && a.n_tool_calls) CHECK(strcmp(a.finish_reason.ptr, LF_FINISH_TOOL_CALLS) == 0);
     rc = lf_wire_parse_embeddings_for(LF_API_GEMINI, text, size, 2, &a, &e);
     if (rc == LF_WIRE_OK) CHECK(a.vectors && a.n_vectors == 2 && a.dims > 0);
@@ -400,8 +400,9 @@ static void fuzz_gemini_parse(const char *text, size_t size)
 
 /* The input (up to its first NUL) as every string of a Gemini request: texts,
  * a call's name, arguments and signature, a result, the system text, a tool's
- * description, the model in the path, Vertex's project. The body is strict
- * JSON with the texts in it; the path holds no byte that would end it. */
+ * description, the model in the path, Vertex's project, Azure's deployment
+ * and api-version. The body is strict JSON with the texts in it; the URL
+ * holds no byte that would end a segment. */
 static void fuzz_gemini_build(const char *text)
 {
     size_t len = strlen(text), i;
@@ -410,15 +411,17 @@ static void fuzz_gemini_build(const char *text)
                           .signature_len = len };
     lf_message msgs[5];
     lf_request_params p;
+    lf_endpoint e;
     lf_buf out, err, want;
     json_object *o, *t;
-    int rc, vertex;
+    int rc, layout;
 
     memset(msgs, 0, sizeof msgs);
     msgs[0] = (lf_message){ .role = "system", .content = text, .content_len = len };
     msgs[1] = (lf_message){ .role = "user", .content = text, .content_len = len };
     msgs[2] = (lf_message){ .role = "assistant", .content = text, .content_len = len, .tool_calls = &call,
-                            .n_tool_calls = 1, .host = "h", .signature = text, .signature_len = len };
+                            .n_tool_calls = 1, .reasoning = text, .reasoning_len = len,
+                            .reasoning_api = LF_API_GEMINI, .reasoning_origin = "h" };
     msgs[3] = (lf_message){ .role = "tool", .content = text, .content_len = len, .tool_call_id = "c1",
                             .is_error = len & 1 };
     msgs[4] = (lf_message){ .role = "user", .content = text, .content_len = len };
@@ -432,7 +435,7 @@ static void fuzz_gemini_build(const char *text)
     p.messages = msgs;
     p.tools = &tool;
     p.n_tools = 1;
-    p.host = (len & 2) ? "h" : "other";
+    p.origin = (len & 2) ? "h" : "other";
     p.json_mode = (len >> 2) & 1;
     for (p.n_messages = 2; p.n_messages <= 5; p.n_messages += 3) {
         CHECK(lf_wire_build_request(&p, &out, &err) == 0);
@@ -446,11 +449,15 @@ static void fuzz_gemini_build(const char *text)
         CHECK(want.len == 0 || memcmp(json_object_get_string(t), want.ptr, want.len) == 0);
         json_object_put(o);
     }
-    for (vertex = 0; vertex <= 1; vertex++) {
-        p.vertex.project = vertex ? text : NULL;
-        p.vertex.location = "global";
-        p.stream = vertex;
-        rc = lf_wire_path_write(&p, &out, &err);
+    for (layout = 0; layout < 3; layout++) {
+        /* Gemini on Google AI and on Vertex AI, chat completions on an Azure
+         * deployment. */
+        static const lf_layout layouts[] = { LF_LAYOUT_PLAIN, LF_LAYOUT_VERTEX, LF_LAYOUT_AZURE_DEPLOYMENT };
+
+        e = (lf_endpoint){ .api = layout == 2 ? LF_API_OPENAI : LF_API_GEMINI, .layout = layouts[layout],
+                           .base_url = "", .model = p.model, .api_version = text, .vertex = { text, "global" },
+                           .stream = layout == 1 };
+        rc = lf_wire_url(&e, &out, &err);
         CHECK(rc == 0 || (rc == -1 && err.len > 0));
         if (rc) continue;
         for (i = 0; i < out.len; i++) {

@@ -42,13 +42,6 @@ static json_object *jat(json_object *a, size_t i)
     return i < jlen(a) ? json_object_array_get_idx(a, i) : NULL;
 }
 
-static long jlong(json_object *o, const char *key)
-{
-    json_object *v = jget(o, key);
-
-    return v && json_object_is_type(v, json_type_int) ? (long)json_object_get_int64(v) : -1;
-}
-
 static int json_same_text(const char *a, size_t an, json_object *b)
 {
     json_object *x = parse(a, an);
@@ -177,7 +170,7 @@ static void check_answer(const char *file, const lf_answer *a, const want *w)
     size_t i;
     int ok = buf_is(&a->text, lf_buf_cstr(&w->text)) && buf_is(&a->model, lf_buf_cstr(&w->model)) &&
              buf_is(&a->id, lf_buf_cstr(&w->id)) && a->input_tokens == w->input && a->output_tokens == w->output &&
-             a->cached_input_tokens == w->cached && a->n_tool_calls == w->n && buf_is(&a->signature, lf_buf_cstr(&w->text_sig));
+             a->cached_input_tokens == w->cached && a->n_tool_calls == w->n && buf_is(&a->reasoning, lf_buf_cstr(&w->text_sig));
 
     if (!ok)
         fprintf(stderr, "%s: got text \"%.40s\" model %s tokens %ld/%ld calls %zu; want \"%.40s\" %s %ld/%ld %zu\n", file,
@@ -200,7 +193,7 @@ static void check_answer(const char *file, const lf_answer *a, const want *w)
 /* ------------------------------------ a recorded request as a transcript */
 
 /* The transcript a recorded request body holds, as lf_wire's input: its
- * texts, its calls (with their signatures, made by this host: "google"),
+ * texts, its calls (with their signatures, made by this origin: "google"),
  * its results (with the text the client sent), its tools and settings. */
 typedef struct transcript {
     lf_message m[MAX_MSGS];
@@ -344,8 +337,8 @@ static int transcript_read(transcript *t, json_object *req, int stream)
             } else if (jstr(part, "text")) {
                 lf_buf_append_str(&t->texts[n], jstr(part, "text"));
                 if (jstr(part, "thoughtSignature")) {
-                    t->m[n].signature = jstr(part, "thoughtSignature");
-                    t->m[n].signature_len = strlen(t->m[n].signature);
+                    t->m[n].reasoning = jstr(part, "thoughtSignature");
+                    t->m[n].reasoning_len = strlen(t->m[n].reasoning);
                 }
             }
         }
@@ -354,7 +347,8 @@ static int transcript_read(transcript *t, json_object *req, int stream)
         t->m[n].content_len = t->texts[n].len;
         t->m[n].tool_calls = calls ? t->calls[n] : NULL;
         t->m[n].n_tool_calls = calls;
-        t->m[n].host = model ? "google" : NULL;
+        t->m[n].reasoning_api = LF_API_GEMINI;
+        t->m[n].reasoning_origin = model ? "google" : NULL;
         if (calls) prev = n;
         n++;
     }
@@ -376,7 +370,7 @@ static int transcript_read(transcript *t, json_object *req, int stream)
     t->p.tools = jlen(decls) ? t->tools : NULL;
     t->p.n_tools = jlen(decls) < MAX_CALLS ? jlen(decls) : MAX_CALLS;
     t->p.stream = stream;
-    t->p.host = "google";
+    t->p.origin = "google";
     if (jget(cfg, "temperature")) {
         t->p.has_temperature = 1;
         t->p.temperature = json_object_get_double(jget(cfg, "temperature"));
@@ -597,7 +591,7 @@ static void check_interaction(const char *file, json_object *it, counts *cn)
         want_stream(&w, body, strlen(body));
         stream_run_body(&r, LF_API_GEMINI, body, strlen(body), 7);
         LF_CHECK(lf_stream_complete(&r.st));
-        LF_CHECK_INT(r.n_invalid + r.n_error, 0);
+        LF_CHECK_INT(r.n_invalid + r.n_error + r.n_bad_delta, 0);
         check_answer(file, &r.st.answer, &w);
         LF_CHECK(buf_is(&r.deltas, lf_buf_cstr(&w.text)));
         cn->streams++;
@@ -634,17 +628,19 @@ static void check_interaction(const char *file, json_object *it, counts *cn)
         copy_str(name, sizeof name, model);
         name[strcspn(name, ":")] = '\0';
         t->p.model = name;
-        if (vertex) {
-            t->p.vertex.project = "my-project";
-            t->p.vertex.location = "us-east5";
-        }
+        if (vertex) t->p.layout = LF_LAYOUT_VERTEX;
         LF_CHECK_INT(lf_wire_build_request(&t->p, &out, &err), 0);
         if (err.len) fprintf(stderr, "%s: %s\n", file, lf_buf_cstr(&err));
         got = parse(out.ptr ? out.ptr : "", out.len);
         LF_CHECK(got != NULL);
         LF_CHECK_INT(compare_requests(file, recorded, got), 0);
         json_object_put(got);
-        LF_CHECK_INT(lf_wire_path_write(&t->p, &out, &err), 0);
+        {
+            lf_endpoint e = { .api = t->p.api, .layout = t->p.layout, .base_url = "", .model = t->p.model,
+                              .vertex = { "my-project", "us-east5" }, .stream = t->p.stream };
+
+            LF_CHECK_INT(lf_wire_url(&e, &out, &err), 0);
+        }
         expected_path(path, &want_path);
         if (!buf_is(&out, lf_buf_cstr(&want_path)))
             fprintf(stderr, "%s: path %s, want %s\n", file, lf_buf_cstr(&out), lf_buf_cstr(&want_path));
@@ -739,25 +735,30 @@ static void build_fails(const lf_request_params *p, const char *want)
     lf_buf_free(&err);
 }
 
-static void path_is(const lf_request_params *p, const char *want)
+/* The URL of e with base_url "": its path. */
+static void path_is(const lf_endpoint *e, const char *want)
 {
+    lf_endpoint at = *e;
     lf_buf out, err;
 
+    at.base_url = "";
     lf_buf_init(&out);
     lf_buf_init(&err);
-    LF_CHECK_INT(lf_wire_path_write(p, &out, &err), 0);
+    LF_CHECK_INT(lf_wire_url(&at, &out, &err), 0);
     CHECK_BUF(out, want);
     lf_buf_free(&out);
     lf_buf_free(&err);
 }
 
-static void path_fails(const lf_request_params *p, const char *want)
+static void path_fails(const lf_endpoint *e, const char *want)
 {
+    lf_endpoint at = *e;
     lf_buf out, err;
 
+    at.base_url = "";
     lf_buf_init(&out);
     lf_buf_init(&err);
-    LF_CHECK_INT(lf_wire_path_write(p, &out, &err), -1);
+    LF_CHECK_INT(lf_wire_url(&at, &out, &err), -1);
     LF_CHECK(strstr(lf_buf_cstr(&err), want) != NULL);
     lf_buf_free(&out);
     lf_buf_free(&err);
@@ -765,7 +766,7 @@ static void path_fails(const lf_request_params *p, const char *want)
 
 static void test_paths(void)
 {
-    lf_request_params p = { .api = LF_API_GEMINI, .model = "gemini-2.5-flash" };
+    lf_endpoint p = { .api = LF_API_GEMINI, .model = "gemini-2.5-flash" };
     lf_buf url;
     lf_api api = LF_API_OPENAI;
 
@@ -786,6 +787,7 @@ static void test_paths(void)
 
     /* Vertex AI: Gemini by publisher google, Claude by publisher anthropic. */
     p.model = "gemini-2.5-pro";
+    p.layout = LF_LAYOUT_VERTEX;
     p.vertex = (lf_vertex){ .project = "my-project", .location = "global" };
     path_is(&p, "/v1/projects/my-project/locations/global/publishers/google/models/gemini-2.5-pro:generateContent");
     p.stream = 1;
@@ -810,12 +812,16 @@ static void test_paths(void)
     p.kind = LF_REQUEST_EMBEDDINGS;
     path_fails(&p, "embeddings on Vertex AI");
 
+    /* Azure serves none of Google's protocols. */
+    p = (lf_endpoint){ .api = LF_API_GEMINI, .layout = LF_LAYOUT_AZURE, .model = "gemini-2.5-flash" };
+    path_fails(&p, "does not serve Gemini");
+
     /* The other protocols keep their static paths. */
-    p = (lf_request_params){ .api = LF_API_OPENAI, .model = "gpt-4o" };
+    p = (lf_endpoint){ .api = LF_API_OPENAI, .model = "gpt-4o" };
     path_is(&p, "/chat/completions");
     p.api = LF_API_ANTHROPIC;
     path_is(&p, "/v1/messages");
-    p = (lf_request_params){ .api = LF_API_OPENAI, .model = "m", .kind = LF_REQUEST_EMBEDDINGS };
+    p = (lf_endpoint){ .api = LF_API_OPENAI, .model = "m", .kind = LF_REQUEST_EMBEDDINGS };
     path_is(&p, "/embeddings");
     LF_CHECK(lf_wire_path_for(LF_API_GEMINI, LF_REQUEST_EMBEDDINGS) == NULL);
 
@@ -865,10 +871,10 @@ static void test_prepare(void)
                          .api_key = "AIzaKEY-1234567890", .model = "gemini-2.5-flash" };
     lf_target vertex = { .api = LF_API_GEMINI, .base_url = "https://aiplatform.googleapis.com",
                          .api_key = "ya29.TOKEN-1234567890", .model = "gemini-2.5-pro",
-                         .vertex = { .project = "p1", .location = "global" } };
+                         .layout = LF_LAYOUT_VERTEX, .vertex = { .project = "p1", .location = "global" } };
     lf_target claude = { .api = LF_API_ANTHROPIC, .base_url = "https://us-east5-aiplatform.googleapis.com",
                          .api_key = "ya29.TOKEN-1234567890", .model = "claude-sonnet-4-5@20250929",
-                         .vertex = { .project = "p1", .location = "us-east5" } };
+                         .layout = LF_LAYOUT_VERTEX, .vertex = { .project = "p1", .location = "us-east5" } };
     lf_prepared_call pc;
     lf_buf err;
     json_object *body;
@@ -914,7 +920,7 @@ static void test_prepare(void)
     lf_buf_free(&err);
 }
 
-/* A two-turn tool loop: the first turn's answer made by host "gemini" (its
+/* A two-turn tool loop: the first turn's answer made by origin "gemini" (its
  * text and first call signed, two calls whose results came back in reverse
  * order), a new question, and a call of the current turn. */
 static lf_tool_call loop_calls1[] = {
@@ -930,23 +936,24 @@ static const lf_message loop_msgs[] = {
     { .role = "system", .content = "Be brief.", .content_len = 9 },
     { .role = "user", .content = "Oslo?", .content_len = 5 },
     { .role = "assistant", .content = "Looking.", .content_len = 8, .tool_calls = loop_calls1, .n_tool_calls = 2,
-      .host = "gemini", .signature = "TS", .signature_len = 2 },
+      .reasoning = "TS", .reasoning_len = 2, .reasoning_api = LF_API_GEMINI, .reasoning_origin = "gemini" },
     { .role = "tool", .content = "12:00", .content_len = 5, .tool_call_id = "c2" },
     { .role = "tool", .content = "failed", .content_len = 6, .tool_call_id = "c1", .is_error = 1 },
-    { .role = "assistant", .content = "Cold.", .content_len = 5, .host = "gemini" },
+    { .role = "assistant", .content = "Cold.", .content_len = 5, .reasoning_api = LF_API_GEMINI,
+      .reasoning_origin = "gemini" },
     { .role = "user", .content = "Rome?", .content_len = 5 },
     { .role = "assistant", .content = "", .content_len = 0, .tool_calls = loop_calls2, .n_tool_calls = 1,
-      .host = "gemini" },
+      .reasoning_api = LF_API_GEMINI, .reasoning_origin = "gemini" },
     { .role = "tool", .content = "25C", .content_len = 3, .tool_call_id = "c3" },
 };
 static const lf_tool loop_tools[] = { { .name = "weather", .description = "Weather in a city",
                                         .parameters = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}" },
                                       { .name = "clock" } };
 
-static lf_request_params loop_params(lf_api api, const char *host)
+static lf_request_params loop_params(lf_api api, const char *origin)
 {
     lf_request_params p = { .api = api, .model = "m", .messages = loop_msgs, .n_messages = 9, .tools = loop_tools,
-                            .n_tools = 2, .host = host };
+                            .n_tools = 2, .origin = origin };
 
     return p;
 }
@@ -983,7 +990,7 @@ static void test_signatures(void)
     LF_CHECK_STR(jstr(jat(jget(jget(b, "systemInstruction"), "parts"), 0), "text"), "Be brief.");
     json_object_put(b);
 
-    /* Another host: its signatures stay home; the current turn's first call
+    /* Another origin: its signatures stay home; the current turn's first call
      * gets the sentinel, earlier turns nothing. */
     p = loop_params(LF_API_GEMINI, "vertex");
     b = build(&p);
@@ -1005,7 +1012,28 @@ static void test_signatures(void)
     p = loop_params(LF_API_ANTHROPIC, "gemini");
     LF_CHECK_INT(lf_wire_build_request(&p, &out, NULL), 0);
     LF_CHECK(strstr(lf_buf_cstr(&out), "S1") == NULL && strstr(lf_buf_cstr(&out), "ignature") == NULL);
+    /* Nor Responses, which would refuse a state that is not its items. */
+    p = loop_params(LF_API_RESPONSES, "gemini");
+    p.encrypted_reasoning = 1;
+    LF_CHECK_INT(lf_wire_build_request(&p, &out, NULL), 0);
+    LF_CHECK(strstr(lf_buf_cstr(&out), "\"TS\"") == NULL && strstr(lf_buf_cstr(&out), "S1") == NULL);
     lf_buf_free(&out);
+
+    /* The same origin's state, made in another protocol, is not Gemini's. */
+    {
+        lf_message other[9];
+        size_t i;
+
+        memcpy(other, loop_msgs, sizeof other);
+        for (i = 0; i < 9; i++) other[i].reasoning_api = LF_API_RESPONSES;
+        p = loop_params(LF_API_GEMINI, "gemini");
+        p.messages = other;
+        b = build(&p);
+        LF_CHECK(jget(part(b, 1, 0), "thoughtSignature") == NULL);
+        LF_CHECK(jget(part(b, 1, 1), "thoughtSignature") == NULL);
+        LF_CHECK_STR(jstr(part(b, 5, 0), "thoughtSignature"), SENTINEL);
+        json_object_put(b);
+    }
 }
 
 /* An answer's calls and signatures, carried into the next request as a
@@ -1029,7 +1057,7 @@ static void test_answer_round_trip(void)
     lf_answer_init(&a);
     LF_CHECK_INT(lf_wire_parse_response(LF_API_GEMINI, body, strlen(body), &a, NULL), LF_WIRE_OK);
     CHECK_BUF(a.text, "On it.");
-    CHECK_BUF(a.signature, "TXT");
+    CHECK_BUF(a.reasoning, "TXT");
     CHECK_BUF(a.finish_reason, LF_FINISH_TOOL_CALLS);
     CHECK_BUF(a.model, "gemini-3-pro");
     CHECK_BUF(a.id, "r1");
@@ -1047,11 +1075,12 @@ static void test_answer_round_trip(void)
                                    .signature = a.tool_calls[i].signature.ptr, .signature_len = a.tool_calls[i].signature.len };
     msgs[0] = (lf_message){ .role = "user", .content = "q", .content_len = 1 };
     msgs[1] = (lf_message){ .role = "assistant", .content = a.text.ptr, .content_len = a.text.len, .tool_calls = calls,
-                            .n_tool_calls = 2, .host = "g", .signature = a.signature.ptr, .signature_len = a.signature.len };
+                            .n_tool_calls = 2, .reasoning = a.reasoning.ptr, .reasoning_len = a.reasoning.len,
+                            .reasoning_api = LF_API_GEMINI, .reasoning_origin = "g" };
     msgs[2] = (lf_message){ .role = "tool", .content = "r1", .content_len = 2, .tool_call_id = "x1" };
     msgs[3] = (lf_message){ .role = "tool", .content = "r2", .content_len = 2, .tool_call_id = "x2" };
     p = (lf_request_params){ .api = LF_API_GEMINI, .model = "m", .messages = msgs, .n_messages = 4, .tools = loop_tools,
-                             .n_tools = 2, .host = "g" };
+                             .n_tools = 2, .origin = "g" };
     b = build(&p);
     LF_CHECK_STR(jstr(part(b, 1, 0), "thoughtSignature"), "TXT");
     LF_CHECK_STR(jstr(part(b, 1, 1), "thoughtSignature"), "SIG/1+=");
@@ -1170,7 +1199,7 @@ static void test_attachments(void)
     /* Nor does Claude on Vertex AI take Anthropic's url source. */
     p.api = LF_API_ANTHROPIC;
     LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_only, NULL, &why), LF_ATTACH_TAKEN);
-    p.vertex = (lf_vertex){ .project = "p", .location = "us-east5" };
+    p.layout = LF_LAYOUT_VERTEX;
     LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_only, NULL, &why), LF_ATTACH_NO_URL);
     LF_CHECK(strstr(lf_buf_cstr(&why), "Vertex AI takes a file's bytes") != NULL);
     lf_buf_free(&why);
@@ -1288,7 +1317,7 @@ static void test_streams(void)
     CHECK_BUF(r.st.answer.tool_calls[0].name, "a");
     CHECK_BUF(r.st.answer.tool_calls[0].signature, "SA");
     CHECK_BUF(r.st.answer.tool_calls[1].arguments, "{}");
-    CHECK_BUF(r.st.answer.signature, "ST");
+    CHECK_BUF(r.st.answer.reasoning, "ST");
     LF_CHECK_INT(r.st.answer.input_tokens, 9);
     LF_CHECK_INT(r.st.answer.output_tokens, 10);
     /* After the finish: counts only. */
@@ -1411,8 +1440,7 @@ static void test_embeddings(void)
     p.n_inputs = 101;
     LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), -1);
     LF_CHECK(strstr(lf_buf_cstr(&err), "1 to 100 texts") != NULL);
-    p.vertex.project = "p";
-    p.vertex.location = "us-east5";
+    p.layout = LF_LAYOUT_VERTEX;
     p.n_inputs = 1;
     LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), -1);
 

@@ -1,7 +1,8 @@
 /* The stream driver of the wire tests: a recorded body fed to lf_sse in
  * slices of `step` bytes (0: at once), every event to lf_stream_event of one
- * protocol; the deltas it handed out, and how many events were malformed or
- * errors. */
+ * protocol; the deltas it handed out, and how many events ended the stream,
+ * were malformed or errors, or handed out a delta that breaks its contract
+ * (none, one beside an event that did not continue, or not UTF-8). */
 #ifndef WIRE_STREAM_RUN_H
 #define WIRE_STREAM_RUN_H
 
@@ -10,22 +11,25 @@
 #include "lf_buf.h"
 #include "lf_sse.h"
 #include "lf_wire.h"
+#include "utf8_ref.h"
 
 typedef struct stream_run {
     lf_stream_state st;
     lf_buf deltas;
-    int n_invalid, n_error;
+    int n_done, n_invalid, n_error, n_bad_delta;
 } stream_run;
 
 static int stream_cb(void *ud, const lf_sse_event *ev)
 {
     stream_run *r = ud;
     const char *d = NULL;
-    size_t dn = 0;
+    size_t dn = 99;   /* lf_stream_event must set it */
     int rc = lf_stream_event(&r->st, ev, &d, &dn);
 
+    if (rc == LF_STREAM_DONE) r->n_done++;
     if (rc == LF_STREAM_INVALID) r->n_invalid++;
     if (rc == LF_STREAM_ERROR) r->n_error++;
+    if (!d || (rc != LF_STREAM_CONTINUE && dn != 0) || !utf8_valid(d, dn)) r->n_bad_delta++;
     if (d && dn) lf_buf_append(&r->deltas, d, dn);
     return 0;
 }

@@ -27,6 +27,14 @@ static inline const char *jstr(json_object *o, const char *key)
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
+/* An integer member, -1 when there is none. */
+static inline long jlong(json_object *o, const char *key)
+{
+    json_object *v = jget(o, key);
+
+    return v && json_object_is_type(v, json_type_int) ? (long)json_object_get_int64(v) : -1;
+}
+
 static inline json_object *parse(const char *s, size_t n)
 {
     json_tokener *tok = json_tokener_new();

@@ -70,11 +70,13 @@ static int lf_header_add(struct curl_slist **list, const char *line)
     return 0;
 }
 
-/* The header the key goes in: Vertex AI's OAuth access token is a bearer
- * token whatever the publisher; Anthropic's and Gemini's keys have their own. */
+/* How the target takes its key: a bearer token where it is one (Azure's
+ * Entra ID token; Vertex AI's OAuth access token, whatever the publisher),
+ * Azure's api-key, else as the protocol's own host takes it. */
 static const char *lf_key_header(const lf_target *t)
 {
-    if (t->vertex.project) return "Authorization: Bearer ";
+    if (t->bearer || t->layout == LF_LAYOUT_VERTEX) return "Authorization: Bearer ";
+    if (t->layout != LF_LAYOUT_PLAIN) return "api-key: ";
     switch (t->api) {
     case LF_API_ANTHROPIC: return "x-api-key: ";
     case LF_API_GEMINI: return "x-goog-api-key: ";
@@ -115,7 +117,7 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
         lf_header_add(list, "Expect:") != 0)
         return -1;
     /* On Vertex AI the version is in the body (LF_VERTEX_ANTHROPIC_VERSION). */
-    if (t->api == LF_API_ANTHROPIC && !t->vertex.project &&
+    if (t->api == LF_API_ANTHROPIC && t->layout != LF_LAYOUT_VERTEX &&
         lf_header_add(list, "anthropic-version: 2023-06-01") != 0)
         return -1;
     if (lf_header_add_key(list, t) != 0) return -1;
@@ -124,33 +126,48 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
     return 0;
 }
 
+/* The target's URL (lf_wire_url), malloc'd into *url. */
+static int lf_prepare_url(char **url, const lf_target *t, const lf_request_params *params, lf_buf *err)
+{
+    lf_endpoint e = { .api = t->api, .kind = params->kind, .layout = t->layout, .base_url = t->base_url,
+                      .model = t->model, .api_version = t->api_version, .vertex = t->vertex,
+                      .stream = params->stream };
+    lf_buf u;
+    int rc;
+
+    lf_buf_init(&u);
+    rc = lf_wire_url(&e, &u, err);
+    *url = rc == 0 ? lf_concat(lf_buf_cstr(&u), "") : NULL;
+    lf_buf_free(&u);
+    if (rc == 0 && !*url) {
+        lf_buf_setf(err, "out of memory");
+        rc = -1;
+    }
+    return rc;
+}
+
 static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_params *params, json_object *schema,
                           lf_buf *err)
 {
     lf_request_params tp = *params;
-    lf_buf path;
-    int rc;
 
     if (lf_target_check(t, err) != 0) return -1;
     tp.api = t->api;
     tp.model = t->model;
-    tp.vertex = t->vertex;
-    tp.host = t->host;
+    tp.layout = t->layout;
     tp.no_images = t->no_images;
     tp.no_documents = t->no_documents;
     tp.no_urls = t->no_urls;
     tp.max_attachment_bytes = t->max_attachment_bytes;
     tp.max_attachments = t->max_attachments;
+    tp.origin = t->origin;
+    tp.encrypted_reasoning = t->encrypted_reasoning;
     p->refused = lf_wire_attachments_refusal(&tp, &p->refusal);
     if (p->refused) return 0;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
-    lf_buf_init(&path);
-    rc = lf_wire_path_write(&tp, &path, err);
     /* base_url is normalised by its owner, the Ruby configuration. */
-    if (rc == 0) p->url = lf_concat(t->base_url, lf_buf_cstr(&path));
-    lf_buf_free(&path);
-    if (rc != 0) return -1;
-    if (!p->url || lf_build_headers(t, params->stream, &p->headers) != 0) {
+    if (lf_prepare_url(&p->url, t, params, err) != 0) return -1;
+    if (lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;
     }

@@ -1,8 +1,8 @@
 /* The wire protocols: OpenAI chat completions (and every compatible API),
- * Anthropic messages and Google's Gemini generateContent, on their own hosts
- * or on Vertex AI (lf_vertex). Builds request bodies and paths from messages;
- * parses plain answers, stream events and error bodies. Pure functions over
- * json-c.
+ * Anthropic messages, OpenAI's Responses API and Google's Gemini
+ * generateContent, on their own hosts or on a host's layout (lf_layout: Azure,
+ * Vertex AI). Builds request bodies and URLs from messages; parses plain
+ * answers, stream events and error bodies. Pure functions over json-c.
  *
  * The public header of the wire layer. A protocol is a request file and a
  * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
@@ -10,7 +10,8 @@
  * every protocol shares in a leaf below them (lf_wire_shared.h: error bodies,
  * an answer and its calls, the stream state, failure messages and roles, call
  * ids and the transcript invariant, attachments); lf_wire.c above them checks
- * a request and hands it, an answer or a stream event to its protocol. Over
+ * a request and hands it, an answer or a stream event to its protocol;
+ * lf_wire_route.c writes where it goes (lf_wire_url). Over
  * lf_utf8 (sanitizing), lf_json_write (the JSON writer) and lf_json_read
  * (json-c reading: one reader per protocol).
  *
@@ -24,16 +25,12 @@
 #include "lf_sse.h"
 #include "lf_utf8.h"
 
-typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1, LF_API_GEMINI = 4 } lf_api;
-
-/* Vertex AI, a host of two protocols by publisher: Gemini (publisher google,
- * generateContent) and Claude (publisher anthropic, rawPredict: Anthropic's
- * body without "model", with anthropic_version). project NULL: the protocol's
- * own host. The base URL is the location's (lf_wire_vertex_base_url). */
-typedef struct lf_vertex {
-    const char *project;   /* NULL: not Vertex */
-    const char *location;  /* "us-east5", "europe-west4", "global", ... */
-} lf_vertex;
+typedef enum lf_api {
+    LF_API_OPENAI = 0,
+    LF_API_ANTHROPIC = 1,
+    LF_API_RESPONSES = 2,  /* OpenAI's Responses API (/responses): OpenAI, Azure */
+    LF_API_GEMINI = 4      /* Google's Gemini generateContent: Google AI, Vertex AI */
+} lf_api;
 
 /* The anthropic_version a Claude body on Vertex AI carries instead of a model. */
 #define LF_VERTEX_ANTHROPIC_VERSION "vertex-2023-10-16"
@@ -43,6 +40,33 @@ typedef struct lf_vertex {
  * OpenAI, Azure, Mistral, Ollama, OpenRouter and others speak (Anthropic
  * has none: such a request is refused before any network). */
 typedef enum lf_request_kind { LF_REQUEST_CHAT = 0, LF_REQUEST_EMBEDDINGS = 1 } lf_request_kind;
+
+/* Where a host puts the protocols it serves, when not at base_url + the
+ * protocol's own path: a host's trait, not a protocol (Azure speaks chat
+ * completions and Responses, Vertex AI Gemini and Claude). It also says how
+ * the host takes the key (lf_prepare) and what it serves
+ * (lf_wire_layout_serves). */
+typedef enum lf_layout {
+    LF_LAYOUT_PLAIN = 0,         /* base_url + the protocol's path */
+    LF_LAYOUT_AZURE,             /* Azure OpenAI v1: base_url + "/openai/v1" + the path
+                                  * (chat completions, Responses, embeddings) */
+    LF_LAYOUT_AZURE_DEPLOYMENT,  /* base_url + "/openai/deployments/" + model + the path +
+                                  * "?api-version=" V: chat completions and embeddings */
+    LF_LAYOUT_AZURE_FOUNDRY,     /* Azure AI Foundry's model inference: base_url (its path
+                                  * ends in /models) + the path + "?api-version=" V: chat
+                                  * completions and embeddings */
+    LF_LAYOUT_VERTEX             /* Vertex AI: base_url (lf_wire_vertex_base_url) +
+                                  * "/v1/projects/P/locations/L/publishers/" + google or
+                                  * anthropic + "/models/" + model + the method: Gemini
+                                  * (generateContent) and Claude (rawPredict: Anthropic's
+                                  * body without "model", with anthropic_version) chats */
+} lf_layout;
+
+/* LF_LAYOUT_VERTEX's project and location. */
+typedef struct lf_vertex {
+    const char *project;
+    const char *location;  /* "us-east5", "europe-west4", "global", ...: [a-z0-9-] */
+} lf_vertex;
 
 /* A text to embed: UTF-8, len bytes. */
 typedef struct lf_text {
@@ -59,9 +83,9 @@ typedef struct lf_tool_call {
     const char *name;       /* the tool's name, as the model gave it */
     const char *arguments;  /* the arguments: JSON text, arguments_len bytes; NULL or empty: {} */
     size_t arguments_len;
-    /* Gemini's thoughtSignature of this call (lf_answer_call.signature), sent
-     * back with it only to the host that made it (lf_message.host); NULL or
-     * empty: none. */
+    /* Gemini's thoughtSignature of this call (lf_answer_call.signature): part
+     * of its message's reasoning state, and goes back under the same rule
+     * (lf_message.reasoning); NULL or empty: none. */
     const char *signature;
     size_t signature_len;
 } lf_tool_call;
@@ -93,14 +117,19 @@ typedef struct lf_message {
      * file, Anthropic image and document blocks, Gemini inlineData parts). */
     const lf_attachment *attachments;
     size_t n_attachments;
-    /* assistant: reasoning state of the answer it was, opaque, for the host
-     * that made it only. host names that host (lf_request_params.host); the
-     * state is its calls' signatures (lf_tool_call.signature) and signature,
-     * the Gemini thoughtSignature of its text (lf_answer.signature). A request
-     * to another host, or of another protocol, drops it, never translates it. */
-    const char *host;
-    const char *signature;
-    size_t signature_len;
+    /* assistant: state its answer carried that only the host that made it
+     * can read back, opaque, in the protocol's own form (lf_answer.reasoning:
+     * the Responses API's encrypted reasoning items, reasoning_len bytes of
+     * the JSON text of an array; Gemini's thoughtSignature of its text), NULL
+     * for none; its calls' signatures (lf_tool_call.signature) are part of it.
+     * A request of protocol reasoning_api to the target whose origin equals
+     * reasoning_origin (lf_request_params.origin; NULL is "") sends it back as
+     * it came; any other request drops it, never translated
+     * (lf_wire_reasoning_goes). */
+    const char *reasoning;
+    size_t reasoning_len;
+    lf_api reasoning_api;
+    const char *reasoning_origin;
 } lf_message;
 
 /* A tool the model may call. */
@@ -160,7 +189,7 @@ typedef struct lf_request_params {
     int has_parallel_tool_calls;
     int parallel_tool_calls;
     /* LF_REQUEST_EMBEDDINGS: the texts (1 to LF_EMBED_MAX_INPUTS), in order;
-     * every chat member above is ignored but api and model. */
+     * every chat member above is ignored but api and model (and layout). */
     lf_request_kind kind;
     const lf_text *inputs;
     size_t n_inputs;
@@ -174,13 +203,18 @@ typedef struct lf_request_params {
     int no_urls;
     long max_attachment_bytes;
     long max_attachments;
-    /* Where the request goes beside its protocol: Vertex AI (project set),
-     * else the protocol's own host. */
-    lf_vertex vertex;
-    /* The host (provider entry) the request goes to, by the name the caller
-     * gives it: an assistant message's reasoning state goes back only when its
-     * host is this one (lf_message.host). NULL: none goes back. */
-    const char *host;
+    /* The host's layout (lf_target.layout): what it serves, and Vertex AI's
+     * ways (Claude's body, files by their bytes). */
+    lf_layout layout;
+    /* The target's origin (lf_target.origin: the provider entry's name), to
+     * tell whether a message's reasoning state came from it. NULL is "". */
+    const char *origin;
+    /* Responses: 1 asks for the reasoning items' encrypted_content
+     * (include: ["reasoning.encrypted_content"]) and re-sends the items the
+     * messages carry from this origin. A reasoning model only: others refuse
+     * the include with a 400 ("Encrypted content is not supported with this
+     * model"). The request is always store: false. */
+    int encrypted_reasoning;
 } lf_request_params;
 
 /* OpenAI's own cap on the inputs of one embeddings request. */
@@ -231,23 +265,38 @@ lf_attach_refusal lf_wire_attachment_refusal(const lf_request_params *p, const l
 lf_attach_refusal lf_wire_attachment_count_refusal(const lf_request_params *p, size_t n, const char *who,
                                                    lf_buf *why);
 
-/* Path appended to the provider's base_url, for the protocols whose path
- * holds neither the model nor the route (OpenAI, Anthropic); NULL for the
- * others: lf_wire_path_write. */
+/* What a request's URL is made of. */
+typedef struct lf_endpoint {
+    lf_api api;
+    lf_request_kind kind;
+    lf_layout layout;
+    const char *base_url;     /* no trailing slash (the configuration normalises it) */
+    const char *model;        /* in the path where the protocol or the layout puts it, escaped */
+    const char *api_version;  /* the Azure deployment and Foundry layouts: required */
+    lf_vertex vertex;         /* LF_LAYOUT_VERTEX: required */
+    int stream;
+} lf_endpoint;
+
+/* The URL of one request into out (cleared first): base_url, the layout's
+ * route, the protocol's path (static, or with the model in it: Gemini
+ * /v1beta/models/M:generateContent, :streamGenerateContent?alt=sse when
+ * streamed, :batchEmbedContents; Google's "models/" prefix dropped), the
+ * layout's query. A model or project in the path is one segment: every byte
+ * but A-Z a-z 0-9 - . _ ~ @ as %XX. 0, or -1 with errmsg (when non-NULL): a
+ * layout that does not serve the protocol, a missing api_version, Vertex AI
+ * without a project or a location of [a-z0-9-], no model where the path holds
+ * it, no memory. The one owner of where a request goes: lf_prepare asks it
+ * for every target. */
+int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg);
+/* Whether a host of layout serves requests of protocol api and kind: 0, or
+ * -1 with errmsg (when non-NULL) saying why not. The one owner of that rule:
+ * lf_wire_url and lf_wire_build_request ask it. */
+int lf_wire_layout_serves(lf_layout layout, lf_api api, lf_request_kind kind, lf_buf *errmsg);
+/* The path of a protocol that holds neither the model nor a route (OpenAI,
+ * Anthropic, Responses), as lf_wire_url appends it; NULL for the others. */
 const char *lf_wire_path(lf_api api);
 /* The same for a kind of request: "/embeddings" for LF_REQUEST_EMBEDDINGS. */
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind);
-/* The path of request p, written into out (cleared first): the static path
- * above, or one with the model in it, escaped (every byte but A-Z a-z 0-9
- * - . _ ~ @ as %XX; Gemini's "models/" prefix dropped): Gemini
- * /v1beta/models/M:generateContent, :streamGenerateContent?alt=sse (p->stream),
- * :batchEmbedContents; on Vertex AI (p->vertex.project) /v1/projects/P/
- * locations/L/publishers/google/models/M:generateContent or
- * :streamGenerateContent?alt=sse, and for Claude (LF_API_ANTHROPIC)
- * .../publishers/anthropic/models/M:rawPredict or :streamRawPredict. 0, or -1
- * with errmsg (when non-NULL): no model, a Vertex route without a location,
- * a protocol Vertex does not host here, out of memory. */
-int lf_wire_path_write(const lf_request_params *p, lf_buf *out, lf_buf *errmsg);
 /* The base URL of Vertex AI in location (no trailing slash):
  * https://LOCATION-aiplatform.googleapis.com, or https://aiplatform.googleapis.com
  * for "global". 0, or -1 for an empty location or one that is not
@@ -298,8 +347,8 @@ int lf_wire_name_ok(const char *name, size_t len);
  * (AnswerFormat.schema_with_tools_refusal). */
 const char *lf_wire_schema_with_tools_refusal(lf_api api);
 
-/* The protocol Ruby names name (len bytes: "openai", "anthropic", "gemini")
- * into *api: 0, or -1 for none. */
+/* The protocol Ruby names name (len bytes: "openai", "anthropic",
+ * "responses", "gemini") into *api: 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
 
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
@@ -355,7 +404,8 @@ typedef struct lf_answer_call {
     lf_buf arguments;  /* the whole arguments text (OpenAI: as sent; Anthropic: the
                         * input object written as JSON, or its streamed pieces
                         * joined); "{}" when the provider sent none */
-    lf_buf signature;  /* Gemini's thoughtSignature of the call, as sent (base64);
+    lf_buf signature;  /* Gemini's thoughtSignature of the call, as sent (base64):
+                        * part of the answer's reasoning state (lf_tool_call.signature);
                         * empty for none (Gemini signs the first of parallel calls) */
 } lf_answer_call;
 
@@ -379,16 +429,23 @@ typedef struct lf_answer {
     lf_answer_call *tool_calls;
     size_t n_tool_calls;
     size_t cap_tool_calls;
+    /* State the host wants back on the next turn and that no other host can
+     * read, opaque, in the protocol's own form; empty for none. Responses:
+     * its encrypted reasoning items, as the final output items carry them
+     * (the answer's output array or each item's response.output_item.done,
+     * never response.output_item.added's), the JSON text of an array of
+     * items, published when a stream completes. Gemini: the thoughtSignature
+     * of its text (the last one a text part carried); its calls' are theirs
+     * (lf_answer_call.signature). The host keeps it with the assistant
+     * message, with the protocol and the target's origin
+     * (lf_message.reasoning). */
+    lf_buf reasoning;
     /* An embeddings answer: n_vectors vectors of dims numbers each, row by
      * row in the order of the inputs (the provider's "index"); NULL for a
      * chat answer. */
     double *vectors;
     size_t n_vectors;
     size_t dims;
-    /* Reasoning state of a Gemini answer beside its calls': the thoughtSignature
-     * of its text (the last one a text part carried), opaque; the host keeps
-     * it with the assistant message (lf_message.signature). Empty: none. */
-    lf_buf signature;
 } lf_answer;
 
 #define LF_FINISH_TOOL_CALLS "tool_calls"
@@ -396,9 +453,9 @@ typedef struct lf_answer {
 void lf_answer_init(lf_answer *a);
 void lf_answer_clear(lf_answer *a);
 void lf_answer_free(lf_answer *a);
-/* Moves src's tool calls (their signatures with them) and vectors into dst
- * (what dst held goes to src, freed with it); the text and the other fields,
- * the answer's signature too, are the caller's. */
+/* Moves src's tool calls (their signatures with them), reasoning state and
+ * vectors into dst (what dst held goes to src, freed with it); the text and
+ * the other fields are the caller's. */
 void lf_answer_take_parts(lf_answer *dst, lf_answer *src);
 
 #define LF_WIRE_OK 0
@@ -431,7 +488,8 @@ typedef struct lf_stream_state {
     lf_api api;
     lf_answer answer;     /* accumulates text, model, finish reason, usage */
     lf_wire_error error;  /* filled on LF_STREAM_ERROR */
-    int done;             /* terminal event seen: [DONE] or message_stop */
+    int done;             /* terminal event seen: [DONE], message_stop, response.completed
+                           * or response.incomplete */
     int finished;         /* finish_reason / stop_reason seen */
     int has_usage;
     size_t delta_at;      /* where the current event's text starts in answer.text */
@@ -444,6 +502,10 @@ typedef struct lf_stream_state {
     long *call_keys;
     size_t n_calls, cap_calls;
     int calls_published;
+    /* Responses: the reasoning items of response.output_item.done events
+     * (a JSON array's items, comma-separated), published to
+     * answer.reasoning when the stream completes. */
+    lf_buf reasoning;
 } lf_stream_state;
 
 #define LF_STREAM_CONTINUE 0

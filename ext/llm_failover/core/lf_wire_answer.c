@@ -18,7 +18,6 @@ void lf_answer_init(lf_answer *a)
     lf_buf_init(&a->model);
     lf_buf_init(&a->finish_reason);
     lf_buf_init(&a->id);
-    lf_buf_init(&a->signature);
     a->input_tokens = -1;
     a->output_tokens = -1;
     a->cached_input_tokens = -1;
@@ -26,6 +25,7 @@ void lf_answer_init(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_buf_init(&a->reasoning);
     a->vectors = NULL;
     a->n_vectors = 0;
     a->dims = 0;
@@ -45,7 +45,6 @@ void lf_answer_clear(lf_answer *a)
     lf_buf_clear(&a->model);
     lf_buf_clear(&a->finish_reason);
     lf_buf_clear(&a->id);
-    lf_buf_clear(&a->signature);
     a->input_tokens = -1;
     a->output_tokens = -1;
     a->cached_input_tokens = -1;
@@ -53,6 +52,7 @@ void lf_answer_clear(lf_answer *a)
     /* The array stays for the next answer; the calls go. */
     lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
     a->n_tool_calls = 0;
+    lf_buf_clear(&a->reasoning);
     lf_answer_drop_vectors(a);
 }
 
@@ -62,7 +62,6 @@ void lf_answer_free(lf_answer *a)
     lf_buf_free(&a->model);
     lf_buf_free(&a->finish_reason);
     lf_buf_free(&a->id);
-    lf_buf_free(&a->signature);
     a->input_tokens = -1;
     a->output_tokens = -1;
     a->cached_input_tokens = -1;
@@ -72,6 +71,7 @@ void lf_answer_free(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_buf_free(&a->reasoning);
     lf_answer_drop_vectors(a);
 }
 
@@ -87,6 +87,7 @@ void lf_answer_take_parts(lf_answer *dst, lf_answer *src)
     src->tool_calls = calls;
     src->n_tool_calls = n;
     src->cap_tool_calls = cap;
+    lf_buf_move(&dst->reasoning, &src->reasoning);
     lf_answer_drop_vectors(dst);
     dst->vectors = src->vectors;
     dst->n_vectors = src->n_vectors;

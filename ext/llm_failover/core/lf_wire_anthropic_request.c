@@ -126,7 +126,7 @@ int lf_wire_anthropic_build(const lf_request_params *p, const char *schema, lf_b
     if (lf_wire_system_text(p, &system) != 0) goto done;
 
     /* On Vertex AI the model is in the path, the API version in the body. */
-    if (p->vertex.project ? lf_buf_append_str(out, "{\"anthropic_version\":\"" LF_VERTEX_ANTHROPIC_VERSION "\"") != 0
+    if (p->layout == LF_LAYOUT_VERTEX ? lf_buf_append_str(out, "{\"anthropic_version\":\"" LF_VERTEX_ANTHROPIC_VERSION "\"") != 0
                           : lf_buf_append_str(out, "{\"model\":") != 0 || lf_json_put_cstring(out, p->model) != 0)
         goto done;
     if (lf_buf_append_str(out, ",\"max_tokens\":") != 0 ||

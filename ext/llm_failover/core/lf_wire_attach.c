@@ -64,8 +64,9 @@ static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *
     /* Gemini's fileData takes its own Files API's URIs (Vertex AI: Cloud
      * Storage's), not a web URL: its bytes go as inlineData. Claude on Vertex
      * AI refuses Anthropic's url sources. */
-    if (p->api == LF_API_GEMINI || p->vertex.project) return 0;
-    /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
+    if (p->api == LF_API_GEMINI || p->layout == LF_LAYOUT_VERTEX) return 0;
+    /* Chat completions' file parts take bytes or an uploaded file's id, never
+     * a URL; Responses' input_file takes a file_url. */
     return !(p->api == LF_API_OPENAI && lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_DOCUMENT);
 }
 
@@ -73,7 +74,7 @@ static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *
 static const char *lf_attach_url_refused_by(const lf_request_params *p)
 {
     if (p->no_urls) return "attachment_urls: false";
-    if (p->vertex.project) return "Vertex AI takes a file's bytes";
+    if (p->layout == LF_LAYOUT_VERTEX) return "Vertex AI takes a file's bytes";
     return p->api == LF_API_GEMINI ? "Gemini takes a file's bytes" : "an OpenAI file part";
 }
 

@@ -132,3 +132,28 @@ int lf_wire_system_text(const lf_request_params *p, lf_buf *out)
         return -1;
     return 0;
 }
+
+/* "data:<mime>;base64,<bytes>" as a JSON string: how OpenAI's protocols take a
+ * file's bytes (chat completions' image_url and file parts, Responses'
+ * input_image and input_file). */
+int lf_wire_put_data_uri(lf_buf *out, const lf_attachment *a)
+{
+    return lf_buf_append_str(out, "\"data:") != 0 || lf_buf_append_str(out, a->mime_type) != 0 ||
+                   lf_buf_append_str(out, ";base64,") != 0 || lf_buf_append(out, a->base64, a->base64_len) != 0
+               ? -1
+               : lf_buf_append_char(out, '"');
+}
+
+/* The one rule of an assistant message's reasoning state (lf_message.reasoning
+ * and its calls' signatures): back to the protocol and the origin that made
+ * it, never elsewhere (another host cannot read it, and it has no meaning in
+ * another protocol); on Responses only to a target that asks for it
+ * (encrypted_reasoning: a model that reasons). */
+int lf_wire_reasoning_goes(const lf_request_params *p, const lf_message *m)
+{
+    const char *mine = m->reasoning_origin ? m->reasoning_origin : "";
+    const char *theirs = p->origin ? p->origin : "";
+
+    return m->reasoning_api == p->api && strcmp(mine, theirs) == 0 &&
+           (p->api != LF_API_RESPONSES || p->encrypted_reasoning);
+}

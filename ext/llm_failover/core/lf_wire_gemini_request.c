@@ -22,12 +22,6 @@ static size_t lf_gemini_turn_start(const lf_request_params *p)
     return 0;
 }
 
-/* Whether m's reasoning state was made by the host this request goes to. */
-static int lf_gemini_own_state(const lf_request_params *p, const lf_message *m)
-{
-    return p->host && m->host && strcmp(p->host, m->host) == 0;
-}
-
 static int lf_gemini_signature(lf_buf *out, const char *sig, size_t len)
 {
     if (!sig || !len) return 0;
@@ -44,20 +38,21 @@ static int lf_gemini_open(lf_buf *out, const char *role, int first)
                : lf_buf_append_str(out, "\",\"parts\":[");
 }
 
-/* A model message: its text (with its signature when this host made it), then
+/* A model message: its text (with its signature, the message's reasoning
+ * state, when this origin made it: lf_wire_reasoning_goes), then
  * a functionCall part per call. The first call of a step in the current turn
  * must carry a signature on Gemini 3: its own, or, made elsewhere, the
  * sentinel that says so. Call ids are not sent: Gemini pairs a call and its
  * result by order and name (its 2.5 models give no ids). */
 static int lf_gemini_model(lf_buf *out, const lf_request_params *p, const lf_message *m, int in_turn, int first)
 {
-    int own = lf_gemini_own_state(p, m), rc;
+    int own = lf_wire_reasoning_goes(p, m), rc;
     size_t k;
 
     if (lf_gemini_open(out, "model", first) != 0) return -1;
     if (m->content_len &&
         (lf_buf_append_str(out, "{\"text\":") != 0 || lf_json_put_string(out, m->content, m->content_len) != 0 ||
-         (own && lf_gemini_signature(out, m->signature, m->signature_len) != 0) || lf_buf_append_char(out, '}') != 0))
+         (own && lf_gemini_signature(out, m->reasoning, m->reasoning_len) != 0) || lf_buf_append_char(out, '}') != 0))
         return -1;
     for (k = 0; k < m->n_tool_calls; k++) {
         const lf_tool_call *c = &m->tool_calls[k];

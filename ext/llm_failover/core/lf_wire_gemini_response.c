@@ -154,7 +154,7 @@ static int lf_gemini_parts(json_object *cand, lf_answer *a, lf_stream_state *s)
         if (text && !(thought && json_object_get_boolean(thought)) &&
             lf_utf8_append_sanitized(&a->text, json_object_get_string(text), (size_t)json_object_get_string_len(text)) != 0)
             return -1;
-        if (lf_wire_stream_set(&a->signature, lf_json_get(part, "thoughtSignature")) != 0) return -1;
+        if (lf_wire_stream_set(&a->reasoning, lf_json_get(part, "thoughtSignature")) != 0) return -1;
     }
     return 0;
 }

@@ -8,20 +8,36 @@ require_relative "fake_provider/script"
 
 module LlmFailover
   module Testing
-    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions, the
-    # Anthropic messages and Google's Gemini generateContent protocols (Gemini and Claude on
-    # Vertex AI too, and the OAuth token exchange Vertex AI's credentials go through),
-    # streamed and not, and that a test scripts request by request. The gem's C client talks to it through libcurl, so it sees what a real
-    # provider would send: WebMock and friends cannot.
+    # A real HTTP/1.1 server on loopback that speaks OpenAI chat completions, Anthropic
+    # messages, OpenAI's Responses API and Google's Gemini generateContent, streamed and not,
+    # at their own hosts' paths and at Azure's and Vertex AI's (with the OAuth token exchange
+    # Vertex AI's credentials go through), and that a test scripts request by request. The
+    # gem's C client talks to it through libcurl, so it sees what a real provider would
+    # send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
     # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
     # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
-    # `/chat/completions`, `/messages`, a Google model's method (`/models/M:generateContent`,
-    # `:streamGenerateContent`, `:batchEmbedContents`, Vertex AI's `:rawPredict` and
-    # `:streamRawPredict` for Claude) or `/token` (or that are not POSTs) get a 404 and take
-    # no step.
+    # `/chat/completions`, `/embeddings`, `/messages`, `/responses`, a Google model's method
+    # (`/models/M:generateContent`, `:streamGenerateContent`, `:batchEmbedContents`, Vertex
+    # AI's `:rawPredict` and `:streamRawPredict` for Claude) or `/token` (or that are not
+    # POSTs) get a 404 and take no step. A host that refuses a request before any answer
+    # (Azure without its key, Vertex AI with a token it did not issue) refuses it in its own
+    # shape, and the request takes no step either.
+    #
+    # Responses (ResponsesAnswer): `base_url(:responses)`; every step works as on the other
+    # protocols, a thinking: step adds a reasoning item whose encrypted_content a client must
+    # send back from output_item.done or the response, never from output_item.added. Azure
+    # (fake_provider/azure.rb): `base_url(:azure)` and `base_url(:azure_foundry)`, the key
+    # checked in an api-key header (or an Entra ID bearer token), an api-version where the
+    # path needs one.
+    #
+    # Reasoning state (SealedState): the Responses API's encrypted_content and Gemini's
+    # thoughtSignature name the protocol and the lane that made them. With strict_transcript
+    # such state sent back to another protocol or lane, or not final, is refused as the real
+    # host refuses it (OpenAI's 400 invalid_encrypted_content, Gemini's "Corrupted thought
+    # signature").
     #
     # @example In your own test suite (RSpec)
     #   require "llm_failover/testing"
@@ -91,7 +107,8 @@ module LlmFailover
     #   fp.enqueue_embeddings({ error: :server }, { delay_headers: 2 })
     #
     # Its parts by job, beside it: Script (fake_provider/script.rb), Connections
-    # (fake_provider/connections.rb).
+    # (fake_provider/connections.rb), and the hosts that are not a protocol's own: Azure
+    # (fake_provider/azure.rb), Vertex AI (fake_provider/vertex.rb).
     class FakeProvider
       include Connections
       include Script
@@ -214,15 +231,20 @@ module LlmFailover
         "http://#{h}:#{@port}"
       end
 
-      # The base_url a provider of that API should be configured with (Gemini's and Vertex
-      # AI's paths hold their API version: /v1beta/models/..., /v1/projects/...).
-      # @param api [Symbol] :openai, :anthropic, :gemini or :vertex
+      # The base_url a provider of that API should be configured with: :openai and
+      # :responses (OpenAI's /v1), :anthropic, :gemini, :vertex (Gemini's and Vertex AI's
+      # paths hold their API version: /v1beta/models/..., /v1/projects/...), :azure (an
+      # Azure OpenAI resource, under which the client puts /openai/v1/... or
+      # /openai/deployments/...) and :azure_foundry (AI Foundry's /models).
+      # @param api [Symbol]
       # @return [String]
       def base_url(api)
         case api.to_sym
-        when :openai then "#{url}/v1"
-        when :anthropic, :gemini, :vertex then url
-        else raise ArgumentError, "FakeProvider speaks :openai, :anthropic, :gemini and :vertex, not #{api.inspect}"
+        when :openai, :responses then "#{url}/v1"
+        when :anthropic, :gemini, :vertex, :azure then url
+        when :azure_foundry then "#{url}/models"
+        else raise ArgumentError, "FakeProvider speaks :openai, :responses, :anthropic, :gemini, :vertex, :azure and " \
+                                  ":azure_foundry, not #{api.inspect}"
         end
       end
 

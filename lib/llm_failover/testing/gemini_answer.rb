@@ -3,6 +3,7 @@
 require "json"
 require "securerandom"
 require_relative "answer"
+require_relative "sealed_state"
 
 module LlmFailover
   module Testing
@@ -13,38 +14,20 @@ module LlmFailover
       # the first call of an answer signed (thoughtSignature), the last chunk the one with
       # the candidate's finishReason and the counts.
       class GeminiAnswer < Answer
-        # What a signature this server made says inside: the lane it was made for, so a
-        # strict server can tell one sent to another host (Transcript#gemini_problem).
-        SIGNATURE_PREFIX = "fake-thought-signature:"
-
-        # @param vertex [Boolean] the request came by Vertex AI's route (its answers carry
-        #   createTime and trafficType, and no candidate index)
-        # @param lane [Symbol, nil] the lane the request came by (signatures name it)
-        # @param include_thoughts [Boolean] the request asked for thought summaries
-        #   (generationConfig.thinkingConfig.includeThoughts): the step's thinking becomes
-        #   parts with "thought": true
-        def initialize(vertex: false, lane: nil, include_thoughts: false, thinking: nil, usage: {}, **kwargs)
-          @vertex = vertex
+        # By Vertex AI's route (Request#vertex?) its answers carry createTime and
+        # trafficType, and no candidate index. The step's thinking becomes parts with
+        # "thought": true only when the request asked for thought summaries
+        # (generationConfig.thinkingConfig.includeThoughts). The first call's signature is
+        # this server's SealedState for the request's lane.
+        def initialize(request:, thinking: nil, usage: {}, **kwargs)
+          json = request.json
+          include_thoughts = json.is_a?(Hash) && json.dig("generationConfig", "thinkingConfig", "includeThoughts") == true
+          @vertex = request.vertex?
           @thoughts_tokens = usage.fetch(:thoughts) { thinking ? thinking[:chunks].size : nil }
           @cached_tokens = usage[:cached]
-          super(thinking: include_thoughts ? thinking : nil, usage: usage, **kwargs)
+          super(request: request, thinking: include_thoughts ? thinking : nil, usage: usage, **kwargs)
           @id = SecureRandom.alphanumeric(22)
-          @signature = self.class.signature_for(lane)
-        end
-
-        # A signature this server hands out for +lane+ (nil: no lane).
-        # @return [String] base64, as Google's
-        def self.signature_for(lane)
-          ["#{SIGNATURE_PREFIX}#{lane}:#{SecureRandom.hex(8)}"].pack("m0")
-        end
-
-        # @return [String, nil] the lane a signature was made for ("" for none); nil when
-        #   this server did not make it
-        def self.signature_lane(signature)
-          text = signature.to_s.unpack1("m")
-          text.start_with?(SIGNATURE_PREFIX) ? text.delete_prefix(SIGNATURE_PREFIX).sub(/:[0-9a-f]*\z/, "") : nil
-        rescue ArgumentError
-          nil
+          @signature = SealedState.issue(api: :gemini, lane: request.lane)
         end
 
         # Google sends no request id header: the answer's responseId is its id.

@@ -7,9 +7,10 @@ module LlmFailover
   module Testing
     class FakeProvider
       # One request as the server saw it. headers has lowercase names; json is the parsed
-      # body when it is a JSON object; api is :openai, :anthropic, :gemini (Google's
-      # generateContent, on Google AI or Vertex AI), :oauth (a token exchange, Vertex AI's
-      # credentials) or nil (unrouted). Claude on Vertex AI (rawPredict) is :anthropic.
+      # body when it is a JSON object; api is :openai, :anthropic, :responses, :gemini
+      # (Google's generateContent, on Google AI or Vertex AI), :oauth (a token exchange,
+      # Vertex AI's credentials) or nil (unrouted). Claude on Vertex AI (rawPredict) is
+      # :anthropic. A host's own traits are beside it (fake_provider/azure.rb, vertex.rb).
       # client_closed is set when the client hung up while the answer was held back (a
       # delay): a hedged request's loser, a cancelled call. lane is the provider name its
       # path starts with (`/providers/NAME/...`, see Lane) or nil.
@@ -57,6 +58,7 @@ module LlmFailover
           google = google_method(path)
           if bare.end_with?("/chat/completions", "/embeddings") then :openai
           elsif bare.end_with?("/messages") then :anthropic
+          elsif bare.end_with?("/responses") then :responses
           elsif VERTEX_CLAUDE.include?(google) && bare.include?("/publishers/anthropic/") then :anthropic
           elsif (GOOGLE_CHAT + GOOGLE_EMBED).include?(google) && !bare.include?("/publishers/anthropic/") then :gemini
           elsif bare.end_with?("/token") then :oauth
@@ -69,12 +71,8 @@ module LlmFailover
           model && model.gsub(/%([0-9A-Fa-f]{2})/) { Regexp.last_match(1).hex.chr }.force_encoding(Encoding::UTF_8)
         end
 
-        # @return [Boolean] whether it came by Vertex AI's route (/projects/P/locations/L/...)
-        def vertex?
-          path.include?("/projects/") && path.include?("/publishers/")
-        end
-
-        # @return [String, nil] the bearer token of its Authorization header (Vertex AI's)
+        # @return [String, nil] the bearer token of its Authorization header (OpenAI's key,
+        #   Azure's Entra ID token, Vertex AI's access token)
         def bearer_token
           headers["authorization"].to_s[/\ABearer\s+(\S+)/i, 1]
         end

@@ -3,6 +3,7 @@
 require "json"
 require_relative "openai_answer"
 require_relative "anthropic_answer"
+require_relative "responses_answer"
 require_relative "gemini_answer"
 require_relative "canned_errors"
 require_relative "google_errors"
@@ -16,6 +17,9 @@ module LlmFailover
       # connection can carry the next request, :close when it must be closed, :gone when
       # it already is.
       class Responder
+        # Each protocol's answer; chat completions for every other.
+        ANSWERS = { anthropic: AnthropicAnswer, responses: ResponsesAnswer, gemini: GeminiAnswer }.freeze
+
         # Fixture headers we recompute: the body framing is ours.
         FRAMING_HEADERS = %w[content-length transfer-encoding connection].freeze
 
@@ -200,20 +204,10 @@ module LlmFailover
 
         def build_answer
           usage = @step[:usage].to_h.transform_keys(&:to_sym)
-          include_usage = @request.json.is_a?(Hash) &&
-                          @request.json.dig("stream_options", "include_usage") == true
           text, chunks, calls = @step.answer_for(@request.json)
-          common = { model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls, usage: usage,
-                     finish_reason: @step[:finish_reason], thinking: @step.thinking }
-          case @request.api
-          when :anthropic then AnthropicAnswer.new(**common)
-          when :gemini
-            GeminiAnswer.new(**common, vertex: @request.vertex?, lane: @request.lane,
-                                       include_thoughts: @request.json.is_a?(Hash) &&
-                                                         @request.json.dig("generationConfig", "thinkingConfig",
-                                                                           "includeThoughts") == true)
-          else OpenAIAnswer.new(**common, include_usage: include_usage)
-          end
+          answer = ANSWERS.fetch(@request.api, OpenAIAnswer)
+          answer.new(request: @request, model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls,
+                     usage: usage, finish_reason: @step[:finish_reason], thinking: @step.thinking)
         end
 
         # The body's model, or the path's (Google's hosts, Claude on Vertex AI).

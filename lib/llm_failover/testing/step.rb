@@ -140,7 +140,8 @@ module LlmFailover
         end
 
         # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
-        # OpenAI's {"type": "function", "function": {"name"}}, Gemini's toolConfig
+        # OpenAI's {"type": "function", "function": {"name"}}, the Responses API's
+        # {"type": "function", "name"}, Gemini's toolConfig
         # {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [name]}}.
         # @return [String, nil]
         def self.forced_tool(json)
@@ -152,7 +153,7 @@ module LlmFailover
 
           choice = json["tool_choice"] if json.is_a?(Hash)
           return nil unless choice.is_a?(Hash)
-          return choice["name"] if choice["type"] == "tool" && choice["name"].is_a?(String)
+          return choice["name"] if %w[tool function].include?(choice["type"]) && choice["name"].is_a?(String)
 
           name = choice.dig("function", "name") if choice["type"] == "function" && choice["function"].is_a?(Hash)
           name.is_a?(String) ? name : nil

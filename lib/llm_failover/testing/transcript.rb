@@ -2,7 +2,7 @@
 
 require "json"
 require "securerandom"
-require_relative "gemini_answer"
+require_relative "sealed_state"
 
 module LlmFailover
   module Testing
@@ -26,15 +26,19 @@ module LlmFailover
         # A result: message index, block index, the call id it answers, its content as
         # text, and whether it says the call failed (Anthropic is_error).
         Result = Struct.new(:message, :position, :id, :content, :error)
+        # Where each protocol keeps the transcript in its body.
+        MESSAGES = { responses: "input", gemini: "contents" }.freeze
 
-        # @param api [Symbol] :openai, :anthropic or :gemini
+        # @param api [Symbol] :openai, :anthropic, :responses or :gemini
         # @param json [Hash, nil] the request body
-        # @param request [Request, nil] the request (Gemini: its model and lane)
+        # @param request [Request, nil] the request (its lane, which reasoning state must
+        #   name; Gemini's model)
         def initialize(api, json, request: nil)
           @api = api
           @request = request
           @thinking = json.is_a?(Hash) && json["thinking"].is_a?(Hash) && json["thinking"]["type"] == "enabled"
-          messages = json.is_a?(Hash) ? json[api == :gemini ? "contents" : "messages"] : nil
+          # The Responses API's input items and Gemini's contents take the messages' place.
+          messages = json.is_a?(Hash) ? json[MESSAGES.fetch(api, "messages")] : nil
           @messages = messages.is_a?(Array) ? messages.map { |m| m.is_a?(Hash) ? m : {} } : []
         end
 
@@ -53,6 +57,7 @@ module LlmFailover
         def rejection
           problem = case @api
                     when :anthropic then anthropic_id_problem || anthropic_problem || anthropic_thinking_problem
+                    when :responses then responses_problem || reasoning_problem
                     when :gemini then gemini_problem
                     else openai_id_problem || openai_problem
                     end
@@ -85,6 +90,10 @@ module LlmFailover
 
         def calls_in(index)
           return gemini_calls_in(index) if @api == :gemini
+          if @api == :responses
+            item = @messages[index]
+            return item["type"] == "function_call" ? [Call.new(index, 0, item["call_id"], item["name"])] : []
+          end
           return [] unless role(index) == "assistant"
 
           if @api == :anthropic
@@ -105,7 +114,12 @@ module LlmFailover
 
         def results_in(index)
           return gemini_results_in(index) if @api == :gemini
+          if @api == :responses
+            item = @messages[index]
+            return [] unless item["type"] == "function_call_output"
 
+            return [Result.new(index, 0, item["call_id"], text_of(item["output"]), false)]
+          end
           if @api == :anthropic
             return [] unless role(index) == "user"
 
@@ -158,7 +172,7 @@ module LlmFailover
         # Gemini: a model turn's calls are answered by the very next user content, as many
         # functionResponse parts as calls, in their order; its 3 models refuse a step of
         # the current turn (after the last user text) whose first call is not signed, and
-        # a signature made for another host.
+        # a signature made for another protocol or lane.
         def gemini_problem
           @messages.each_index do |i|
             calls = gemini_calls_in(i)
@@ -178,9 +192,9 @@ module LlmFailover
         end
 
         def gemini_signature_problem
+          # One it did not make (another server's, the sentinel) passes: a real host's too.
           foreign = @messages.each_index.flat_map { |i| blocks(i).filter_map { |b| b["thoughtSignature"] } }.find do |sig|
-            lane = GeminiAnswer.signature_lane(sig)
-            !lane.nil? && lane != @request&.lane.to_s
+            SealedState.read(sig) && !SealedState.returns_to?(sig, api: @api, lane: @request&.lane)
           end
           return ["Corrupted thought signature."] if foreign
           return nil unless @request&.path_model.to_s.start_with?("gemini-3")
@@ -278,6 +292,37 @@ module LlmFailover
                     "`tool_result` block in the next message."]
           end
           nil
+        end
+
+        # The Responses API pairs items by call_id: every function_call_output after its
+        # function_call, every function_call with its output.
+        def responses_problem
+          seen = []
+          answered = results.map(&:id)
+          @messages.each_index do |i|
+            calls_in(i).each { |c| seen << c.id }
+            results_in(i).each do |r|
+              next if seen.include?(r.id)
+
+              return ["No tool call found for function call output with call_id #{r.id}.", "input"]
+            end
+          end
+          missing = calls.find { |c| !answered.include?(c.id) }
+          missing ? ["No tool output found for function call #{missing.id}.", "input"] : nil
+        end
+
+        # A reasoning item must carry an encrypted_content this server gave as final, for
+        # this lane: the one of output_item.done or of the response, not output_item.added's
+        # (OpenAI cannot decrypt what it never finished, nor another host's).
+        def reasoning_problem
+          item = @messages.find do |m|
+            m["type"] == "reasoning" && !SealedState.returns_to?(m["encrypted_content"], api: @api, lane: @request&.lane)
+          end
+          return nil unless item
+
+          shown = item["encrypted_content"].to_s
+          ["The encrypted content #{shown[0, 4]}...#{shown[-4..] if shown.size > 8} could not be verified.", nil,
+           "invalid_encrypted_content"]
         end
 
         # OpenAI: an assistant message's tool_calls are answered by the role "tool"
