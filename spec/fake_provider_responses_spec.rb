@@ -141,7 +141,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "Responses API and Azure", :r
       final = reply.events.last[1]["response"]["output"][0]
       secrets = [added[1]["item"], done[1]["item"], final].map { |i| i["encrypted_content"] }
       expect(secrets.uniq.size).to eq(3)
-      expect(secrets.map { |s| described_class::ResponsesAnswer.sealed?(s) }).to eq([false, true, true])
+      expect(secrets.map { |s| described_class::SealedState.read(s).final }).to eq([false, true, true])
       expect(deltas(reply, "response.reasoning_summary_text.delta").join).to eq("The user wants a greeting.")
       expect(final["summary"]).to eq([{ "type" => "summary_text", "text" => "The user wants a greeting." }])
       expect(reply.events.last[1]["response"]["usage"]["output_tokens_details"]["reasoning_tokens"]).to eq(5)

@@ -653,7 +653,7 @@ static void test_error_shapes(void)
                  "RESOURCE_EXHAUSTED", "429", "Resource has been exhausted (e.g. check quota).");
     expect_error("[{\"error\":{\"code\":400,\"message\":\"API key not valid. Please pass a valid API key.\","
                  "\"status\":\"INVALID_ARGUMENT\",\"details\":[{\"reason\":\"API_KEY_INVALID\"}]}}]",
-                 "INVALID_ARGUMENT", "400", "API key not valid. Please pass a valid API key.");
+                 "INVALID_ARGUMENT", "API_KEY_INVALID", "API key not valid. Please pass a valid API key.");
     expect_error("{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},"
                  "\"request_id\":\"req_1\"}",
                  "overloaded_error", "", "Overloaded");
@@ -1796,7 +1796,7 @@ static void test_build_rejects(void)
     LF_CHECK_INT(lf_wire_api_named("openai", 6, &p.api), 0);
     LF_CHECK_INT(p.api, LF_API_OPENAI);
     LF_CHECK_INT(lf_wire_api_named("openai\0x", 8, &p.api), -1);
-    LF_CHECK_INT(lf_wire_api_named("gemini", 6, &p.api), -1);
+    LF_CHECK_INT(lf_wire_api_named("cohere", 6, &p.api), -1);
 }
 
 /* --------------------------------------- regressions found by fuzzing */

@@ -25,59 +25,17 @@
 #include "lf_banned.h"
 
 #include "utf8_ref.h"
+#include "wire_stream_run.h"
+#include "wire_test_json.h"
 
 #define MAX_ITEMS 64
 
 /* ---------------------------------------------------------- helpers */
 
-static json_object *jget(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object)) return NULL;
-    return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-    json_object *v = jget(o, key);
-
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static long jlong(json_object *o, const char *key)
-{
-    json_object *v = jget(o, key);
-
-    return v && json_object_is_type(v, json_type_int) ? (long)json_object_get_int64(v) : -1;
-}
-
 static int streq(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
 }
-
-static json_object *parse(const char *s, size_t n)
-{
-    json_tokener *tok = json_tokener_new();
-    json_object *o = json_tokener_parse_ex(tok, s, (int)n);
-
-    json_tokener_free(tok);
-    return o;
-}
-
-static int buf_is(const lf_buf *b, const char *s)
-{
-    return s && b->len == strlen(s) && memcmp(lf_buf_cstr(b), s, b->len) == 0;
-}
-
-#define CHECK_BUF(b, s) do { \
-    if (!buf_is(&(b), (s))) { \
-        fprintf(stderr, "%s:%d: expected \"%s\", got \"%s\"\n", __FILE__, __LINE__, (s) ? (s) : "(null)", \
-                lf_buf_cstr(&(b))); \
-        lf_test_current_failed = 1; \
-    } \
-} while (0)
 
 static const char *fixtures_dir(void)
 {
@@ -118,57 +76,6 @@ static void events_free(events *e)
 }
 
 /* ---------------------------------------------------------- streams */
-
-typedef struct stream_run {
-    lf_stream_state st;
-    lf_buf deltas;
-    int n_done, n_error, n_invalid, n_bad_delta;
-} stream_run;
-
-static int stream_cb(void *ud, const lf_sse_event *ev)
-{
-    stream_run *r = ud;
-    const char *d = NULL;
-    size_t dn = 99;
-    int rc = lf_stream_event(&r->st, ev, &d, &dn);
-
-    if (rc == LF_STREAM_ERROR) r->n_error++;
-    if (rc == LF_STREAM_INVALID) r->n_invalid++;
-    if (rc == LF_STREAM_DONE) r->n_done++;
-    if (!d || (rc != LF_STREAM_CONTINUE && dn != 0) || !utf8_valid(d, dn)) r->n_bad_delta++;
-    if (d && dn) lf_buf_append(&r->deltas, d, dn);
-    return 0;
-}
-
-static void stream_run_init(stream_run *r)
-{
-    memset(r, 0, sizeof *r);
-    lf_stream_init(&r->st, LF_API_RESPONSES);
-    lf_buf_init(&r->deltas);
-}
-
-static void stream_run_free(stream_run *r)
-{
-    lf_stream_free(&r->st);
-    lf_buf_free(&r->deltas);
-}
-
-/* n bytes of body through lf_sse, in slices of step bytes. */
-static void stream_feed(stream_run *r, const char *body, size_t n, size_t step)
-{
-    lf_sse_parser p;
-    size_t off = 0;
-
-    lf_sse_init(&p);
-    while (off < n) {
-        size_t k = n - off < step ? n - off : step;
-
-        LF_CHECK_INT(lf_sse_feed(&p, body + off, k, stream_cb, r), 0);
-        off += k;
-    }
-    LF_CHECK_INT(lf_sse_finish(&p, stream_cb, r), 0);
-    lf_sse_free(&p);
-}
 
 /* A hand-built event straight into the state. */
 static int ev(lf_stream_state *s, const char *data)
@@ -532,8 +439,7 @@ static void check_cuts(const char *body, counts *c)
             stream_run r;
             size_t n = k ? at - 7 : at;
 
-            stream_run_init(&r);
-            stream_feed(&r, body, n, n);
+            stream_run_body(&r, LF_API_RESPONSES, body, n, n);
             LF_CHECK(!lf_stream_complete(&r.st));
             LF_CHECK_INT(r.st.answer.n_tool_calls, 0);
             LF_CHECK_INT(r.st.answer.reasoning.len, 0);
@@ -582,8 +488,7 @@ static void check_interaction(const char *file, size_t at, json_object *it, lf_b
         for (s = 0; s < sizeof steps / sizeof steps[0]; s++) {
             stream_run r;
 
-            stream_run_init(&r);
-            stream_feed(&r, body, n, steps[s]);
+            stream_run_body(&r, LF_API_RESPONSES, body, n, steps[s]);
             LF_CHECK(lf_stream_complete(&r.st));
             LF_CHECK_INT(r.n_done, 1);
             LF_CHECK_INT(r.n_error + r.n_invalid + r.n_bad_delta, 0);
@@ -680,8 +585,7 @@ static void test_recorded_by_hand(void)
         if (strstr(body, "event: ")) {
             stream_run r;
 
-            stream_run_init(&r);
-            stream_feed(&r, body, strlen(body), 64);
+            stream_run_body(&r, LF_API_RESPONSES, body, strlen(body), 64);
             lf_buf_copy(&a.text, &r.st.answer.text);
             lf_buf_copy(&a.model, &r.st.answer.model);
             a.input_tokens = r.st.answer.input_tokens;
@@ -874,7 +778,7 @@ static void test_request_parts(void)
     };
     lf_tool tools[] = { { "weather", "The weather", "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}" },
                         { "clock", NULL, NULL } };
-    lf_tool_call call = { "call_1", "weather", "{\"city\":\"Oslo\"}", 15 };
+    lf_tool_call call = { .id = "call_1", .name = "weather", .arguments = "{\"city\":\"Oslo\"}", .arguments_len = 15 };
     lf_message m[] = {
         { .role = "developer", .content = "Be brief.", .content_len = 9 },
         { .role = "user", .content = "What is this?", .content_len = 13, .attachments = files, .n_attachments = 4 },
@@ -945,7 +849,7 @@ static void test_request_parts(void)
 static void test_reasoning_state(void)
 {
     static const char state[] = "[{\"type\":\"reasoning\",\"summary\":[],\"encrypted_content\":\"gAAAA-final\"}]";
-    lf_tool_call call = { "call_1", "f", "{}", 2 };
+    lf_tool_call call = { .id = "call_1", .name = "f", .arguments = "{}", .arguments_len = 2 };
     lf_message m[] = {
         { .role = "user", .content = "go", .content_len = 2 },
         { .role = "assistant", .content = "", .tool_calls = &call, .n_tool_calls = 1, .reasoning = state,
@@ -1065,6 +969,22 @@ static void test_urls(void)
     expect_url((lf_endpoint){ .api = LF_API_ANTHROPIC, .layout = LF_LAYOUT_AZURE,
                               .base_url = "https://me.openai.azure.com", .model = "m" },
                NULL);
+    /* What a layout does not serve is not built either (lf_wire_layout_serves). */
+    {
+        lf_message m = { .role = "user", .content = "hi", .content_len = 2 };
+        lf_request_params p = { .api = LF_API_RESPONSES, .model = "m", .messages = &m, .n_messages = 1,
+                                .layout = LF_LAYOUT_AZURE_DEPLOYMENT };
+        lf_buf out, err;
+
+        lf_buf_init(&out);
+        lf_buf_init(&err);
+        LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), -1);
+        LF_CHECK(strstr(lf_buf_cstr(&err), "does not serve the Responses API") != NULL && out.len == 0);
+        p.layout = LF_LAYOUT_AZURE;
+        LF_CHECK_INT(lf_wire_build_request(&p, &out, &err), 0);
+        lf_buf_free(&out);
+        lf_buf_free(&err);
+    }
 }
 
 /* A Responses host's embeddings are OpenAI's /embeddings. */

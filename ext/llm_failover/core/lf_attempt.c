@@ -256,8 +256,11 @@ static void lf_exchange(lf_call *c, lf_attempt *a)
 
 static const char *lf_api_name(const lf_call *c, lf_api api)
 {
-    if (c->embed_inputs) return "OpenAI embeddings";
-    return api == LF_API_ANTHROPIC ? "Anthropic messages" : "OpenAI chat completions";
+    switch (api) {
+    case LF_API_ANTHROPIC: return "Anthropic messages";
+    case LF_API_GEMINI: return c->embed_inputs ? "Gemini embeddings" : "Gemini generateContent";
+    default: return c->embed_inputs ? "OpenAI embeddings" : "OpenAI chat completions";
+    }
 }
 
 /* A plain body read as what the request asked for: embeddings, a schema's
@@ -266,7 +269,8 @@ static int lf_parse_body(const lf_call *c, lf_attempt *a)
 {
     const char *body = a->body.ptr ? a->body.ptr : "";
 
-    if (c->embed_inputs) return lf_wire_parse_embeddings(body, a->body.len, c->embed_inputs, &a->answer, &a->werr);
+    if (c->embed_inputs)
+        return lf_wire_parse_embeddings_for(a->target->api, body, a->body.len, c->embed_inputs, &a->answer, &a->werr);
     return (c->prep->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(a->target->api, body, a->body.len,
                                                                                   &a->answer, &a->werr);
 }
@@ -328,6 +332,7 @@ static int lf_judge_broken_stream(const lf_call *c, lf_attempt *a, lf_facts *f)
         lf_buf_copy(&a->werr.type, &a->stream.error.type);
         lf_buf_copy(&a->werr.code, &a->stream.error.code);
         lf_buf_copy(&a->werr.message, &a->stream.error.message);
+        a->werr.retry_after = a->stream.error.retry_after;
         lf_buf_setf(&a->message, "error event in the stream: %s%s%s", lf_buf_cstr(&a->werr.type),
                     a->werr.message.len ? ": " : "", lf_buf_cstr(&a->werr.message));
         return 1;
@@ -454,6 +459,8 @@ static void lf_give_verdict(const lf_call *c, lf_attempt *a, lf_facts *f, int ha
     if (a->verdict.kind == LF_E_CONTEXT_LENGTH && c->pol->failover_on_context_length) a->verdict.failover = 1;
     a->retry_after = lf_retry_after_seconds(r->retry_after.len ? r->retry_after.ptr : NULL,
                                             r->retry_after_ms.len ? r->retry_after_ms.ptr : NULL, time(NULL));
+    /* Google names the wait in the body (RetryInfo), not in a header. */
+    if (a->retry_after < 0 && have_err && a->werr.retry_after >= 0) a->retry_after = a->werr.retry_after;
 }
 
 /* Decides what the finished exchange amounts to: success, or the facts of

@@ -152,9 +152,10 @@ static int lf_classify_is_quota(const lf_facts *f)
         lf_classify_either_contains(f, "billing"))
         return 1;
     /* Gemini's RESOURCE_EXHAUSTED also says "exceeded your current quota",
-     * yet it is its per-minute limit: a rate limit. */
+     * yet it is its per-minute limit: a rate limit. Spent prepaid credits are
+     * the account's money (a 402 since 2026, a 429 before). */
     if (lf_classify_ieq(f->error_type, "RESOURCE_EXHAUSTED"))
-        return 0;
+        return lf_classify_icontains(f->error_message, "prepayment credits are depleted");
     return lf_classify_icontains(f->error_message, "insufficient_quota") ||
            lf_classify_icontains_any(f->error_message, wording);
 }
@@ -269,14 +270,19 @@ static lf_kind lf_classify_name_kind(const char *name, const lf_facts *f)
         { "permission_error", LF_E_FORBIDDEN },
         { "PERMISSION_DENIED", LF_E_FORBIDDEN },
         { "not_found_error", LF_E_NOT_FOUND },
+        { "NOT_FOUND", LF_E_NOT_FOUND },
         { "request_too_large", LF_E_BAD_REQUEST },
+        /* A prompt or an answer a provider's filter withheld (the wire layer
+         * names Gemini's blocked ones so; Azure's in-stream code). */
+        { "content_filter", LF_E_CONTENT_POLICY },
     };
     if (!name || !*name)
         return LF_OK;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (lf_classify_ieq(name, names[i].name))
             return names[i].kind;
-    if (lf_classify_ieq(name, "invalid_request_error") || lf_classify_ieq(name, "INVALID_ARGUMENT"))
+    if (lf_classify_ieq(name, "invalid_request_error") || lf_classify_ieq(name, "INVALID_ARGUMENT") ||
+        lf_classify_ieq(name, "FAILED_PRECONDITION"))
         return lf_classify_bad_request(f);
     for (size_t i = 0; lf_classify_request_codes[i]; i++)
         if (lf_classify_ieq(name, lf_classify_request_codes[i]))

@@ -70,13 +70,18 @@ static int lf_header_add(struct curl_slist **list, const char *line)
     return 0;
 }
 
-/* How the target takes its key: Anthropic's x-api-key, Azure's api-key
- * (unless the key is an Entra ID token), else a bearer token. */
+/* How the target takes its key: a bearer token where it is one (Azure's
+ * Entra ID token; Vertex AI's OAuth access token, whatever the publisher),
+ * Azure's api-key, else as the protocol's own host takes it. */
 static const char *lf_key_header(const lf_target *t)
 {
-    if (t->bearer) return "Authorization: Bearer ";
-    if (t->api == LF_API_ANTHROPIC) return "x-api-key: ";
-    return t->layout == LF_LAYOUT_PLAIN ? "Authorization: Bearer " : "api-key: ";
+    if (t->bearer || t->layout == LF_LAYOUT_VERTEX) return "Authorization: Bearer ";
+    if (t->layout != LF_LAYOUT_PLAIN) return "api-key: ";
+    switch (t->api) {
+    case LF_API_ANTHROPIC: return "x-api-key: ";
+    case LF_API_GEMINI: return "x-goog-api-key: ";
+    default: return "Authorization: Bearer ";
+    }
 }
 
 /* The key's header line: the only one made here, wiped once libcurl has its
@@ -111,7 +116,10 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
         lf_header_add(list, stream ? "Accept: text/event-stream" : "Accept: application/json") != 0 ||
         lf_header_add(list, "Expect:") != 0)
         return -1;
-    if (t->api == LF_API_ANTHROPIC && lf_header_add(list, "anthropic-version: 2023-06-01") != 0) return -1;
+    /* On Vertex AI the version is in the body (LF_VERTEX_ANTHROPIC_VERSION). */
+    if (t->api == LF_API_ANTHROPIC && t->layout != LF_LAYOUT_VERTEX &&
+        lf_header_add(list, "anthropic-version: 2023-06-01") != 0)
+        return -1;
     if (lf_header_add_key(list, t) != 0) return -1;
     for (i = 0; i < t->n_headers; i++)
         if (lf_header_add(list, t->headers[i]) != 0) return -1;
@@ -122,7 +130,8 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
 static int lf_prepare_url(char **url, const lf_target *t, const lf_request_params *params, lf_buf *err)
 {
     lf_endpoint e = { .api = t->api, .kind = params->kind, .layout = t->layout, .base_url = t->base_url,
-                      .model = t->model, .api_version = t->api_version, .stream = params->stream };
+                      .model = t->model, .api_version = t->api_version, .vertex = t->vertex,
+                      .stream = params->stream };
     lf_buf u;
     int rc;
 
@@ -145,6 +154,7 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     if (lf_target_check(t, err) != 0) return -1;
     tp.api = t->api;
     tp.model = t->model;
+    tp.layout = t->layout;
     tp.no_images = t->no_images;
     tp.no_documents = t->no_documents;
     tp.no_urls = t->no_urls;

@@ -11,6 +11,7 @@
 #include "lf_json_answer.h"
 #include "lf_json_read.h"
 #include "lf_wire_anthropic.h"
+#include "lf_wire_gemini.h"
 #include "lf_wire_openai.h"
 #include "lf_wire_responses.h"
 #include "lf_wire_shared.h"
@@ -24,78 +25,30 @@ int lf_wire_api_named(const char *name, size_t len, lf_api *api)
     if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
     else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
     else if (lf_bytes_are(name, len, "responses")) *api = LF_API_RESPONSES;
+    else if (lf_bytes_are(name, len, "gemini")) *api = LF_API_GEMINI;
     else return -1;
     return 0;
 }
 
-const char *lf_wire_path(lf_api api)
-{
-    switch (api) {
-    case LF_API_ANTHROPIC: return "/v1/messages";
-    case LF_API_RESPONSES: return "/responses";
-    default: return "/chat/completions";
-    }
-}
-
-const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
-{
-    return kind == LF_REQUEST_EMBEDDINGS ? "/embeddings" : lf_wire_path(api);
-}
-
-/* Azure's layouts serve OpenAI's protocols; the deployment and Foundry ones
- * chat completions and embeddings only. */
-static int lf_wire_layout_serves(const lf_endpoint *e, lf_buf *errmsg)
-{
-    static const char *const names[] = { "plain", "Azure OpenAI v1", "an Azure deployment", "Azure AI Foundry" };
-
-    if (e->layout == LF_LAYOUT_PLAIN) return 0;
-    if ((unsigned)e->layout > LF_LAYOUT_AZURE_FOUNDRY) {
-        lf_wire_fail(errmsg, "unknown layout %d", (int)e->layout);
-        return -1;
-    }
-    if (e->api == LF_API_ANTHROPIC || (e->layout != LF_LAYOUT_AZURE && e->api == LF_API_RESPONSES)) {
-        lf_wire_fail(errmsg, "%s does not serve %s", names[e->layout],
-                     e->api == LF_API_ANTHROPIC ? "Anthropic messages" : "the Responses API (use /openai/v1)");
-        return -1;
-    }
-    if (e->layout != LF_LAYOUT_AZURE && !(e->api_version && e->api_version[0])) {
-        lf_wire_fail(errmsg, "%s needs an api_version", names[e->layout]);
-        return -1;
-    }
-    return 0;
-}
-
-int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg)
-{
-    const char *path;
-    int rc;
-
-    lf_buf_clear(out);
-    if (errmsg) lf_buf_clear(errmsg);
-    if (!e || !e->base_url || !e->model) {
-        lf_wire_fail(errmsg, "an endpoint needs base_url and model");
-        return -1;
-    }
-    if (lf_wire_layout_serves(e, errmsg) != 0) return -1;
-    path = lf_wire_path_for(e->api, e->kind);
-    rc = lf_buf_append_str(out, e->base_url);
-    if (rc == 0 && e->layout == LF_LAYOUT_AZURE) rc = lf_buf_append_str(out, "/openai/v1");
-    if (rc == 0 && e->layout == LF_LAYOUT_AZURE_DEPLOYMENT)
-        rc = lf_buf_append_str(out, "/openai/deployments/") != 0 || lf_wire_put_url_part(out, e->model) != 0 ? -1 : 0;
-    if (rc == 0) rc = lf_buf_append_str(out, path);
-    if (rc == 0 && (e->layout == LF_LAYOUT_AZURE_DEPLOYMENT || e->layout == LF_LAYOUT_AZURE_FOUNDRY))
-        rc = lf_buf_append_str(out, "?api-version=") != 0 || lf_wire_put_url_part(out, e->api_version) != 0 ? -1 : 0;
-    if (rc != 0) {
-        lf_buf_clear(out);
-        lf_wire_fail(errmsg, "out of memory building the URL");
-    }
-    return rc;
-}
-
 const char *lf_wire_schema_with_tools_refusal(lf_api api)
 {
-    if (api != LF_API_ANTHROPIC) return NULL;
-    return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+    switch (api) {
+    case LF_API_ANTHROPIC:
+        return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+    case LF_API_GEMINI:
+        return "a schema and tools cannot go in one request to Gemini: its models refuse function calling with a JSON "
+               "response type";
+    default: return NULL;
+    }
+}
+
+size_t lf_wire_embed_max_inputs(lf_api api)
+{
+    switch (api) {
+    case LF_API_ANTHROPIC: return 0;
+    case LF_API_GEMINI: return LF_GEMINI_EMBED_MAX_INPUTS;
+    default: return LF_EMBED_MAX_INPUTS;
+    }
 }
 
 /* ------------------------------------------- requests */
@@ -180,7 +133,8 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     int has_tool_turns = 0;
 
     *n_chat = 0;
-    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_RESPONSES) {
+    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_RESPONSES &&
+        p->api != LF_API_GEMINI) {
         lf_wire_fail(errmsg, "unknown API %d", (int)p->api);
         return -1;
     }
@@ -217,7 +171,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         if (role == LF_ROLE_USER || role == LF_ROLE_ASSISTANT || role == LF_ROLE_TOOL) (*n_chat)++;
         if (m->n_tool_calls || role == LF_ROLE_TOOL) has_tool_turns = 1;
         /* Checked only where it goes: elsewhere it is dropped unread. */
-        if (lf_wire_reasoning_goes(p, m) && p->api == LF_API_RESPONSES &&
+        if (lf_wire_reasoning_goes(p, m) && m->reasoning_len && p->api == LF_API_RESPONSES &&
             !lf_wire_responses_reasoning_ok(m->reasoning, m->reasoning_len)) {
             lf_wire_fail(errmsg, "message %zu: its reasoning state is not a JSON array of items", i);
             return -1;
@@ -225,6 +179,10 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     }
     if (p->api == LF_API_ANTHROPIC && *n_chat == 0) {
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
+        return -1;
+    }
+    if (p->api == LF_API_GEMINI && *n_chat == 0) {
+        lf_wire_fail(errmsg, "a Gemini request needs at least one user or assistant message");
         return -1;
     }
     if (p->api != LF_API_ANTHROPIC && p->n_messages == 0 && !(p->system && p->system_len)) {
@@ -239,15 +197,19 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     return lf_wire_check_tools(p, has_tool_turns, errmsg);
 }
 
-/* An embeddings request (LF_REQUEST_EMBEDDINGS): OpenAI-compatible APIs
- * only (a Responses host, OpenAI or Azure, has the same /embeddings). */
+/* An embeddings request (LF_REQUEST_EMBEDDINGS): OpenAI-compatible APIs (a
+ * Responses host, OpenAI or Azure, has the same /embeddings) and Google AI's
+ * Gemini. */
 static int lf_wire_build_embeddings(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
 {
-    if (p->api != LF_API_OPENAI && p->api != LF_API_RESPONSES) {
-        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API (Anthropic has no embeddings endpoint)");
+    switch (p->api) {
+    case LF_API_OPENAI:
+    case LF_API_RESPONSES: return lf_wire_openai_build_embeddings(p, out, errmsg);
+    case LF_API_GEMINI: return lf_wire_gemini_build_embeddings(p, out, errmsg);
+    default:
+        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API or Gemini (Anthropic has no embeddings endpoint)");
         return -1;
     }
-    return lf_wire_openai_build_embeddings(p, out, errmsg);
 }
 
 int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema, lf_buf *out, lf_buf *errmsg)
@@ -262,6 +224,8 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         lf_wire_fail(errmsg, "no request parameters");
         return -1;
     }
+    /* What the host serves first: a request it refuses is not built. */
+    if (lf_wire_layout_serves(p->layout, p->api, p->kind, errmsg) != 0) return -1;
     if (p->kind == LF_REQUEST_EMBEDDINGS) return lf_wire_build_embeddings(p, out, errmsg);
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
     /* Never a body for a transcript a provider would refuse. */
@@ -283,7 +247,8 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         size += 32 + strlen(m->role) + m->content_len + (m->tool_call_id ? 64 + strlen(m->tool_call_id) : 0) +
                 lf_wire_attachments_size(m) + (lf_wire_reasoning_goes(p, m) ? m->reasoning_len : 0);
         for (k = 0; k < m->n_tool_calls; k++)
-            size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len;
+            size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len +
+                    m->tool_calls[k].signature_len;
     }
     for (i = 0; i < p->n_tools; i++)
         size += 96 + strlen(p->tools[i].name) + (p->tools[i].description ? strlen(p->tools[i].description) : 0) +
@@ -294,6 +259,7 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         switch (p->api) {
         case LF_API_ANTHROPIC: rc = lf_wire_anthropic_build(p, schema_text, out); break;
         case LF_API_RESPONSES: rc = lf_wire_responses_build(p, schema_text, out); break;
+        case LF_API_GEMINI: rc = lf_wire_gemini_build(p, schema_text, out); break;
         default: rc = lf_wire_openai_build(p, schema_text, out); break;
         }
     }
@@ -346,6 +312,8 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
         switch (api) {
         case LF_API_ANTHROPIC: rc = lf_wire_anthropic_answer(root, out, err, tool); break;
         case LF_API_RESPONSES: rc = lf_wire_responses_answer(root, out, err); break;
+        /* A schema answer is text there (responseJsonSchema), as any other. */
+        case LF_API_GEMINI: rc = lf_wire_gemini_answer(root, out, err); break;
         default: rc = lf_wire_openai_answer(root, out, err); break;
         }
         json_object_put(root);
@@ -403,7 +371,23 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
     switch (s->api) {
     case LF_API_ANTHROPIC: rc = lf_wire_anthropic_stream_event(s, ev); break;
     case LF_API_RESPONSES: rc = lf_wire_responses_stream_event(s, ev); break;
+    case LF_API_GEMINI: rc = lf_wire_gemini_stream_event(s, ev); break;
     default: rc = lf_wire_openai_stream_event(s, ev); break;
     }
     return lf_stream_took(s, rc, delta, delta_len);
+}
+
+int lf_wire_parse_embeddings_for(lf_api api, const char *body, size_t len, size_t n_inputs, lf_answer *out,
+                                 lf_wire_error *err)
+{
+    lf_wire_error scratch;
+    json_object *root;
+    int rc;
+
+    if (api != LF_API_GEMINI) return lf_wire_parse_embeddings(body, len, n_inputs, out, err);
+    err = lf_wire_parse_begin(out, err, &scratch);
+    root = lf_json_parse(body, len);
+    rc = root ? lf_wire_gemini_embeddings(root, n_inputs, out, err) : LF_WIRE_INVALID;
+    json_object_put(root);
+    return lf_wire_parse_end(rc, out, err, &scratch);
 }

@@ -120,6 +120,7 @@ lf_answer_call *lf_wire_call_push(lf_answer_call **v, long **keys, size_t *n, si
     lf_buf_init(&c->id);
     lf_buf_init(&c->name);
     lf_buf_init(&c->arguments);
+    lf_buf_init(&c->signature);
     if (keys) (*keys)[*n] = key;
     (*n)++;
     return c;
@@ -133,6 +134,7 @@ void lf_wire_calls_free(lf_answer_call *v, size_t n)
         lf_buf_free(&v[i].id);
         lf_buf_free(&v[i].name);
         lf_buf_free(&v[i].arguments);
+        lf_buf_free(&v[i].signature);
     }
 }
 

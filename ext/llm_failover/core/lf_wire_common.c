@@ -99,6 +99,40 @@ int lf_wire_put_parameters(lf_buf *out, const lf_tool *t)
     return rc;
 }
 
+int lf_wire_put_tool(lf_buf *out, const lf_tool *t, const char *schema_key)
+{
+    if (lf_buf_append_str(out, "\"name\":") != 0 || lf_json_put_cstring(out, t->name) != 0) return -1;
+    if (t->description &&
+        (lf_buf_append_str(out, ",\"description\":") != 0 || lf_json_put_cstring(out, t->description) != 0))
+        return -1;
+    if (lf_buf_append_str(out, ",\"") != 0 || lf_buf_append_str(out, schema_key) != 0 ||
+        lf_buf_append_str(out, "\":") != 0)
+        return -1;
+    return lf_wire_put_parameters(out, t);
+}
+
+int lf_wire_system_text(const lf_request_params *p, lf_buf *out)
+{
+    size_t i;
+
+    lf_buf_clear(out);
+    if (p->system && p->system_len && lf_buf_append(out, p->system, p->system_len) != 0) return -1;
+    for (i = 0; i < p->n_messages; i++) {
+        const lf_message *m = &p->messages[i];
+        lf_role role = lf_wire_role(m->role);
+
+        if ((role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) || !m->content_len) continue;
+        if ((out->len && lf_buf_append(out, "\n\n", 2) != 0) || lf_buf_append(out, m->content, m->content_len) != 0)
+            return -1;
+    }
+    /* No JSON mode of its own, or one that wants to be told: the instruction
+     * ends the system text. */
+    if (lf_wire_json_instruction(p) &&
+        ((out->len && lf_buf_append(out, "\n\n", 2) != 0) || lf_buf_append_str(out, LF_JSON_INSTRUCTION) != 0))
+        return -1;
+    return 0;
+}
+
 /* "data:<mime>;base64,<bytes>" as a JSON string: how OpenAI's protocols take a
  * file's bytes (chat completions' image_url and file parts, Responses'
  * input_image and input_file). */
@@ -110,37 +144,16 @@ int lf_wire_put_data_uri(lf_buf *out, const lf_attachment *a)
                : lf_buf_append_char(out, '"');
 }
 
-/* s as one path segment or query value: every byte but RFC 3986's unreserved
- * ones percent-encoded, so a model name cannot reach another path. */
-int lf_wire_put_url_part(lf_buf *out, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char esc[3];
-
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-            c == '_' || c == '~') {
-            if (lf_buf_append_char(out, (char)c) != 0) return -1;
-            continue;
-        }
-        esc[0] = '%';
-        esc[1] = hex[c >> 4];
-        esc[2] = hex[c & 15];
-        if (lf_buf_append(out, esc, 3) != 0) return -1;
-    }
-    return 0;
-}
-
-/* The one rule of lf_message.reasoning: back to the protocol and the origin
- * that made it, never elsewhere (another host cannot decrypt it, and it has
- * no meaning in another protocol). */
+/* The one rule of an assistant message's reasoning state (lf_message.reasoning
+ * and its calls' signatures): back to the protocol and the origin that made
+ * it, never elsewhere (another host cannot read it, and it has no meaning in
+ * another protocol); on Responses only to a target that asks for it
+ * (encrypted_reasoning: a model that reasons). */
 int lf_wire_reasoning_goes(const lf_request_params *p, const lf_message *m)
 {
     const char *mine = m->reasoning_origin ? m->reasoning_origin : "";
     const char *theirs = p->origin ? p->origin : "";
 
-    return m->reasoning && m->reasoning_len && m->reasoning_api == p->api && p->encrypted_reasoning &&
-           strcmp(mine, theirs) == 0;
+    return m->reasoning_api == p->api && strcmp(mine, theirs) == 0 &&
+           (p->api != LF_API_RESPONSES || p->encrypted_reasoning);
 }

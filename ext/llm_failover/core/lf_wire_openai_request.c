@@ -82,18 +82,11 @@ static int lf_openai_tools(lf_buf *out, const lf_request_params *p)
 
     if (!p->n_tools) return 0;
     if (lf_buf_append_str(out, ",\"tools\":[") != 0) return -1;
-    for (i = 0; i < p->n_tools; i++) {
-        const lf_tool *t = &p->tools[i];
-
+    for (i = 0; i < p->n_tools; i++)
         if ((i && lf_buf_append_char(out, ',') != 0) ||
-            lf_buf_append_str(out, "{\"type\":\"function\",\"function\":{\"name\":") != 0 ||
-            lf_json_put_cstring(out, t->name) != 0 ||
-            (t->description && (lf_buf_append_str(out, ",\"description\":") != 0 ||
-                                lf_json_put_cstring(out, t->description) != 0)) ||
-            lf_buf_append_str(out, ",\"parameters\":") != 0 || lf_wire_put_parameters(out, t) != 0 ||
-            lf_buf_append_str(out, "}}") != 0)
+            lf_buf_append_str(out, "{\"type\":\"function\",\"function\":{") != 0 ||
+            lf_wire_put_tool(out, &p->tools[i], "parameters") != 0 || lf_buf_append_str(out, "}}") != 0)
             return -1;
-    }
     if (lf_buf_append_char(out, ']') != 0) return -1;
     if (p->tool_choice == LF_TOOL_CHOICE_TOOL) {
         if (lf_buf_append_str(out, ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":") != 0 ||

@@ -65,7 +65,7 @@ static int lf_responses_assistant(lf_buf *out, const lf_request_params *p, const
 {
     size_t k;
 
-    if (lf_wire_reasoning_goes(p, m) && lf_responses_reasoning(out, m, first) != 0) return -1;
+    if (m->reasoning_len && lf_wire_reasoning_goes(p, m) && lf_responses_reasoning(out, m, first) != 0) return -1;
     if ((m->content_len || !m->n_tool_calls) &&
         (lf_responses_next(out, first) != 0 ||
          lf_buf_append_str(out, "{\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":") != 0 ||
@@ -173,17 +173,10 @@ static int lf_responses_tools(lf_buf *out, const lf_request_params *p)
 
     if (!p->n_tools) return 0;
     if (lf_buf_append_str(out, ",\"tools\":[") != 0) return -1;
-    for (i = 0; i < p->n_tools; i++) {
-        const lf_tool *t = &p->tools[i];
-
-        if ((i && lf_buf_append_char(out, ',') != 0) || lf_buf_append_str(out, "{\"type\":\"function\",\"name\":") != 0 ||
-            lf_json_put_cstring(out, t->name) != 0 ||
-            (t->description &&
-             (lf_buf_append_str(out, ",\"description\":") != 0 || lf_json_put_cstring(out, t->description) != 0)) ||
-            lf_buf_append_str(out, ",\"parameters\":") != 0 || lf_wire_put_parameters(out, t) != 0 ||
-            lf_buf_append_str(out, ",\"strict\":false}") != 0)
+    for (i = 0; i < p->n_tools; i++)
+        if ((i && lf_buf_append_char(out, ',') != 0) || lf_buf_append_str(out, "{\"type\":\"function\",") != 0 ||
+            lf_wire_put_tool(out, &p->tools[i], "parameters") != 0 || lf_buf_append_str(out, ",\"strict\":false}") != 0)
             return -1;
-    }
     if (lf_buf_append_char(out, ']') != 0) return -1;
     if (p->tool_choice == LF_TOOL_CHOICE_TOOL) {
         if (lf_buf_append_str(out, ",\"tool_choice\":{\"type\":\"function\",\"name\":") != 0 ||

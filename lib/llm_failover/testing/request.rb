@@ -7,7 +7,10 @@ module LlmFailover
   module Testing
     class FakeProvider
       # One request as the server saw it. headers has lowercase names; json is the parsed
-      # body when it is a JSON object; api is :openai, :anthropic, :responses or nil (unrouted).
+      # body when it is a JSON object; api is :openai, :anthropic, :responses, :gemini
+      # (Google's generateContent, on Google AI or Vertex AI), :oauth (a token exchange,
+      # Vertex AI's credentials) or nil (unrouted). Claude on Vertex AI (rawPredict) is
+      # :anthropic. A host's own traits are beside it (fake_provider/azure.rb, vertex.rb).
       # client_closed is set when the client hung up while the answer was held back (a
       # delay): a hedged request's loser, a cancelled call. lane is the provider name its
       # path starts with (`/providers/NAME/...`, see Lane) or nil.
@@ -28,8 +31,23 @@ module LlmFailover
           end
           headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
           method = method.dup.force_encoding(Encoding::UTF_8)
-          new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true, nil,
+          stream = json&.fetch("stream", nil) == true || GOOGLE_STREAM.include?(google_method(path))
+          new(method, path, headers, body, json, route(method, path), stream, nil,
               path[%r{\A/providers/([^/?]+)/}, 1]&.to_sym)
+        end
+
+        # Google's paths: .../models/MODEL:METHOD (Google AI: /v1beta/models/M; Vertex AI:
+        # /v1/projects/P/locations/L/publishers/PUBLISHER/models/M).
+        GOOGLE_PATH = %r{/models/([^/:?]+):([A-Za-z]+)\z}.freeze
+        GOOGLE_CHAT = %w[generateContent streamGenerateContent].freeze
+        GOOGLE_EMBED = %w[batchEmbedContents embedContent].freeze
+        GOOGLE_STREAM = %w[streamGenerateContent streamRawPredict].freeze
+        # Claude on Vertex AI: Anthropic's body at publishers/anthropic.
+        VERTEX_CLAUDE = %w[rawPredict streamRawPredict].freeze
+
+        # @return [String, nil] the method after a Google model path (generateContent, ...)
+        def self.google_method(path)
+          path.split("?", 2).first[GOOGLE_PATH, 2]
         end
 
         # @return [Symbol, nil] the API a POST to this path speaks; nil: not routed (a 404)
@@ -37,14 +55,38 @@ module LlmFailover
           return nil unless method == "POST"
 
           bare = path.split("?", 2).first
+          google = google_method(path)
           if bare.end_with?("/chat/completions", "/embeddings") then :openai
           elsif bare.end_with?("/messages") then :anthropic
           elsif bare.end_with?("/responses") then :responses
+          elsif VERTEX_CLAUDE.include?(google) && bare.include?("/publishers/anthropic/") then :anthropic
+          elsif (GOOGLE_CHAT + GOOGLE_EMBED).include?(google) && !bare.include?("/publishers/anthropic/") then :gemini
+          elsif bare.end_with?("/token") then :oauth
           end
         end
 
-        # @return [Boolean] whether it asks for embeddings (the OpenAI-compatible /embeddings)
+        # @return [String, nil] the model a Google path names (Gemini and Vertex AI), unescaped
+        def path_model
+          model = path.split("?", 2).first[GOOGLE_PATH, 1]
+          model && model.gsub(/%([0-9A-Fa-f]{2})/) { Regexp.last_match(1).hex.chr }.force_encoding(Encoding::UTF_8)
+        end
+
+        # @return [String, nil] the bearer token of its Authorization header (OpenAI's key,
+        #   Azure's Entra ID token, Vertex AI's access token)
+        def bearer_token
+          headers["authorization"].to_s[/\ABearer\s+(\S+)/i, 1]
+        end
+
+        # @return [Boolean] whether it asks for an OAuth token (Vertex AI's credentials)
+        def token?
+          api == :oauth
+        end
+
+        # @return [Boolean] whether it asks for embeddings (the OpenAI-compatible /embeddings,
+        #   Gemini's batchEmbedContents or embedContent)
         def embeddings?
+          return GOOGLE_EMBED.include?(self.class.google_method(path)) if api == :gemini
+
           api == :openai && path.split("?", 2).first.end_with?("/embeddings")
         end
 

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
-require "base64"
 require "json"
 require "securerandom"
 require_relative "answer"
+require_relative "sealed_state"
 
 module LlmFailover
   module Testing
@@ -14,31 +14,11 @@ module LlmFailover
       # and output_item.done, and the whole response in response.completed (or
       # response.incomplete when the step's finish_reason is "length" or "content_filter").
       #
-      # A reasoning item's encrypted_content differs between output_item.added, .done and
-      # response.completed, as OpenAI's does: the added one is no reasoning at all, the other
-      # two are both final ones ({.sealed?}); a client must send back a final one.
+      # A reasoning item's encrypted_content (SealedState, for the request's lane) differs
+      # between output_item.added, .done and response.completed, as OpenAI's does: the added
+      # one is no reasoning at all, the other two are both final ones; a client must send
+      # back a final one.
       class ResponsesAnswer < Answer
-        # What encrypted_content holds here: a kind, the reasoning text and a nonce, so that
-        # the server can tell a final one from the added one (Transcript's check) and no two
-        # are equal.
-        SEAL = "gAAAAB"
-
-        # @param text [String] what the reasoning was about (its summary)
-        # @param final [Boolean] false: the placeholder of output_item.added
-        # @return [String]
-        def self.seal(text, final:)
-          SEAL + Base64.urlsafe_encode64(JSON.generate([final ? "final" : "added", text.to_s, SecureRandom.hex(4)]))
-        end
-
-        # @return [Boolean] whether +content+ is a final encrypted_content this server issued
-        def self.sealed?(content)
-          return false unless content.is_a?(String) && content.start_with?(SEAL)
-
-          JSON.parse(Base64.urlsafe_decode64(content.delete_prefix(SEAL)))[0] == "final"
-        rescue ArgumentError, JSON::ParserError
-          false
-        end
-
         def initialize(**kwargs)
           super
           @id = "resp_#{SecureRandom.hex(24)}"
@@ -161,8 +141,8 @@ module LlmFailover
           when :thinking, :redacted
             summary = block.kind == :thinking && final ? [{ "type" => "summary_text", "text" => block.pieces.join }] : []
             { "id" => id, "type" => "reasoning", "summary" => summary,
-              "encrypted_content" => self.class.seal(block.kind == :thinking ? block.pieces.join : block.arguments,
-                                                     final: final) }
+              "encrypted_content" => SealedState.issue(api: :responses, lane: @request.lane, final: final,
+                                                       note: block.kind == :thinking ? block.pieces.join : block.arguments) }
           when :text
             { "id" => id, "type" => "message", "status" => final ? "completed" : "in_progress",
               "content" => final ? [text_part] : [], "role" => "assistant" }

@@ -4,8 +4,9 @@ module LlmFailover
   module Testing
     class FakeProvider
       # A file a request carried, read back from its protocol's form: OpenAI-compatible
-      # content parts (image_url with a data URI or a URL; file with file_data) or
-      # Anthropic blocks (image, document; a base64 or url source). data is the decoded
+      # content parts (image_url with a data URI or a URL; file with file_data), Anthropic
+      # blocks (image, document; a base64 or url source) or Gemini parts (inlineData with
+      # base64 data, fileData with a fileUri). data is the decoded
       # bytes (nil when only a URL was sent); part is the part or block as sent, so a
       # test can check the protocol's own form.
       SentAttachment = Struct.new(:kind, :mime_type, :data, :url, :filename, :role, :part, keyword_init: true) do
@@ -22,10 +23,12 @@ module LlmFailover
 
         module_function
 
-        # @param api [Symbol, nil] :openai, :anthropic or :responses
+        # @param api [Symbol, nil] :openai, :anthropic, :responses or :gemini
         # @param json [Hash, nil] the parsed request body
         # @return [Array<SentAttachment>]
         def read(api, json)
+          return gemini(json) if api == :gemini
+
           messages = json.is_a?(Hash) ? json[api == :responses ? "input" : "messages"] : nil
           return [] unless messages.is_a?(Array)
 
@@ -83,6 +86,30 @@ module LlmFailover
             SentAttachment.new(kind: kind, mime_type: source["media_type"], data: decode(source["data"]), url: nil,
                                role: role, part: part)
           end
+        end
+
+        def gemini(json)
+          contents = json.is_a?(Hash) ? json["contents"] : nil
+          return [] unless contents.is_a?(Array)
+
+          contents.flat_map do |content|
+            parts = content.is_a?(Hash) ? content["parts"] : nil
+            next [] unless parts.is_a?(Array)
+
+            parts.filter_map { |part| gemini_part(part, content["role"]) if part.is_a?(Hash) }
+          end
+        end
+
+        def gemini_part(part, role)
+          inline = part["inlineData"]
+          file = part["fileData"]
+          source = inline.is_a?(Hash) ? inline : file
+          return nil unless source.is_a?(Hash)
+
+          mime = source["mimeType"]
+          kind = mime.to_s.start_with?("image/") ? :image : :document
+          SentAttachment.new(kind: kind, mime_type: mime, data: inline ? decode(inline["data"]) : nil,
+                             url: inline ? nil : source["fileUri"], role: role, part: part)
         end
 
         def from_uri(text, kind:, filename:, role:, part:)

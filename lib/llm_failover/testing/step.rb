@@ -18,6 +18,7 @@ module LlmFailover
           fixture interaction raw content_type
           tool_call tool_name json tool_calls
           thinking redacted_thinking reasoning_field
+          access_token expires_in
         ].freeze
 
         # Where an OpenAI-compatible answer puts its reasoning: reasoning_content
@@ -140,9 +141,16 @@ module LlmFailover
 
         # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
         # OpenAI's {"type": "function", "function": {"name"}}, the Responses API's
-        # {"type": "function", "name"}.
+        # {"type": "function", "name"}, Gemini's toolConfig
+        # {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [name]}}.
         # @return [String, nil]
         def self.forced_tool(json)
+          gemini = json.dig("toolConfig", "functionCallingConfig") if json.is_a?(Hash) && json["toolConfig"].is_a?(Hash)
+          if gemini.is_a?(Hash) && gemini["mode"] == "ANY" && gemini["allowedFunctionNames"].is_a?(Array) &&
+             gemini["allowedFunctionNames"].size == 1
+            return gemini["allowedFunctionNames"].first
+          end
+
           choice = json["tool_choice"] if json.is_a?(Hash)
           return nil unless choice.is_a?(Hash)
           return choice["name"] if %w[tool function].include?(choice["type"]) && choice["name"].is_a?(String)
@@ -219,10 +227,13 @@ module LlmFailover
           check(opts, :tool_calls) { |v| v.is_a?(Array) && !v.empty? }
           check(opts, :retry_after) { |v| (v.is_a?(Numeric) && v >= 0) || v.is_a?(String) }
           check(opts, :fixture) { |v| v.is_a?(String) || v.is_a?(Hash) || v.respond_to?(:to_path) }
+          # thoughts and cached: Gemini's thoughtsTokenCount and cachedContentTokenCount.
           check(opts, :usage) do |v|
-            v.is_a?(Hash) && (v.keys.map(&:to_sym) - %i[input output]).empty? &&
+            v.is_a?(Hash) && (v.keys.map(&:to_sym) - %i[input output thoughts cached]).empty? &&
               v.values.all? { |n| n.is_a?(Integer) && n >= 0 }
           end
+          check(opts, :access_token) { |v| v.is_a?(String) && !v.empty? }
+          check(opts, :expires_in) { |v| v.is_a?(Integer) && v >= 0 }
           check(opts, :error) { |v| v.respond_to?(:to_sym) && CannedErrors::NAMES.include?(v.to_sym) }
           DELAYS.each { |k| check(opts, k) { |v| v.is_a?(Numeric) && v >= 0 } }
           COUNTS.each { |k| check(opts, k) { |v| v.is_a?(Integer) && v >= 0 } }

@@ -57,7 +57,7 @@ module LlmFailover
         def azure_credential
           return :api_key unless headers["api-key"].to_s.strip.empty?
 
-          headers["authorization"].to_s.match?(/\ABearer \S/) ? :bearer : nil
+          bearer_token ? :bearer : nil
         end
 
         # @return [String, nil] the api-version query parameter
