@@ -176,11 +176,13 @@ static VALUE lf_epoch_or_nil(double t)
 
 /* @return [Array<Array>] each known target: [key, state, failures, probes_failed,
  *   opened_at (epoch s or nil), cooldown_until (epoch s, nil when closed), last
- *   error class or nil] */
+ *   error class or nil]; an open circuit whose cooldown is over reads half-open,
+ *   as the next call will find it (lf_circuit_peek) */
 static VALUE lf_table_rows(VALUE self)
 {
     lf_circuits_view *v;
     long n = lf_circuits_snapshot(lf_circuit_table_get(self), &v), i;
+    double now = lf_now_wall();
     VALUE rows;
 
     if (n < 0) rb_raise(rb_eNoMemError, "llm_failover: out of memory reading the circuits");
@@ -189,7 +191,8 @@ static VALUE lf_table_rows(VALUE self)
         const lf_circuit *c = &v[i].circuit;
         VALUE row[7];
         row[0] = rb_utf8_str_new_cstr(v[i].key);
-        row[1] = lf_sym_states[c->state];
+        row[1] = lf_sym_states[c->state == LF_CIRCUIT_OPEN && lf_circuit_peek(c, now) != LF_ROUTE_SKIP
+                                   ? LF_CIRCUIT_HALF_OPEN : c->state];
         row[2] = INT2NUM(c->failures);
         row[3] = INT2NUM(c->probes_failed);
         row[4] = lf_epoch_or_nil(c->opened_at);
