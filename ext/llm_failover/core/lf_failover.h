@@ -2,7 +2,8 @@
  * primary, then at most one backup). Retries a target where that helps,
  * fails over where that helps, resets partial streamed output before the
  * backup answers, and reports every attempt. It talks to its host (the Ruby
- * binding) only through the listener below, and never from inside libcurl. */
+ * binding) only through the listener and the breaker below, and never from
+ * inside libcurl. */
 #ifndef LF_FAILOVER_H
 #define LF_FAILOVER_H
 
