@@ -290,7 +290,8 @@ RSpec.describe "Attachments" do
       expect { chat.ask("Look", with: big) }
         .to raise_error(ArgumentError, /"big.png" is #{PNG.bytesize + 100} bytes, over the limit of 64 bytes/)
       expect { chat.ask("Look", with: [png_file.path] * 21) }
-        .to raise_error(ArgumentError, /21 attachments, over the limit of 20 per message/)
+        .to raise_error(ArgumentError,
+                        %r{21 attachments with one message, over openai/gpt-4o's limit of 20 \(max_attachments\)})
       expect(chat.messages).to be_empty
     end
 

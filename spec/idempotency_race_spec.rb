@@ -65,4 +65,36 @@ RSpec.describe "ask(text, idempotency_key:) submitted twice at once, in memory" 
     expect(second.value.content).to eq("Second try.")
     expect(primary.request_count).to eq(2)
   end
+
+  # Issue 33: a claim is a dead call's once its heartbeat stopped (15 s), not after the
+  # longest call; one whose call lives on is written again every beat, so however
+  # long that call runs, the second ask waits for its answer and sends nothing.
+  # :ruby_only (its calls are the ones above), :timing (it waits out the window).
+  it "never takes over a live call's claim, however long it outlasts the heartbeat's window", :ruby_only, :timing do
+    heartbeat = LlmFailover::Idempotency::Heartbeat
+    LlmFailover.configure do |c|
+      LlmFailover::Configuration::DEFAULTS.slice(*LlmFailover::Configuration::ENGINE_POLICY)
+                                          .each { |name, value| c.public_send(:"#{name}=", value) }
+    end
+    chat = LlmFailover.chat(model: "gpt-4o", provider: :openai)
+    primary.enqueue({ text: "Slow, but alive." })
+    primary.hold
+    first = Thread.new { chat.ask("Hi", idempotency_key: "job-4") }
+    sleep 0.01 until primary.request_count.positive?
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    releaser = Thread.new do
+      sleep 0.1 until Process.clock_gettime(Process::CLOCK_MONOTONIC) - started > heartbeat::STALE + (2 * heartbeat::BEAT)
+      primary.release
+    end
+
+    second = chat.ask("Hi", idempotency_key: "job-4")
+    releaser.join
+    expect([first.value.content, second.content, second.attempts, primary.request_count])
+      .to eq(["Slow, but alive.", "Slow, but alive.", [], 1])
+    expect(chat.messages.map { |m| [m.role, m.status] }).to eq([%w[user complete], %w[assistant complete]])
+    # Its thread ends a beat after the last claim was let go.
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + SpecTime.scaled(3 * heartbeat::BEAT)
+    sleep 0.05 until heartbeat.current.thread.nil? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    expect(heartbeat.current.thread).to be_nil
+  end
 end

@@ -262,7 +262,7 @@ RSpec.describe "The tool loop" do
       expect(results.map(&:error)).to eq([false] * 6) # OpenAI has no is_error: the text says it
       texts = results.map(&:content)
       expect(texts[0]).to include("must be a JSON object", "not JSON")
-      expect(texts[1]).to include("city: missing required parameter")
+      expect(texts[1]).to include("$.city: missing required property")
       expect(texts[2]).to include("city: expected string, got integer 42")
       expect(texts[3]).to include('unit: "k" is not one of "c", "f"')
       expect(texts[4]).to include('There is no tool named "stock_price"', "weather, clock")

@@ -122,8 +122,8 @@ RSpec.describe LlmFailover::Tools::Runner do
         expect(JSON.parse(contents[0])).to eq("city" => "Oslo", "temp" => 21, "unit" => "c")
         expect(contents[1]).to start_with("The arguments of weather must be a JSON object, got text that is not JSON (")
         expect(contents[2]).to eq("The arguments of weather must be a JSON object, got an array. Call it again with a JSON object.")
-        expect(contents[3]).to eq("The arguments of weather do not match its parameters: city: missing required " \
-                                  "parameter. Call it again with arguments that do.")
+        expect(contents[3]).to eq("The arguments of weather do not match its parameters: $.city: missing required " \
+                                  "property. Call it again with arguments that do.")
         expect(contents[4]).to include("city: expected string, got integer 5")
         expect(contents[5]).to include('unit: "k" is not one of "c", "f"')
         expect(contents[6]).to eq('There is no tool named "teleport" (the tools are: weather, schedule, boom, clock, ' \
@@ -131,8 +131,8 @@ RSpec.describe LlmFailover::Tools::Runner do
         expect(calls[6].error.kind).to eq(:unknown_tool)
         expect(contents[7]).to eq("IOError: database down")
         expect(calls[7].error).to have_attributes(kind: :raised, class_name: "IOError", message: "database down")
-        expect(contents[8]).to include("window.end: missing required parameter", "tags[1]: expected string, got integer 1",
-                                       "status: matches none of the 2 allowed shapes (anyOf)", "x: unknown parameter")
+        expect(contents[8]).to include("window.end: missing required property", "tags[1]: expected string, got integer 1",
+                                       "status: matches none of the 2 allowed shapes (anyOf)", "x: unknown property")
         expect(contents[9]).to eq("9..10 a ")
         expect(contents[10]).to eq("12:00")
         expect(calls.map(&:provider).uniq).to eq([api])

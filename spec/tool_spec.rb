@@ -181,7 +181,7 @@ RSpec.describe LlmFailover::Tool do
       expect { tool { param :a, type: :str } }.to raise_error(ArgumentError, /param a: type must be one of string, integer/)
       expect { tool { param :a, type: :string, desc: 5 } }.to raise_error(ArgumentError, /desc must be a String/)
       expect { tool { param :a, type: :string, enum: [] } }.to raise_error(ArgumentError, /enum must be a non-empty Array/)
-      expect { tool { param :a, type: :integer, enum: [1, "2"] } }.to raise_error(ArgumentError, /enum value "2": expected integer/)
+      expect { tool { param :a, type: :integer, enum: [1, "2"] } }.to raise_error(ArgumentError, /enum value "2": \$: expected integer/)
       expect { tool { param :a, type: :string, required: nil } }.to raise_error(ArgumentError, /required must be true or false/)
       expect { tool { param :a, type: :array } }.to raise_error(ArgumentError, /an array needs items:/)
       expect { tool { param "", type: :string } }.to raise_error(ArgumentError, /param name is a non-empty/)

@@ -2,7 +2,8 @@
 
 # app/jobs/answer_job.rb in a Rails app set up by `bin/rails generate llm_failover:install`
 # (doc/rails.md, "Jobs"). spec/rails_app_spec.rb copies this file into a generated app and
-# runs it there: a failover, a retry that answers the same turn, eight jobs at once.
+# runs it there: a failover, a retry that answers the same turn, eight jobs at once;
+# spec/sidekiq_job_spec.rb runs it on Sidekiq, killed mid-answer and run again.
 #
 # The job id is the idempotency key: a retried job answers the same turn instead of storing
 # the prompt again. RetryableError is what another try may fix (rate limits, 5xx, timeouts,

@@ -107,16 +107,19 @@ static VALUE lf_answer_format_s_name_ok(VALUE self, VALUE name)
 }
 
 /* @param api [Symbol] a target's protocol (:openai or :anthropic)
- * @return [Boolean] whether one request of it can carry a schema beside tools
- *   (the wire layer's rule, lf_wire_takes_schema_with_tools) */
-static VALUE lf_answer_format_s_schema_with_tools(VALUE self, VALUE api)
+ * @return [String, nil] why one request of it cannot carry a schema beside
+ *   tools, nil when it can (the wire layer's rule and words,
+ *   lf_wire_schema_with_tools_refusal) */
+static VALUE lf_answer_format_s_schema_with_tools_refusal(VALUE self, VALUE api)
 {
-    ID id = SYM2ID(rb_to_symbol(api));
+    VALUE name = rb_sym2str(rb_to_symbol(api));
+    const char *why;
+    lf_api which;
 
-    if (id != rb_intern("openai") && id != rb_intern("anthropic"))
-        rb_raise(rb_eArgError, "llm_failover: unknown api (expected :openai or :anthropic)");
-    return lf_wire_takes_schema_with_tools(id == rb_intern("anthropic") ? LF_API_ANTHROPIC : LF_API_OPENAI) ? Qtrue
-                                                                                                         : Qfalse;
+    if (lf_wire_api_named(RSTRING_PTR(name), (size_t)RSTRING_LEN(name), &which) != 0)
+        rb_raise(rb_eArgError, "llm_failover: unknown api %" PRIsVALUE, name);
+    why = lf_wire_schema_with_tools_refusal(which);
+    return why ? rb_utf8_str_new_cstr(why) : Qnil;
 }
 
 void lf_init_answer_format(VALUE mod)
@@ -125,5 +128,6 @@ void lf_init_answer_format(VALUE mod)
     rb_define_private_method(rb_singleton_class(c), "__check", lf_answer_format_s_check, 2);
     rb_define_private_method(rb_singleton_class(c), "__schema_check", lf_answer_format_s_schema_check, 1);
     rb_define_private_method(rb_singleton_class(c), "__name_ok?", lf_answer_format_s_name_ok, 1);
-    rb_define_private_method(rb_singleton_class(c), "__schema_with_tools?", lf_answer_format_s_schema_with_tools, 1);
+    rb_define_private_method(rb_singleton_class(c), "__schema_with_tools_refusal", lf_answer_format_s_schema_with_tools_refusal,
+                             1);
 }

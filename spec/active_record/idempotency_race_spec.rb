@@ -34,24 +34,5 @@ ArSpec.describe "ask(text, idempotency_key:) submitted twice at once, on a chat 
     expect(primary.request_count).to eq(1)
     expect(rows).to eq([%w[user complete Hi], %w[assistant complete Once.]])
   end
-
-  # The dead process's claim is made old by writing its time back, not by waiting: the
-  # ask must leave a claim younger than the longest call alone (it waits, then gives
-  # up without a request), and take one older than that over.
-  it "takes over the claim a killed process left, once it is older than the longest call" do
-    LlmFailover.configure { |c| c.idempotency_wait = 0.2 }
-    store = chat.llm_store
-    store.add_user_once("Hi", "job-2")
-    expect(store.claim_turn("job-2", stale_after: 60)).to be(true) # the dead process's claim, never released
-    primary.enqueue({ text: "Answered." })
-    longest = LlmFailover.configuration.longest_call
-    claim = Message.where(chat_id: chat.id, role: "user")
-    claim.update_all(updated_at: Time.current - (longest / 2))
-    expect { Chat.find(chat.id).ask("Hi", idempotency_key: "job-2") }.to raise_error(LlmFailover::IdempotencyConflict)
-    expect(primary.request_count).to eq(0)
-    claim.update_all(updated_at: Time.current - (longest + 1))
-    reply = Chat.find(chat.id).ask("Hi", idempotency_key: "job-2")
-    expect([reply.content, primary.request_count]).to eq(["Answered.", 1])
-    expect(rows).to eq([%w[user complete Hi], %w[assistant complete Answered.]])
-  end
+  # A claim a killed process left: spec/active_record/rerun_after_kill_spec.rb.
 end

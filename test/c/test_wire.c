@@ -1789,6 +1789,14 @@ static void test_build_rejects(void)
 
     LF_CHECK_STR(lf_wire_path(LF_API_OPENAI), "/chat/completions");
     LF_CHECK_STR(lf_wire_path(LF_API_ANTHROPIC), "/v1/messages");
+    /* The protocols by the names Ruby gives them, exactly. */
+    p.api = (lf_api)7;
+    LF_CHECK_INT(lf_wire_api_named("anthropic", 9, &p.api), 0);
+    LF_CHECK_INT(p.api, LF_API_ANTHROPIC);
+    LF_CHECK_INT(lf_wire_api_named("openai", 6, &p.api), 0);
+    LF_CHECK_INT(p.api, LF_API_OPENAI);
+    LF_CHECK_INT(lf_wire_api_named("openai\0x", 8, &p.api), -1);
+    LF_CHECK_INT(lf_wire_api_named("gemini", 6, &p.api), -1);
 }
 
 /* --------------------------------------- regressions found by fuzzing */
@@ -1843,6 +1851,54 @@ static void test_fuzz_regressions(void)
     lf_wire_error_free(&e);
 }
 
+/* input_tokens is every input token on both protocols; the cached and
+ * cache-written ones are told apart (what a price needs). */
+static void test_cached_usage(void)
+{
+    lf_answer a;
+    lf_wire_error e;
+    lf_stream_state s;
+    const char *b;
+
+    lf_answer_init(&a);
+    lf_wire_error_init(&e);
+    b = "{\"choices\":[{\"message\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}],"
+        "\"usage\":{\"prompt_tokens\":2006,\"completion_tokens\":300,"
+        "\"prompt_tokens_details\":{\"cached_tokens\":1920}}}";
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_OPENAI, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.input_tokens, 2006);
+    LF_CHECK_INT(a.cached_input_tokens, 1920);
+    LF_CHECK_INT(a.cache_write_tokens, -1);
+    b = "{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"stop_reason\":\"end_turn\","
+        "\"usage\":{\"input_tokens\":21,\"cache_creation_input_tokens\":188,"
+        "\"cache_read_input_tokens\":1000,\"output_tokens\":393}}";
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.input_tokens, 1209);
+    LF_CHECK_INT(a.cached_input_tokens, 1000);
+    LF_CHECK_INT(a.cache_write_tokens, 188);
+    LF_CHECK_INT(a.output_tokens, 393);
+    /* Without the cache fields: unknown, and input_tokens as sent. */
+    b = "{\"content\":[],\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}";
+    LF_CHECK_INT(lf_wire_parse_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    LF_CHECK_INT(a.input_tokens, 7);
+    LF_CHECK_INT(a.cached_input_tokens, -1);
+    lf_answer_free(&a);
+    lf_wire_error_free(&e);
+
+    /* A stream: message_start's counts stay when message_delta has only output. */
+    lf_stream_init(&s, LF_API_ANTHROPIC);
+    LF_CHECK_INT(ev(&s, "message_start", "{\"type\":\"message_start\",\"message\":{\"model\":\"claude\","
+                     "\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":40,"
+                     "\"cache_creation_input_tokens\":0,\"output_tokens\":1}}}"), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(ev(&s, "message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
+                     "\"usage\":{\"output_tokens\":9}}"), LF_STREAM_CONTINUE);
+    LF_CHECK_INT(s.answer.input_tokens, 45);
+    LF_CHECK_INT(s.answer.cached_input_tokens, 40);
+    LF_CHECK_INT(s.answer.cache_write_tokens, 0);
+    LF_CHECK_INT(s.answer.output_tokens, 9);
+    lf_stream_free(&s);
+}
+
 int main(void)
 {
     LF_RUN(test_every_fixture);
@@ -1850,6 +1906,7 @@ int main(void)
     LF_RUN(test_error_shapes);
     LF_RUN(test_answers);
     LF_RUN(test_answer_failures);
+    LF_RUN(test_cached_usage);
     LF_RUN(test_stream_openai);
     LF_RUN(test_stream_anthropic);
     LF_RUN(test_stream_utf8);

@@ -198,11 +198,54 @@ static void test_refused(void)
     lf_buf_free(&err);
 }
 
+/* The rule's parts Ruby asks of each file before anything is stored: which
+ * part refused, and the target named as the caller names it. */
+static void test_rule_parts(void)
+{
+    lf_request_params p = params_for(LF_API_OPENAI, NULL);
+    lf_attachment url_pdf = { "application/pdf", "r.pdf", NULL, 0, "https://example.com/r.pdf" };
+    lf_attachment url_png = { "image/png", "x.png", NULL, 0, "https://example.com/x.png" };
+    lf_buf why;
+    size_t i;
+
+    lf_buf_init(&why);
+    for (i = 0; lf_wire_attachment_type(i); i++) {}
+    LF_CHECK_INT((long)i, 5);
+    LF_CHECK_STR(lf_wire_attachment_type(4), "application/pdf");
+    LF_CHECK_INT(lf_wire_attachment_kind("image/webp"), LF_ATTACH_IMAGE);
+    LF_CHECK_INT(lf_wire_attachment_kind("application/pdf"), LF_ATTACH_DOCUMENT);
+    LF_CHECK_INT(lf_wire_attachment_kind("image/svg+xml"), LF_ATTACH_UNKNOWN);
+
+    /* OpenAI's file parts take no URL: the bytes are needed; its image parts take one. */
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_pdf, "openai/gpt-4o", &why), LF_ATTACH_NO_URL);
+    LF_CHECK_STR(why.ptr, "attachment \"r.pdf\": openai/gpt-4o takes no URL for it (an OpenAI file part) and its "
+                          "bytes were not downloaded");
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_png, NULL, &why), LF_ATTACH_TAKEN);
+    p.api = LF_API_ANTHROPIC;
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_pdf, NULL, &why), LF_ATTACH_TAKEN);
+    p.no_urls = 1;
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_png, NULL, &why), LF_ATTACH_NO_URL);
+    /* The kind is said before the URL. */
+    p.no_documents = 1;
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &url_pdf, "anthropic/claude", &why), LF_ATTACH_NO_KIND);
+    LF_CHECK_STR(why.ptr, "attachment \"r.pdf\": anthropic/claude takes no PDFs (documents: false)");
+    p.max_attachment_bytes = 7;
+    LF_CHECK_INT(lf_wire_attachment_refusal(&p, &two[0], "anthropic/claude", &why), LF_ATTACH_TOO_BIG);
+    LF_CHECK_STR(why.ptr, "attachment \"x.png\" is 8 bytes, over anthropic/claude's limit of 7 bytes "
+                          "(max_attachment_bytes)");
+    p.max_attachments = 20;
+    LF_CHECK_INT(lf_wire_attachment_count_refusal(&p, 20, NULL, &why), LF_ATTACH_TAKEN);
+    LF_CHECK_INT(lf_wire_attachment_count_refusal(&p, 21, "anthropic/claude", &why), LF_ATTACH_TOO_MANY);
+    LF_CHECK_STR(why.ptr, "21 attachments with one message, over anthropic/claude's limit of 20 (max_attachments)");
+    lf_buf_free(&why);
+}
+
 int main(void)
 {
     LF_RUN(test_openai_parts);
     LF_RUN(test_anthropic_blocks);
     LF_RUN(test_urls);
     LF_RUN(test_refused);
+    LF_RUN(test_rule_parts);
     return lf_test_summary("wire_attach");
 }

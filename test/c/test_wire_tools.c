@@ -1119,11 +1119,11 @@ static void test_render_refuses(void)
     p.tool_choice = (lf_tool_choice)42;
     expect_refused(&p, -1, "unknown tool_choice");
     /* Anthropic: a schema is a forced tool call already; calls need tools. */
-    LF_CHECK(!lf_wire_takes_schema_with_tools(LF_API_ANTHROPIC));
-    LF_CHECK(lf_wire_takes_schema_with_tools(LF_API_OPENAI));
+    LF_CHECK(lf_wire_schema_with_tools_refusal(LF_API_ANTHROPIC) != NULL);
+    LF_CHECK(lf_wire_schema_with_tools_refusal(LF_API_OPENAI) == NULL);
     params_for(&p, LF_API_ANTHROPIC, hi, 1);
     p.schema = "{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false}";
-    expect_refused(&p, -1, "both a schema and tools");
+    expect_refused(&p, -1, "a schema and tools cannot go in one request to Anthropic");
     params_for(&p, LF_API_ANTHROPIC, calls, 3);
     p.n_tools = 0;
     expect_refused(&p, -1, "needs its tools");

@@ -1,8 +1,9 @@
 /* UTF-8: telling well-formed sequences from ill-formed ones, and replacing
- * the ill-formed ones with U+FFFD. */
+ * the ill-formed ones with U+FFFD; messages written valid. */
 #include "lf_utf8.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lf_banned.h"
@@ -107,4 +108,25 @@ int lf_utf8_set_sanitized(lf_buf *out, const char *bytes, size_t n)
 {
     lf_buf_clear(out);
     return lf_utf8_append_sanitized(out, bytes, n);
+}
+
+int lf_utf8_vsetf(lf_buf *out, const char *fmt, va_list ap)
+{
+    char tmp[320];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof tmp) n = (int)sizeof tmp - 1;
+    return lf_utf8_set_sanitized(out, tmp, (size_t)n);
+}
+
+int lf_utf8_setf(lf_buf *out, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = lf_utf8_vsetf(out, fmt, ap);
+    va_end(ap);
+    return rc;
 }

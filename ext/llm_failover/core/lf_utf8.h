@@ -3,6 +3,7 @@
 #ifndef LF_UTF8_H
 #define LF_UTF8_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include "lf_buf.h"
 
@@ -22,5 +23,12 @@ int lf_utf8_append_sanitized(lf_buf *out, const char *bytes, size_t n);
 
 /* The same into an emptied out. */
 int lf_utf8_set_sanitized(lf_buf *out, const char *bytes, size_t n);
+
+/* out becomes the printf-formatted text, cut at 319 bytes and sanitized: the
+ * one way the wire layer and the JSON checks word a message (one may quote a
+ * name, an id or a key back, which may hold any bytes, and the cut may split a
+ * character). 0, or -1 when out of memory. */
+int lf_utf8_setf(lf_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int lf_utf8_vsetf(lf_buf *out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 #endif

@@ -2,13 +2,15 @@
  * and Anthropic messages. Builds request bodies from messages; parses plain
  * answers, stream events and error bodies. Pure functions over json-c.
  *
- * The public header of the wire layer, one file per job behind it:
- * lf_wire_request.c (request bodies), lf_wire_request_tools.c (their tool
- * parts), lf_wire_tools.c (the tool-call invariant, call ids, an answer's
- * calls), lf_wire_answer.c (answers), lf_wire_stream.c (stream events),
- * lf_wire_error.c (error bodies), over lf_utf8 (sanitizing), lf_json_write
- * (the JSON writer) and lf_json_read (json-c reading: one reader per
- * protocol).
+ * The public header of the wire layer. A protocol is a request file and a
+ * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
+ * lf_wire_anthropic_request.c, lf_wire_anthropic_response.c), with what
+ * every protocol shares in a leaf below them (lf_wire_shared.h: error bodies,
+ * an answer and its calls, the stream state, failure messages and roles, call
+ * ids and the transcript invariant, attachments); lf_wire.c above them checks
+ * a request and hands it, an answer or a stream event to its protocol. Over
+ * lf_utf8 (sanitizing), lf_json_write (the JSON writer) and lf_json_read
+ * (json-c reading: one reader per protocol).
  *
  * The structs below gain members over time: zero what you do not set
  * (designated initializers, memset or calloc). */
@@ -148,15 +150,40 @@ typedef struct lf_request_params {
     "Answer with one JSON object and nothing else: no text before or after it, no Markdown code fence."
 #define LF_SCHEMA_DEFAULT_NAME "answer"
 
+/* The kinds of file a provider may take or not: images (image/png,
+ * image/jpeg, image/gif, image/webp) and documents (application/pdf). */
+typedef enum lf_attach_kind { LF_ATTACH_UNKNOWN = 0, LF_ATTACH_IMAGE, LF_ATTACH_DOCUMENT } lf_attach_kind;
+lf_attach_kind lf_wire_attachment_kind(const char *mime);
+/* The i-th type an attachment may have; NULL past the last. */
+const char *lf_wire_attachment_type(size_t i);
+
 /* Whether the target p describes (api, no_images, no_documents, no_urls,
  * max_attachment_bytes, max_attachments) can take every attachment of
  * p->messages: 0 when it can, 1 when it cannot, with why (when non-NULL)
  * naming the file and the limit. The one owner of that rule: the attempt loop
  * leaves such a target out with a record and sends it nothing (lf_prepare),
- * and lf_wire_build_request refuses it. An attachment that is wrong whatever
- * the target (an unknown type, neither bytes nor URL, bytes not base64) is no
- * refusal: the build reports it. */
+ * lf_wire_build_request refuses it, and Ruby asks its two parts below of each
+ * file before anything is stored (Attachment::Selection). An attachment that
+ * is wrong whatever the target (an unknown type, neither bytes nor URL, bytes
+ * not base64) is no refusal: the build reports it. */
 int lf_wire_attachments_refusal(const lf_request_params *p, lf_buf *why);
+
+typedef enum lf_attach_refusal {
+    LF_ATTACH_TAKEN = 0,
+    LF_ATTACH_NO_KIND,   /* no images (images: false) or no PDFs (documents: false) */
+    LF_ATTACH_NO_URL,    /* a URL only, and the target takes no URL for it (attachment_urls:
+                          * false, or an OpenAI file part): its bytes are needed */
+    LF_ATTACH_TOO_BIG,   /* over max_attachment_bytes (the bytes base64 decodes to) */
+    LF_ATTACH_TOO_MANY   /* more with one message than max_attachments */
+} lf_attach_refusal;
+
+/* The parts of that rule: one file (its kind, its URL, its size), and the
+ * number of files with one message. why (when non-NULL) names the file, the
+ * target (who, or "the target" when NULL) and the limit. */
+lf_attach_refusal lf_wire_attachment_refusal(const lf_request_params *p, const lf_attachment *a, const char *who,
+                                             lf_buf *why);
+lf_attach_refusal lf_wire_attachment_count_refusal(const lf_request_params *p, size_t n, const char *who,
+                                                   lf_buf *why);
 
 /* Path appended to the provider's base_url. */
 const char *lf_wire_path(lf_api api);
@@ -195,12 +222,17 @@ int lf_wire_build_request_parsed(const lf_request_params *p, struct json_object 
  * Ruby asks it before any call (AnswerFormat.__name_ok?). */
 int lf_wire_name_ok(const char *name, size_t len);
 
-/* 1 when one request of protocol api can carry a response schema beside tools;
- * 0 for Anthropic's, where the schema is itself a forced tool call (the model
- * could call no other tool). The one owner of that rule: the request builder
- * refuses such a request (lf_wire_check_tools), and Ruby asks it of every target
- * of a chat before anything is stored (AnswerFormat.__schema_with_tools?). */
-int lf_wire_takes_schema_with_tools(lf_api api);
+/* Why one request of protocol api cannot carry a response schema beside
+ * tools, NULL when it can: Anthropic's, where the schema is itself a forced
+ * tool call (the model could call no other tool). The one owner of that rule
+ * and its words: the request builder refuses such a request with them, and
+ * Ruby asks them of every target of a chat before anything is stored
+ * (AnswerFormat.schema_with_tools_refusal). */
+const char *lf_wire_schema_with_tools_refusal(lf_api api);
+
+/* The protocol Ruby names name (len bytes: "openai", "anthropic") into *api:
+ * 0, or -1 for none. */
+int lf_wire_api_named(const char *name, size_t len, lf_api *api);
 
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
 
@@ -261,8 +293,11 @@ typedef struct lf_answer {
                             * request for tool calls is LF_FINISH_TOOL_CALLS
                             * on both protocols (not for a schema answer) */
     lf_buf id;             /* the provider's response id, if any */
-    long input_tokens;     /* -1 when unknown */
+    long input_tokens;     /* every input token billed, read from a prompt cache
+                            * or written to one included; -1 when unknown */
     long output_tokens;    /* -1 when unknown */
+    long cached_input_tokens;   /* of input_tokens, read from a prompt cache; -1 when unknown */
+    long cache_write_tokens;    /* of input_tokens, written to a prompt cache; -1 when unknown */
     /* The tool calls, complete, in the order the provider gave them. A
      * stream publishes them only when it completes (finish or stop reason,
      * or its terminal event): an interrupted stream has none. Never for a

@@ -5,7 +5,7 @@
 
 #include "lf_json_read.h"
 #include "lf_utf8.h"
-#include "lf_wire_internal.h"
+#include "lf_wire_shared.h"
 
 #include "lf_banned.h"
 

@@ -1,15 +1,16 @@
 # frozen_string_literal: true
 
+require "llm_failover/llm_failover" # the compiled extension
+
 module LlmFailover
   class Attachment
     # The types an attachment may have, and the one reading of them from bytes (their
     # magic numbers) or from a URL's file extension.
     # @api private
     module Mime
-      KINDS = {
-        "image/png" => :image, "image/jpeg" => :image, "image/gif" => :image, "image/webp" => :image,
-        "application/pdf" => :document
-      }.freeze
+      # Each type and its kind (:image, :document): the wire layer's list
+      # (lf_wire_attachment_type), read once.
+      KINDS = Attachment.__send__(:__kinds)
 
       EXTENSIONS = {
         ".png" => "image/png", ".jpg" => "image/jpeg", ".jpeg" => "image/jpeg", ".gif" => "image/gif",

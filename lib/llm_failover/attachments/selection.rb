@@ -7,9 +7,10 @@ require "llm_failover/llm_failover" # Engine::Attachment
 module LlmFailover
   class Attachment
     # What Chat#ask's with: becomes before anything is stored: each file checked, as
-    # the input it is, against the chat's targets (ProviderConfig#attachments: the
-    # types each takes, its limits per file and per message). Which target a call
-    # sends a message's attachments to is the core's choice when the call runs
+    # the input it is, against the chat's targets by the core's rule of what a target
+    # takes (lf_wire_attachment_refusal over ProviderConfig#attachments: the types,
+    # the limits per file and per message). Which target a call sends a message's
+    # attachments to is the core's choice when the call runs
     # (lf_wire_attachments_refusal): a target that cannot take them is left out with
     # a skipped record, and AttachmentRefusedError says when none of them can.
     # @api private
@@ -27,13 +28,8 @@ module LlmFailover
         sources = with.is_a?(Array) ? with : [with]
         return [].freeze if sources.empty?
 
-        caps = targets.map { |t| t.provider.attachments }
-        max_count = caps.map { |c| c[:max_count] }.max
-        if sources.size > max_count
-          raise ArgumentError, "#{sources.size} attachments, over the limit of #{max_count} per message"
-        end
-
-        max_bytes = caps.map { |c| c[:max_bytes] }.max
+        check_count(sources.size, targets) # before any file is read
+        max_bytes = targets.map { |t| t.provider.attachments[:max_bytes] }.max
         attachments = sources.map { |s| Attachment.from(s, max_bytes: max_bytes) }
         attachments.each { |a| check_taken(a, targets) }
         if attachments.any? { |a| a.data.nil? }
@@ -43,42 +39,39 @@ module LlmFailover
         attachments.freeze
       end
 
-      # @raise [ArgumentError] no target of the chat takes +attachment+: the first
-      #   target's reason
-      def check_taken(attachment, targets)
-        reasons = targets.map { |t| refusal(t, attachment) }
-        raise ArgumentError, reasons.first if reasons.all?
-      end
-
-      # Why +target+ cannot be sent +attachment+ (its type, its size), nil when it can.
-      def refusal(target, attachment)
-        caps = target.provider.attachments
-        name = attachment.name.inspect
-        unless takes_kind?(caps, attachment)
-          return "attachment #{name}: #{target.label} takes no " \
-                 "#{attachment.kind == :image ? 'images (images: false)' : 'PDFs (documents: false)'}"
+      # @raise [ArgumentError] no target takes +count+ files with one message: the
+      #   first target's reason
+      def check_count(count, targets)
+        reasons = targets.map do |t|
+          Attachment.__send__(:__count_refusal, t.provider.api, t.provider.attachments, t.label, count)
         end
-        return nil unless attachment.size && attachment.size > caps[:max_bytes]
-
-        "attachment #{name} is #{attachment.size} bytes, over #{target.label}'s limit of #{caps[:max_bytes]} bytes"
+        raise ArgumentError, reasons.first.last if reasons.all?
       end
 
-      def takes_kind?(caps, attachment)
-        attachment.kind == :image ? caps[:images] : caps[:documents]
+      # @raise [ArgumentError] no target of the chat takes +attachment+: the first
+      #   target's reason. A URL attachment a target needs the bytes of is taken: it is
+      #   downloaded next, and checked again.
+      def check_taken(attachment, targets)
+        refusals = targets.map { |t| refusal(t, attachment) }
+        return if refusals.any? { |r| r.nil? || r.first == :url }
+
+        raise ArgumentError, refusals.first.last
       end
 
-      # Whether +target+ is sent the bytes of a URL attachment (the wire layer's rule:
-      # OpenAI file parts take no URL).
-      def needs_bytes?(target, attachment)
-        !target.provider.attachments[:urls] || (target.provider.api == :openai && attachment.kind == :document)
+      # The core's rule of what +target+ takes (lf_wire_attachment_refusal).
+      # @return [Array(Symbol, String), nil] nil when it takes +attachment+, else why
+      #   (:kind, :url: the bytes are needed, :size) and the message naming the file,
+      #   the target and the limit
+      def refusal(target, attachment)
+        fields = [attachment.mime_type, attachment.name, attachment.base64, attachment.url]
+        Attachment.__send__(:__refusal, target.provider.api, target.provider.attachments, target.label, fields)
       end
 
       # The URL attachments a target that takes them needs the bytes of, downloaded.
       def download(attachments, targets, max_bytes, allow_private)
         fetcher = nil
         attachments.map do |a|
-          needed = a.data.nil? && targets.any? { |t| takes_kind?(t.provider.attachments, a) && needs_bytes?(t, a) }
-          next a unless needed
+          next a unless a.data.nil? && targets.any? { |t| refusal(t, a)&.first == :url }
 
           fetcher ||= Download.new(max_bytes: max_bytes, allow_private: allow_private)
           fetcher.call(a)

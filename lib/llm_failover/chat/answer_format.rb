@@ -23,13 +23,14 @@ module LlmFailover
       __name_ok?(name)
     end
 
-    # @api private: whether one request of +api+ (:openai, :anthropic) can carry a
-    # schema beside tools (not Anthropic's: the schema is itself a forced tool call
-    # there). The wire layer's rule (lf_wire_takes_schema_with_tools), asked here so
-    # that Chat refuses the pair before anything is stored.
+    # @api private: why one request of +api+ (:openai, :anthropic) cannot carry a
+    # schema beside tools, nil when it can. The wire layer's rule and words
+    # (lf_wire_schema_with_tools_refusal), asked here so that Chat refuses the pair
+    # before anything is stored.
     # @param api [Symbol]
-    def self.schema_with_tools?(api)
-      __schema_with_tools?(api)
+    # @return [String, nil]
+    def self.schema_with_tools_refusal(api)
+      __schema_with_tools_refusal(api)
     end
 
     # @return [AnswerFormat] one JSON object, any shape

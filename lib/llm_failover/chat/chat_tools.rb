@@ -105,22 +105,23 @@ module LlmFailover
         !@toolbox.nil? && !@toolbox.empty?
       end
 
-      # A schema is a forced tool call on Anthropic, which leaves the model no other
-      # tool: the core refuses such a request (the rule is the wire layer's,
-      # AnswerFormat.schema_with_tools?). Refused here when any target of the chat (the
-      # backup too) is one, before the prompt is stored or a quota unit taken, so
-      # that failing over never meets it mid-ask.
+      # A schema beside tools, refused here when any target of the chat (the backup
+      # too) cannot take the pair (the wire layer's rule and words,
+      # AnswerFormat.schema_with_tools_refusal), before the prompt is stored or a quota
+      # unit taken, so that failing over never meets it mid-ask.
       # @raise [ArgumentError]
       def check_schema_with_tools(format)
         return unless format&.schema_json && tools?
 
-        refusing = engine_targets.reject { |t| AnswerFormat.schema_with_tools?(t.provider.api) }
+        refusing = engine_targets.filter_map do |t|
+          why = AnswerFormat.schema_with_tools_refusal(t.provider.api)
+          [t.label, why] if why
+        end
         return if refusing.empty?
 
         raise ArgumentError,
-              "a schema (with_schema #{format.schema_name.inspect}) and tools (#{@toolbox.names.join(', ')}) " \
-              "cannot go in one request to Anthropic (#{refusing.map(&:label).join(', ')}): " \
-              "the schema is itself a forced tool call there. Drop one of them, or ask with json: false"
+              "with_schema #{format.schema_name.inspect} and tools (#{@toolbox.names.join(', ')}), asked of " \
+              "#{refusing.map(&:first).join(', ')}: #{refusing.first.last}. Drop one of them, or ask with json: false"
       end
 
       def check_tool_store

@@ -3,6 +3,8 @@
 require_relative "../attachments/selection"
 require_relative "../errors"
 require_relative "reply"
+require_relative "idempotency/heartbeat"
+require_relative "idempotency/owner"
 
 module LlmFailover
   # chat.ask(text, idempotency_key: key): the prompt is stored once per key and chat.
@@ -13,11 +15,24 @@ module LlmFailover
   # or for the other to fail (then answers itself), up to idempotency_wait, and then
   # raises IdempotencyConflict. Across processes too: the claim is in the store.
   #
+  # A claim names its owner (Owner) and is kept fresh while its call runs
+  # (Heartbeat), so a rerun takes over a dead call's claim at once when the dead
+  # process was on this machine, and once the claim missed its beats (Heartbeat::STALE)
+  # when it was elsewhere; never after the longest a call may last. A store that
+  # names no owners (an ActiveRecord table without claimed_by) keeps the older rule:
+  # a claim is a dead owner's once it is older than the longest call.
+  #
   # A store that supports keys has #find_turn(key) (a Turn or nil) and
   # #add_user_once(content, key) (false when another writer stored the key first); one
   # that can hold a claim also has #claim_turn(key, stale_after:) (true for the one
   # caller that now answers the turn: it was free, or its claim older than
-  # stale_after seconds, a dead owner's) and #release_turn(key).
+  # stale_after seconds, a dead owner's) and #release_turn(key). One that names
+  # owners answers #turn_owners? true and takes owner: (Owner.claim_name) in both,
+  # claim_turn also stale_after: nil (only a free turn) and from: (a holder found
+  # dead: its claim is taken whatever its age), and has #turn_owner(key) (the
+  # holder's name, nil when the turn is free) and #refresh_turn(key, owner:) (the
+  # heartbeat: true while owner holds the turn); #settle_turn(key), when it has it,
+  # settles what a dead holder left streaming in the turn.
   #
   # @api private: used by Chat#ask
   module Idempotency
@@ -38,7 +53,8 @@ module LlmFailover
     # for text) is what this call asks: a stored answer that satisfies it comes back
     # with reply.json set, as it did when it was answered.
     # @param wait [Numeric] seconds to wait for another call answering the turn
-    # @param stale_after [Numeric] seconds after which another call's claim is a dead one's
+    # @param stale_after [Numeric] seconds after which another call's claim is a dead
+    #   one's, where the store names no owners (the longest call)
     # @yield answers the turn (the prompt is stored and this call holds its claim)
     # @return [Reply] the stored answer, or the block's
     # @raise [ArgumentError] the key was used for another prompt, or its turn can no
@@ -53,6 +69,7 @@ module LlmFailover
       end
 
       claims = store.respond_to?(:claim_turn) && store.respond_to?(:release_turn)
+      owner = Owner.claim_name if claims && store.respond_to?(:turn_owners?) && store.turn_owners?
       deadline = now + wait
       pause = POLL[0]
       loop do
@@ -64,9 +81,9 @@ module LlmFailover
           check(turn, text, key, store: store, attachments: attachments)
           return replay(turn.answer, format) if turn.answer
         end
-        return answer(store, key, claims) { yield } unless claims
-        if store.claim_turn(key, stale_after: stale_after)
-          return answer(store, key, claims) do
+        return yield unless claims
+        if claim(store, key, owner, stale_after)
+          return answer(store, key, owner) do
             # The call this one waited for may have stored its answer and let go
             # between the read above and the claim: read again under the claim.
             answered = store.find_turn(key)&.answer
@@ -89,10 +106,32 @@ module LlmFailover
       attachments.empty? ? store.add_user_once(text, key) : store.add_user_once(text, key, attachments: attachments)
     end
 
-    def answer(store, key, claims)
-      yield
-    ensure
-      store.release_turn(key) if claims
+    # Takes the turn's claim when it is free, or held by a dead call: one whose
+    # heartbeat stopped, or a process of this machine that has ended. The answer such
+    # a call left streaming is settled failed, and this call's answer takes its row.
+    def claim(store, key, owner, stale_after)
+      return store.claim_turn(key, stale_after: stale_after) unless owner
+      return true if store.claim_turn(key, owner: owner, stale_after: nil)
+
+      holder = store.turn_owner(key)
+      return false unless holder
+
+      dead = Owner.dead?(holder) ? holder : nil
+      taken = store.claim_turn(key, owner: owner, stale_after: Heartbeat::STALE, from: dead)
+      store.settle_turn(key) if taken && store.respond_to?(:settle_turn)
+      taken
+    end
+
+    # Answers under the claim, kept fresh while the block runs, and lets it go. The
+    # heartbeat stops first: a beat never finds the claim let go by this call.
+    def answer(store, key, owner)
+      beating = owner && Heartbeat.current.add(store, key, owner)
+      begin
+        yield
+      ensure
+        beating&.stop
+        owner ? store.release_turn(key, owner: owner) : store.release_turn(key)
+      end
     end
 
     def now

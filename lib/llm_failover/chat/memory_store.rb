@@ -103,25 +103,57 @@ module LlmFailover
       @lock.synchronize { message.turn_id || message.update(turn_id: Engine.uuid).turn_id }
     end
 
-    # Claims the turn of +key+ for one call (Idempotency): true when it was free, or
-    # claimed longer than +stale_after+ seconds ago.
-    def claim_turn(key, stale_after:)
+    # Claims the turn of +key+ for one call (Idempotency): true when it was free,
+    # claimed longer than +stale_after+ seconds ago (the claim's last beat; nil:
+    # never), or held by +from+ (a holder the caller found dead). +owner+ names the
+    # claim.
+    def claim_turn(key, stale_after:, owner: nil, from: nil)
       @lock.synchronize do
-        user = @messages.find { |m| m.role == "user" && m.idempotency_key == key }
-        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        user = claimable(key)
+        now = monotonic
         next false unless user
-        next false if user.status == Idempotency::ANSWERING && now - user.claimed_at < stale_after
 
-        user.update(status: Idempotency::ANSWERING, claimed_at: now)
+        held = user.status == Idempotency::ANSWERING
+        next false if held && (stale_after.nil? || now - user.claimed_at < stale_after) &&
+                      (from.nil? || user.claimed_by != from)
+
+        user.update(status: Idempotency::ANSWERING, claimed_at: now, claimed_by: owner)
         true
       end
     end
 
-    # Frees the turn of +key+ (its call has ended, however it ended).
-    def release_turn(key)
+    # Claims name their owners here (Idempotency).
+    def turn_owners?
+      true
+    end
+
+    # @return [String, nil] who holds the turn of +key+, nil when it is free
+    def turn_owner(key)
       @lock.synchronize do
-        user = @messages.find { |m| m.role == "user" && m.idempotency_key == key }
-        user&.update(status: "complete", claimed_at: nil)
+        user = claimable(key)
+        user.claimed_by if user&.status == Idempotency::ANSWERING
+      end
+    end
+
+    # The claim's heartbeat: true while +owner+ holds the turn of +key+.
+    def refresh_turn(key, owner:)
+      @lock.synchronize do
+        user = claimable(key)
+        next false unless user&.status == Idempotency::ANSWERING && user.claimed_by == owner
+
+        user.update(claimed_at: monotonic)
+        true
+      end
+    end
+
+    # Frees the turn of +key+ (its call has ended, however it ended), unless another
+    # call than +owner+ holds it now.
+    def release_turn(key, owner: nil)
+      @lock.synchronize do
+        user = claimable(key)
+        next unless user && (owner.nil? || user.claimed_by == owner)
+
+        user.update(status: "complete", claimed_at: nil, claimed_by: nil)
       end
       nil
     end
@@ -241,6 +273,15 @@ module LlmFailover
     end
 
     private
+
+    # The user message of +key+ (called under @lock).
+    def claimable(key)
+      @messages.find { |m| m.role == "user" && m.idempotency_key == key }
+    end
+
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
 
     def snapshot(call)
       Tools::Schema.deep_freeze(call.to_h)

@@ -107,8 +107,8 @@ module LlmFailover
 
     # Seconds: the longest a call can run, every attempt on both targets taking its
     # whole request_timeout and the longest wait between them. Past it, what a call
-    # left unfinished is a dead process's (a claim on an idempotency_key's turn, a
-    # streaming row).
+    # left unfinished is a dead process's (a streaming row; a claim on an
+    # idempotency_key's turn where the store names no owners, see Idempotency).
     # @api private
     def longest_call
       2 * (max_retries + 1) * (request_timeout + retry_max_interval)

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
-require_relative "argument_check"
+require "llm_failover/llm_failover" # the compiled extension: JsonSchema
 require_relative "tool_call"
 require_relative "toolbox"
 
@@ -81,10 +81,11 @@ module LlmFailover
                  "Call it again with a JSON object."
         end
 
-        problems = ArgumentCheck.new(tool.schema).problems(args)
-        return nil if problems.empty?
+        # The core's checker, the one answers are checked by too (lf_json_schema.h).
+        problems = JsonSchema.problems(JSON.generate(tool.schema), args.empty? ? "{}" : call.arguments_json)
+        return nil unless problems
 
-        "The arguments of #{tool.name} do not match its parameters: #{problems.join('; ')}. " \
+        "The arguments of #{tool.name} do not match its parameters: #{problems}. " \
           "Call it again with arguments that do."
       end
 

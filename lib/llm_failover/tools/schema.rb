@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
-require_relative "argument_check"
+require "llm_failover/llm_failover" # the compiled extension: JsonSchema
 
 module LlmFailover
   module Tools
@@ -93,8 +93,9 @@ module LlmFailover
         end
 
         values = jsonify(enum, "#{where} enum")
+        type_only = JSON.generate(prop.except("enum"))
         values.each do |value|
-          problem = ArgumentCheck.new(prop.except("enum")).problems(value).first
+          problem = JsonSchema.problems(type_only, JSON.generate(value))
           raise ArgumentError, "#{where}: enum value #{value.inspect}: #{problem}" if problem
         end
         values

@@ -18,28 +18,47 @@ module LlmFailover
         # A database failure here never fails the call (the rows stay for the next one).
         # @return [Integer] the rows settled
         def settle_abandoned(all = nil)
-          status = @columns[:status]
           # Given the rows just read, they say whether there is any; else one query does.
           streaming = if all
                         all.any? { |m| read(m, :role) == "assistant" && read(m, :status) == "streaming" }
                       else
-                        with_connection { proxy.where(status => "streaming", @columns[:role] => "assistant").exists? }
+                        with_connection do
+                          proxy.where(@columns[:status] => "streaming", @columns[:role] => "assistant").exists?
+                        end
                       end
           return 0 unless streaming
 
-          abandoned(all || messages).sum do |message, reason|
-            changes = { status => "failed" }
-            changes["failure_reason"] = reason if message.has_attribute?("failure_reason")
-            with_connection { proxy.where(id: message.id, status => "streaming").update_all(changes) }.tap do |n|
-              message.assign_attributes(changes) if n == 1
-            end
-          end
+          abandoned(all || messages).sum { |message, reason| settle(message, reason) }
         rescue ::ActiveRecord::ActiveRecordError => e
           Warnings.warn("could not settle abandoned assistant messages: #{e.class}: #{e.message}")
           0
         end
 
+        # The answer rows left streaming in the turn of +key+, whose claim a call has
+        # just taken from a dead one (Idempotency): no live call writes them, and the
+        # new answer takes the last of them (start_assistant), one turn, one row.
+        # @return [Integer] the rows settled
+        def settle_turn(key)
+          all = messages
+          start = all.index { |m| read(m, :role) == "user" && read(m, :idempotency_key) == key }
+          return 0 unless start
+
+          all[(start + 1)..].take_while { |m| read(m, :role) != "user" }
+                            .select { |m| read(m, :role) == "assistant" && read(m, :status) == "streaming" }
+                            .sum { |m| settle(m, "abandoned mid-answer: the call answering it died") }
+        end
+
         private
+
+        # Marks one streaming row failed, with +reason+ where the table keeps one.
+        def settle(message, reason)
+          status = @columns[:status]
+          changes = { status => "failed" }
+          changes["failure_reason"] = reason if message.has_attribute?("failure_reason")
+          with_connection { proxy.where(id: message.id, status => "streaming").update_all(changes) }.tap do |n|
+            message.assign_attributes(changes) if n == 1
+          end
+        end
 
         # [row, reason] of each streaming assistant row that no live call can own.
         def abandoned(all)

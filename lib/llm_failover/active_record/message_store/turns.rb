@@ -10,6 +10,8 @@ module LlmFailover
       # across processes. Uses the store's with_connection, proxy, create, messages,
       # @klass, @columns and @stored_attachments.
       module Turns
+        # The column that names a claim's owner (Idempotency::Owner), where the table has it.
+        CLAIMED_BY = "claimed_by"
         # The Turn of +key+ (Idempotency), nil when no user message has it.
         def find_turn(key)
           column = idempotency_column
@@ -31,29 +33,62 @@ module LlmFailover
 
         # Claims the turn of +key+ for one call (Idempotency), across processes: one
         # conditional UPDATE of the user row's status, which one writer wins. A claim
-        # older than +stale_after+ seconds is a dead process's and can be taken. Without
-        # an updated_at column no claim could ever be told stale: every caller answers.
-        def claim_turn(key, stale_after:)
+        # whose updated_at (its last beat) is older than +stale_after+ seconds (nil:
+        # never) is a dead process's and can be taken, as can one held by +from+ (a
+        # holder the caller found dead). +owner+ goes to claimed_by. Without an
+        # updated_at column no claim could ever be told stale: every caller answers.
+        def claim_turn(key, stale_after:, owner: nil, from: nil)
           return true unless @klass.column_names.include?("updated_at")
 
-          column = idempotency_column
           status = @columns[:status]
           with_connection do
             now = Time.current
-            user = proxy.where(column => key, @columns[:role] => "user")
+            user = proxy.where(idempotency_column => key, @columns[:role] => "user")
+            answering = user.where(status => Idempotency::ANSWERING)
             free = user.where(status => "complete")
-                       .or(user.where(status => Idempotency::ANSWERING).where(updated_at: ...(now - stale_after)))
-            free.update_all(status => Idempotency::ANSWERING, "updated_at" => now) == 1
+            free = free.or(answering.where(updated_at: ...(now - stale_after))) if stale_after
+            free = free.or(answering.where(CLAIMED_BY => from)) if from
+            changes = { status => Idempotency::ANSWERING, "updated_at" => now }
+            changes[CLAIMED_BY] = owner if owner
+            free.update_all(changes) == 1
           end
         end
 
-        # Frees the turn of +key+ (its call has ended, however it ended).
-        def release_turn(key)
+        # Whether claims name their owner here (the claimed_by column): a table
+        # without it keeps the older rule (Idempotency).
+        def turn_owners?
+          @klass.column_names.include?(CLAIMED_BY) && @klass.column_names.include?("updated_at")
+        end
+
+        # @return [String, nil] who holds the turn of +key+, nil when it is free
+        def turn_owner(key)
+          with_connection do
+            proxy.where(idempotency_column => key, @columns[:role] => "user",
+                        @columns[:status] => Idempotency::ANSWERING).pick(CLAIMED_BY)
+          end
+        end
+
+        # The claim's heartbeat, from its own thread (Idempotency::Heartbeat): true
+        # while +owner+ holds the turn of +key+. Not through the chat's association,
+        # which the call's thread uses meanwhile; +owner+ names one claim of one chat.
+        def refresh_turn(key, owner:)
+          with_connection do
+            @klass.where(CLAIMED_BY => owner, idempotency_column => key, @columns[:status] => Idempotency::ANSWERING)
+                  .update_all("updated_at" => Time.current) == 1
+          end
+        end
+
+        # Frees the turn of +key+ (its call has ended, however it ended), unless another
+        # call than +owner+ holds it now.
+        def release_turn(key, owner: nil)
           return unless @klass.column_names.include?("updated_at")
 
+          changes = { @columns[:status] => "complete", "updated_at" => Time.current }
+          changes[CLAIMED_BY] = nil if owner
           with_connection do
-            proxy.where(idempotency_column => key, @columns[:role] => "user", @columns[:status] => Idempotency::ANSWERING)
-                 .update_all(@columns[:status] => "complete", "updated_at" => Time.current)
+            held = proxy.where(idempotency_column => key, @columns[:role] => "user",
+                               @columns[:status] => Idempotency::ANSWERING)
+            (owner ? held.where(CLAIMED_BY => owner) : held).update_all(changes)
           end
           nil
         end

@@ -101,6 +101,7 @@ module LlmFailover
           t.integer :input_tokens
           t.integer :output_tokens
           t.string :idempotency_key, note: "ask(text, idempotency_key: job_id): a retried job stores no second prompt"
+          t.string :claimed_by, note: "the process answering the turn (host, pid): a rerun takes a dead one's claim"
           t.text :failure_reason, note: "a failed answer's reason (a row a dead process left streaming)"
           t.string :tool_call_id, note: 'a role "tool" message: the call it is the result of'
           t.text :attachments_data,
@@ -200,7 +201,7 @@ module LlmFailover
         %i[chats cancel_requested_at], %i[messages idempotency_key], %i[attempts cached], %i[attempts cancelled],
         %i[messages failure_reason], %i[attempts scrubbed], %i[attempts skipped], %i[attempts hedged],
         %i[attempts turn_id], %i[circuit_events], %i[messages tool_call_id], %i[tool_calls], %i[vectors],
-        %i[attempts cache_tier], %i[attempts similarity], %i[messages attachments_data]
+        %i[attempts cache_tier], %i[attempts similarity], %i[messages attachments_data], %i[messages claimed_by]
       ].freeze
     end
   end

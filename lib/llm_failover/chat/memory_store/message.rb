@@ -14,6 +14,8 @@ module LlmFailover
       attr_reader :turn_id
       # @api private: when a call claimed this user message's turn (monotonic seconds)
       attr_reader :claimed_at
+      # @api private: the claim's owner (Idempotency::Owner.claim_name) while answering
+      attr_reader :claimed_by
       # @return [Array<Attachment>] the files sent with a user message (Chat#ask's with:)
       attr_reader :attachments
       # @return [String, nil] role "tool": the ToolCall#id this message is the result of

@@ -1,6 +1,5 @@
-/* Tool calls in the wire layer, whatever the protocol: the transcript's
- * invariant, the id a call is sent with, and the list of calls an answer
- * holds. */
+/* Tool calls in a transcript, whatever the protocol: the id a call is sent
+ * with, and the invariant every transcript keeps. */
 #include "lf_wire.h"
 
 #include <inttypes.h>
@@ -10,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lf_json_read.h"
+#include "lf_json_write.h"
 #include "lf_utf8.h"
-#include "lf_wire_internal.h"
+#include "lf_wire_shared.h"
 
 #include "lf_banned.h"
 
@@ -54,6 +53,19 @@ int lf_wire_call_id(const char *id, size_t len, lf_buf *out)
     (void)snprintf(hex, sizeof hex, "%016" PRIx64, lf_id_hash(id ? id : "", len));
     if (lf_buf_append_char(out, '_') != 0 || lf_buf_append(out, hex, 16) != 0) return -1;
     return 0;
+}
+
+/* A call id as it is sent (lf_wire_call_id), as a JSON string. */
+int lf_wire_put_call_id(lf_buf *out, const char *id)
+{
+    lf_buf sent;
+    int rc;
+
+    lf_buf_init(&sent);
+    rc = lf_wire_call_id(id, strlen(id), &sent);
+    if (rc == 0) rc = lf_json_put_string(out, lf_buf_cstr(&sent), sent.len);
+    lf_buf_free(&sent);
+    return rc;
 }
 
 /* ------------------------------------------- the transcript's invariant */
@@ -235,59 +247,4 @@ done:
     free(seen.sent);
     free(answered);
     return rc;
-}
-
-/* ------------------------------------------- an answer's calls */
-
-lf_answer_call *lf_wire_call_push(lf_answer_call **v, long **keys, size_t *n, size_t *cap, long key)
-{
-    lf_answer_call *c;
-
-    if (*n == *cap) {
-        size_t want = *cap ? *cap * 2 : 4;
-        lf_answer_call *nv = realloc(*v, want * sizeof *nv);
-
-        if (!nv) return NULL;
-        *v = nv;
-        if (keys) {
-            long *nk = realloc(*keys, want * sizeof *nk);
-
-            if (!nk) return NULL;
-            *keys = nk;
-        }
-        *cap = want;
-    }
-    c = &(*v)[*n];
-    lf_buf_init(&c->id);
-    lf_buf_init(&c->name);
-    lf_buf_init(&c->arguments);
-    if (keys) (*keys)[*n] = key;
-    (*n)++;
-    return c;
-}
-
-void lf_wire_calls_free(lf_answer_call *v, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        lf_buf_free(&v[i].id);
-        lf_buf_free(&v[i].name);
-        lf_buf_free(&v[i].arguments);
-    }
-}
-
-int lf_wire_call_done(lf_answer_call *c)
-{
-    return c->arguments.len ? 0 : lf_buf_set(&c->arguments, "{}", 2);
-}
-
-int lf_wire_finish_reason(lf_buf *reason)
-{
-    /* function_call: OpenAI's name before tool_calls, still sent by some
-     * compatible servers. */
-    if (!lf_bytes_are(lf_buf_cstr(reason), reason->len, "tool_use") &&
-        !lf_bytes_are(lf_buf_cstr(reason), reason->len, "function_call"))
-        return 0;
-    return lf_buf_set(reason, LF_FINISH_TOOL_CALLS, strlen(LF_FINISH_TOOL_CALLS));
 }
