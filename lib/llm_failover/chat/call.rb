@@ -141,12 +141,13 @@ module LlmFailover
     private
 
     def engine_request
-      fields = { targets: @targets.map(&:engine), messages: @messages, attachments: @attachments,
-                 temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
-                 policy: engine_policy, circuits: @circuits, token: @request_id }
-      fields.merge!(@tool_fields) if @tool_fields
-      fields.merge!(@answer_format.engine_fields) if @answer_format
-      Engine::Request.new(**fields)
+      request = Engine::Request.new(targets: @targets.map(&:engine), messages: @messages, attachments: @attachments,
+                                    temperature: @temperature&.to_f, max_tokens: @max_tokens,
+                                    stream: @delivery.streamed?, policy: engine_policy, circuits: @circuits,
+                                    token: @request_id)
+      @tool_fields&.each { |member, value| request[member] = value }
+      @answer_format&.engine_fields&.each { |member, value| request[member] = value }
+      request
     end
 
     # The configuration's policy; with hedge_after: :auto, this call's figure from the
