@@ -244,6 +244,18 @@ static lf_kind lf_classify_status_kind(long status, const lf_facts *f)
     }
 }
 
+/* The Responses API's codes for a request that cannot succeed, which its
+ * response.failed and error events carry with no HTTP status and no type: a
+ * bad request, refined by lf_classify_bad_request (invalid_prompt may be a
+ * context window; image_content_policy_violation is a content policy). */
+static const char *const lf_classify_request_codes[] = {
+    "invalid_prompt", "invalid_encrypted_content", "invalid_image", "invalid_image_format",
+    "invalid_base64_image", "invalid_image_url", "image_too_large", "image_too_small", "image_parse_error",
+    "image_content_policy_violation", "invalid_image_mode", "image_file_too_large",
+    "unsupported_image_media_type", "empty_image_file", "failed_to_download_image", "image_file_not_found",
+    NULL
+};
+
 /* One error name (a type, a code or a Gemini status) -> a kind, or LF_OK when
  * the name means nothing to us. */
 static lf_kind lf_classify_name_kind(const char *name, const lf_facts *f)
@@ -271,6 +283,9 @@ static lf_kind lf_classify_name_kind(const char *name, const lf_facts *f)
             return names[i].kind;
     if (lf_classify_ieq(name, "invalid_request_error") || lf_classify_ieq(name, "INVALID_ARGUMENT"))
         return lf_classify_bad_request(f);
+    for (size_t i = 0; lf_classify_request_codes[i]; i++)
+        if (lf_classify_ieq(name, lf_classify_request_codes[i]))
+            return lf_classify_bad_request(f);
     return LF_OK;
 }
 

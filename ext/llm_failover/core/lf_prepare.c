@@ -70,11 +70,20 @@ static int lf_header_add(struct curl_slist **list, const char *line)
     return 0;
 }
 
+/* How the target takes its key: Anthropic's x-api-key, Azure's api-key
+ * (unless the key is an Entra ID token), else a bearer token. */
+static const char *lf_key_header(const lf_target *t)
+{
+    if (t->bearer) return "Authorization: Bearer ";
+    if (t->api == LF_API_ANTHROPIC) return "x-api-key: ";
+    return t->layout == LF_LAYOUT_PLAIN ? "Authorization: Bearer " : "api-key: ";
+}
+
 /* The key's header line: the only one made here, wiped once libcurl has its
  * copy. */
 static int lf_header_add_key(struct curl_slist **list, const lf_target *t)
 {
-    char *line = lf_concat(t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ", t->api_key);
+    char *line = lf_concat(lf_key_header(t), t->api_key);
     int rc;
 
     if (!line) return -1;
@@ -109,6 +118,25 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
     return 0;
 }
 
+/* The target's URL (lf_wire_url), malloc'd into *url. */
+static int lf_prepare_url(char **url, const lf_target *t, const lf_request_params *params, lf_buf *err)
+{
+    lf_endpoint e = { .api = t->api, .kind = params->kind, .layout = t->layout, .base_url = t->base_url,
+                      .model = t->model, .api_version = t->api_version, .stream = params->stream };
+    lf_buf u;
+    int rc;
+
+    lf_buf_init(&u);
+    rc = lf_wire_url(&e, &u, err);
+    *url = rc == 0 ? lf_concat(lf_buf_cstr(&u), "") : NULL;
+    lf_buf_free(&u);
+    if (rc == 0 && !*url) {
+        lf_buf_setf(err, "out of memory");
+        rc = -1;
+    }
+    return rc;
+}
+
 static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_params *params, json_object *schema,
                           lf_buf *err)
 {
@@ -122,12 +150,14 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     tp.no_urls = t->no_urls;
     tp.max_attachment_bytes = t->max_attachment_bytes;
     tp.max_attachments = t->max_attachments;
+    tp.origin = t->origin;
+    tp.encrypted_reasoning = t->encrypted_reasoning;
     p->refused = lf_wire_attachments_refusal(&tp, &p->refusal);
     if (p->refused) return 0;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
-    p->url = lf_concat(t->base_url, lf_wire_path_for(t->api, params->kind));
-    if (!p->url || lf_build_headers(t, params->stream, &p->headers) != 0) {
+    if (lf_prepare_url(&p->url, t, params, err) != 0) return -1;
+    if (lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;
     }

@@ -1,5 +1,6 @@
 /* Request preparation, in the wire layer: for each target a call may send
- * to, its URL (base_url + lf_wire_path), its header list and its body, built
+ * to, its URL (lf_wire_url: base_url, the host's layout, the protocol's
+ * path), its header list (the key as the host takes it) and its body, built
  * before any network so that a request that cannot be built fails before the
  * first byte is sent; and the call's JSON schema, parsed once for every
  * target's body and for checking every answer (lf_json_answer_check). */

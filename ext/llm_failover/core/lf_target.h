@@ -26,6 +26,20 @@ typedef struct lf_target {
     int no_urls;
     long max_attachment_bytes;
     long max_attachments;
+    /* Where the host puts the protocol's path (lf_wire_url): Azure's layouts,
+     * with api_version for a deployment or AI Foundry; LF_LAYOUT_PLAIN for
+     * every other host. An Azure layout takes the key in an api-key header. */
+    lf_layout layout;
+    const char *api_version;
+    /* 1: api_key is a bearer token (Azure's Entra ID access_token): sent as
+     * Authorization: Bearer, whatever the layout. */
+    int bearer;
+    /* The provider entry's name: reasoning state goes back only to the
+     * origin that gave it (lf_message.reasoning_origin). NULL is "". */
+    const char *origin;
+    /* Responses: ask for encrypted reasoning and send it back (a reasoning
+     * model; lf_request_params.encrypted_reasoning). */
+    int encrypted_reasoning;
 } lf_target;
 
 #endif

@@ -12,6 +12,7 @@
 #include "lf_json_read.h"
 #include "lf_wire_anthropic.h"
 #include "lf_wire_openai.h"
+#include "lf_wire_responses.h"
 #include "lf_wire_shared.h"
 
 #include "lf_banned.h"
@@ -22,18 +23,73 @@ int lf_wire_api_named(const char *name, size_t len, lf_api *api)
 {
     if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
     else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
+    else if (lf_bytes_are(name, len, "responses")) *api = LF_API_RESPONSES;
     else return -1;
     return 0;
 }
 
 const char *lf_wire_path(lf_api api)
 {
-    return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
+    switch (api) {
+    case LF_API_ANTHROPIC: return "/v1/messages";
+    case LF_API_RESPONSES: return "/responses";
+    default: return "/chat/completions";
+    }
 }
 
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
 {
     return kind == LF_REQUEST_EMBEDDINGS ? "/embeddings" : lf_wire_path(api);
+}
+
+/* Azure's layouts serve OpenAI's protocols; the deployment and Foundry ones
+ * chat completions and embeddings only. */
+static int lf_wire_layout_serves(const lf_endpoint *e, lf_buf *errmsg)
+{
+    static const char *const names[] = { "plain", "Azure OpenAI v1", "an Azure deployment", "Azure AI Foundry" };
+
+    if (e->layout == LF_LAYOUT_PLAIN) return 0;
+    if ((unsigned)e->layout > LF_LAYOUT_AZURE_FOUNDRY) {
+        lf_wire_fail(errmsg, "unknown layout %d", (int)e->layout);
+        return -1;
+    }
+    if (e->api == LF_API_ANTHROPIC || (e->layout != LF_LAYOUT_AZURE && e->api == LF_API_RESPONSES)) {
+        lf_wire_fail(errmsg, "%s does not serve %s", names[e->layout],
+                     e->api == LF_API_ANTHROPIC ? "Anthropic messages" : "the Responses API (use /openai/v1)");
+        return -1;
+    }
+    if (e->layout != LF_LAYOUT_AZURE && !(e->api_version && e->api_version[0])) {
+        lf_wire_fail(errmsg, "%s needs an api_version", names[e->layout]);
+        return -1;
+    }
+    return 0;
+}
+
+int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg)
+{
+    const char *path;
+    int rc;
+
+    lf_buf_clear(out);
+    if (errmsg) lf_buf_clear(errmsg);
+    if (!e || !e->base_url || !e->model) {
+        lf_wire_fail(errmsg, "an endpoint needs base_url and model");
+        return -1;
+    }
+    if (lf_wire_layout_serves(e, errmsg) != 0) return -1;
+    path = lf_wire_path_for(e->api, e->kind);
+    rc = lf_buf_append_str(out, e->base_url);
+    if (rc == 0 && e->layout == LF_LAYOUT_AZURE) rc = lf_buf_append_str(out, "/openai/v1");
+    if (rc == 0 && e->layout == LF_LAYOUT_AZURE_DEPLOYMENT)
+        rc = lf_buf_append_str(out, "/openai/deployments/") != 0 || lf_wire_put_url_part(out, e->model) != 0 ? -1 : 0;
+    if (rc == 0) rc = lf_buf_append_str(out, path);
+    if (rc == 0 && (e->layout == LF_LAYOUT_AZURE_DEPLOYMENT || e->layout == LF_LAYOUT_AZURE_FOUNDRY))
+        rc = lf_buf_append_str(out, "?api-version=") != 0 || lf_wire_put_url_part(out, e->api_version) != 0 ? -1 : 0;
+    if (rc != 0) {
+        lf_buf_clear(out);
+        lf_wire_fail(errmsg, "out of memory building the URL");
+    }
+    return rc;
 }
 
 const char *lf_wire_schema_with_tools_refusal(lf_api api)
@@ -124,7 +180,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     int has_tool_turns = 0;
 
     *n_chat = 0;
-    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC) {
+    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_RESPONSES) {
         lf_wire_fail(errmsg, "unknown API %d", (int)p->api);
         return -1;
     }
@@ -160,12 +216,18 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         }
         if (role == LF_ROLE_USER || role == LF_ROLE_ASSISTANT || role == LF_ROLE_TOOL) (*n_chat)++;
         if (m->n_tool_calls || role == LF_ROLE_TOOL) has_tool_turns = 1;
+        /* Checked only where it goes: elsewhere it is dropped unread. */
+        if (lf_wire_reasoning_goes(p, m) && p->api == LF_API_RESPONSES &&
+            !lf_wire_responses_reasoning_ok(m->reasoning, m->reasoning_len)) {
+            lf_wire_fail(errmsg, "message %zu: its reasoning state is not a JSON array of items", i);
+            return -1;
+        }
     }
     if (p->api == LF_API_ANTHROPIC && *n_chat == 0) {
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
         return -1;
     }
-    if (p->api == LF_API_OPENAI && p->n_messages == 0 && !(p->system && p->system_len)) {
+    if (p->api != LF_API_ANTHROPIC && p->n_messages == 0 && !(p->system && p->system_len)) {
         lf_wire_fail(errmsg, "the request has no messages");
         return -1;
     }
@@ -178,10 +240,10 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
 }
 
 /* An embeddings request (LF_REQUEST_EMBEDDINGS): OpenAI-compatible APIs
- * only. */
+ * only (a Responses host, OpenAI or Azure, has the same /embeddings). */
 static int lf_wire_build_embeddings(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
 {
-    if (p->api != LF_API_OPENAI) {
+    if (p->api != LF_API_OPENAI && p->api != LF_API_RESPONSES) {
         lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API (Anthropic has no embeddings endpoint)");
         return -1;
     }
@@ -219,7 +281,7 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         const lf_message *m = &p->messages[i];
 
         size += 32 + strlen(m->role) + m->content_len + (m->tool_call_id ? 64 + strlen(m->tool_call_id) : 0) +
-                lf_wire_attachments_size(m);
+                lf_wire_attachments_size(m) + (lf_wire_reasoning_goes(p, m) ? m->reasoning_len : 0);
         for (k = 0; k < m->n_tool_calls; k++)
             size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len;
     }
@@ -228,9 +290,13 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
                 (p->tools[i].parameters ? strlen(p->tools[i].parameters) : 0);
     if (schema_text) size += 256 + strlen(schema_text);
     rc = schema && !schema_text ? -1 : lf_buf_reserve(out, size);
-    if (rc == 0)
-        rc = p->api == LF_API_ANTHROPIC ? lf_wire_anthropic_build(p, schema_text, out)
-                                        : lf_wire_openai_build(p, schema_text, out);
+    if (rc == 0) {
+        switch (p->api) {
+        case LF_API_ANTHROPIC: rc = lf_wire_anthropic_build(p, schema_text, out); break;
+        case LF_API_RESPONSES: rc = lf_wire_responses_build(p, schema_text, out); break;
+        default: rc = lf_wire_openai_build(p, schema_text, out); break;
+        }
+    }
     if (rc != 0) {
         lf_buf_clear(out);
         lf_wire_fail(errmsg, "out of memory building the request");
@@ -277,8 +343,11 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
     if (!root) {
         rc = LF_WIRE_INVALID;
     } else {
-        rc = api == LF_API_ANTHROPIC ? lf_wire_anthropic_answer(root, out, err, tool)
-                                     : lf_wire_openai_answer(root, out, err);
+        switch (api) {
+        case LF_API_ANTHROPIC: rc = lf_wire_anthropic_answer(root, out, err, tool); break;
+        case LF_API_RESPONSES: rc = lf_wire_responses_answer(root, out, err); break;
+        default: rc = lf_wire_openai_answer(root, out, err); break;
+        }
         json_object_put(root);
     }
     return lf_wire_parse_end(rc, out, err, &scratch);
@@ -331,6 +400,10 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
     if (s->done) return LF_STREAM_CONTINUE;   /* after the end: ignored */
     if (!ev) return LF_STREAM_INVALID;
     if (!ev->data || lf_stream_blank(ev->data, ev->data_len)) return LF_STREAM_CONTINUE;
-    rc = s->api == LF_API_ANTHROPIC ? lf_wire_anthropic_stream_event(s, ev) : lf_wire_openai_stream_event(s, ev);
+    switch (s->api) {
+    case LF_API_ANTHROPIC: rc = lf_wire_anthropic_stream_event(s, ev); break;
+    case LF_API_RESPONSES: rc = lf_wire_responses_stream_event(s, ev); break;
+    default: rc = lf_wire_openai_stream_event(s, ev); break;
+    }
     return lf_stream_took(s, rc, delta, delta_len);
 }

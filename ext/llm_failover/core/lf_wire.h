@@ -1,6 +1,7 @@
-/* The two wire protocols: OpenAI chat completions (and every compatible API)
- * and Anthropic messages. Builds request bodies from messages; parses plain
- * answers, stream events and error bodies. Pure functions over json-c.
+/* The wire protocols: OpenAI chat completions (and every compatible API),
+ * Anthropic messages and OpenAI's Responses API. Builds request bodies from
+ * messages; parses plain answers, stream events and error bodies. Pure
+ * functions over json-c.
  *
  * The public header of the wire layer. A protocol is a request file and a
  * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
@@ -22,7 +23,11 @@
 #include "lf_sse.h"
 #include "lf_utf8.h"
 
-typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1 } lf_api;
+typedef enum lf_api {
+    LF_API_OPENAI = 0,
+    LF_API_ANTHROPIC = 1,
+    LF_API_RESPONSES = 2  /* OpenAI's Responses API (/responses): OpenAI, Azure */
+} lf_api;
 
 /* What a request asks for: a chat answer (messages), or the embeddings of
  * texts (inputs) from the OpenAI-compatible /embeddings endpoint, which
@@ -74,6 +79,17 @@ typedef struct lf_message {
      * file, Anthropic image and document blocks). */
     const lf_attachment *attachments;
     size_t n_attachments;
+    /* assistant: state its answer carried that only the host that made it
+     * can read back (lf_answer.reasoning: the Responses API's encrypted
+     * reasoning items), reasoning_len bytes of JSON text, NULL for none. A
+     * request of protocol reasoning_api to the target whose origin equals
+     * reasoning_origin (lf_request_params.origin; NULL is "") re-sends it as
+     * it came, before this message's text and calls; any other request drops
+     * it, never translated (lf_wire_reasoning_goes). */
+    const char *reasoning;
+    size_t reasoning_len;
+    lf_api reasoning_api;
+    const char *reasoning_origin;
 } lf_message;
 
 /* A tool the model may call. */
@@ -141,6 +157,15 @@ typedef struct lf_request_params {
     int no_urls;
     long max_attachment_bytes;
     long max_attachments;
+    /* The target's origin (lf_target.origin: the provider entry's name), to
+     * tell whether a message's reasoning state came from it. NULL is "". */
+    const char *origin;
+    /* Responses: 1 asks for the reasoning items' encrypted_content
+     * (include: ["reasoning.encrypted_content"]) and re-sends the items the
+     * messages carry from this origin. A reasoning model only: others refuse
+     * the include with a 400 ("Encrypted content is not supported with this
+     * model"). The request is always store: false. */
+    int encrypted_reasoning;
 } lf_request_params;
 
 /* OpenAI's own cap on the inputs of one embeddings request. */
@@ -190,6 +215,37 @@ const char *lf_wire_path(lf_api api);
 /* The same for a kind of request: "/embeddings" for LF_REQUEST_EMBEDDINGS. */
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind);
 
+/* Where a host puts the protocols it serves, when not at base_url + the
+ * protocol's path: a host's trait, not a protocol (Azure speaks chat
+ * completions and Responses). */
+typedef enum lf_layout {
+    LF_LAYOUT_PLAIN = 0,         /* base_url + lf_wire_path_for */
+    LF_LAYOUT_AZURE,             /* Azure OpenAI v1: base_url + "/openai/v1" + the path
+                                  * (chat completions, Responses, embeddings) */
+    LF_LAYOUT_AZURE_DEPLOYMENT,  /* base_url + "/openai/deployments/" + model + the path +
+                                  * "?api-version=" V: chat completions and embeddings */
+    LF_LAYOUT_AZURE_FOUNDRY      /* Azure AI Foundry's model inference: base_url (its path
+                                  * ends in /models) + the path + "?api-version=" V: chat
+                                  * completions and embeddings */
+} lf_layout;
+
+/* What a request's URL is made of. */
+typedef struct lf_endpoint {
+    lf_api api;
+    lf_request_kind kind;
+    lf_layout layout;
+    const char *base_url;     /* no trailing slash (the configuration normalises it) */
+    const char *model;        /* in the path where the layout puts it, percent-encoded */
+    const char *api_version;  /* the deployment and Foundry layouts: required */
+    int stream;
+} lf_endpoint;
+
+/* The URL of one request into out (cleared first): 0, or -1 with errmsg
+ * (when non-NULL) for a layout that does not serve the protocol, a missing
+ * api_version, or no memory. The one owner of where a request goes:
+ * lf_prepare asks it for every target. */
+int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg);
+
 /* Writes the JSON body into out (cleared first). OpenAI: system messages stay
  * in the array (params->system becomes a leading system message), stream adds
  * stream_options.include_usage, max_tokens is sent as max_tokens. Anthropic:
@@ -230,8 +286,8 @@ int lf_wire_name_ok(const char *name, size_t len);
  * (AnswerFormat.schema_with_tools_refusal). */
 const char *lf_wire_schema_with_tools_refusal(lf_api api);
 
-/* The protocol Ruby names name (len bytes: "openai", "anthropic") into *api:
- * 0, or -1 for none. */
+/* The protocol Ruby names name (len bytes: "openai", "anthropic",
+ * "responses") into *api: 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
 
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
@@ -305,6 +361,14 @@ typedef struct lf_answer {
     lf_answer_call *tool_calls;
     size_t n_tool_calls;
     size_t cap_tool_calls;
+    /* State the host wants back on the next turn and that no other host can
+     * read (the Responses API's encrypted reasoning items, as the final
+     * output items carry them: the answer's output array or each item's
+     * response.output_item.done, never response.output_item.added's): the
+     * JSON text of an array of items, empty for none. The host keeps it with
+     * the assistant message, with the protocol and the target's origin
+     * (lf_message.reasoning). A stream publishes it when it completes. */
+    lf_buf reasoning;
     /* An embeddings answer: n_vectors vectors of dims numbers each, row by
      * row in the order of the inputs (the provider's "index"); NULL for a
      * chat answer. */
@@ -318,8 +382,9 @@ typedef struct lf_answer {
 void lf_answer_init(lf_answer *a);
 void lf_answer_clear(lf_answer *a);
 void lf_answer_free(lf_answer *a);
-/* Moves src's tool calls and vectors into dst (what dst held goes to src, freed
- * with it); the text and the other fields are the caller's. */
+/* Moves src's tool calls, reasoning state and vectors into dst (what dst held
+ * goes to src, freed with it); the text and the other fields are the
+ * caller's. */
 void lf_answer_take_parts(lf_answer *dst, lf_answer *src);
 
 #define LF_WIRE_OK 0
@@ -347,7 +412,8 @@ typedef struct lf_stream_state {
     lf_api api;
     lf_answer answer;     /* accumulates text, model, finish reason, usage */
     lf_wire_error error;  /* filled on LF_STREAM_ERROR */
-    int done;             /* terminal event seen: [DONE] or message_stop */
+    int done;             /* terminal event seen: [DONE], message_stop, response.completed
+                           * or response.incomplete */
     int finished;         /* finish_reason / stop_reason seen */
     int has_usage;
     size_t delta_at;      /* where the current event's text starts in answer.text */
@@ -359,6 +425,10 @@ typedef struct lf_stream_state {
     long *call_keys;
     size_t n_calls, cap_calls;
     int calls_published;
+    /* Responses: the reasoning items of response.output_item.done events
+     * (a JSON array's items, comma-separated), published to
+     * answer.reasoning when the stream completes. */
+    lf_buf reasoning;
 } lf_stream_state;
 
 #define LF_STREAM_CONTINUE 0

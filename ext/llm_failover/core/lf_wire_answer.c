@@ -25,6 +25,7 @@ void lf_answer_init(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_buf_init(&a->reasoning);
     a->vectors = NULL;
     a->n_vectors = 0;
     a->dims = 0;
@@ -51,6 +52,7 @@ void lf_answer_clear(lf_answer *a)
     /* The array stays for the next answer; the calls go. */
     lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
     a->n_tool_calls = 0;
+    lf_buf_clear(&a->reasoning);
     lf_answer_drop_vectors(a);
 }
 
@@ -69,6 +71,7 @@ void lf_answer_free(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_buf_free(&a->reasoning);
     lf_answer_drop_vectors(a);
 }
 
@@ -84,6 +87,7 @@ void lf_answer_take_parts(lf_answer *dst, lf_answer *src)
     src->tool_calls = calls;
     src->n_tool_calls = n;
     src->cap_tool_calls = cap;
+    lf_buf_move(&dst->reasoning, &src->reasoning);
     lf_answer_drop_vectors(dst);
     dst->vectors = src->vectors;
     dst->n_vectors = src->n_vectors;

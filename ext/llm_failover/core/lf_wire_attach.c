@@ -61,7 +61,8 @@ static const char *lf_attach_name(const lf_attachment *a)
 static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *a)
 {
     if (!a->url || p->no_urls) return 0;
-    /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
+    /* Chat completions' file parts take bytes or an uploaded file's id, never
+     * a URL; Responses' input_file takes a file_url. */
     return !(p->api == LF_API_OPENAI && lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_DOCUMENT);
 }
 

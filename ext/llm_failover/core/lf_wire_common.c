@@ -98,3 +98,49 @@ int lf_wire_put_parameters(lf_buf *out, const lf_tool *t)
     if (rc > 0) return lf_buf_append_str(out, "{\"type\":\"object\",\"properties\":{}}");
     return rc;
 }
+
+/* "data:<mime>;base64,<bytes>" as a JSON string: how OpenAI's protocols take a
+ * file's bytes (chat completions' image_url and file parts, Responses'
+ * input_image and input_file). */
+int lf_wire_put_data_uri(lf_buf *out, const lf_attachment *a)
+{
+    return lf_buf_append_str(out, "\"data:") != 0 || lf_buf_append_str(out, a->mime_type) != 0 ||
+                   lf_buf_append_str(out, ";base64,") != 0 || lf_buf_append(out, a->base64, a->base64_len) != 0
+               ? -1
+               : lf_buf_append_char(out, '"');
+}
+
+/* s as one path segment or query value: every byte but RFC 3986's unreserved
+ * ones percent-encoded, so a model name cannot reach another path. */
+int lf_wire_put_url_part(lf_buf *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[3];
+
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+            c == '_' || c == '~') {
+            if (lf_buf_append_char(out, (char)c) != 0) return -1;
+            continue;
+        }
+        esc[0] = '%';
+        esc[1] = hex[c >> 4];
+        esc[2] = hex[c & 15];
+        if (lf_buf_append(out, esc, 3) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The one rule of lf_message.reasoning: back to the protocol and the origin
+ * that made it, never elsewhere (another host cannot decrypt it, and it has
+ * no meaning in another protocol). */
+int lf_wire_reasoning_goes(const lf_request_params *p, const lf_message *m)
+{
+    const char *mine = m->reasoning_origin ? m->reasoning_origin : "";
+    const char *theirs = p->origin ? p->origin : "";
+
+    return m->reasoning && m->reasoning_len && m->reasoning_api == p->api && p->encrypted_reasoning &&
+           strcmp(mine, theirs) == 0;
+}

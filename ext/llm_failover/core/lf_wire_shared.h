@@ -95,6 +95,14 @@ int lf_wire_put_object(lf_buf *out, const char *text, size_t len);
 /* A tool's JSON Schema, or an object without properties for a tool that
  * takes none. */
 int lf_wire_put_parameters(lf_buf *out, const lf_tool *t);
+/* An attachment's bytes as a data URI, a JSON string. */
+int lf_wire_put_data_uri(lf_buf *out, const lf_attachment *a);
+/* s percent-encoded as one URL path segment or query value. */
+int lf_wire_put_url_part(lf_buf *out, const char *s);
+/* 1 when message m's reasoning state goes into this request: the protocol
+ * and the origin that made it, a target that asks for it
+ * (encrypted_reasoning); else it is dropped. */
+int lf_wire_reasoning_goes(const lf_request_params *p, const lf_message *m);
 
 /* ------------------------------------------- lf_wire_transcript.c */
 

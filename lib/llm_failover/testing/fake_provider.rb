@@ -8,16 +8,25 @@ require_relative "fake_provider/script"
 
 module LlmFailover
   module Testing
-    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions and the
-    # Anthropic messages protocols, streamed and not, and that a test scripts request by
-    # request. The gem's C client talks to it through libcurl, so it sees what a real
+    # A real HTTP/1.1 server on loopback that speaks OpenAI chat completions, Anthropic
+    # messages and OpenAI's Responses API, streamed and not, at OpenAI's, Anthropic's and
+    # Azure's paths, and that a test scripts request by request. The gem's C client talks to it through libcurl, so it sees what a real
     # provider would send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
     # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
     # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
-    # `/chat/completions` or `/messages` (or that are not POSTs) get a 404 and take no step.
+    # `/chat/completions`, `/embeddings`, `/messages` or `/responses` (or that are not POSTs)
+    # get a 404 and take no step.
+    #
+    # Responses (ResponsesAnswer): `base_url(:responses)`; every step works as on the other
+    # protocols, a thinking: step adds a reasoning item whose encrypted_content a client must
+    # send back from output_item.done or the response, never from output_item.added (with
+    # strict_transcript an item it did not issue as final is OpenAI's 400
+    # invalid_encrypted_content). Azure (fake_provider/azure.rb): `base_url(:azure)` and
+    # `base_url(:azure_foundry)`, the key checked in an api-key header (or an Entra ID
+    # bearer token), an api-version where the path needs one.
     #
     # @example In your own test suite (RSpec)
     #   require "llm_failover/testing"
@@ -196,14 +205,19 @@ module LlmFailover
         "http://#{h}:#{@port}"
       end
 
-      # The base_url a provider of that API should be configured with.
-      # @param api [Symbol] :openai or :anthropic
+      # The base_url a provider of that API should be configured with: :openai and
+      # :responses (OpenAI's /v1), :anthropic, :azure (an Azure OpenAI resource, under which
+      # the client puts /openai/v1/... or /openai/deployments/...) and :azure_foundry (AI
+      # Foundry's /models).
+      # @param api [Symbol]
       # @return [String]
       def base_url(api)
         case api.to_sym
-        when :openai then "#{url}/v1"
-        when :anthropic then url
-        else raise ArgumentError, "FakeProvider speaks :openai and :anthropic, not #{api.inspect}"
+        when :openai, :responses then "#{url}/v1"
+        when :anthropic, :azure then url
+        when :azure_foundry then "#{url}/models"
+        else raise ArgumentError, "FakeProvider speaks :openai, :responses, :anthropic, :azure and :azure_foundry, " \
+                                  "not #{api.inspect}"
         end
       end
 

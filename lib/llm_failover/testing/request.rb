@@ -7,7 +7,7 @@ module LlmFailover
   module Testing
     class FakeProvider
       # One request as the server saw it. headers has lowercase names; json is the parsed
-      # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
+      # body when it is a JSON object; api is :openai, :anthropic, :responses or nil (unrouted).
       # client_closed is set when the client hung up while the answer was held back (a
       # delay): a hedged request's loser, a cancelled call. lane is the provider name its
       # path starts with (`/providers/NAME/...`, see Lane) or nil.
@@ -39,6 +39,7 @@ module LlmFailover
           bare = path.split("?", 2).first
           if bare.end_with?("/chat/completions", "/embeddings") then :openai
           elsif bare.end_with?("/messages") then :anthropic
+          elsif bare.end_with?("/responses") then :responses
           end
         end
 

@@ -3,6 +3,7 @@
 require "json"
 require_relative "openai_answer"
 require_relative "anthropic_answer"
+require_relative "responses_answer"
 require_relative "canned_errors"
 require_relative "embedding_answer"
 
@@ -13,6 +14,9 @@ module LlmFailover
       # connection can carry the next request, :close when it must be closed, :gone when
       # it already is.
       class Responder
+        # Each protocol's answer; chat completions for every other.
+        ANSWERS = { anthropic: AnthropicAnswer, responses: ResponsesAnswer }.freeze
+
         # Fixture headers we recompute: the body framing is ours.
         FRAMING_HEADERS = %w[content-length transfer-encoding connection].freeze
 
@@ -162,7 +166,7 @@ module LlmFailover
           include_usage = @request.json.is_a?(Hash) &&
                           @request.json.dig("stream_options", "include_usage") == true
           text, chunks, calls = @step.answer_for(@request.json)
-          answer = @request.api == :anthropic ? AnthropicAnswer : OpenAIAnswer
+          answer = ANSWERS.fetch(@request.api, OpenAIAnswer)
           answer.new(model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls, usage: usage,
                      finish_reason: @step[:finish_reason], include_usage: include_usage, thinking: @step.thinking)
         end

@@ -22,11 +22,11 @@ module LlmFailover
 
         module_function
 
-        # @param api [Symbol, nil] :openai or :anthropic
+        # @param api [Symbol, nil] :openai, :anthropic or :responses
         # @param json [Hash, nil] the parsed request body
         # @return [Array<SentAttachment>]
         def read(api, json)
-          messages = json.is_a?(Hash) ? json["messages"] : nil
+          messages = json.is_a?(Hash) ? json[api == :responses ? "input" : "messages"] : nil
           return [] unless messages.is_a?(Array)
 
           messages.flat_map do |message|
@@ -36,7 +36,11 @@ module LlmFailover
             content.filter_map do |part|
               next unless part.is_a?(Hash)
 
-              api == :anthropic ? anthropic(part, message["role"]) : openai(part, message["role"])
+              case api
+              when :anthropic then anthropic(part, message["role"])
+              when :responses then responses(part, message["role"])
+              else openai(part, message["role"])
+              end
             end
           end
         end
@@ -49,6 +53,22 @@ module LlmFailover
           when "file"
             from_uri(part.dig("file", "file_data").to_s, kind: :document, filename: part.dig("file", "filename"),
                                                          role: role, part: part)
+          end
+        end
+
+        # Responses: input_image (a data URI or a URL), input_file (file_data with a
+        # filename, or file_url).
+        def responses(part, role)
+          case part["type"]
+          when "input_image"
+            from_uri(part["image_url"].to_s, kind: :image, filename: nil, role: role, part: part)
+          when "input_file"
+            if part["file_url"]
+              SentAttachment.new(kind: :document, mime_type: nil, data: nil, url: part["file_url"],
+                                 filename: part["filename"], role: role, part: part)
+            else
+              from_uri(part["file_data"].to_s, kind: :document, filename: part["filename"], role: role, part: part)
+            end
           end
         end
 

@@ -139,12 +139,13 @@ module LlmFailover
         end
 
         # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
-        # OpenAI's {"type": "function", "function": {"name"}}.
+        # OpenAI's {"type": "function", "function": {"name"}}, the Responses API's
+        # {"type": "function", "name"}.
         # @return [String, nil]
         def self.forced_tool(json)
           choice = json["tool_choice"] if json.is_a?(Hash)
           return nil unless choice.is_a?(Hash)
-          return choice["name"] if choice["type"] == "tool" && choice["name"].is_a?(String)
+          return choice["name"] if %w[tool function].include?(choice["type"]) && choice["name"].is_a?(String)
 
           name = choice.dig("function", "name") if choice["type"] == "function" && choice["function"].is_a?(Hash)
           name.is_a?(String) ? name : nil

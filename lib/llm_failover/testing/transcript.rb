@@ -2,6 +2,7 @@
 
 require "json"
 require "securerandom"
+require_relative "responses_answer"
 
 module LlmFailover
   module Testing
@@ -23,12 +24,13 @@ module LlmFailover
         # text, and whether it says the call failed (Anthropic is_error).
         Result = Struct.new(:message, :position, :id, :content, :error)
 
-        # @param api [Symbol] :openai or :anthropic
+        # @param api [Symbol] :openai, :anthropic or :responses
         # @param json [Hash, nil] the request body
         def initialize(api, json)
           @api = api
           @thinking = json.is_a?(Hash) && json["thinking"].is_a?(Hash) && json["thinking"]["type"] == "enabled"
-          messages = json.is_a?(Hash) ? json["messages"] : nil
+          # The Responses API's input items take the messages' place.
+          messages = json.is_a?(Hash) ? json[api == :responses ? "input" : "messages"] : nil
           @messages = messages.is_a?(Array) ? messages.map { |m| m.is_a?(Hash) ? m : {} } : []
         end
 
@@ -45,10 +47,10 @@ module LlmFailover
         # The provider's 400 for a broken transcript, as a FakeProvider step, or nil.
         # @return [Hash, nil]
         def rejection
-          problem = if @api == :anthropic
-                      anthropic_id_problem || anthropic_problem || anthropic_thinking_problem
-                    else
-                      openai_id_problem || openai_problem
+          problem = case @api
+                    when :anthropic then anthropic_id_problem || anthropic_problem || anthropic_thinking_problem
+                    when :responses then responses_problem || reasoning_problem
+                    else openai_id_problem || openai_problem
                     end
           return nil unless problem
 
@@ -76,6 +78,10 @@ module LlmFailover
         end
 
         def calls_in(index)
+          if @api == :responses
+            item = @messages[index]
+            return item["type"] == "function_call" ? [Call.new(index, 0, item["call_id"], item["name"])] : []
+          end
           return [] unless role(index) == "assistant"
 
           if @api == :anthropic
@@ -95,6 +101,12 @@ module LlmFailover
         end
 
         def results_in(index)
+          if @api == :responses
+            item = @messages[index]
+            return [] unless item["type"] == "function_call_output"
+
+            return [Result.new(index, 0, item["call_id"], text_of(item["output"]), false)]
+          end
           if @api == :anthropic
             return [] unless role(index) == "user"
 
@@ -198,6 +210,37 @@ module LlmFailover
                     "`tool_result` block in the next message."]
           end
           nil
+        end
+
+        # The Responses API pairs items by call_id: every function_call_output after its
+        # function_call, every function_call with its output.
+        def responses_problem
+          seen = []
+          answered = results.map(&:id)
+          @messages.each_index do |i|
+            calls_in(i).each { |c| seen << c.id }
+            results_in(i).each do |r|
+              next if seen.include?(r.id)
+
+              return ["No tool call found for function call output with call_id #{r.id}.", "input"]
+            end
+          end
+          missing = calls.find { |c| !answered.include?(c.id) }
+          missing ? ["No tool output found for function call #{missing.id}.", "input"] : nil
+        end
+
+        # A reasoning item must carry an encrypted_content this server gave as final: the
+        # one of output_item.done or of the response, not output_item.added's (OpenAI
+        # cannot decrypt what it never finished either).
+        def reasoning_problem
+          item = @messages.find do |m|
+            m["type"] == "reasoning" && !ResponsesAnswer.sealed?(m["encrypted_content"])
+          end
+          return nil unless item
+
+          shown = item["encrypted_content"].to_s
+          ["The encrypted content #{shown[0, 4]}...#{shown[-4..] if shown.size > 8} could not be verified.", nil,
+           "invalid_encrypted_content"]
         end
 
         # OpenAI: an assistant message's tool_calls are answered by the role "tool"
