@@ -55,7 +55,7 @@ when "engine"
   request = Bench::EngineCall.request(config, MODEL)
   listener = Bench::EngineCall::NullListener.new
   engine = LlmFailover.engine
-  out[:us] = timed(n) { check!(engine.run(request, listener)[:content]) }
+  out[:us] = timed(n) { check!(engine.run(request, listener).content) }
 
 when "core_in_ruby"
   # bench/core_loop.c's loop called once, through Fiddle, from a Ruby process with the

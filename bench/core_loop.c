@@ -1,6 +1,6 @@
 /* The gem's C core alone, without Ruby: lf_run (request building, the
  * libcurl multi transfer, parsing, the attempt record) in a loop, with a C
- * listener that waits with curl_multi_poll. The difference between this and
+ * listener that runs the core's waits (lf_wait_block). The difference between this and
  * curl_floor is the core's own cost; the difference between this and
  * chat.ask is the binding's and the Ruby layer's.
  *
@@ -30,7 +30,7 @@ static int core_on_chunk(void *ud, int target, const char *text, size_t len)
     return 0;
 }
 
-static int core_on_reset(void *ud)
+static int core_on_reset(void *ud, int target)
 {
     return 0;
 }
@@ -40,10 +40,9 @@ static int core_on_attempt(void *ud, const lf_attempt_record *rec)
     return 0;
 }
 
-static int core_wait(void *ud, CURLM *multi, int timeout_ms)
+static int core_wait(void *ud, lf_wait *w)
 {
-    int numfds = 0;
-    curl_multi_poll(multi, NULL, 0, timeout_ms, &numfds);
+    lf_wait_block(w);
     return 0;
 }
 

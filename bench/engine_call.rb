@@ -8,13 +8,23 @@ module Bench
     # No store, no records, no Reply.
     class NullListener
       def on_chunk(*) = nil
-      def on_reset = nil
+      def on_reset(_) = nil
       def on_attempt(_) = nil
     end
 
     def self.request(config, model)
-      { targets: [config.provider_config(:bench).engine_target(model)], messages: [%w[user Hello]],
-        system: nil, temperature: nil, max_tokens: nil, stream: false, policy: config.engine_policy }
+      LlmFailover::Engine::Request.new(targets: [config.provider_config(:bench).engine_target(model)],
+                                       messages: [%w[user Hello]], stream: false, policy: config.engine_policy)
+    end
+
+    # What a canned engine reports, as the real one does: an Engine::Attempt, an
+    # Engine::Result (Structs the engine makes positionally; the members not given are nil).
+    def self.attempt(**fields)
+      LlmFailover::Engine::Attempt.new(*LlmFailover::Engine::Attempt.members.map { |m| fields[m] })
+    end
+
+    def self.result(**fields)
+      LlmFailover::Engine::Result.new(*LlmFailover::Engine::Result.members.map { |m| fields[m] })
     end
   end
 end

@@ -2,7 +2,7 @@
 
 # How long Thread#kill takes to end a call that waits on a silent provider
 # (the GVL is released while waiting; the unblocking function wakes
-# curl_multi_poll). Prints figures; asserts nothing.
+# the core's wait). Prints figures; asserts nothing.
 #   bundle exec ruby bench/interrupt.rb [rounds]
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "llm_failover"
@@ -13,14 +13,15 @@ fp = LlmFailover::Testing::FakeProvider.start
 engine = LlmFailover::Engine.new
 listener = Object.new
 def listener.on_chunk(*) = nil
-def listener.on_reset = nil
+def listener.on_reset(_) = nil
 def listener.on_attempt(_) = nil
-request = {
-  targets: [{ api: :openai, base_url: fp.base_url(:openai), api_key: "k", model: "m" }],
-  messages: [%w[user hi]], stream: false, max_retries: 0, retry_interval: 0.1, retry_backoff_factor: 2,
-  retry_max_interval: 1, retry_interval_randomness: 0, connect_timeout: 5, first_token_timeout: 60,
-  idle_timeout: 60, request_timeout: 60, failover_on_context_length: false, max_response_bytes: 1 << 20
-}
+target = LlmFailover::Engine::Target.new(key: "openai:m", api: :openai, base_url: fp.base_url(:openai), api_key: "k",
+                                         model: "m")
+policy = LlmFailover::Engine::Policy.new(max_retries: 0, retry_interval: 0.1, retry_backoff_factor: 2,
+                                         retry_max_interval: 1, retry_interval_randomness: 0, connect_timeout: 5,
+                                         first_token_timeout: 60, idle_timeout: 60, request_timeout: 60,
+                                         failover_on_context_length: false, max_response_bytes: 1 << 20)
+request = LlmFailover::Engine::Request.new(targets: [target], messages: [%w[user hi]], policy: policy)
 clock = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
 latencies = Array.new(rounds) do |i|
   fp.enqueue({ delay_headers: 30 })

@@ -19,13 +19,15 @@ require_relative "engine_call"
 
 # Answers at once, the way the real engine reports: one attempt, then the result.
 class CannedEngine
-  def run(_request, listener)
-    listener.on_attempt({ attempt: 1, target: 0, success: true, error_class: nil, error_message: nil, phase: nil,
-                          http_status: 200, failover_eligible: false, retry_after: nil, latency_ms: 1.5,
-                          first_token_ms: nil, input_tokens: 9, output_tokens: 9, started_at: Time.now,
-                          provider_request_id: "chatcmpl-canned" })
-    { ok: true, target: 0, first_target: 0, attempts: 1, provider_request_id: "chatcmpl-canned", content: "Hello!",
-      model: Bench::Peer::MODEL, finish_reason: "stop", input_tokens: 9, output_tokens: 9 }
+  def run(request, listener)
+    target = request.targets.first
+    listener.on_attempt(Bench::EngineCall.attempt(attempt: 1, target: target, success: true, http_status: 200,
+                                                  failover_eligible: false, latency_ms: 1.5, input_tokens: 9,
+                                                  output_tokens: 9, started_at: Time.now, reached: true,
+                                                  provider_request_id: "chatcmpl-canned"))
+    Bench::EngineCall.result(status: :ok, target: target, attempts: 1, provider_request_id: "chatcmpl-canned",
+                             content: "Hello!", model: Bench::Peer::MODEL, finish_reason: "stop", input_tokens: 9,
+                             output_tokens: 9)
   end
 end
 

@@ -44,22 +44,25 @@ TURNS = 5
 
 # Answers the way the real engine reports, at once: a tool call until the ask holds
 # TURNS - 1 results (after its user message), then text.
+require_relative "engine_call"
+
 class CannedToolEngine
   def run(request, listener)
-    messages = request[:messages]
+    messages = request.messages
     asked = messages.rindex { |m| m[0] == "user" }
     results = messages[asked..].count { |m| m[0] == "tool" }
-    listener.on_attempt({ attempt: 1, target: 0, success: true, error_class: nil, error_message: nil, phase: nil,
-                          http_status: 200, failover_eligible: false, retry_after: nil, latency_ms: 1.0,
-                          first_token_ms: nil, input_tokens: 9, output_tokens: 9, started_at: Time.now,
-                          provider_request_id: "chatcmpl-canned" })
-    answer = { ok: true, target: 0, first_target: 0, attempts: 1, provider_request_id: "chatcmpl-canned",
+    target = request.targets.first
+    listener.on_attempt(Bench::EngineCall.attempt(attempt: 1, target: target, success: true, http_status: 200,
+                                                  failover_eligible: false, latency_ms: 1.0, input_tokens: 9,
+                                                  output_tokens: 9, started_at: Time.now, reached: true,
+                                                  provider_request_id: "chatcmpl-canned"))
+    answer = { status: :ok, target: target, attempts: 1, provider_request_id: "chatcmpl-canned",
                model: "gpt-4o-mini", input_tokens: 9, output_tokens: 9 }
-    if request[:tools] && results < TURNS - 1
-      answer.merge(content: "", finish_reason: "tool_calls",
-                   tool_calls: [["call_#{results}_#{rand(1 << 30)}", "step", %({"n":#{results}})]])
+    if request.tools && results < TURNS - 1
+      Bench::EngineCall.result(**answer, content: "", finish_reason: "tool_calls",
+                                         tool_calls: [["call_#{results}_#{rand(1 << 30)}", "step", %({"n":#{results}})]])
     else
-      answer.merge(content: "Done.", finish_reason: "stop")
+      Bench::EngineCall.result(**answer, content: "Done.", finish_reason: "stop")
     end
   end
 end

@@ -53,6 +53,36 @@ RSpec.describe "Circuit breaker" do
                                            last_error: "LlmFailover::ServiceUnavailableError")
   end
 
+  # The engine admits, records and probes in the MemoryStateStore's CircuitTable
+  # itself: between Engine#run's start and its end no Ruby method of the circuit or of
+  # the in-process state store runs, even when the call fails over.
+  it "runs no Ruby method of the circuit or the in-process state store inside the engine, failing over" do
+    primary.default = { error: :unavailable }
+    backup.default = { text: "from the backup" }
+    LlmFailover.configure { |c| c.max_retries = 0 }
+    chat = failover_chat
+    watched = [LlmFailover::CircuitBreaker, LlmFailover::MemoryStateStore, LlmFailover::CircuitTable,
+               LlmFailover::Circuit, LlmFailover::CircuitEvent]
+    engine_runs = 0
+    inside = false
+    seen = []
+    trace = TracePoint.new(:call, :c_call, :c_return) do |tp|
+      if tp.method_id == :run && tp.self.is_a?(LlmFailover::Engine)
+        engine_runs += 1 if tp.event == :c_call
+        inside = tp.event == :c_call
+      elsif inside && watched.any? { |k| tp.self.is_a?(k) || tp.self == k }
+        seen << "#{tp.defined_class}##{tp.method_id}"
+      end
+    end
+    reply = trace.enable { chat.ask("fails over") }
+
+    expect(reply.attempts.map { |a| [a.provider, a.http_status] }).to eq([[:openai, 503], [:anthropic, 200]])
+    expect(engine_runs).to eq(1) # the call into C is a method of LlmFailover::Engine
+    expect(seen).to eq([])
+    # The loop did ask and tell the store: the primary's failure is counted there.
+    expect(health_of("gpt-4o")).to include(state: :closed, failures: 1)
+  end
+
   # The recovery schedule scaled down 50 times: the first probe 0.1 s (5 s) after
   # opening, the cap 1.2 s (60 s), an outage of 0.9 s (45 s). With the old fixed
   # cooldown the next probe after the recovery was due up to 1.2 s (a minute) later.
@@ -130,19 +160,6 @@ RSpec.describe "Circuit breaker" do
 
   it_behaves_like "a half-open probe that a late failure leaves alone"
   it_behaves_like "a breaker that every success resets"
-
-  it "still counts with a state store whose record takes the six positional arguments it took before keywords" do
-    six = Class.new(LlmFailover::MemoryStateStore) do
-      def record(key, threshold, cooldown, success, hold, error_class)
-        super(key, threshold: threshold, cooldown: cooldown, success: success, hold: hold, error_class: error_class)
-      end
-    end
-    LlmFailover.configure { |c| c.state_store = six.new }
-    primary.default = { error: :unavailable }
-    backup.default = { text: "backup" }
-    2.times { failover_chat.ask("fails") }
-    expect(LlmFailover.health.find { |h| h[:model] == "gpt-4o" }).to include(state: :open, failures: 3)
-  end
 
   it "goes to the backup during a Retry-After longer than retry_max_interval, shared until then" do
     LlmFailover.configure do |c|

@@ -14,10 +14,11 @@ RSpec.describe LlmFailover::Engine do
     plain = engine.run(engine_request(engine_target(fp)), listener)
     streamed = engine.run(engine_request(engine_target(fp), stream: true), listener)
 
-    expect(plain).to include(ok: true, target: 0, content: "Hello from FakeProvider", model: "gpt-4o")
+    expect(plain).to have_attributes(status: :ok, content: "Hello from FakeProvider", model: "gpt-4o")
+    expect(plain.target).to equal(listener.attempts.first.target) # the request's Engine::Target
     expect(streamed[:content]).to eq("Hello from FakeProvider")
     expect(listener.chunks.join).to eq("Hello from FakeProvider")
-    expect(listener.attempts.map { |a| a[:success] }).to eq([true, true])
+    expect(listener.attempts.map(&:success)).to eq([true, true])
     expect(engine.idle_connections).to eq(1)
     expect(fp.connection_count).to eq(1) if fp.respond_to?(:connection_count)
   end
@@ -35,16 +36,20 @@ RSpec.describe LlmFailover::Engine do
 
   it "reports connection refused as ConnectionRefusedError without failing over" do
     port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] } # closed again: nobody listens
-    dead = { api: :openai, base_url: "http://127.0.0.1:#{port}/v1", api_key: "k", model: "m" }
-    result = engine.run(engine_request([dead, engine_target(fp)]), EngineHelpers::RecordingListener.new)
-    expect(result).to include(ok: false, error_class: LlmFailover::ConnectionRefusedError, target: 0, attempts: 1)
+    dead = LlmFailover::Engine::Target.new(key: "openai:m", api: :openai, base_url: "http://127.0.0.1:#{port}/v1",
+                                           api_key: "k", model: "m")
+    listener = EngineHelpers::RecordingListener.new
+    result = engine.run(engine_request([dead, engine_target(fp)]), listener)
+    expect(result).to have_attributes(status: :failed, error_class: LlmFailover::ConnectionRefusedError, target: dead,
+                                      attempts: 1)
+    expect(listener.attempts.map(&:reached)).to eq([false]) # never reached the provider
     expect(fp.request_count).to eq(0)
   end
 
   it "caps the response size" do
     fp.enqueue({ raw: JSON.generate(choices: [{ message: { content: "x" * 10_000 } }]) })
     result = engine.run(engine_request(engine_target(fp), max_response_bytes: 1000), EngineHelpers::RecordingListener.new)
-    expect(result).to include(ok: false, error_class: LlmFailover::InvalidResponseError)
+    expect(result).to have_attributes(status: :failed, error_class: LlmFailover::InvalidResponseError)
     expect(result[:message]).to include("exceeded 1000 bytes")
   end
 
@@ -64,7 +69,7 @@ RSpec.describe LlmFailover::Engine do
                 %(data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n)).b
       fp.enqueue({ raw: stream, content_type: "text/event-stream" })
       result = engine.run(engine_request(engine_target(fp), stream: true), listener)
-      expect(result).to include(ok: true, content: "a\uFFFDb")
+      expect(result).to have_attributes(status: :ok, content: "a\uFFFDb")
       expect(listener.chunks).to eq(["a\uFFFDb"])
     end
 
@@ -72,32 +77,32 @@ RSpec.describe LlmFailover::Engine do
       stream = %(: keep-alive\n\nevent: surprise\ndata: {"type":"surprise"}\n\n) +
                %(data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n)
       fp.enqueue({ raw: stream, content_type: "text/event-stream" })
-      expect(engine.run(engine_request(engine_target(fp), stream: true), listener)).to include(ok: true, content: "hi")
+      expect(engine.run(engine_request(engine_target(fp), stream: true), listener)).to have_attributes(status: :ok, content: "hi")
     end
 
     it "calls an empty 200 an InvalidResponseError" do
       fp.enqueue({ raw: "" })
       expect(engine.run(engine_request(engine_target(fp)), listener))
-        .to include(ok: false, error_class: LlmFailover::InvalidResponseError, retryable: true)
+        .to have_attributes(status: :failed, error_class: LlmFailover::InvalidResponseError, retryable: true)
     end
 
     it "calls a 200 that is not the protocol an InvalidResponseError" do
       fp.enqueue({ raw: "<html>maintenance</html>", content_type: "text/html" })
       result = engine.run(engine_request(engine_target(fp)), listener)
-      expect(result).to include(ok: false, error_class: LlmFailover::InvalidResponseError)
+      expect(result).to have_attributes(status: :failed, error_class: LlmFailover::InvalidResponseError)
       expect(result[:message]).to include("not the OpenAI chat completions protocol")
     end
 
     it "takes a stream with a finish reason and usage but no [DONE] as complete" do
       fp.enqueue({ text: "all here", no_done: true })
-      expect(engine.run(engine_request(engine_target(fp), stream: true), listener)).to include(ok: true, content: "all here")
+      expect(engine.run(engine_request(engine_target(fp), stream: true), listener)).to have_attributes(status: :ok, content: "all here")
       expect(listener.attempts.size).to eq(1)
     end
 
     it "calls a stream without its terminal event a StreamInterruptedError" do
       fp.enqueue({ text: "not all here", no_terminal: true })
       expect(engine.run(engine_request(engine_target(fp), stream: true), listener))
-        .to include(ok: false, error_class: LlmFailover::StreamInterruptedError, partial_content: "not all here")
+        .to have_attributes(status: :failed, error_class: LlmFailover::StreamInterruptedError, partial_content: "not all here")
     end
   end
 
@@ -108,7 +113,7 @@ RSpec.describe LlmFailover::Engine do
       .to raise_error(ArgumentError, "consumer broke")
     expect(listener.chunks).to eq(["one "])
     # The engine is still usable afterwards.
-    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]).to be(true)
+    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new).status).to eq(:ok)
   end
 
   it "lets a throw from the listener leave the call" do
@@ -161,14 +166,17 @@ RSpec.describe LlmFailover::Engine do
       script = <<~RUBY
         require "llm_failover"
         e = LlmFailover::Engine.new
-        req = { targets: [{ api: :openai, base_url: #{fp.base_url(:openai).inspect}, api_key: "k", model: "m" }],
-                messages: [["user", "hi"]], stream: false, max_retries: 0, retry_interval: 0.1,
-                retry_backoff_factor: 2, retry_max_interval: 1, retry_interval_randomness: 0,
-                connect_timeout: 5, first_token_timeout: 60, idle_timeout: 60, request_timeout: 60,
-                failover_on_context_length: false, max_response_bytes: 1_000_000 }
+        target = LlmFailover::Engine::Target.new(key: "openai:m", api: :openai,
+                                                 base_url: #{fp.base_url(:openai).inspect}, api_key: "k", model: "m")
+        policy = LlmFailover::Engine::Policy.new(max_retries: 0, retry_interval: 0.1, retry_backoff_factor: 2,
+                                                 retry_max_interval: 1, retry_interval_randomness: 0,
+                                                 connect_timeout: 5, first_token_timeout: 60, idle_timeout: 60,
+                                                 request_timeout: 60, failover_on_context_length: false,
+                                                 max_response_bytes: 1_000_000)
+        req = LlmFailover::Engine::Request.new(targets: [target], messages: [["user", "hi"]], policy: policy)
         l = Object.new
         def l.on_chunk(*) = nil
-        def l.on_reset = nil
+        def l.on_reset(_) = nil
         def l.on_attempt(_) = nil
         begin
           e.run(req, l)
@@ -188,13 +196,13 @@ RSpec.describe LlmFailover::Engine do
   end
 
   it "never hands a forked child the parent's connections" do
-    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]).to be(true)
+    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new).status).to eq(:ok)
     expect(engine.idle_connections).to eq(1)
     reader, writer = IO.pipe
     pid = fork do
       reader.close
       idle_before = engine.idle_connections
-      ok = engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]
+      ok = engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new).status == :ok
       writer.write(JSON.generate(idle_before: idle_before, ok: ok))
       writer.close
       exit!(0)
@@ -203,7 +211,7 @@ RSpec.describe LlmFailover::Engine do
     child = JSON.parse(reader.read)
     Process.wait(pid)
     expect(child).to eq("idle_before" => 0, "ok" => true)
-    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)[:ok]).to be(true)
+    expect(engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new).status).to eq(:ok)
   end
 
   it "survives GC compaction between and during calls" do
@@ -220,7 +228,7 @@ RSpec.describe LlmFailover::Engine do
 
   it "validates its request before any network" do
     expect { engine.run(engine_request([]), EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /targets/)
-    bad = engine_target(fp).merge(api: :gemini)
+    bad = engine_target(fp).dup.tap { |t| t.api = :gemini }
     expect { engine.run(engine_request(bad), EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /api/)
     expect { engine.run(engine_request(engine_target(fp)), Object.new) }.to raise_error(ArgumentError, /listener/)
     expect(fp.request_count).to eq(0)

@@ -120,6 +120,21 @@ RSpec.describe "Retries and failover" do
     end
   end
 
+  describe "which errors are retryable" do
+    # One owner: the C core's verdict for each kind (lf_kind_retryable). The error classes
+    # ask it, and it agrees with the hierarchy DESIGN.md fixes (RetryableError and below).
+    it "is the core's rule, and every RetryableError and only those are retryable by default" do
+      classes = LlmFailover.constants.map { |c| LlmFailover.const_get(c) }
+                           .select { |c| c.is_a?(Class) && c <= LlmFailover::Error }
+      expect(classes.size).to be > 15
+      classes.each do |klass|
+        expect(klass.retryable_by_default?).to eq(klass.ancestors.include?(LlmFailover::RetryableError)), klass.name
+      end
+      expect(LlmFailover::ProviderQuotaError.new("out of credit").retryable?).to be(false) # fails over, never retried
+      expect(LlmFailover::ServerError.new("x", retryable: false).retryable?).to be(false) # the provider said so
+    end
+  end
+
   describe "connections and deadlines" do
     it "retries a connection reset before the headers" do
       primary.enqueue({ reset: true }, { text: "second try" })

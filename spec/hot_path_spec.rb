@@ -47,22 +47,16 @@ RSpec.describe "the hot path" do
   describe "the engine request's policy" do
     let(:engine) { LlmFailover::Engine.new }
 
-    it "is read from a Hash under :policy as from the request itself" do
-      flat = engine.run(engine_request(engine_target(fp)), EngineHelpers::RecordingListener.new)
-      request = { targets: [engine_target(fp)], messages: [%w[user Hello]], stream: false,
-                  policy: EngineHelpers::POLICY }
-      nested = engine.run(request, EngineHelpers::RecordingListener.new)
-      expect(nested).to include(ok: true, content: flat[:content])
-    end
-
-    it "is checked for types under :policy too (the values are Configuration's to check)" do
-      request = { targets: [engine_target(fp)], messages: [%w[user Hello]], stream: false,
-                  policy: EngineHelpers::POLICY.merge(max_retries: "3") }
-      expect { engine.run(request, EngineHelpers::RecordingListener.new) }.to raise_error(TypeError)
-      expect { engine.run(request.merge(policy: EngineHelpers::POLICY.except(:idle_timeout)), EngineHelpers::RecordingListener.new) }
+    it "is an Engine::Policy, checked for types (the values are Configuration's to check)" do
+      request = ->(**policy) { engine_request(engine_target(fp)).tap { |r| r.policy = r.policy.dup.tap { |p| policy.each { |k, v| p[k] = v } } } }
+      expect(engine.run(request.call, EngineHelpers::RecordingListener.new).status).to eq(:ok)
+      expect { engine.run(request.call(max_retries: "3"), EngineHelpers::RecordingListener.new) }.to raise_error(TypeError)
+      expect { engine.run(request.call(idle_timeout: nil), EngineHelpers::RecordingListener.new) }
         .to raise_error(ArgumentError, /idle_timeout/)
-      expect { engine.run(request.merge(policy: EngineHelpers::POLICY.merge(idle_timeout: "5")), EngineHelpers::RecordingListener.new) }
+      expect { engine.run(request.call(idle_timeout: "5"), EngineHelpers::RecordingListener.new) }
         .to raise_error(ArgumentError, /idle_timeout must be a number/)
+      bare = engine_request(engine_target(fp)).tap { |r| r.policy = EngineHelpers::POLICY }
+      expect { engine.run(bare, EngineHelpers::RecordingListener.new) }.to raise_error(TypeError, /Policy/)
     end
 
     it "is built once per configuration and again after any policy setter" do
@@ -72,7 +66,7 @@ RSpec.describe "the hot path" do
       expect(config.engine_policy).to equal(first)
       config.max_retries = 7
       expect(config.engine_policy).not_to equal(first)
-      expect(config.engine_policy[:max_retries]).to eq(7)
+      expect(config.engine_policy.max_retries).to eq(7)
       LlmFailover::Configuration::ENGINE_POLICY.each do |name|
         before = config.engine_policy
         config.public_send(:"#{name}=", config.public_send(name))
@@ -95,8 +89,8 @@ RSpec.describe "the hot path" do
     it "follows a per-chat override and leaves the global one alone" do
       LlmFailover.configuration.engine_policy # cached on the global configuration
       chat = LlmFailover.chat(model: "gpt-4o", provider: :openai, max_retries: 0)
-      expect(chat.config.engine_policy[:max_retries]).to eq(0)
-      expect(LlmFailover.configuration.engine_policy[:max_retries]).to eq(LlmFailover.configuration.max_retries)
+      expect(chat.config.engine_policy.max_retries).to eq(0)
+      expect(LlmFailover.configuration.engine_policy.max_retries).to eq(LlmFailover.configuration.max_retries)
     end
   end
 
@@ -108,7 +102,7 @@ RSpec.describe "the hot path" do
       fp.enqueue({ chunks: chunks })
       listener = EngineHelpers::RecordingListener.new
       result = engine.run(engine_request(engine_target(fp), stream: true), listener)
-      expect(result[:ok]).to be(true)
+      expect(result.status).to eq(:ok)
       expect(listener.chunks).to eq(chunks)
       expect(listener.events.last).to eq([:attempt, 1])
     end
@@ -150,18 +144,17 @@ RSpec.describe "the hot path" do
   end
 
   describe "attempts handed to the listener" do
-    it "come as one Hash per attempt, with the timeout's phase as a Symbol" do
+    it "come as one Engine::Attempt per attempt, with the timeout's phase as a Symbol" do
       fp.enqueue({ status: 503 }, { delay_headers: 3 })
       listener = EngineHelpers::RecordingListener.new
-      result = LlmFailover::Engine.new.run(engine_request(engine_target(fp), max_retries: 1, retry_interval: 0,
-                                                                             request_timeout: 0.3), listener)
-      expect(listener.attempts.map(&:keys)).to all(match_array(
-        %i[attempt target success error_class error_message phase http_status failover_eligible retry_after
-           latency_ms first_token_ms input_tokens output_tokens started_at provider_request_id skipped hedge cancelled]
-      ))
-      expect(listener.attempts.map { |a| [a[:error_class], a[:phase]] })
-        .to eq([[LlmFailover::ServiceUnavailableError, nil], [LlmFailover::TimeoutError, :total]])
-      expect(result).to include(ok: false, error_class: LlmFailover::TimeoutError, phase: :total, first_target: 0)
+      target = engine_target(fp)
+      result = LlmFailover::Engine.new.run(engine_request(target, max_retries: 1, retry_interval: 0,
+                                                                  request_timeout: 0.3), listener)
+      expect(listener.attempts).to all(be_a(LlmFailover::Engine::Attempt))
+      expect(listener.attempts.map { |a| [a.target, a.error_class, a.phase, a.reached] })
+        .to eq([[target, LlmFailover::ServiceUnavailableError, nil, true], [target, LlmFailover::TimeoutError, :total, true]])
+      expect(result).to have_attributes(status: :failed, error_class: LlmFailover::TimeoutError, phase: :total,
+                                        target: target)
     end
   end
 
@@ -200,11 +193,11 @@ RSpec.describe "the hot path" do
     it "are checked on every call" do
       engine = LlmFailover::Engine.new
       request = engine_request(engine_target(fp))
-      expect(engine.run(request, EngineHelpers::RecordingListener.new)).to include(ok: true)
+      expect(engine.run(request, EngineHelpers::RecordingListener.new).status).to eq(:ok)
       expect { engine.run(request, Object.new) }.to raise_error(ArgumentError, /listener must respond/)
       half = Class.new { def on_chunk(*) = nil }.new
       expect { engine.run(request, half) }.to raise_error(ArgumentError, /listener must respond/)
-      expect(engine.run(request, EngineHelpers::RecordingListener.new)).to include(ok: true)
+      expect(engine.run(request, EngineHelpers::RecordingListener.new).status).to eq(:ok)
     end
   end
 
@@ -216,9 +209,10 @@ RSpec.describe "the hot path" do
       expect(targets[0][0]).to equal(targets[2][0])
       expect(targets.map { |t| t.map(&:model) }).to eq([["gpt-4o"], ["gpt-4o-mini"], ["gpt-4o"]])
       expect(targets.flatten).to all(be_frozen)
-      expect(config.engine_target("gpt-4o")).to be_frozen.and include(model: "gpt-4o", api: :openai)
+      expect(config.engine_target("gpt-4o")).to be_frozen.and have_attributes(model: "gpt-4o", api: :openai,
+                                                                               key: "openai:gpt-4o")
       # Past the handful kept, entries are made again, still right.
-      40.times { |i| expect(config.engine_target("m#{i}")[:model]).to eq("m#{i}") }
+      40.times { |i| expect(config.engine_target("m#{i}").model).to eq("m#{i}") }
       expect(config.target("gpt-4o").model).to eq("gpt-4o")
       fp.enqueue({ text: "from mini" })
       expect(chats[1].ask("Hi").content).to eq("from mini")

@@ -91,12 +91,12 @@ RSpec.describe "Recorded provider traffic" do
 
         if (200..299).cover?(response["status"])
           text, model, input, output = self.class.expected_answer(api, response["body"], streamed)
-          expect(result).to include(ok: true, content: text, model: model || "requested-model",
-                                    input_tokens: input, output_tokens: output)
+          expect(result).to have_attributes(status: :ok, content: text, model: model || "requested-model",
+                                            input_tokens: input, output_tokens: output)
           expect(listener.chunks.join).to eq(text) if streamed
         else
-          expect(result).to include(ok: false, status: response["status"],
-                                    error_class: self.class.expected_error(file, response["status"]))
+          expect(result).to have_attributes(status: :failed, http_status: response["status"],
+                                            error_class: self.class.expected_error(file, response["status"]))
           expect(result[:body]).to eq(response["body"])
         end
         expect(listener.attempts.size).to eq(1)

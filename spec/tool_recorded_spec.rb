@@ -35,12 +35,12 @@ RSpec.describe "Recorded tool calls through the engine" do
         listener = EngineHelpers::RecordingListener.new
         result = engine.run(engine_request(engine_target(fp, api: api.to_sym), stream: streamed), listener)
         unless (200..299).cover?(response["status"])
-          expect(result[:ok]).to be(false)
+          expect(result.status).to eq(:failed)
           next
         end
 
         expected = ToolWire.read_answer(api, response["body"], streamed)
-        expect(result[:ok]).to be(true)
+        expect(result.status).to eq(:ok)
         calls = result[:tool_calls] || []
         expect(calls.map { |_id, name, _args| name }).to eq(expected["calls"].map { |c| c["name"] })
         expect(calls.map { |_id, _name, args| meaning(args) }).to eq(expected["calls"].map { |c| meaning(c["arguments"]) })

@@ -1,8 +1,9 @@
 /* LlmFailover::Engine: a connection pool and #run, the core's attempt loop
- * driven from Ruby. This file only binds: the request's conversion is in
- * engine_request.c, the listener in engine_listener.c, its waits in
- * engine_wait.c, the result Hashes in engine_result.c, the loop (and the
- * quota's pick) in core/lf_failover.c. */
+ * driven from Ruby: one Engine::Request in, one Engine::Result out (the seam,
+ * doc/architecture.md). This file only binds: the request's types and their
+ * conversion are in engine_request.c, the listener and a Ruby breaker in
+ * engine_listener.c, its waits in engine_wait.c, the result's types in
+ * engine_result.c, the loop in core/lf_failover.c. */
 #include "lf_engine.h"
 
 #include <string.h>
@@ -103,12 +104,13 @@ static void lf_engine_check_transcript(const lf_engine_request *r)
 static VALUE lf_engine_perform(VALUE arg)
 {
     lf_engine_call *c = (lf_engine_call *)arg;
+    VALUE targets;
     int rc;
 
-    lf_ruby_listener_init(&c->rl, c->listener, &c->l);
     lf_engine_request_fill(&c->args, c->request);
+    targets = c->args.targets_value;
+    lf_ruby_listener_init(&c->rl, c->listener, targets, &c->l);
     lf_engine_check_transcript(&c->args);
-    if (c->args.circuit) lf_ruby_listener_breaker(&c->rl, &c->l);
     rc = lf_run(&(lf_run_args){
                     .pool = c->engine->pool,
                     .targets = c->args.targets,
@@ -116,11 +118,12 @@ static VALUE lf_engine_perform(VALUE arg)
                     .params = &c->args.params,
                     .policy = &c->args.policy,
                     .listener = &c->l,
+                    .breaker = lf_ruby_listener_breaker(&c->rl, &c->args),
                 },
                 &c->outcome);
     if (c->rl.state) rb_jump_tag(c->rl.state); /* what the listener raised, now that the core is out */
     if (rc != 0) rb_raise(rb_eArgError, "llm_failover: %s", lf_buf_cstr(&c->outcome.message));
-    return lf_outcome_to_hash(&c->outcome);
+    return lf_result_value(&c->outcome, targets);
 }
 
 static VALUE lf_engine_cleanup(VALUE arg)
@@ -133,30 +136,17 @@ static VALUE lf_engine_cleanup(VALUE arg)
 }
 
 /* @overload run(request, listener)
- *   Runs one logical call (Call#engine_request builds the request).
- *   @param request [Hash] :targets (1 or 2 Hashes of :api, :base_url, :api_key,
- *     :model, :headers; the second is the backup), :messages ([role, content]
- *     pairs), :system, :temperature, :max_tokens, :stream, and the policy (:max_retries, :retry_interval, ...,
- *     :max_response_bytes) in a Hash under :policy or in the request itself,
- *     and :circuit (true: the listener also answers circuit_health(n) ->
- *     [route, failures, ...] before the first attempt and circuit_report(target,
- *     success, error_class, hold) -> open? after the attempts that bear on a
- *     circuit; when it answers circuit_admit(target) -> [route, failures] too,
- *     that is asked again before each request that is not the call's first)
+ *   Runs one logical call (doc/architecture.md, "The seam", lists every field).
+ *   @param request [Engine::Request]
  *   @param listener [#on_chunk, #on_reset, #on_attempt] on_chunk(text, target)
- *     per streamed delta; on_reset before a backup answers after text was
- *     delivered; on_interrupt (optional) after a wait an interrupt cut short
- *     (Thread#wakeup, a signal, a timer tick), where raising stops the call; on_attempt(Hash of :attempt, :target, :success, :error_class,
- *     :error_message, :phase, :http_status, :failover_eligible, :retry_after,
- *     :latency_ms, :first_token_ms, :input_tokens, :output_tokens, :started_at,
- *     :provider_request_id, :skipped) per HTTP attempt, and per target left out
- *     by its open circuit (skipped: true, no request); the attempt an exception
- *     from the listener or an interrupt cut comes once that exception is on its
- *     way out of #run, with :stopped_by (its class, nil for Thread#kill or a
- *     throw)
- *   @return [Hash] :ok, :target, :first_target, :attempts, :provider_request_id
- *     and the answer (:content, :model, ...) or the error (:error_class,
- *     :message, :phase, :status, :body, ...) */
+ *     per streamed delta; on_reset(target) before target answers after text
+ *     was delivered; on_attempt(Engine::Attempt) per attempt record;
+ *     on_interrupt (optional) after a wait an interrupt cut short;
+ *     on_circuit_change(target, from, to, reason, error_class) (optional)
+ *     when the call's attempt changed a CircuitTable's circuit. Targets are
+ *     the request's Engine::Targets. Raising Engine::Cancel from any of them
+ *     cancels the call; any other exception stops it and comes out of #run.
+ *   @return [Engine::Result] :ok, :failed or :cancelled */
 static VALUE lf_engine_run(VALUE self, VALUE request, VALUE listener)
 {
     lf_engine_call c;
@@ -195,6 +185,23 @@ static VALUE lf_engine_s_curl_version(VALUE klass)
     return rb_str_new_cstr(curl_version());
 }
 
+VALUE lf_engine_struct(VALUE engine, const char *name, const char *const *members, int n, int keyword_init)
+{
+    VALUE args[32], klass;
+    int i;
+
+    for (i = 0; i < n && i < 31; i++) args[i] = ID2SYM(rb_intern(members[i]));
+    if (!keyword_init) {
+        klass = rb_funcallv(rb_cStruct, rb_intern("new"), i, args);
+    } else {
+        args[i] = rb_hash_new();
+        rb_hash_aset(args[i], ID2SYM(rb_intern("keyword_init")), Qtrue);
+        klass = rb_funcallv_kw(rb_cStruct, rb_intern("new"), i + 1, args, RB_PASS_KEYWORDS);
+    }
+    rb_define_const(engine, name, klass);
+    return klass;
+}
+
 void lf_init_engine(VALUE mod)
 {
     VALUE cEngine = rb_define_class_under(mod, "Engine", rb_cObject);
@@ -203,6 +210,7 @@ void lf_init_engine(VALUE mod)
     rb_define_method(cEngine, "idle_connections", lf_engine_idle_connections, 0);
     rb_define_singleton_method(cEngine, "curl_version", lf_engine_s_curl_version, 0);
     rb_define_singleton_method(cEngine, "uuid", lf_engine_s_uuid, 0);
-    lf_init_engine_request();
+    lf_init_engine_request(cEngine);
+    lf_init_engine_result(cEngine);
     lf_init_engine_listener();
 }

@@ -1,19 +1,38 @@
 /* The core's listener, bound to a Ruby listener: on_chunk(text, target),
- * on_reset, on_attempt(Hash), and the circuit breaker's circuit_health,
- * circuit_report and circuit_admit. Its waits are engine_wait.c's, the
- * Hashes it hands over engine_result.c's.
+ * on_reset(target), on_attempt(Engine::Attempt), on_circuit_change(target,
+ * from, to, reason, error_class); and the call's breaker: a CircuitTable's,
+ * which the core runs itself, or a Ruby breaker object's health, admit and
+ * report. Targets are the request's Engine::Targets. Its waits are
+ * engine_wait.c's, the values it hands over engine_result.c's.
  *
  * Ruby is called only from the listener's callbacks, which the core makes
  * between libcurl's steps, never inside libcurl, and always under rb_protect:
  * an exception (or break/throw, Thread#kill, Timeout) is stashed, the core
- * tears the transfer down, and Engine#run re-raises once lf_run returned. */
+ * tears the transfer down, and Engine#run re-raises once lf_run returned. An
+ * Engine::Cancel is not stashed: it cancels the call (LF_CANCEL). */
 #include "lf_engine.h"
 
 #include "lf_banned.h"
 
-static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_circuit_health, lf_id_circuit_report,
-    lf_id_circuit_admit;
-static VALUE lf_sym_stopped_by;
+static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_on_circuit_change, lf_id_health, lf_id_admit,
+    lf_id_report;
+static VALUE lf_sym_states[3], lf_sym_reasons[6];
+
+int lf_ruby_stop(int *state)
+{
+    if (!*state) return 0;
+    if (rb_obj_is_kind_of(rb_errinfo(), lf_cancel_class())) {
+        rb_set_errinfo(Qnil);
+        *state = 0;
+        return LF_CANCEL;
+    }
+    return 1;
+}
+
+static VALUE lf_target_value(const lf_ruby_listener *rl, int i)
+{
+    return i >= 0 && i < RARRAY_LEN(rl->targets) ? RARRAY_AREF(rl->targets, i) : Qnil;
+}
 
 /* ---- the listener ------------------------------------------------------ */
 
@@ -28,7 +47,7 @@ static VALUE lf_call_on_chunk(VALUE arg)
 {
     lf_chunk_args *a = (lf_chunk_args *)arg;
     return rb_funcall(a->rl->listener, lf_id_on_chunk, 2, rb_utf8_str_new(a->text, (long)a->len),
-                      INT2NUM(a->target));
+                      lf_target_value(a->rl, a->target));
 }
 
 static int lf_rl_on_chunk(void *ud, int target, const char *text, size_t len)
@@ -36,19 +55,26 @@ static int lf_rl_on_chunk(void *ud, int target, const char *text, size_t len)
     lf_ruby_listener *rl = ud;
     lf_chunk_args a = { rl, target, text, len };
     rb_protect(lf_call_on_chunk, (VALUE)&a, &rl->state);
-    return rl->state != 0;
+    return lf_ruby_stop(&rl->state);
 }
 
-static VALUE lf_call_on_reset(VALUE listener)
+typedef struct lf_reset_args {
+    lf_ruby_listener *rl;
+    int target;
+} lf_reset_args;
+
+static VALUE lf_call_on_reset(VALUE arg)
 {
-    return rb_funcall(listener, lf_id_on_reset, 0);
+    lf_reset_args *a = (lf_reset_args *)arg;
+    return rb_funcall(a->rl->listener, lf_id_on_reset, 1, lf_target_value(a->rl, a->target));
 }
 
-static int lf_rl_on_reset(void *ud)
+static int lf_rl_on_reset(void *ud, int target)
 {
     lf_ruby_listener *rl = ud;
-    rb_protect(lf_call_on_reset, rl->listener, &rl->state);
-    return rl->state != 0;
+    lf_reset_args a = { rl, target };
+    rb_protect(lf_call_on_reset, (VALUE)&a, &rl->state);
+    return lf_ruby_stop(&rl->state);
 }
 
 typedef struct lf_attempt_args {
@@ -56,17 +82,16 @@ typedef struct lf_attempt_args {
     const lf_attempt_record *rec;
 } lf_attempt_args;
 
-
-
 static VALUE lf_call_on_attempt(VALUE arg)
 {
     lf_attempt_args *a = (lf_attempt_args *)arg;
-    return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, lf_attempt_to_hash(a->rec));
+    return rb_funcall(a->rl->listener, lf_id_on_attempt, 1, lf_attempt_value(a->rec, a->rl->targets));
 }
 
-static VALUE lf_attempt_hash_protected(VALUE arg)
+static VALUE lf_attempt_value_protected(VALUE arg)
 {
-    return lf_attempt_to_hash((const lf_attempt_record *)arg);
+    lf_attempt_args *a = (lf_attempt_args *)arg;
+    return lf_attempt_value(a->rec, a->rl->targets);
 }
 
 static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
@@ -79,16 +104,16 @@ static int lf_rl_on_attempt(void *ud, const lf_attempt_record *rec)
         /* The attempt the stashed exception cut: Ruby code may not run
          * before that exception has unwound (its errinfo would be lost), so
          * the record waits for lf_ruby_listener_unwind. */
-        VALUE h = rb_protect(lf_attempt_hash_protected, (VALUE)rec, &state);
+        VALUE v = rb_protect(lf_attempt_value_protected, (VALUE)&a, &state);
         if (state) return 1;
         /* A hedged request's two attempts are both cut: an Array of them. */
-        if (RB_TYPE_P(rl->stopped_attempt, T_HASH)) rl->stopped_attempt = rb_ary_new_from_args(2, rl->stopped_attempt, h);
-        else if (RB_TYPE_P(rl->stopped_attempt, T_ARRAY)) rb_ary_push(rl->stopped_attempt, h);
-        else rl->stopped_attempt = h;
+        if (RB_TYPE_P(rl->stopped_attempt, T_STRUCT)) rl->stopped_attempt = rb_ary_new_from_args(2, rl->stopped_attempt, v);
+        else if (RB_TYPE_P(rl->stopped_attempt, T_ARRAY)) rb_ary_push(rl->stopped_attempt, v);
+        else rl->stopped_attempt = v;
         return 1;
     }
     rb_protect(lf_call_on_attempt, (VALUE)&a, &rl->state);
-    return rl->state != 0;
+    return lf_ruby_stop(&rl->state);
 }
 
 typedef struct lf_stopped_args {
@@ -104,9 +129,9 @@ static VALUE lf_call_on_stopped_attempt(VALUE arg)
 
     if (!RB_TYPE_P(list, T_ARRAY)) list = rb_ary_new_from_args(1, list);
     for (i = 0; i < RARRAY_LEN(list); i++) {
-        VALUE h = RARRAY_AREF(list, i);
-        rb_hash_aset(h, lf_sym_stopped_by, a->cause);
-        rb_funcall(a->rl->listener, lf_id_on_attempt, 1, h);
+        VALUE attempt = RARRAY_AREF(list, i);
+        lf_attempt_set_stopped_by(attempt, a->cause);
+        rb_funcall(a->rl->listener, lf_id_on_attempt, 1, attempt);
     }
     return Qnil;
 }
@@ -135,7 +160,39 @@ void lf_ruby_listener_unwind(lf_ruby_listener *rl)
     rl->stopped_attempt = Qnil;
 }
 
-/* ---- the circuit breaker ------------------------------------------------ */
+/* ---- a CircuitTable's changes ------------------------------------------ */
+
+typedef struct lf_change_args {
+    lf_ruby_listener *rl;
+    int target;
+    const lf_circuit_change *chg;
+    lf_kind kind;
+} lf_change_args;
+
+/* on_circuit_change(target, from, to, reason, error_class): a state change
+ * the call's attempt made, the listener's to announce. */
+static VALUE lf_call_on_circuit_change(VALUE arg)
+{
+    lf_change_args *a = (lf_change_args *)arg;
+    VALUE args[5];
+
+    args[0] = lf_target_value(a->rl, a->target);
+    args[1] = lf_sym_states[a->chg->from];
+    args[2] = lf_sym_states[a->chg->to];
+    args[3] = lf_sym_reasons[a->chg->reason];
+    args[4] = a->kind == LF_OK ? Qnil : lf_error_class_for(a->kind);
+    return rb_funcallv(a->rl->listener, lf_id_on_circuit_change, 5, args);
+}
+
+static int lf_rl_circuit_change(void *ud, int target, const lf_circuit_change *chg, lf_kind kind)
+{
+    lf_ruby_listener *rl = ud;
+    lf_change_args a = { rl, target, chg, kind };
+    rb_protect(lf_call_on_circuit_change, (VALUE)&a, &rl->state);
+    return lf_ruby_stop(&rl->state);
+}
+
+/* ---- a Ruby breaker (a state store asked from Ruby) ---------------------- */
 
 /* A route as Ruby's breaker gave it; anything unknown sends. */
 static lf_route lf_route_of(VALUE v)
@@ -150,11 +207,11 @@ typedef struct lf_health_args {
     lf_health *out;
 } lf_health_args;
 
-/* circuit_health(n) -> [route, failures, ...], a pair per target. */
-static VALUE lf_call_circuit_health(VALUE arg)
+/* health(n) -> [route, failures, ...], a pair per target. */
+static VALUE lf_call_health(VALUE arg)
 {
     lf_health_args *a = (lf_health_args *)arg;
-    VALUE r = rb_funcall(a->rl->listener, lf_id_circuit_health, 1, SIZET2NUM(a->n));
+    VALUE r = rb_funcall(a->rl->breaker_object, lf_id_health, 1, SIZET2NUM(a->n));
     size_t i;
     Check_Type(r, T_ARRAY);
     for (i = 0; i < a->n && (long)(2 * i + 1) < RARRAY_LEN(r); i++) {
@@ -164,17 +221,25 @@ static VALUE lf_call_circuit_health(VALUE arg)
     return Qnil;
 }
 
+static int lf_rb_health(void *ud, size_t n, lf_health *out)
+{
+    lf_ruby_listener *rl = ud;
+    lf_health_args a = { rl, n, out };
+    rb_protect(lf_call_health, (VALUE)&a, &rl->state);
+    return lf_ruby_stop(&rl->state);
+}
+
 typedef struct lf_admit_args {
     lf_ruby_listener *rl;
     int target;
     lf_health *out;
 } lf_admit_args;
 
-/* circuit_admit(target) -> [route, failures] */
-static VALUE lf_call_circuit_admit(VALUE arg)
+/* admit(target) -> [route, failures] */
+static VALUE lf_call_admit(VALUE arg)
 {
     lf_admit_args *a = (lf_admit_args *)arg;
-    VALUE r = rb_funcall(a->rl->listener, lf_id_circuit_admit, 1, INT2NUM(a->target));
+    VALUE r = rb_funcall(a->rl->breaker_object, lf_id_admit, 1, lf_target_value(a->rl, a->target));
     Check_Type(r, T_ARRAY);
     if (RARRAY_LEN(r) < 2) return Qnil;
     a->out->route = lf_route_of(RARRAY_AREF(r, 0));
@@ -182,20 +247,12 @@ static VALUE lf_call_circuit_admit(VALUE arg)
     return Qnil;
 }
 
-static int lf_rl_admit(void *ud, int target, lf_health *out)
+static int lf_rb_admit(void *ud, int target, lf_health *out)
 {
     lf_ruby_listener *rl = ud;
     lf_admit_args a = { rl, target, out };
-    rb_protect(lf_call_circuit_admit, (VALUE)&a, &rl->state);
-    return rl->state != 0;
-}
-
-static int lf_rl_health(void *ud, size_t n, lf_health *out)
-{
-    lf_ruby_listener *rl = ud;
-    lf_health_args a = { rl, n, out };
-    rb_protect(lf_call_circuit_health, (VALUE)&a, &rl->state);
-    return rl->state != 0;
+    rb_protect(lf_call_admit, (VALUE)&a, &rl->state);
+    return lf_ruby_stop(&rl->state);
 }
 
 typedef struct lf_report_args {
@@ -204,43 +261,61 @@ typedef struct lf_report_args {
     int open;
 } lf_report_args;
 
-/* circuit_report(target, success, error_class, hold) -> whether it is open now. */
-static VALUE lf_call_circuit_report(VALUE arg)
+/* report(target, success, error_class, hold) -> whether it is open now. */
+static VALUE lf_call_report(VALUE arg)
 {
     lf_report_args *a = (lf_report_args *)arg;
     const lf_circuit_report *r = a->r;
-    VALUE open = rb_funcall(a->rl->listener, lf_id_circuit_report, 4, INT2NUM(r->target), r->success ? Qtrue : Qfalse,
-                            r->success ? Qnil : lf_error_class_for(r->kind), DBL2NUM(r->hold));
+    VALUE open = rb_funcall(a->rl->breaker_object, lf_id_report, 4, lf_target_value(a->rl, r->target),
+                            r->success ? Qtrue : Qfalse, r->success ? Qnil : lf_error_class_for(r->kind),
+                            DBL2NUM(r->hold));
     a->open = RTEST(open);
     return Qnil;
 }
 
-static int lf_rl_report(void *ud, const lf_circuit_report *r, int *open)
+static int lf_rb_report(void *ud, const lf_circuit_report *r, int *open)
 {
     lf_ruby_listener *rl = ud;
     lf_report_args a = { rl, r, 0 };
-    rb_protect(lf_call_circuit_report, (VALUE)&a, &rl->state);
+    rb_protect(lf_call_report, (VALUE)&a, &rl->state);
     *open = a.open;
-    return rl->state != 0;
+    return lf_ruby_stop(&rl->state);
 }
 
-void lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_listener *l)
+const lf_breaker *lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_engine_request *r)
 {
-    if (!rb_respond_to(rl->listener, lf_id_circuit_report) || !rb_respond_to(rl->listener, lf_id_circuit_health))
-        rb_raise(rb_eArgError, "llm_failover: a :circuit listener must respond to circuit_health and circuit_report");
-    l->health = lf_rl_health;
-    l->report = lf_rl_report;
-    l->admit = rb_respond_to(rl->listener, lf_id_circuit_admit) ? lf_rl_admit : NULL;
+    VALUE circuits = r->circuits_object;
+
+    if (NIL_P(circuits)) return NULL;
+    if (lf_is_circuit_table(circuits)) {
+        if (rb_respond_to(rl->listener, lf_id_on_circuit_change)) {
+            r->circuits.ud = rl;
+            r->circuits.on_change = lf_rl_circuit_change;
+        }
+        return &r->breaker;
+    }
+    if (!rb_respond_to(circuits, lf_id_health) || !rb_respond_to(circuits, lf_id_report))
+        rb_raise(rb_eArgError, "llm_failover: :circuits must be a CircuitTable or respond to health and report");
+    rl->breaker_object = circuits;
+    rl->ruby_breaker = (lf_breaker){
+        .ud = rl,
+        .health = lf_rb_health,
+        .report = lf_rb_report,
+        .admit = rb_respond_to(circuits, lf_id_admit) ? lf_rb_admit : NULL,
+    };
+    return &rl->ruby_breaker;
 }
 
-void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
+void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, VALUE targets, lf_listener *l)
 {
     if (!rb_respond_to(listener, lf_id_on_chunk) || !rb_respond_to(listener, lf_id_on_reset) ||
         !rb_respond_to(listener, lf_id_on_attempt))
         rb_raise(rb_eArgError, "llm_failover: listener must respond to on_chunk, on_reset and on_attempt");
     rl->listener = listener;
+    rl->targets = targets;
     rl->state = 0;
     rl->stopped_attempt = Qnil;
+    rl->breaker_object = Qnil;
     l->ud = rl;
     l->on_chunk = lf_rl_on_chunk;
     l->on_reset = lf_rl_on_reset;
@@ -250,13 +325,17 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, lf_listener *l)
 
 void lf_init_engine_listener(void)
 {
-    lf_sym_stopped_by = ID2SYM(rb_intern("stopped_by"));
+    int i;
+
     lf_id_on_chunk = rb_intern("on_chunk");
     lf_id_on_reset = rb_intern("on_reset");
     lf_id_on_attempt = rb_intern("on_attempt");
-    lf_id_circuit_health = rb_intern("circuit_health");
-    lf_id_circuit_report = rb_intern("circuit_report");
-    lf_id_circuit_admit = rb_intern("circuit_admit");
+    lf_id_on_circuit_change = rb_intern("on_circuit_change");
+    lf_id_health = rb_intern("health");
+    lf_id_admit = rb_intern("admit");
+    lf_id_report = rb_intern("report");
+    for (i = 0; i < 3; i++) lf_sym_states[i] = ID2SYM(rb_intern(lf_circuit_state_name((lf_circuit_state)i)));
+    lf_sym_reasons[0] = Qnil;
+    for (i = 1; i < 6; i++) lf_sym_reasons[i] = ID2SYM(rb_intern(lf_circuit_reason_name((lf_circuit_reason)i)));
     lf_init_engine_wait();
-    lf_init_engine_result();
 }

@@ -1,6 +1,8 @@
-/* Engine#run's request Hash -> the core's lf_engine_request. Types only:
- * the values were validated by Ruby (Configuration, Chat), which owns those
- * rules and their messages. */
+/* The seam's way in: LlmFailover::Engine::Request, ::Target, ::Policy and
+ * ::Attachment, Structs whose members are listed here once (doc/architecture.md,
+ * "The seam", describes them), and their conversion into the core's
+ * lf_engine_request. Types only: the values were validated by Ruby
+ * (Configuration, Chat), which owns those rules and their messages. */
 #include "lf_engine.h"
 
 #include <string.h>
@@ -10,109 +12,113 @@
 #include "lf_banned.h"
 
 static VALUE lf_sym_openai, lf_sym_anthropic, lf_sym_auto, lf_sym_required, lf_sym_none;
+static VALUE lf_cRequest, lf_cTarget, lf_cPolicy, lf_cAttachment;
 
-/* The request's keys, interned once at load rather than looked up by name on
- * every call. */
-enum lf_key {
-    LF_K_TARGETS,
-    LF_K_MESSAGES,
-    LF_K_SYSTEM,
-    LF_K_TEMPERATURE,
-    LF_K_MAX_TOKENS,
-    LF_K_STREAM,
-    LF_K_POLICY,
-    LF_K_CIRCUIT,
-    LF_K_API,
-    LF_K_BASE_URL,
-    LF_K_API_KEY,
-    LF_K_MODEL,
-    LF_K_HEADERS,
-    LF_K_MAX_RETRIES,
-    LF_K_RETRY_INTERVAL,
-    LF_K_RETRY_BACKOFF_FACTOR,
-    LF_K_RETRY_MAX_INTERVAL,
-    LF_K_RETRY_INTERVAL_RANDOMNESS,
-    LF_K_CONNECT_TIMEOUT,
-    LF_K_FIRST_TOKEN_TIMEOUT,
-    LF_K_IDLE_TIMEOUT,
-    LF_K_REQUEST_TIMEOUT,
-    LF_K_FAILOVER_ON_CONTEXT_LENGTH,
-    LF_K_MAX_RESPONSE_BYTES,
-    LF_K_HEDGE_AFTER,
-    LF_K_JSON,
-    LF_K_SCHEMA,
-    LF_K_SCHEMA_NAME,
-    LF_K_INPUTS,
-    LF_K_TOOLS,
-    LF_K_TOOL_CHOICE,
-    LF_K_PARALLEL_TOOL_CALLS,
-    LF_K_ATTACHMENTS,
-    LF_K_IMAGES,
-    LF_K_DOCUMENTS,
-    LF_K_ATTACHMENT_URLS,
-    LF_K_MAX_ATTACHMENT_BYTES,
-    LF_K_MAX_ATTACHMENTS,
-    LF_K_COUNT
+/* Engine::Request: one call. */
+enum {
+    LF_RQ_TARGETS,             /* [Target, ...]: 1 or 2, in the order to try */
+    LF_RQ_MESSAGES,            /* [[role, content], ...]; an assistant's with tool calls
+                                  ["assistant", content, [[id, name, arguments JSON], ...]];
+                                  a tool result ["tool", content, call_id, is_error] */
+    LF_RQ_ATTACHMENTS,         /* nil, or one Array of Attachments per message */
+    LF_RQ_INPUTS,              /* texts to embed: an embeddings request (no messages) */
+    LF_RQ_TEMPERATURE,
+    LF_RQ_MAX_TOKENS,
+    LF_RQ_STREAM,
+    LF_RQ_JSON,                /* the answer must be one JSON object */
+    LF_RQ_SCHEMA,              /* ... matching this JSON Schema (its JSON text) */
+    LF_RQ_SCHEMA_NAME,
+    LF_RQ_TOOLS,               /* [[name, description or nil, parameters JSON], ...] */
+    LF_RQ_TOOL_CHOICE,         /* :auto, :required, :none, a tool's name, or nil */
+    LF_RQ_PARALLEL_TOOL_CALLS, /* true, false, or nil (not sent) */
+    LF_RQ_POLICY,              /* Policy */
+    LF_RQ_CIRCUITS,            /* nil, a CircuitTable (the loop decides itself), or a breaker
+                                  object: health(n), admit(target), report(target, success,
+                                  error_class, hold) */
+    LF_RQ_TOKEN,               /* the call's own (its request id): whose probe a probe is */
+    LF_RQ_COUNT
+};
+static const char *const lf_request_members[LF_RQ_COUNT] = {
+    "targets", "messages", "attachments", "inputs", "temperature", "max_tokens", "stream", "json", "schema",
+    "schema_name", "tools", "tool_choice", "parallel_tool_calls", "policy", "circuits", "token",
 };
 
-static const char *const lf_key_names[LF_K_COUNT] = {
-    [LF_K_TARGETS] = "targets",
-    [LF_K_MESSAGES] = "messages",
-    [LF_K_SYSTEM] = "system",
-    [LF_K_TEMPERATURE] = "temperature",
-    [LF_K_MAX_TOKENS] = "max_tokens",
-    [LF_K_STREAM] = "stream",
-    [LF_K_POLICY] = "policy",
-    [LF_K_CIRCUIT] = "circuit",
-    [LF_K_API] = "api",
-    [LF_K_BASE_URL] = "base_url",
-    [LF_K_API_KEY] = "api_key",
-    [LF_K_MODEL] = "model",
-    [LF_K_HEADERS] = "headers",
-    [LF_K_MAX_RETRIES] = "max_retries",
-    [LF_K_RETRY_INTERVAL] = "retry_interval",
-    [LF_K_RETRY_BACKOFF_FACTOR] = "retry_backoff_factor",
-    [LF_K_RETRY_MAX_INTERVAL] = "retry_max_interval",
-    [LF_K_RETRY_INTERVAL_RANDOMNESS] = "retry_interval_randomness",
-    [LF_K_CONNECT_TIMEOUT] = "connect_timeout",
-    [LF_K_FIRST_TOKEN_TIMEOUT] = "first_token_timeout",
-    [LF_K_IDLE_TIMEOUT] = "idle_timeout",
-    [LF_K_REQUEST_TIMEOUT] = "request_timeout",
-    [LF_K_FAILOVER_ON_CONTEXT_LENGTH] = "failover_on_context_length",
-    [LF_K_MAX_RESPONSE_BYTES] = "max_response_bytes",
-    [LF_K_HEDGE_AFTER] = "hedge_after",
-    [LF_K_JSON] = "json",
-    [LF_K_SCHEMA] = "schema",
-    [LF_K_SCHEMA_NAME] = "schema_name",
-    [LF_K_INPUTS] = "inputs",
-    [LF_K_TOOLS] = "tools",
-    [LF_K_TOOL_CHOICE] = "tool_choice",
-    [LF_K_PARALLEL_TOOL_CALLS] = "parallel_tool_calls",
-    [LF_K_ATTACHMENTS] = "attachments",
-    [LF_K_IMAGES] = "images",
-    [LF_K_DOCUMENTS] = "documents",
-    [LF_K_ATTACHMENT_URLS] = "attachment_urls",
-    [LF_K_MAX_ATTACHMENT_BYTES] = "max_attachment_bytes",
-    [LF_K_MAX_ATTACHMENTS] = "max_attachments",
+/* Engine::Target: a model asked of a provider, built once per provider and model. */
+enum {
+    LF_TG_KEY,                 /* "provider:model": its name, and its circuit's key */
+    LF_TG_API,                 /* :openai or :anthropic */
+    LF_TG_BASE_URL,
+    LF_TG_API_KEY,
+    LF_TG_MODEL,
+    LF_TG_HEADERS,             /* {name => value} or nil */
+    LF_TG_IMAGES,              /* false: takes none (nil or true: takes them) */
+    LF_TG_DOCUMENTS,
+    LF_TG_ATTACHMENT_URLS,
+    LF_TG_MAX_ATTACHMENT_BYTES, /* nil: no limit of its own */
+    LF_TG_MAX_ATTACHMENTS,
+    LF_TG_COUNT
+};
+static const char *const lf_target_members[LF_TG_COUNT] = {
+    "key", "api", "base_url", "api_key", "model", "headers", "images", "documents", "attachment_urls",
+    "max_attachment_bytes", "max_attachments",
 };
 
-static VALUE lf_keys[LF_K_COUNT];
+/* Engine::Policy: seconds where they are times; built once per configuration. */
+enum {
+    LF_PO_MAX_RETRIES,
+    LF_PO_RETRY_INTERVAL,
+    LF_PO_RETRY_BACKOFF_FACTOR,
+    LF_PO_RETRY_MAX_INTERVAL,
+    LF_PO_RETRY_INTERVAL_RANDOMNESS,
+    LF_PO_CONNECT_TIMEOUT,
+    LF_PO_FIRST_TOKEN_TIMEOUT,
+    LF_PO_IDLE_TIMEOUT,
+    LF_PO_REQUEST_TIMEOUT,
+    LF_PO_FAILOVER_ON_CONTEXT_LENGTH,
+    LF_PO_MAX_RESPONSE_BYTES,
+    LF_PO_HEDGE_AFTER,         /* nil: no hedging */
+    LF_PO_CIRCUIT_THRESHOLD,   /* the circuits' rules, read with a CircuitTable */
+    LF_PO_CIRCUIT_COOLDOWN,
+    LF_PO_CIRCUIT_FIRST_PROBE,
+    LF_PO_CIRCUIT_PROBE_TTL,   /* seconds a probe is its call's */
+    LF_PO_COUNT
+};
+static const char *const lf_policy_members[LF_PO_COUNT] = {
+    "max_retries", "retry_interval", "retry_backoff_factor", "retry_max_interval", "retry_interval_randomness",
+    "connect_timeout", "first_token_timeout", "idle_timeout", "request_timeout", "failover_on_context_length",
+    "max_response_bytes", "hedge_after", "circuit_threshold", "circuit_cooldown", "circuit_first_probe",
+    "circuit_probe_ttl",
+};
 
-static VALUE lf_fetch(VALUE hash, enum lf_key key, int required)
+/* Engine::Attachment: one file of a message, base64 and/or a URL. */
+enum { LF_AT_MIME_TYPE, LF_AT_FILENAME, LF_AT_BASE64, LF_AT_URL, LF_AT_COUNT };
+static const char *const lf_attachment_members[LF_AT_COUNT] = { "mime_type", "filename", "base64", "url" };
+
+#define LF_FIELD(st, i) RSTRUCT_GET(st, i)
+
+/* An instance of the seam's class klass, or a TypeError naming what. */
+static void lf_check_struct(VALUE v, VALUE klass, const char *what)
 {
-    VALUE v = rb_hash_lookup2(hash, lf_keys[key], Qundef);
-    if (v != Qundef) return v;
-    if (required) rb_raise(rb_eArgError, "llm_failover: request is missing :%s", lf_key_names[key]);
-    return Qnil;
+    if (!rb_obj_is_kind_of(v, klass))
+        rb_raise(rb_eTypeError, "llm_failover: %s must be an %" PRIsVALUE, what, rb_class_name(klass));
 }
 
-static double lf_fetch_num(VALUE hash, enum lf_key key)
+/* A required member: present (not nil). */
+static VALUE lf_required(VALUE st, int i, const char *const *members, const char *type)
 {
-    VALUE v = lf_fetch(hash, key, 1);
+    VALUE v = LF_FIELD(st, i);
+    if (NIL_P(v)) rb_raise(rb_eArgError, "llm_failover: %s is missing its %s", type, members[i]);
+    return v;
+}
+
+static double lf_policy_num(VALUE policy, int i)
+{
+    VALUE v = lf_required(policy, i, lf_policy_members, "policy");
     if (!RB_FLOAT_TYPE_P(v) && !RB_INTEGER_TYPE_P(v))
-        rb_raise(rb_eArgError, "llm_failover: :%s must be a number", lf_key_names[key]);
+        rb_raise(rb_eArgError, "llm_failover: policy %s must be a number", lf_policy_members[i]);
     return NUM2DBL(v);
 }
+
 
 static void lf_check_type(VALUE v, const char *what)
 {
@@ -199,22 +205,23 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
     lf_target *target = &r->targets[i];
     VALUE api, headers;
 
-    Check_Type(t, T_HASH);
-    api = lf_fetch(t, LF_K_API, 1);
+    lf_check_struct(t, lf_cTarget, "a target");
+    api = LF_FIELD(t, LF_TG_API);
     if (api != lf_sym_openai && api != lf_sym_anthropic)
         rb_raise(rb_eArgError, "llm_failover: unknown api (expected :openai or :anthropic)");
     target->api = api == lf_sym_anthropic ? LF_API_ANTHROPIC : LF_API_OPENAI;
-    target->base_url = lf_copy(lf_fetch(t, LF_K_BASE_URL, 1), "base_url");
-    target->api_key = lf_copy(lf_fetch(t, LF_K_API_KEY, 1), "api_key");
-    target->model = lf_copy(lf_fetch(t, LF_K_MODEL, 1), "model");
-    /* Absent or nil: the target takes it (false says it does not). */
-    target->no_images = lf_fetch(t, LF_K_IMAGES, 0) == Qfalse;
-    target->no_documents = lf_fetch(t, LF_K_DOCUMENTS, 0) == Qfalse;
-    target->no_urls = lf_fetch(t, LF_K_ATTACHMENT_URLS, 0) == Qfalse;
-    /* Absent or nil: no limit of the target's own. */
-    target->max_attachment_bytes = lf_optional_limit(lf_fetch(t, LF_K_MAX_ATTACHMENT_BYTES, 0));
-    target->max_attachments = lf_optional_limit(lf_fetch(t, LF_K_MAX_ATTACHMENTS, 0));
-    headers = lf_fetch(t, LF_K_HEADERS, 0);
+    r->keys[i] = lf_copy(lf_required(t, LF_TG_KEY, lf_target_members, "target"), "target key");
+    target->base_url = lf_copy(lf_required(t, LF_TG_BASE_URL, lf_target_members, "target"), "base_url");
+    target->api_key = lf_copy(lf_required(t, LF_TG_API_KEY, lf_target_members, "target"), "api_key");
+    target->model = lf_copy(lf_required(t, LF_TG_MODEL, lf_target_members, "target"), "model");
+    /* nil: the target takes it (false says it does not). */
+    target->no_images = LF_FIELD(t, LF_TG_IMAGES) == Qfalse;
+    target->no_documents = LF_FIELD(t, LF_TG_DOCUMENTS) == Qfalse;
+    target->no_urls = LF_FIELD(t, LF_TG_ATTACHMENT_URLS) == Qfalse;
+    /* nil: no limit of the target's own. */
+    target->max_attachment_bytes = lf_optional_limit(LF_FIELD(t, LF_TG_MAX_ATTACHMENT_BYTES));
+    target->max_attachments = lf_optional_limit(LF_FIELD(t, LF_TG_MAX_ATTACHMENTS));
+    headers = LF_FIELD(t, LF_TG_HEADERS);
     if (!NIL_P(headers)) {
         lf_header_walk w;
         Check_Type(headers, T_HASH);
@@ -278,7 +285,7 @@ static void lf_fill_messages(lf_engine_request *r, VALUE messages)
  * false or nil (not sent). */
 static void lf_fill_tools(lf_engine_request *r, VALUE request)
 {
-    VALUE tools = lf_fetch(request, LF_K_TOOLS, 0), choice, parallel;
+    VALUE tools = LF_FIELD(request, LF_RQ_TOOLS), choice, parallel;
     lf_tool *out;
     long i;
 
@@ -297,7 +304,7 @@ static void lf_fill_tools(lf_engine_request *r, VALUE request)
             out[i].parameters = lf_copy(RARRAY_AREF(t, 2), "tool parameters");
         }
     }
-    choice = lf_fetch(request, LF_K_TOOL_CHOICE, 0);
+    choice = LF_FIELD(request, LF_RQ_TOOL_CHOICE);
     if (choice == lf_sym_auto) r->params.tool_choice = LF_TOOL_CHOICE_AUTO;
     else if (choice == lf_sym_required) r->params.tool_choice = LF_TOOL_CHOICE_REQUIRED;
     else if (choice == lf_sym_none) r->params.tool_choice = LF_TOOL_CHOICE_NONE;
@@ -305,7 +312,7 @@ static void lf_fill_tools(lf_engine_request *r, VALUE request)
         r->params.tool_choice = LF_TOOL_CHOICE_TOOL;
         r->params.tool_choice_name = lf_copy(choice, "tool_choice");
     }
-    parallel = lf_fetch(request, LF_K_PARALLEL_TOOL_CALLS, 0);
+    parallel = LF_FIELD(request, LF_RQ_PARALLEL_TOOL_CALLS);
     if (!NIL_P(parallel)) {
         r->params.has_parallel_tool_calls = 1;
         r->params.parallel_tool_calls = RTEST(parallel);
@@ -332,105 +339,129 @@ static char *lf_copy_optional(VALUE v, const char *what)
     return NIL_P(v) ? NULL : lf_copy(v, what);
 }
 
-/* :attachments: [[message index, mime type, filename or nil, base64 or nil,
- * URL or nil], ...], in order; each message's own are one run of them. */
-static void lf_fill_attachments(lf_engine_request *r, VALUE list)
+/* :attachments: nil, or one Array of Engine::Attachments per message; each
+ * message's are one run of the request's list. */
+static void lf_fill_attachments(lf_engine_request *r, VALUE per_message)
 {
-    long i;
+    long i, k, n = 0;
 
-    if (NIL_P(list)) return;
-    Check_Type(list, T_ARRAY);
-    if (RARRAY_LEN(list) == 0) return;
-    r->attachments = lf_alloc((size_t)RARRAY_LEN(list) * sizeof(lf_attachment));
-    for (i = 0; i < RARRAY_LEN(list); i++) {
-        VALUE a = RARRAY_AREF(list, i), data;
-        lf_attachment *out = &r->attachments[i];
-        lf_message *m;
-        long index;
+    if (NIL_P(per_message)) return;
+    Check_Type(per_message, T_ARRAY);
+    if ((size_t)RARRAY_LEN(per_message) != r->n_messages)
+        rb_raise(rb_eArgError, "llm_failover: attachments for %ld messages, not %zu", RARRAY_LEN(per_message),
+                 r->n_messages);
+    for (i = 0; i < RARRAY_LEN(per_message); i++) {
+        VALUE list = RARRAY_AREF(per_message, i);
+        Check_Type(list, T_ARRAY);
+        n += RARRAY_LEN(list);
+    }
+    if (n == 0) return;
+    r->attachments = lf_alloc((size_t)n * sizeof(lf_attachment));
+    for (i = 0; i < RARRAY_LEN(per_message); i++) {
+        VALUE list = RARRAY_AREF(per_message, i);
+        lf_message *m = &r->messages[i];
 
-        Check_Type(a, T_ARRAY);
-        if (RARRAY_LEN(a) != 5)
-            rb_raise(rb_eArgError, "llm_failover: an attachment is [index, mime_type, filename, base64, url]");
-        index = NUM2LONG(RARRAY_AREF(a, 0));
-        if (index < 0 || (size_t)index >= r->n_messages)
-            rb_raise(rb_eArgError, "llm_failover: attachment %ld names message %ld of %zu", i, index, r->n_messages);
-        m = &r->messages[index];
-        if (m->n_attachments && m->attachments + m->n_attachments != out)
-            rb_raise(rb_eArgError, "llm_failover: a message's attachments must be given together");
-        r->n_attachments = (size_t)i + 1; /* counted first: freed from here on, whatever raises */
-        out->mime_type = lf_copy(RARRAY_AREF(a, 1), "attachment mime_type");
-        out->filename = lf_copy_optional(RARRAY_AREF(a, 2), "attachment filename");
-        data = RARRAY_AREF(a, 3);
-        if (!NIL_P(data)) out->base64 = lf_copy_text(data, "attachment data", &out->base64_len);
-        out->url = lf_copy_optional(RARRAY_AREF(a, 4), "attachment url");
-        if (!m->n_attachments) m->attachments = out;
-        m->n_attachments++;
+        for (k = 0; k < RARRAY_LEN(list) && r->n_attachments < (size_t)n; k++) {
+            VALUE a = RARRAY_AREF(list, k), data;
+            lf_attachment *out = &r->attachments[r->n_attachments];
+
+            lf_check_struct(a, lf_cAttachment, "an attachment");
+            r->n_attachments++; /* counted first: freed from here on, whatever raises */
+            out->mime_type = lf_copy(lf_required(a, LF_AT_MIME_TYPE, lf_attachment_members, "attachment"),
+                                     "attachment mime_type");
+            out->filename = lf_copy_optional(LF_FIELD(a, LF_AT_FILENAME), "attachment filename");
+            data = LF_FIELD(a, LF_AT_BASE64);
+            if (!NIL_P(data)) out->base64 = lf_copy_text(data, "attachment data", &out->base64_len);
+            out->url = lf_copy_optional(LF_FIELD(a, LF_AT_URL), "attachment url");
+            if (!m->n_attachments) m->attachments = out;
+            m->n_attachments++;
+        }
     }
 }
 
-/* The policy: a Hash of its own under :policy (Configuration#engine_policy),
- * or the same keys in the request. */
-static void lf_fill_policy(lf_policy *p, VALUE policy)
+static void lf_fill_policy(lf_engine_request *r, VALUE policy)
 {
-    Check_Type(policy, T_HASH);
-    p->max_retries = NUM2INT(lf_fetch(policy, LF_K_MAX_RETRIES, 1));
-    p->backoff.interval = lf_fetch_num(policy, LF_K_RETRY_INTERVAL);
-    p->backoff.factor = lf_fetch_num(policy, LF_K_RETRY_BACKOFF_FACTOR);
-    p->backoff.max_interval = lf_fetch_num(policy, LF_K_RETRY_MAX_INTERVAL);
-    p->backoff.randomness = lf_fetch_num(policy, LF_K_RETRY_INTERVAL_RANDOMNESS);
-    p->connect_timeout = lf_fetch_num(policy, LF_K_CONNECT_TIMEOUT);
-    p->first_token_timeout = lf_fetch_num(policy, LF_K_FIRST_TOKEN_TIMEOUT);
-    p->idle_timeout = lf_fetch_num(policy, LF_K_IDLE_TIMEOUT);
-    p->request_timeout = lf_fetch_num(policy, LF_K_REQUEST_TIMEOUT);
-    p->failover_on_context_length = RTEST(lf_fetch(policy, LF_K_FAILOVER_ON_CONTEXT_LENGTH, 1));
-    p->max_response_bytes = (size_t)lf_fetch_num(policy, LF_K_MAX_RESPONSE_BYTES);
-    /* Optional: nil or absent is no hedging. */
-    p->hedge_after = NIL_P(lf_fetch(policy, LF_K_HEDGE_AFTER, 0)) ? 0 : lf_fetch_num(policy, LF_K_HEDGE_AFTER);
+    lf_policy *p = &r->policy;
+    VALUE hedge_after;
+
+    lf_check_struct(policy, lf_cPolicy, "the policy");
+    p->max_retries = NUM2INT(lf_required(policy, LF_PO_MAX_RETRIES, lf_policy_members, "policy"));
+    p->backoff.interval = lf_policy_num(policy, LF_PO_RETRY_INTERVAL);
+    p->backoff.factor = lf_policy_num(policy, LF_PO_RETRY_BACKOFF_FACTOR);
+    p->backoff.max_interval = lf_policy_num(policy, LF_PO_RETRY_MAX_INTERVAL);
+    p->backoff.randomness = lf_policy_num(policy, LF_PO_RETRY_INTERVAL_RANDOMNESS);
+    p->connect_timeout = lf_policy_num(policy, LF_PO_CONNECT_TIMEOUT);
+    p->first_token_timeout = lf_policy_num(policy, LF_PO_FIRST_TOKEN_TIMEOUT);
+    p->idle_timeout = lf_policy_num(policy, LF_PO_IDLE_TIMEOUT);
+    p->request_timeout = lf_policy_num(policy, LF_PO_REQUEST_TIMEOUT);
+    p->failover_on_context_length = RTEST(LF_FIELD(policy, LF_PO_FAILOVER_ON_CONTEXT_LENGTH));
+    p->max_response_bytes = (size_t)lf_policy_num(policy, LF_PO_MAX_RESPONSE_BYTES);
+    hedge_after = LF_FIELD(policy, LF_PO_HEDGE_AFTER);
+    p->hedge_after = NIL_P(hedge_after) ? 0 : lf_policy_num(policy, LF_PO_HEDGE_AFTER);
+}
+
+/* :circuits: a CircuitTable is the call's breaker in C (the loop asks no
+ * Ruby); any other object is asked from Ruby (engine_listener.c). */
+static void lf_fill_circuits(lf_engine_request *r, VALUE request)
+{
+    VALUE circuits = LF_FIELD(request, LF_RQ_CIRCUITS), policy = LF_FIELD(request, LF_RQ_POLICY), first;
+    lf_circuits_call *cc = &r->circuits;
+    size_t i;
+
+    r->circuits_object = circuits;
+    if (NIL_P(circuits) || !lf_is_circuit_table(circuits)) return;
+    r->token = lf_copy(lf_required(request, LF_RQ_TOKEN, lf_request_members, "request"), "token");
+    cc->table = lf_circuit_table_get(circuits);
+    for (i = 0; i < r->n_targets; i++) cc->keys[i] = r->keys[i];
+    cc->n_keys = r->n_targets;
+    cc->token = r->token;
+    cc->rules.threshold = NUM2INT(lf_required(policy, LF_PO_CIRCUIT_THRESHOLD, lf_policy_members, "policy"));
+    cc->rules.cooldown = lf_policy_num(policy, LF_PO_CIRCUIT_COOLDOWN);
+    first = LF_FIELD(policy, LF_PO_CIRCUIT_FIRST_PROBE);
+    cc->rules.first = NIL_P(first) ? cc->rules.cooldown : lf_policy_num(policy, LF_PO_CIRCUIT_FIRST_PROBE);
+    cc->probe_ttl = lf_policy_num(policy, LF_PO_CIRCUIT_PROBE_TTL);
+    lf_circuits_bind(cc, &r->breaker);
 }
 
 void lf_engine_request_fill(lf_engine_request *r, VALUE request)
 {
-    VALUE targets, system, schema, schema_name, temperature, max_tokens, policy, circuit, inputs;
+    VALUE targets, schema, schema_name, temperature, max_tokens, inputs;
     long i;
 
-    Check_Type(request, T_HASH);
-    targets = lf_fetch(request, LF_K_TARGETS, 1);
+    lf_check_struct(request, lf_cRequest, "the request");
+    targets = lf_required(request, LF_RQ_TARGETS, lf_request_members, "request");
     Check_Type(targets, T_ARRAY);
     if (RARRAY_LEN(targets) < 1 || RARRAY_LEN(targets) > LF_MAX_TARGETS)
         rb_raise(rb_eArgError, "llm_failover: 1 or %d targets, got %ld", LF_MAX_TARGETS, RARRAY_LEN(targets));
     for (i = 0; i < RARRAY_LEN(targets); i++) lf_fill_target(r, (size_t)i, RARRAY_AREF(targets, i));
     r->n_targets = (size_t)RARRAY_LEN(targets);
-    inputs = lf_fetch(request, LF_K_INPUTS, 0);
+    r->targets_value = targets;
+    inputs = LF_FIELD(request, LF_RQ_INPUTS);
     if (NIL_P(inputs)) {
-        lf_fill_messages(r, lf_fetch(request, LF_K_MESSAGES, 1));
-        lf_fill_attachments(r, lf_fetch(request, LF_K_ATTACHMENTS, 0));
+        lf_fill_messages(r, lf_required(request, LF_RQ_MESSAGES, lf_request_members, "request"));
+        lf_fill_attachments(r, LF_FIELD(request, LF_RQ_ATTACHMENTS));
     } else {
         lf_fill_inputs(r, inputs);
     }
 
     r->params.messages = r->messages;
     r->params.n_messages = r->n_messages;
-    system = lf_fetch(request, LF_K_SYSTEM, 0);
-    if (!NIL_P(system)) r->params.system = lf_copy_text(system, "system", &r->params.system_len);
-    temperature = lf_fetch(request, LF_K_TEMPERATURE, 0);
+    temperature = LF_FIELD(request, LF_RQ_TEMPERATURE);
     if (!NIL_P(temperature)) {
         r->params.has_temperature = 1;
         r->params.temperature = NUM2DBL(temperature);
     }
-    max_tokens = lf_fetch(request, LF_K_MAX_TOKENS, 0);
+    max_tokens = LF_FIELD(request, LF_RQ_MAX_TOKENS);
     r->params.max_tokens = NIL_P(max_tokens) ? 0 : NUM2LONG(max_tokens);
-    r->params.stream = RTEST(lf_fetch(request, LF_K_STREAM, 0));
-    r->params.json_mode = RTEST(lf_fetch(request, LF_K_JSON, 0));
-    schema = lf_fetch(request, LF_K_SCHEMA, 0);
+    r->params.stream = RTEST(LF_FIELD(request, LF_RQ_STREAM));
+    r->params.json_mode = RTEST(LF_FIELD(request, LF_RQ_JSON));
+    schema = LF_FIELD(request, LF_RQ_SCHEMA);
     if (!NIL_P(schema)) r->params.schema = lf_copy(schema, "schema");
-    schema_name = lf_fetch(request, LF_K_SCHEMA_NAME, 0);
+    schema_name = LF_FIELD(request, LF_RQ_SCHEMA_NAME);
     if (!NIL_P(schema_name)) r->params.schema_name = lf_copy(schema_name, "schema_name");
     lf_fill_tools(r, request);
-
-    policy = lf_fetch(request, LF_K_POLICY, 0);
-    lf_fill_policy(&r->policy, NIL_P(policy) ? request : policy);
-    circuit = lf_fetch(request, LF_K_CIRCUIT, 0);
-    r->circuit = RTEST(circuit);
+    lf_fill_policy(r, lf_required(request, LF_RQ_POLICY, lf_request_members, "request"));
+    lf_fill_circuits(r, request);
 }
 
 /* A key or a header line: wiped before it is freed (lf_redact.h owns the rule). */
@@ -445,6 +476,7 @@ void lf_engine_request_free(lf_engine_request *r)
 {
     size_t i, k;
     for (i = 0; i < LF_MAX_TARGETS; i++) {
+        free(r->keys[i]);
         free((void *)r->targets[i].base_url);
         lf_free_secret(r->targets[i].api_key);
         free((void *)r->targets[i].model);
@@ -482,16 +514,36 @@ void lf_engine_request_free(lf_engine_request *r)
     free(r->messages);
     for (i = 0; i < r->n_inputs; i++) free((void *)r->inputs[i].ptr);
     free(r->inputs);
-    free((void *)r->params.system);
+    free(r->token);
     free((void *)r->params.schema);
     free((void *)r->params.schema_name);
     memset(r, 0, sizeof(*r));
 }
 
-void lf_init_engine_request(void)
+/* Engine::Target#inspect (and #to_s, pp): the key never shows. */
+static VALUE lf_target_inspect(VALUE self)
 {
-    int k;
-    for (k = 0; k < LF_K_COUNT; k++) lf_keys[k] = ID2SYM(rb_intern(lf_key_names[k]));
+    return rb_sprintf("#<LlmFailover::Engine::Target %" PRIsVALUE ">", LF_FIELD(self, LF_TG_KEY));
+}
+
+static VALUE lf_target_pretty_print(VALUE self, VALUE pp)
+{
+    return rb_funcall(pp, rb_intern("text"), 1, lf_target_inspect(self));
+}
+
+void lf_init_engine_request(VALUE engine)
+{
+    lf_cRequest = lf_engine_struct(engine, "Request", lf_request_members, LF_RQ_COUNT, 1);
+    lf_cTarget = lf_engine_struct(engine, "Target", lf_target_members, LF_TG_COUNT, 1);
+    lf_cPolicy = lf_engine_struct(engine, "Policy", lf_policy_members, LF_PO_COUNT, 1);
+    lf_cAttachment = lf_engine_struct(engine, "Attachment", lf_attachment_members, LF_AT_COUNT, 1);
+    rb_global_variable(&lf_cRequest);
+    rb_global_variable(&lf_cTarget);
+    rb_global_variable(&lf_cPolicy);
+    rb_global_variable(&lf_cAttachment);
+    rb_define_method(lf_cTarget, "inspect", lf_target_inspect, 0);
+    rb_define_method(lf_cTarget, "to_s", lf_target_inspect, 0);
+    rb_define_method(lf_cTarget, "pretty_print", lf_target_pretty_print, 1);
     lf_sym_openai = ID2SYM(rb_intern("openai"));
     lf_sym_anthropic = ID2SYM(rb_intern("anthropic"));
     lf_sym_auto = ID2SYM(rb_intern("auto"));

@@ -1,5 +1,7 @@
-/* Engine#run's results as Ruby values: the record of one attempt (the Hash
- * on_attempt gets) and the outcome of the call (the Hash run returns). */
+/* The seam's way out: LlmFailover::Engine::Result (what Engine#run returns)
+ * and Engine::Attempt (what on_attempt gets), Structs whose members are
+ * listed here once, made from the core's outcome and attempt records; and
+ * Engine::Cancel, the exception a listener raises to cancel the call. */
 #include "lf_engine.h"
 
 #include <ruby/encoding.h>
@@ -7,14 +9,78 @@
 
 #include "lf_banned.h"
 
-static VALUE lf_sym_tool_calls;
-static VALUE lf_sym_ok, lf_sym_target, lf_sym_first_target, lf_sym_content, lf_sym_model,
-    lf_sym_finish_reason, lf_sym_input_tokens, lf_sym_output_tokens, lf_sym_provider_request_id,
-    lf_sym_attempts, lf_sym_error_class, lf_sym_message, lf_sym_status, lf_sym_body, lf_sym_retry_after,
-    lf_sym_retryable, lf_sym_partial_content, lf_sym_error_type, lf_sym_error_code, lf_sym_phase,
-    lf_sym_attempt, lf_sym_success, lf_sym_error_message, lf_sym_http_status, lf_sym_failover_eligible,
-    lf_sym_latency_ms, lf_sym_first_token_ms, lf_sym_started_at, lf_sym_skipped, lf_sym_json,
-    lf_sym_hedge, lf_sym_cancelled, lf_sym_vectors;
+static VALUE lf_cResult, lf_cAttempt, lf_cCancel;
+static VALUE lf_sym_ok, lf_sym_failed, lf_sym_cancelled;
+
+/* Engine::Result: how the call ended, made by the core whichever way. */
+enum {
+    LF_RS_STATUS,              /* :ok, :failed or :cancelled */
+    LF_RS_TARGET,              /* the Engine::Target that answered, whose error is final, or
+                                  that was answering (or about to) when the call was cancelled */
+    LF_RS_ATTEMPTS,            /* attempt records made (skips and a cancel's own included) */
+    LF_RS_PROVIDER_REQUEST_ID,
+    LF_RS_CONTENT,             /* :ok: the answer */
+    LF_RS_MODEL,               /* :ok: the model the provider says answered */
+    LF_RS_FINISH_REASON,
+    LF_RS_INPUT_TOKENS,
+    LF_RS_OUTPUT_TOKENS,
+    LF_RS_JSON,                /* :ok with json: the checked object, as strict JSON */
+    LF_RS_TOOL_CALLS,          /* :ok: [[id, name, arguments JSON], ...] or nil */
+    LF_RS_VECTORS,             /* :ok, an embeddings request: [[Float, ...], ...] */
+    LF_RS_ERROR_CLASS,         /* :failed: the class of the error to raise */
+    LF_RS_MESSAGE,
+    LF_RS_PHASE,               /* :failed with a timeout: :connect, :first_token, :idle or :total */
+    LF_RS_HTTP_STATUS,
+    LF_RS_BODY,
+    LF_RS_RETRY_AFTER,
+    LF_RS_RETRYABLE,
+    LF_RS_ERROR_TYPE,
+    LF_RS_ERROR_CODE,
+    LF_RS_PARTIAL_CONTENT,     /* :failed or :cancelled: the text delivered of the last answer */
+    LF_RS_COUNT
+};
+static const char *const lf_result_members[LF_RS_COUNT] = {
+    "status", "target", "attempts", "provider_request_id", "content", "model", "finish_reason", "input_tokens",
+    "output_tokens", "json", "tool_calls", "vectors", "error_class", "message", "phase", "http_status", "body",
+    "retry_after", "retryable", "error_type", "error_code", "partial_content",
+};
+
+/* Engine::Attempt: one HTTP attempt, a target skipped, or a cancel. */
+enum {
+    LF_AR_ATTEMPT,             /* 1, 2, ... across the call */
+    LF_AR_TARGET,              /* the Engine::Target */
+    LF_AR_SUCCESS,
+    LF_AR_ERROR_CLASS,
+    LF_AR_ERROR_MESSAGE,
+    LF_AR_PHASE,
+    LF_AR_HTTP_STATUS,
+    LF_AR_FAILOVER_ELIGIBLE,
+    LF_AR_RETRY_AFTER,
+    LF_AR_LATENCY_MS,
+    LF_AR_FIRST_TOKEN_MS,
+    LF_AR_INPUT_TOKENS,
+    LF_AR_OUTPUT_TOKENS,
+    LF_AR_STARTED_AT,          /* a Time */
+    LF_AR_PROVIDER_REQUEST_ID,
+    LF_AR_SKIPPED,             /* no request: an open circuit, or attachments it cannot take */
+    LF_AR_REACHED,             /* the request may have reached the provider (and been billed) */
+    LF_AR_HEDGE,               /* one of a hedged request's two attempts */
+    LF_AR_LOST,                /* the hedge's loser, cut when the other had a token first */
+    LF_AR_CANCELLED,           /* cut by an Engine::Cancel, or the cancel itself */
+    LF_AR_STOPPED,             /* cut by an exception, and handed over while it unwinds */
+    LF_AR_STOPPED_BY,          /* ... its class, or nil for Thread#kill or a throw */
+    LF_AR_COUNT
+};
+static const char *const lf_attempt_members[LF_AR_COUNT] = {
+    "attempt", "target", "success", "error_class", "error_message", "phase", "http_status", "failover_eligible",
+    "retry_after", "latency_ms", "first_token_ms", "input_tokens", "output_tokens", "started_at",
+    "provider_request_id", "skipped", "reached", "hedge", "lost", "cancelled", "stopped", "stopped_by",
+};
+
+VALUE lf_cancel_class(void)
+{
+    return lf_cCancel;
+}
 
 static VALUE lf_num_or_nil(double v)
 {
@@ -44,18 +110,6 @@ static VALUE lf_phase_value(lf_phase p)
     return p > LF_PHASE_NONE && p <= LF_PHASE_TOTAL ? lf_phase_syms[p] : Qnil;
 }
 
-/* A Hash made at its final size from key/value pairs: a Hash of more than
- * eight pairs grown one rb_hash_aset at a time is rebuilt as a table on the
- * ninth. */
-#define LF_PAIR(k, v) (pairs[n++] = (k), pairs[n++] = (v))
-
-static VALUE lf_hash_of(const VALUE *pairs, long n)
-{
-    VALUE h = rb_hash_new();
-    rb_hash_bulk_insert(n, pairs, h);
-    return h;
-}
-
 /* A Time from seconds since the epoch, to the microsecond the record keeps. */
 static VALUE lf_time_from_epoch(double t)
 {
@@ -68,29 +122,40 @@ static VALUE lf_time_from_epoch(double t)
     return rb_time_nano_new((time_t)sec, usec * 1000);
 }
 
-VALUE lf_attempt_to_hash(const lf_attempt_record *r)
+#define LF_BOOL(x) ((x) ? Qtrue : Qfalse)
+
+static VALUE lf_target_at(VALUE targets, int i)
 {
-    VALUE pairs[2 * 20];
-    long n = 0;
-    LF_PAIR(lf_sym_attempt, INT2NUM(r->attempt));
-    LF_PAIR(lf_sym_target, INT2NUM(r->target));
-    LF_PAIR(lf_sym_success, r->success ? Qtrue : Qfalse);
-    LF_PAIR(lf_sym_error_class, r->success ? Qnil : lf_error_class_for(r->kind));
-    LF_PAIR(lf_sym_error_message, lf_cstr_or_nil(r->error_message));
-    LF_PAIR(lf_sym_phase, lf_phase_value(r->phase));
-    LF_PAIR(lf_sym_http_status, r->http_status ? LONG2NUM(r->http_status) : Qnil);
-    LF_PAIR(lf_sym_failover_eligible, r->failover_eligible ? Qtrue : Qfalse);
-    LF_PAIR(lf_sym_retry_after, lf_num_or_nil(r->retry_after));
-    LF_PAIR(lf_sym_latency_ms, DBL2NUM(r->latency_ms));
-    LF_PAIR(lf_sym_first_token_ms, lf_num_or_nil(r->first_token_ms));
-    LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(r->input_tokens));
-    LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(r->output_tokens));
-    LF_PAIR(lf_sym_started_at, lf_time_from_epoch(r->started_at));
-    LF_PAIR(lf_sym_provider_request_id, lf_cstr_or_nil(r->provider_request_id));
-    LF_PAIR(lf_sym_skipped, r->skipped ? Qtrue : Qfalse);
-    LF_PAIR(lf_sym_hedge, r->hedge ? Qtrue : Qfalse);
-    LF_PAIR(lf_sym_cancelled, r->cancelled ? Qtrue : Qfalse);
-    return lf_hash_of(pairs, n);
+    return i >= 0 && i < RARRAY_LEN(targets) ? RARRAY_AREF(targets, i) : RARRAY_AREF(targets, 0);
+}
+
+VALUE lf_attempt_value(const lf_attempt_record *r, VALUE targets)
+{
+    VALUE v[LF_AR_COUNT];
+
+    v[LF_AR_ATTEMPT] = INT2NUM(r->attempt);
+    v[LF_AR_TARGET] = lf_target_at(targets, r->target);
+    v[LF_AR_SUCCESS] = LF_BOOL(r->success);
+    v[LF_AR_ERROR_CLASS] = r->success || r->cancelled || r->lost ? Qnil : lf_error_class_for(r->kind);
+    v[LF_AR_ERROR_MESSAGE] = lf_cstr_or_nil(r->error_message);
+    v[LF_AR_PHASE] = lf_phase_value(r->phase);
+    v[LF_AR_HTTP_STATUS] = r->http_status ? LONG2NUM(r->http_status) : Qnil;
+    v[LF_AR_FAILOVER_ELIGIBLE] = LF_BOOL(r->failover_eligible);
+    v[LF_AR_RETRY_AFTER] = lf_num_or_nil(r->retry_after);
+    v[LF_AR_LATENCY_MS] = DBL2NUM(r->latency_ms);
+    v[LF_AR_FIRST_TOKEN_MS] = lf_num_or_nil(r->first_token_ms);
+    v[LF_AR_INPUT_TOKENS] = lf_long_or_nil(r->input_tokens);
+    v[LF_AR_OUTPUT_TOKENS] = lf_long_or_nil(r->output_tokens);
+    v[LF_AR_STARTED_AT] = lf_time_from_epoch(r->started_at);
+    v[LF_AR_PROVIDER_REQUEST_ID] = lf_cstr_or_nil(r->provider_request_id);
+    v[LF_AR_SKIPPED] = LF_BOOL(r->skipped);
+    v[LF_AR_REACHED] = LF_BOOL(r->reached);
+    v[LF_AR_HEDGE] = LF_BOOL(r->hedge);
+    v[LF_AR_LOST] = LF_BOOL(r->lost);
+    v[LF_AR_CANCELLED] = LF_BOOL(r->cancelled);
+    v[LF_AR_STOPPED] = Qfalse;
+    v[LF_AR_STOPPED_BY] = Qnil;
+    return rb_class_new_instance(LF_AR_COUNT, v, lf_cAttempt);
 }
 
 /* Model names and finish reasons repeat on every call: the same frozen String
@@ -143,79 +208,60 @@ static VALUE lf_tool_calls_to_array(const lf_answer *a)
     return list;
 }
 
-VALUE lf_outcome_to_hash(const lf_outcome *o)
+void lf_attempt_set_stopped_by(VALUE attempt, VALUE cause)
 {
-    VALUE pairs[2 * 20];
-    long n = 0;
-    LF_PAIR(lf_sym_ok, o->ok ? Qtrue : Qfalse);
-    LF_PAIR(lf_sym_target, INT2NUM(o->target));
-    LF_PAIR(lf_sym_first_target, INT2NUM(o->first_target));
-    LF_PAIR(lf_sym_attempts, INT2NUM(o->attempts));
-    LF_PAIR(lf_sym_provider_request_id, lf_buf_to_str_or_nil(&o->provider_request_id));
-    if (o->ok) {
-        LF_PAIR(lf_sym_content, rb_utf8_str_new(o->answer.text.ptr ? o->answer.text.ptr : "",
-                                                        (long)o->answer.text.len));
-        LF_PAIR(lf_sym_model, lf_buf_to_interned_or_nil(&o->answer.model));
-        LF_PAIR(lf_sym_finish_reason, lf_buf_to_interned_or_nil(&o->answer.finish_reason));
-        LF_PAIR(lf_sym_input_tokens, lf_long_or_nil(o->answer.input_tokens));
-        LF_PAIR(lf_sym_output_tokens, lf_long_or_nil(o->answer.output_tokens));
-        if (o->json.len) LF_PAIR(lf_sym_json, rb_utf8_str_new(o->json.ptr, (long)o->json.len));
-        if (o->answer.vectors) LF_PAIR(lf_sym_vectors, lf_vectors_value(&o->answer));
-        if (o->answer.n_tool_calls) LF_PAIR(lf_sym_tool_calls, lf_tool_calls_to_array(&o->answer));
-    } else {
-        LF_PAIR(lf_sym_error_class, lf_error_class_for(o->kind));
-        LF_PAIR(lf_sym_message, rb_utf8_str_new(o->message.ptr ? o->message.ptr : "",
-                                                        (long)o->message.len));
-        LF_PAIR(lf_sym_phase, lf_phase_value(o->phase));
-        LF_PAIR(lf_sym_status, o->status ? LONG2NUM(o->status) : Qnil);
-        LF_PAIR(lf_sym_body, lf_body_or_nil(&o->body));
-        LF_PAIR(lf_sym_retry_after, lf_num_or_nil(o->retry_after));
-        LF_PAIR(lf_sym_retryable, o->retryable ? Qtrue : Qfalse);
-        LF_PAIR(lf_sym_partial_content, lf_buf_to_str_or_nil(&o->partial));
-        LF_PAIR(lf_sym_error_type, lf_buf_to_str_or_nil(&o->error_type));
-        LF_PAIR(lf_sym_error_code, lf_buf_to_str_or_nil(&o->error_code));
-    }
-    return lf_hash_of(pairs, n);
+    RSTRUCT_SET(attempt, LF_AR_STOPPED, Qtrue);
+    RSTRUCT_SET(attempt, LF_AR_STOPPED_BY, cause);
 }
 
-void lf_init_engine_result(void)
+VALUE lf_result_value(const lf_outcome *o, VALUE targets)
 {
-#define LF_SYM(var, name) (var = ID2SYM(rb_intern(name)))
-    LF_SYM(lf_sym_ok, "ok");
-    LF_SYM(lf_sym_target, "target");
-    LF_SYM(lf_sym_first_target, "first_target");
-    LF_SYM(lf_sym_content, "content");
-    LF_SYM(lf_sym_model, "model");
-    LF_SYM(lf_sym_finish_reason, "finish_reason");
-    LF_SYM(lf_sym_input_tokens, "input_tokens");
-    LF_SYM(lf_sym_output_tokens, "output_tokens");
-    LF_SYM(lf_sym_provider_request_id, "provider_request_id");
-    LF_SYM(lf_sym_attempts, "attempts");
-    LF_SYM(lf_sym_error_class, "error_class");
-    LF_SYM(lf_sym_message, "message");
-    LF_SYM(lf_sym_status, "status");
-    LF_SYM(lf_sym_body, "body");
-    LF_SYM(lf_sym_retry_after, "retry_after");
-    LF_SYM(lf_sym_retryable, "retryable");
-    LF_SYM(lf_sym_partial_content, "partial_content");
-    LF_SYM(lf_sym_error_type, "error_type");
-    LF_SYM(lf_sym_error_code, "error_code");
-    LF_SYM(lf_sym_phase, "phase");
-    LF_SYM(lf_sym_attempt, "attempt");
-    LF_SYM(lf_sym_success, "success");
-    LF_SYM(lf_sym_error_message, "error_message");
-    LF_SYM(lf_sym_http_status, "http_status");
-    LF_SYM(lf_sym_failover_eligible, "failover_eligible");
-    LF_SYM(lf_sym_latency_ms, "latency_ms");
-    LF_SYM(lf_sym_first_token_ms, "first_token_ms");
-    LF_SYM(lf_sym_started_at, "started_at");
-    LF_SYM(lf_sym_skipped, "skipped");
-    LF_SYM(lf_sym_json, "json");
-    LF_SYM(lf_sym_tool_calls, "tool_calls");
-    LF_SYM(lf_sym_hedge, "hedge");
-    LF_SYM(lf_sym_cancelled, "cancelled");
-    LF_SYM(lf_sym_vectors, "vectors");
-#undef LF_SYM
+    VALUE v[LF_RS_COUNT];
+    int i;
+
+    for (i = 0; i < LF_RS_COUNT; i++) v[i] = Qnil;
+    v[LF_RS_STATUS] = o->ok ? lf_sym_ok : o->cancelled ? lf_sym_cancelled : lf_sym_failed;
+    v[LF_RS_TARGET] = lf_target_at(targets, o->target);
+    v[LF_RS_ATTEMPTS] = INT2NUM(o->attempts);
+    v[LF_RS_PROVIDER_REQUEST_ID] = lf_buf_to_str_or_nil(&o->provider_request_id);
+    if (o->ok) {
+        v[LF_RS_CONTENT] = rb_utf8_str_new(o->answer.text.ptr ? o->answer.text.ptr : "", (long)o->answer.text.len);
+        v[LF_RS_MODEL] = lf_buf_to_interned_or_nil(&o->answer.model);
+        v[LF_RS_FINISH_REASON] = lf_buf_to_interned_or_nil(&o->answer.finish_reason);
+        v[LF_RS_INPUT_TOKENS] = lf_long_or_nil(o->answer.input_tokens);
+        v[LF_RS_OUTPUT_TOKENS] = lf_long_or_nil(o->answer.output_tokens);
+        if (o->json.len) v[LF_RS_JSON] = rb_utf8_str_new(o->json.ptr, (long)o->json.len);
+        if (o->answer.vectors) v[LF_RS_VECTORS] = lf_vectors_value(&o->answer);
+        if (o->answer.n_tool_calls) v[LF_RS_TOOL_CALLS] = lf_tool_calls_to_array(&o->answer);
+        return rb_class_new_instance(LF_RS_COUNT, v, lf_cResult);
+    }
+    v[LF_RS_PARTIAL_CONTENT] = lf_buf_to_str_or_nil(&o->partial);
+    if (o->cancelled) return rb_class_new_instance(LF_RS_COUNT, v, lf_cResult);
+    v[LF_RS_ERROR_CLASS] = lf_error_class_for(o->kind);
+    v[LF_RS_MESSAGE] = rb_utf8_str_new(o->message.ptr ? o->message.ptr : "", (long)o->message.len);
+    v[LF_RS_PHASE] = lf_phase_value(o->phase);
+    v[LF_RS_HTTP_STATUS] = o->status ? LONG2NUM(o->status) : Qnil;
+    v[LF_RS_BODY] = lf_body_or_nil(&o->body);
+    v[LF_RS_RETRY_AFTER] = lf_num_or_nil(o->retry_after);
+    v[LF_RS_RETRYABLE] = LF_BOOL(o->retryable);
+    v[LF_RS_ERROR_TYPE] = lf_buf_to_str_or_nil(&o->error_type);
+    v[LF_RS_ERROR_CODE] = lf_buf_to_str_or_nil(&o->error_code);
+    return rb_class_new_instance(LF_RS_COUNT, v, lf_cResult);
+}
+
+void lf_init_engine_result(VALUE engine)
+{
+    lf_cResult = lf_engine_struct(engine, "Result", lf_result_members, LF_RS_COUNT, 0);
+    lf_cAttempt = lf_engine_struct(engine, "Attempt", lf_attempt_members, LF_AR_COUNT, 0);
+    /* An Exception, not a StandardError: a `rescue => e` in a store or a
+     * block must not swallow it. */
+    lf_cCancel = rb_define_class_under(engine, "Cancel", rb_eException);
+    rb_global_variable(&lf_cResult);
+    rb_global_variable(&lf_cAttempt);
+    rb_global_variable(&lf_cCancel);
+    lf_sym_ok = ID2SYM(rb_intern("ok"));
+    lf_sym_failed = ID2SYM(rb_intern("failed"));
+    lf_sym_cancelled = ID2SYM(rb_intern("cancelled"));
     lf_phase_syms[LF_PHASE_NONE] = Qnil;
     for (int p = LF_PHASE_CONNECT; p <= LF_PHASE_TOTAL; p++)
         lf_phase_syms[p] = ID2SYM(rb_intern(lf_phase_name((lf_phase)p)));

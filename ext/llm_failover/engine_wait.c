@@ -1,8 +1,9 @@
 /* The waits of Engine#run: every blocking wait of the core (transfer
- * progress, backoff sleeps) with the GVL released and an unblocking function
- * that really ends it (curl_multi_wakeup), or, under a Fiber scheduler,
- * through the scheduler (fiber_wait.c) with the listener's wake_io watched
- * beside the transfer. */
+ * progress, backoff sleeps) is the core's own (lf_wait_block), run here with
+ * the GVL released and an unblocking function that really ends it
+ * (lf_wait_wake), or, under a Fiber scheduler, a wait on the core's
+ * descriptor through the scheduler (fiber_wait.c), with the listener's
+ * wake_io watched beside the transfer. */
 #include "lf_engine.h"
 
 #include <ruby/thread.h>
@@ -14,27 +15,25 @@ static ID lf_id_on_interrupt, lf_id_wake_io, lf_id_on_wake;
 
 typedef struct lf_wait_args {
     lf_ruby_listener *rl;
-    CURLM *multi;
-    int timeout_ms;
+    lf_wait *wait;
 } lf_wait_args;
 
 static void *lf_wait_nogvl(void *arg)
 {
     lf_wait_args *w = arg;
-    int numfds = 0;
-    if (!w->rl->woken) curl_multi_poll(w->multi, NULL, 0, w->timeout_ms, &numfds);
+    if (!w->rl->woken) lf_wait_block(w->wait);
     return NULL;
 }
 
 /* The unblocking function: Thread#kill, Thread#raise, Timeout and signals
- * call it from another thread. curl_multi_wakeup is safe to call from any
- * thread and makes the poll return at once. */
+ * call it from another thread. lf_wait_wake is safe from any thread and a
+ * signal handler, and ends the wait at once. */
 static void lf_wait_ubf(void *arg)
 {
     lf_wait_args *w = arg;
     int saved_errno = errno; /* it may run in a signal handler */
     w->rl->woken = 1;
-    curl_multi_wakeup(w->multi);
+    lf_wait_wake(w->wait);
     errno = saved_errno;
 }
 
@@ -49,10 +48,10 @@ static VALUE lf_call_on_interrupt(VALUE listener)
     return rb_funcall(listener, lf_id_on_interrupt, 0);
 }
 
-static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
+static int lf_rl_wait(void *ud, lf_wait *wait)
 {
     lf_ruby_listener *rl = ud;
-    lf_wait_args w = { rl, multi, timeout_ms };
+    lf_wait_args w = { rl, wait };
     int interrupted;
 
     rl->woken = 0;
@@ -74,7 +73,7 @@ static int lf_rl_wait(void *ud, CURLM *multi, int timeout_ms)
     /* Then the listener may stop the call by raising (Chat#cancel! wakes
      * the thread with Thread#wakeup; timer ticks make false alarms). */
     if (!rl->state && interrupted && rl->on_interrupt) rb_protect(lf_call_on_interrupt, rl->listener, &rl->state);
-    return rl->state != 0;
+    return lf_ruby_stop(&rl->state);
 }
 
 /* Under a Fiber scheduler every wait goes through it instead (fiber_wait.c). */
@@ -83,7 +82,7 @@ static int lf_rl_wait_fd(void *ud, int fd, int timeout_ms)
     lf_ruby_listener *rl = ud;
 
     lf_fiber_wait_for(&rl->fiber, fd, timeout_ms, &rl->state);
-    return rl->state != 0;
+    return lf_ruby_stop(&rl->state);
 }
 
 static VALUE lf_call_on_wake(VALUE listener)
@@ -97,7 +96,7 @@ static int lf_rl_on_wake(void *ud)
 {
     lf_ruby_listener *rl = ud;
     rb_protect(lf_call_on_wake, rl->listener, &rl->state);
-    return rl->state != 0;
+    return lf_ruby_stop(&rl->state);
 }
 
 /* Under a scheduler nothing is raised into the thread to end a wait (it

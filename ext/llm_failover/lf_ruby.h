@@ -12,6 +12,7 @@ void lf_init_engine(VALUE mod);
 void lf_init_quota(VALUE mod);
 void lf_init_sse_parser(VALUE mod);
 void lf_init_circuit(VALUE mod);
+void lf_init_circuit_table(VALUE mod);
 void lf_init_answer_format(VALUE mod);
 void lf_init_attachment(VALUE mod);
 void lf_init_json_schema(VALUE mod);
@@ -43,6 +44,9 @@ int lf_fiber_wait_wake(lf_fiber_wait *w, VALUE io);
 /* The Ruby error class for a core error kind (LlmFailover::Error for kinds
  * without a class of their own). Looked up once at load. */
 VALUE lf_error_class_for(int kind);
+/* The kind of an error class (its nearest ancestor with one) or of a class
+ * name; LF_E_OTHER for one of no kind of its own. */
+int lf_error_kind_of(VALUE class_or_name);
 /* LlmFailover::ToolTranscriptError. */
 VALUE lf_transcript_error_class(void);
 

@@ -16,6 +16,7 @@ RUBY_FUNC_EXPORTED void Init_llm_failover(void)
     lf_init_fiber_wait();
     lf_init_engine(lf_mLlmFailover);
     lf_init_circuit(lf_mLlmFailover);
+    lf_init_circuit_table(lf_mLlmFailover);
     lf_init_answer_format(lf_mLlmFailover);
     lf_init_attachment(lf_mLlmFailover);
     lf_init_json_schema(lf_mLlmFailover);

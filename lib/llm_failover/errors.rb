@@ -53,13 +53,11 @@ module LlmFailover
     end
 
     # Whether retrying the same target may help (the class's default unless the
-    # provider said otherwise, e.g. with x-should-retry).
+    # provider said otherwise, e.g. with x-should-retry). The default is the C core's
+    # rule for the class's kind: Error.retryable_by_default?, defined by the compiled
+    # extension (errors.c, lf_kind_retryable).
     def retryable?
       @retryable.nil? ? self.class.retryable_by_default? : @retryable
-    end
-
-    def self.retryable_by_default?
-      false
     end
 
     # @api private: the attempt loop attaches the full attempt list once known.
@@ -73,11 +71,7 @@ module LlmFailover
   # Retry the target, then fail over. Raised as itself for a failure the official SDKs
   # retry without naming it: status 408 or 409, or x-should-retry: true on a status no
   # subclass names (the C core's classification, lf_classify.c).
-  class RetryableError < Error
-    def self.retryable_by_default?
-      true
-    end
-  end
+  class RetryableError < Error; end
 
   class RateLimitError < RetryableError; end
 

@@ -20,14 +20,14 @@ module EngineHelpers
       @on_chunk&.call(text)
     end
 
-    def on_reset
+    def on_reset(_target = nil)
       @resets += 1
       @events << [:reset]
     end
 
     def on_attempt(attempt)
       @attempts << attempt
-      @events << [:attempt, attempt[:attempt]]
+      @events << [:attempt, attempt.attempt]
     end
   end
 
@@ -48,12 +48,17 @@ module EngineHelpers
     end
   end
 
-  def engine_target(fp, api: :openai, model: "gpt-4o", api_key: "sk-test-SECRET123")
-    { api: api, base_url: fp.base_url(api), api_key: api_key, model: model }
+  def engine_target(fp, api: :openai, model: "gpt-4o", api_key: "sk-test-SECRET123", **options)
+    LlmFailover::Engine::Target.new(key: "#{api}:#{model}", api: api, base_url: fp.base_url(api), api_key: api_key,
+                                    model: model, **options)
   end
 
+  # An Engine::Request; +overrides+ are the policy's members or the request's.
   def engine_request(targets, stream: false, messages: [%w[user Hello]], **overrides)
-    POLICY.merge(targets: targets.is_a?(Hash) ? [targets] : targets, messages: messages, stream: stream).merge(overrides)
+    policy_keys = LlmFailover::Engine::Policy.members
+    policy = LlmFailover::Engine::Policy.new(**POLICY.merge(overrides.slice(*policy_keys)))
+    LlmFailover::Engine::Request.new(targets: targets.is_a?(Array) ? targets : [targets], messages: messages, stream: stream, policy: policy,
+                                     **overrides.except(*policy_keys))
   end
 end
 

@@ -769,9 +769,22 @@ static void test_recorded_fixtures(void)
     LF_CHECK_INT(errors_seen, sizeof fixture_wants / sizeof fixture_wants[0]);
 }
 
+/* lf_kind_retryable is the verdict's retryable for the kind: the Ruby error
+ * classes ask it (RetryableError and below are exactly these). */
+static void test_kind_retryable(void)
+{
+    int k;
+    for (k = LF_OK + 1; k < LF_KIND_COUNT; k++) {
+        int expected = k <= LF_E_RETRYABLE && k != LF_OK;
+        LF_CHECK_INT(lf_kind_retryable((lf_kind)k), expected);
+    }
+    LF_CHECK(!lf_kind_retryable(LF_E_PROVIDER_QUOTA)); /* fails over, never retried */
+}
+
 int main(void)
 {
     LF_RUN(test_rules_table);
+    LF_RUN(test_kind_retryable);
     LF_RUN(test_every_status_class);
     LF_RUN(test_null_facts);
     LF_RUN(test_kind_names);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lf_circuits.h"
 #include "lf_failover.h"
 #include "lf_test.h"
 #include "lf_test_server.h"
@@ -120,7 +121,9 @@ typedef struct seen {
     char log[2048];
     int chunks, resets, attempts;
     lf_kind kinds[8];
+    int reached[8], cancelled[8];
     int stop_on_wait;
+    int stop_on_chunk;     /* what on_chunk returns (0: go on) */
     int fd_waits, poll_waits;
     struct waker *waker;   /* the host's wake fd, when a test sets one */
 } seen;
@@ -136,14 +139,14 @@ static int on_chunk(void *ud, int target, const char *text, size_t len)
     seen *s = ud;
     s->chunks++;
     log_add(s, target ? "c1:" : "c0:", text, len);
-    return 0;
+    return s->stop_on_chunk;
 }
 
-static int on_reset(void *ud)
+static int on_reset(void *ud, int target)
 {
     seen *s = ud;
     s->resets++;
-    log_add(s, "reset", "", 0);
+    log_add(s, target ? "reset1" : "reset0", "", 0);
     return 0;
 }
 
@@ -151,7 +154,11 @@ static int on_attempt(void *ud, const lf_attempt_record *rec)
 {
     seen *s = ud;
     char tag[32];
-    if (s->attempts < 8) s->kinds[s->attempts] = rec->kind;
+    if (s->attempts < 8) {
+        s->kinds[s->attempts] = rec->kind;
+        s->reached[s->attempts] = rec->reached;
+        s->cancelled[s->attempts] = rec->cancelled;
+    }
     s->attempts++;
     snprintf(tag, sizeof tag, "a%d/t%d:", rec->attempt, rec->target);
     if (rec->skipped) log_add(s, tag, "skip", 4);
@@ -159,13 +166,12 @@ static int on_attempt(void *ud, const lf_attempt_record *rec)
     return 0;
 }
 
-static int wait_fn(void *ud, CURLM *multi, int timeout_ms)
+static int wait_fn(void *ud, lf_wait *w)
 {
     seen *s = ud;
-    int n = 0;
     s->poll_waits++;
-    if (s->stop_on_wait) return 1;
-    curl_multi_poll(multi, NULL, 0, timeout_ms, &n);
+    if (s->stop_on_wait) return s->stop_on_wait;
+    lf_wait_block(w);
     return 0;
 }
 
@@ -176,7 +182,7 @@ static int wait_fd_fn(void *ud, int fd, int timeout_ms)
     seen *s = ud;
     struct pollfd p;
     s->fd_waits++;
-    if (s->stop_on_wait) return 1;
+    if (s->stop_on_wait) return s->stop_on_wait;
     if (fd < 0) {
         poll(NULL, 0, timeout_ms);
         return 0;
@@ -211,6 +217,11 @@ static const char *KEY_QUOTED =
 static const char *RATE_LIMITED_LONG =
     "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 3600\r\n"
     "Content-Length: @@\r\nConnection: close\r\n\r\n{\"error\":{\"message\":\"slow\",\"code\":\"rate_limit\"}}";
+
+static const char *ANTHROPIC_PLAIN =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\nConnection: close\r\n\r\n"
+    "{\"type\":\"message\",\"model\":\"claude-x\",\"content\":[{\"type\":\"text\",\"text\":\"backup\"}],"
+    "\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}";
 
 /* OpenAI stream: two deltas, then the connection closes mid-body. */
 static const char *CUT_STREAM =
@@ -261,6 +272,7 @@ typedef struct fixture {
     lf_policy pol;
     seen seen;
     lf_listener l;
+    lf_breaker breaker;   /* used when its health is set */
     lf_outcome o;
     lf_pool *pool;
 } fixture;
@@ -326,6 +338,7 @@ static int fixture_run(fixture *f, size_t n_targets)
                       .params = &f->params,
                       .policy = &f->pol,
                       .listener = &f->l,
+                      .breaker = f->breaker.health || f->breaker.report ? &f->breaker : NULL,
                   },
                   &f->o);
 }
@@ -467,7 +480,7 @@ static void test_cut_stream_resets_then_backup(void)
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 1);
     LF_CHECK_INT(f.o.attempts, 2); /* content was shown: never retried on the primary */
-    LF_CHECK_STR(f.seen.log, "c0:half |c0:an answer|a1/t0:fail|reset|c1:whole|a2/t1:ok|");
+    LF_CHECK_STR(f.seen.log, "c0:half |c0:an answer|a1/t0:fail|reset1|c1:whole|a2/t1:ok|");
     LF_CHECK_INT(f.seen.kinds[0], LF_E_STREAM_INTERRUPTED);
     LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "whole");
     LF_CHECK_STR(lf_buf_cstr(&f.o.answer.model), "claude-x");
@@ -585,7 +598,88 @@ static void test_refused(void)
     LF_CHECK_INT(f.o.ok, 0);
     LF_CHECK_INT(f.o.kind, LF_E_CONNECTION_REFUSED);
     LF_CHECK_INT(f.o.attempts, 1);
+    LF_CHECK_INT(f.seen.reached[0], 0); /* no connection: the provider never saw it */
     fixture_free(&f);
+}
+
+/* The host cancels a stream mid-answer (LF_CANCEL): the outcome is cancelled,
+ * not aborted, with the text delivered so far, and the attempt it cut is
+ * recorded as cancelled. */
+static void test_host_cancels_a_stream(void)
+{
+    fixture f;
+    fixture_init(&f, 1);
+    f.seen.stop_on_chunk = LF_CANCEL;
+    f.srv[0].script[0] = CUT_STREAM;
+    f.srv[0].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.cancelled, 1);
+    LF_CHECK_INT(f.o.aborted, 0);
+    LF_CHECK_INT(f.o.target, 0);
+    LF_CHECK_INT(f.o.attempts, 1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.partial), "half ");
+    LF_CHECK_STR(f.seen.log, "c0:half |a1/t0:fail|");
+    LF_CHECK_INT(f.seen.cancelled[0], 1);
+    LF_CHECK_INT(f.seen.reached[0], 1);
+    fixture_free(&f);
+}
+
+/* The in-process store as the call's breaker (lf_circuits_bind): the
+ * primary's second counted failure opens its circuit mid-call and the call
+ * fails over; the host hears of the change, and the next call skips the
+ * primary without asking it. */
+static int circuits_changes, circuits_change_to;
+
+static int circuits_on_change(void *ud, int target, const lf_circuit_change *chg, lf_kind kind)
+{
+    circuits_changes++;
+    circuits_change_to = target * 10 + (int)chg->to;
+    return 0;
+}
+
+static void test_in_process_circuits(void)
+{
+    fixture f;
+    lf_circuits *table = lf_circuits_new();
+    lf_circuits_call cc = {
+        .table = table,
+        .keys = { "openai:primary-model", "anthropic:backup-model" },
+        .n_keys = 2,
+        .token = "call",
+        .rules = { .threshold = 2, .cooldown = 60 },
+        .probe_ttl = 11,
+        .on_change = circuits_on_change,
+    };
+    lf_circuits_view v;
+
+    circuits_changes = 0;
+    fixture_init(&f, 0);
+    lf_circuits_bind(&cc, &f.breaker);
+    f.srv[0].script[0] = UNAVAILABLE;
+    f.srv[0].script[1] = UNAVAILABLE;
+    f.srv[0].n_script = 2;
+    f.srv[1].script[0] = ANTHROPIC_PLAIN;
+    f.srv[1].script[1] = ANTHROPIC_PLAIN;
+    f.srv[1].n_script = 2;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
+    LF_CHECK_INT(circuits_changes, 1);
+    LF_CHECK_INT(circuits_change_to, LF_CIRCUIT_OPEN); /* target 0 */
+    LF_CHECK_INT(lf_circuits_get(table, "openai:primary-model", &v), 1);
+    LF_CHECK_INT(v.last_kind, LF_E_SERVICE_UNAVAILABLE);
+    LF_CHECK_INT(lf_circuits_get(table, "anthropic:backup-model", &v), 0); /* its success reset nothing */
+
+    LF_CHECK_INT(fixture_rerun(&f, 2), 0);
+    LF_CHECK_STR(f.seen.log, "a1/t0:skip|a2/t1:ok|");
+    fixture_free(&f);
+    LF_CHECK_INT(f.srv[0].served, 2);
+    lf_circuits_free(table);
 }
 
 static void test_host_stops_the_call(void)
@@ -674,6 +768,48 @@ static void test_host_wakes_a_silent_wait(void)
     LF_CHECK_INT(f.seen.attempts, 1);
     LF_CHECK_INT(f.seen.kinds[0], LF_E_ABORTED);
     close(silent);
+    close(w.pipe[0]);
+    close(w.pipe[1]);
+    fixture_free(&f);
+}
+
+/* The host cancels during the sleep before a retry: nothing is under way, so
+ * the cancel gets a record of its own after the 503's. */
+static int on_wake_cancel(void *ud)
+{
+    ((seen *)ud)->waker->wakes++;
+    return LF_CANCEL;
+}
+
+static void test_host_cancels_a_retry_sleep(void)
+{
+    waker w;
+    fixture f;
+
+    if (!evented_run) return;
+    fixture_init(&f, 0);
+    memset(&w, 0, sizeof w);
+    f.seen.waker = &w;
+    LF_CHECK_INT(pipe(w.pipe), 0);
+    f.l.wake_fd = w.pipe[0];
+    f.l.on_wake = on_wake_cancel;
+    f.pol.backoff.interval = 3;
+    f.pol.backoff.max_interval = 5;
+    f.srv[0].script[0] = UNAVAILABLE;
+    f.srv[0].script[1] = OK_JSON;
+    f.srv[0].n_script = 2;
+    fixture_serve(&f, 0);
+    pthread_create(&w.thread, NULL, wake_later, &w);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    pthread_join(w.thread, NULL);
+    LF_CHECK_INT(f.o.cancelled, 1);
+    LF_CHECK_INT(f.o.aborted, 0);
+    LF_CHECK_INT(f.o.attempts, 2);
+    LF_CHECK_INT(f.seen.attempts, 2);
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_SERVICE_UNAVAILABLE);
+    LF_CHECK_INT(f.seen.cancelled[0], 0);
+    LF_CHECK_INT(f.seen.cancelled[1], 1);
+    LF_CHECK_INT(f.seen.reached[1], 0);
     close(w.pipe[0]);
     close(w.pipe[1]);
     fixture_free(&f);
@@ -866,10 +1002,6 @@ static void test_stream_answered_with_plain_body(void)
 
 /* ---- the breaker: a host whose store is one lf_circuit per target -------- */
 
-static const char *ANTHROPIC_PLAIN =
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\nConnection: close\r\n\r\n"
-    "{\"type\":\"message\",\"model\":\"claude-x\",\"content\":[{\"type\":\"text\",\"text\":\"backup\"}],"
-    "\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}";
 
 static lf_circuit breaker_circuits[2];
 static int breaker_threshold = 2, breaker_reports;
@@ -931,9 +1063,9 @@ static void breaker_fixture(fixture *f)
     breaker_admits = 0;
     breaker_elsewhere = 0;
     breaker_now = 1000;
-    f->l.health = breaker_health;
-    f->l.report = breaker_report;
-    f->l.admit = breaker_admit;
+    f->breaker.health = breaker_health;
+    f->breaker.report = breaker_report;
+    f->breaker.admit = breaker_admit;
 }
 
 /* A PDF with the user message. */
@@ -1083,7 +1215,7 @@ static void test_breaker_healthy_then_counted(void)
     LF_CHECK_INT(breaker_reports, 4);
     LF_CHECK_INT(breaker_circuits[0].state, LF_CIRCUIT_OPEN);
 
-    f.l.health = NULL;
+    f.breaker.health = NULL;
     LF_CHECK_INT(fixture_rerun(&f, 2), -1);
     LF_CHECK_STR(lf_buf_cstr(&f.o.message), "lf_run: bad arguments");
     fixture_free(&f);
@@ -1195,6 +1327,9 @@ int main(void)
         LF_RUN(test_host_stops_the_call);
         LF_RUN(test_host_wakes_a_silent_wait);
         LF_RUN(test_host_wakes_a_retry_sleep);
+        LF_RUN(test_host_cancels_a_retry_sleep);
+        LF_RUN(test_host_cancels_a_stream);
+        LF_RUN(test_in_process_circuits);
         LF_RUN(test_bad_request_params_fail_before_network);
         LF_RUN(test_request_headers);
         LF_RUN(test_anthropic_request_headers);

@@ -89,9 +89,10 @@ static int on_chunk(void *ud, int target, const char *t, size_t len)
     return 0;
 }
 
-static int on_reset(void *ud)
+static int on_reset(void *ud, int target)
 {
     (void)ud;
+    (void)target;
     return 0;
 }
 
@@ -100,7 +101,7 @@ static int on_attempt(void *ud, const lf_attempt_record *rec)
     seen *s = ud;
     s->attempts++;
     s->hedged += rec->hedge;
-    if (rec->cancelled) {
+    if (rec->lost) {
         s->cancelled++;
         s->cancelled_target = rec->target;
     }
@@ -108,11 +109,10 @@ static int on_attempt(void *ud, const lf_attempt_record *rec)
     return 0;
 }
 
-static int wait_fn(void *ud, CURLM *multi, int timeout_ms)
+static int wait_fn(void *ud, lf_wait *w)
 {
-    int n = 0;
     (void)ud;
-    curl_multi_poll(multi, NULL, 0, timeout_ms, &n);
+    lf_wait_block(w);
     return 0;
 }
 

@@ -72,11 +72,7 @@ static int lf_deliver(lf_call *c, lf_attempt *a, const char *text, size_t len)
     if (a->muted) return 0;
     a->delivered = 1;
     c->delivered = 1;
-    if (c->l->on_chunk(c->l->ud, a->target_index, text, len) != 0) {
-        c->stopped = 1;
-        return -1;
-    }
-    return 0;
+    return lf_stop(c, c->l->on_chunk(c->l->ud, a->target_index, text, len)) ? -1 : 0;
 }
 
 typedef struct lf_sse_ctx {
@@ -164,15 +160,13 @@ int lf_exchange_wait(lf_call *c, double now, double deadline)
 {
     int ms = isinf(deadline) ? LF_MAX_WAIT_MS : (int)ceil((deadline - now) * 1000.0);
     lf_conn *conn = c->conn;
+    lf_wait w;
 
     if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
     if (ms < 1) ms = 1;
-    if (c->evented ? c->l->wait_fd(c->l->ud, conn->evfd, lf_transfer_wait_ms(conn, ms)) != 0
-                   : c->l->wait(c->l->ud, conn->runs_in ? conn->runs_in : conn->multi, ms) != 0) {
-        c->stopped = 1;
-        return -1;
-    }
-    return 0;
+    if (c->evented) return lf_stop(c, c->l->wait_fd(c->l->ud, conn->evfd, lf_transfer_wait_ms(conn, ms))) ? -1 : 0;
+    w = (lf_wait){ .multi = conn->runs_in ? conn->runs_in : conn->multi, .timeout_ms = ms };
+    return lf_stop(c, c->l->wait(c->l->ud, &w)) ? -1 : 0;
 }
 
 /* The host's wake descriptor was ready in the last step: on_wake decides
@@ -181,11 +175,7 @@ static int lf_woken(lf_call *c)
 {
     if (!c->conn->woken || c->wake_fd < 0) return 0;
     c->conn->woken = 0;
-    if (c->l->on_wake(c->l->ud) != 0) {
-        c->stopped = 1;
-        return -1;
-    }
-    return 0;
+    return lf_stop(c, c->l->on_wake(c->l->ud)) ? -1 : 0;
 }
 
 int lf_exchange_begin(lf_call *c, lf_attempt *a, lf_conn *lead)
@@ -455,6 +445,7 @@ static void lf_give_verdict(const lf_call *c, lf_attempt *a, lf_facts *f, int ha
         f->error_code = a->werr.code.len ? a->werr.code.ptr : NULL;
         f->error_message = a->werr.message.len ? a->werr.message.ptr : NULL;
     }
+    a->transfer = f->transfer;
     a->verdict = lf_classify(f);
     if (a->verdict.kind == LF_E_CONTEXT_LENGTH && c->pol->failover_on_context_length) a->verdict.failover = 1;
     a->retry_after = lf_retry_after_seconds(r->retry_after.len ? r->retry_after.ptr : NULL,

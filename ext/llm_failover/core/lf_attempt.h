@@ -21,13 +21,17 @@ typedef struct lf_call {
     lf_pool *pool;
     lf_conn *conn;    /* the call's connection: its waits (and wake_fd) are this slot's */
     lf_conn *spare;   /* a second slot, for a hedged request (lf_hedge.c); NULL until one */
+    const lf_breaker *breaker; /* NULL: no circuits */
     uint64_t rng;
     int attempt_no;
     int stream;       /* the request asks for a stream */
-    int breaker;      /* the host has a circuit breaker (l->report) */
     int evented;      /* waits go through l->wait_fd (lf_conn_evented's fd) */
     int wake_fd;      /* l->wake_fd when it is watched (evented, on_wake set), else -1 */
-    int stopped;      /* a listener callback asked to stop */
+    int stopped;      /* a callback asked to stop (lf_stop) */
+    int cancelled;    /* ... with LF_CANCEL: the host cancelled the call */
+    int cancel_recorded; /* an attempt cut by the cancel was recorded (else the cancel gets its own) */
+    int current;      /* the target being tried, or about to be */
+    double mark_mono, mark_wall; /* when the last attempt was recorded, or the call began */
     /* The consumer has seen content since the last reset. It can only be
      * the current attempt's: an attempt that delivered is never retried,
      * and failing over resets. So that attempt's answer text is the partial
@@ -41,6 +45,16 @@ typedef struct lf_call {
     size_t embed_inputs;
 } lf_call;
 
+/* A callback's return value rc (lf_failover.h): nonzero stops the call,
+ * LF_CANCEL also cancels it. Returns whether it stopped. */
+static inline int lf_stop(lf_call *c, int rc)
+{
+    if (!rc) return 0;
+    c->stopped = 1;
+    if (rc == LF_CANCEL) c->cancelled = 1;
+    return 1;
+}
+
 enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };
 
 /* One HTTP attempt. */
@@ -50,7 +64,7 @@ typedef struct lf_attempt {
     int number;               /* its attempt number in the call */
     lf_conn *conn;            /* the slot it runs on (the call's, or the spare for a hedge) */
     int hedge;                /* it ran beside another attempt of the call (a hedged request) */
-    int cancelled;            /* the other one produced its first token first: this one was cut */
+    int lost;                 /* the other one produced its first token first: this one was cut */
     int muted;                /* cut: what still arrives is read for the record, never delivered */
     lf_response resp;
     lf_sse_parser sse;
@@ -64,7 +78,7 @@ typedef struct lf_attempt {
     double started_mono;
     double started_wall;
     double first_token_at;    /* monotonic, 0 when none */
-    lf_transfer transfer;
+    lf_transfer transfer;     /* a deadline or a start that failed; the judged fact after lf_attempt_judge */
     int curl_done;
     CURLcode curl_rc;
     char errbuf[CURL_ERROR_SIZE];
@@ -110,15 +124,20 @@ int lf_attempt_started(const lf_call *c, const lf_attempt *a);
  * not yet recorded. */
 enum { LF_HEDGE_NONE, LF_HEDGE_FIRST, LF_HEDGE_BACKUP };
 int lf_hedge_run(lf_call *c, lf_attempt *a, lf_attempt *b, int backup, lf_health *health);
-/* Whether the first request hedges to `backup` (-1: none); and the record
- * and the breaker's report of an attempt, lf_failover.c's, used here too. */
+/* Whether the first request hedges to `backup` (-1: none). */
 int lf_hedge_wanted(const lf_call *c, int backup);
-void lf_record_attempt(lf_call *c, const lf_attempt *a);
-int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h);
 /* The attempt's answer: the stream's, or the plain body's. */
 const lf_answer *lf_attempt_answer(const lf_attempt *a);
-/* The attempt's record for on_attempt (lf_attempt_finish.c, as the two below). */
-void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec);
+
+/* The finish of an attempt (lf_attempt_finish.c), for the loop and the hedge
+ * alike. record: the attempt's record to the listener. report: to the
+ * breaker, when it bears on its target's circuit; 1 when a counted failure
+ * left the circuit open. */
+void lf_record_attempt(lf_call *c, const lf_attempt *a);
+int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h);
+/* The host cancelled the call with no attempt under way (a wait between
+ * attempts, a callback between them): the cancel's own record, once. */
+void lf_record_cancel(lf_call *c);
 /* The answer moves into the outcome: the attempt ends right after. */
 void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o);
 /* The failure becomes the call's outcome. */

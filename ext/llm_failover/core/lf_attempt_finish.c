@@ -1,17 +1,20 @@
-/* The finish of one attempt (lf_attempt.h): its record for the listener, and
- * what it leaves in the call's outcome, a failure's facts or a success's answer. */
+/* The finish of one attempt (lf_attempt.h): its record for the listener, its
+ * report to the breaker, and what it leaves in the call's outcome, a
+ * failure's facts or a success's answer. The loop and a hedge's race finish
+ * their attempts here alike. */
 #include "lf_attempt.h"
 
 #include <string.h>
 
 #include "lf_clock.h"
+#include "lf_curl_error.h"
 
 #include "lf_banned.h"
 
 /* An error body is kept for the exception up to this size. */
 #define LF_ERROR_BODY_CAP (64u * 1024u)
 
-void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec)
+static void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_record *rec)
 {
     const lf_answer *ans = lf_attempt_answer(a);
     double end = lf_now_monotonic();
@@ -20,7 +23,9 @@ void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_re
     rec->attempt = a->number;
     rec->target = a->target_index;
     rec->hedge = a->hedge;
-    rec->cancelled = a->cancelled;
+    rec->lost = a->lost;
+    rec->cancelled = c->cancelled && !a->success && !a->lost;
+    rec->reached = lf_transfer_reached(a->transfer);
     rec->success = a->success;
     rec->kind = a->success ? LF_OK : a->verdict.kind;
     rec->phase = a->success ? LF_PHASE_NONE : a->verdict.phase;
@@ -40,10 +45,73 @@ void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_attempt_re
     rec->provider_request_id = a->resp.request_id.len ? lf_buf_cstr(&a->resp.request_id) : NULL;
 }
 
+/* Hands the attempt's record to the host. The host may have stopped the call
+ * in this attempt (an interrupt, its fiber's scheduler, a raising block):
+ * the attempt is still recorded, and the host, unwinding, may only keep it
+ * for later (see on_attempt). */
+void lf_record_attempt(lf_call *c, const lf_attempt *a)
+{
+    lf_attempt_record rec;
+
+    lf_attempt_record_fill(c, a, &rec);
+    if (rec.cancelled) c->cancel_recorded = 1;
+    c->mark_mono = lf_now_monotonic();
+    c->mark_wall = lf_now_wall();
+    if (c->stopped) (void)c->l->on_attempt(c->l->ud, &rec);
+    else lf_stop(c, c->l->on_attempt(c->l->ud, &rec));
+}
+
+void lf_record_cancel(lf_call *c)
+{
+    lf_attempt_record rec;
+
+    if (!c->cancelled || c->cancel_recorded) return;
+    c->cancel_recorded = 1;
+    memset(&rec, 0, sizeof(rec));
+    rec.attempt = ++c->attempt_no;
+    rec.target = c->current;
+    rec.kind = LF_E_ABORTED;
+    rec.error_message = "cancelled by the host";
+    rec.retry_after = -1;
+    rec.latency_ms = (lf_now_monotonic() - c->mark_mono) * 1000.0;
+    rec.first_token_ms = -1;
+    rec.input_tokens = -1;
+    rec.output_tokens = -1;
+    rec.started_at = c->mark_wall;
+    rec.cancelled = 1;
+    (void)c->l->on_attempt(c->l->ud, &rec);
+}
+
+int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
+{
+    const lf_breaker *b = c->breaker;
+    int counted, open = 0;
+
+    /* A hedge's loser was cut by the call itself: nothing about its target. */
+    if (c->stopped || !b || a->lost) return 0;
+    counted = !a->success && lf_circuit_counts(a->verdict.kind);
+    /* Every success, whatever the store said when the call began: a slow
+     * answer started before other calls' failures still resets their count,
+     * and closes a circuit they opened meanwhile. */
+    if (counted || a->success) {
+        double hold = counted ? lf_circuit_hold(a->verdict.kind, a->retry_after, c->pol->backoff.max_interval) : 0;
+        lf_circuit_report r = {
+            .target = a->target_index,
+            .success = a->success,
+            .kind = a->success ? LF_OK : a->verdict.kind,
+            .hold = hold,
+        };
+        lf_stop(c, b->report(b->ud, &r, &open));
+        h->failures = a->success ? 0 : h->failures + 1;
+    }
+    return counted && open;
+}
+
 void lf_attempt_finish_failure(const lf_call *c, lf_attempt *a, lf_outcome *o)
 {
     o->ok = 0;
-    o->aborted = c->stopped || a->verdict.kind == LF_E_ABORTED;
+    o->cancelled = c->cancelled;
+    o->aborted = !c->cancelled && (c->stopped || a->verdict.kind == LF_E_ABORTED);
     o->target = a->target_index;
     o->kind = a->verdict.kind;
     o->phase = a->verdict.phase;

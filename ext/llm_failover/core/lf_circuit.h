@@ -2,9 +2,10 @@
  * (provider + model), when its circuit opens, when one request may probe it,
  * and what a Retry-After asks of the whole fleet. The state itself lives in a
  * store (the host's): these functions only move one lf_circuit from one state
- * to the next. RedisStateStore's Lua scripts (lib/llm_failover/health/
- * redis_state_store.rb) run the same transitions inside Redis, where a fleet
- * needs them atomic; spec/state_store_spec.rb holds both to one contract. */
+ * to the next (the in-process store of them is lf_circuits.h).
+ * RedisStateStore's Lua scripts (lib/llm_failover/health/redis_state_store/
+ * scripts.rb) restate the same transitions inside Redis, where a fleet needs
+ * them atomic; spec/circuit_transitions_spec.rb drives both through one list. */
 #ifndef LF_CIRCUIT_H
 #define LF_CIRCUIT_H
 

@@ -192,6 +192,11 @@ static lf_verdict lf_classify_verdict(lf_kind k)
     return v;
 }
 
+int lf_kind_retryable(lf_kind k)
+{
+    return lf_classify_verdict(k).retryable;
+}
+
 /* 400/413/422: which kind of bad request. */
 static lf_kind lf_classify_bad_request(const lf_facts *f)
 {

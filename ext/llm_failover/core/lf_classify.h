@@ -82,6 +82,10 @@ typedef struct lf_verdict {
 
 lf_verdict lf_classify(const lf_facts *f);
 
+/* Whether errors of this kind are retryable (the verdict's `retryable`): the
+ * one rule, which the Ruby error classes' retryable? asks (errors.c). */
+int lf_kind_retryable(lf_kind k);
+
 /* "RateLimitError", ... ; "Error" for LF_E_OTHER; NULL for LF_OK. */
 const char *lf_kind_name(lf_kind k);
 

@@ -22,3 +22,14 @@ lf_transfer lf_transfer_from_curl(CURLcode rc, const lf_response *r)
     default: return LF_T_CONNECTION;
     }
 }
+
+int lf_transfer_reached(lf_transfer t)
+{
+    switch (t) {
+    case LF_T_REFUSED:
+    case LF_T_DNS:
+    case LF_T_TLS_VERIFY:
+    case LF_T_CONNECT_TIMEOUT: return 0;
+    default: return 1;
+    }
+}

@@ -1,6 +1,8 @@
-/* The attempt loop (lf_failover.h): the circuit breaker's routes, retries with backoff, failover with a reset of
- * the partial output, and the call's outcome. One attempt (exchange, judge,
- * finish) is lf_attempt.c's; the requests are prepared by lf_prepare.c. */
+/* The attempt loop (lf_failover.h): the circuit breaker's routes, retries
+ * with backoff, failover with a reset of the partial output, and the call's
+ * outcome. One attempt's exchange and judgement are lf_attempt.c's, its
+ * finish (record, report, outcome) lf_attempt_finish.c's, a hedged first
+ * request lf_hedge.c's; the requests are prepared by lf_prepare.c. */
 #include "lf_failover.h"
 
 #include <math.h>
@@ -48,12 +50,17 @@ static double lf_random(lf_call *c)
     return (double)((c->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
-static void lf_stopped(lf_outcome *o)
+/* The host stopped the call with no attempt under way: a cancel gets its
+ * record, and the outcome says which of the two it was. */
+static void lf_stopped(lf_call *c, lf_outcome *o)
 {
+    lf_record_cancel(c);
     o->ok = 0;
-    o->aborted = 1;
+    o->cancelled = c->cancelled;
+    o->aborted = !c->cancelled;
+    o->target = c->current;
     o->kind = LF_E_ABORTED;
-    lf_buf_setf(&o->message, "call stopped by the host");
+    lf_buf_setf(&o->message, c->cancelled ? "call cancelled by the host" : "call stopped by the host");
 }
 
 /* ---- waits between attempts ---------------------------------------------- */
@@ -71,15 +78,12 @@ static int lf_sleep(lf_call *c, double seconds)
     double until = lf_now_monotonic() + seconds, left;
     while ((left = until - lf_now_monotonic()) > 0) {
         int ms = (int)ceil(left * 1000.0);
+        lf_wait w;
+
         if (ms > LF_MAX_WAIT_MS) ms = LF_MAX_WAIT_MS;
-        if (c->evented ? c->l->wait_fd(c->l->ud, c->wake_fd, ms) != 0 : c->l->wait(c->l->ud, lf_conn_multi(c->conn), ms) != 0) {
-            c->stopped = 1;
-            return -1;
-        }
-        if (c->wake_fd >= 0 && lf_fd_readable(c->wake_fd) && c->l->on_wake(c->l->ud) != 0) {
-            c->stopped = 1;
-            return -1;
-        }
+        w = (lf_wait){ .multi = lf_conn_multi(c->conn), .timeout_ms = ms };
+        if (lf_stop(c, c->evented ? c->l->wait_fd(c->l->ud, c->wake_fd, ms) : c->l->wait(c->l->ud, &w))) return -1;
+        if (c->wake_fd >= 0 && lf_fd_readable(c->wake_fd) && lf_stop(c, c->l->on_wake(c->l->ud))) return -1;
     }
     return 0;
 }
@@ -98,7 +102,7 @@ static int lf_refused(const lf_call *c, size_t i)
  * skipped. -1 when the host stopped the call. */
 static int lf_call_health(lf_call *c, size_t first, lf_health *health)
 {
-    const lf_listener *l = c->l;
+    const lf_breaker *b = c->breaker;
     size_t i, hope = c->n_targets;
     int all_open = 1;
 
@@ -106,10 +110,7 @@ static int lf_call_health(lf_call *c, size_t first, lf_health *health)
         health[i].route = LF_ROUTE_SEND;
         health[i].failures = 0;
     }
-    if (c->breaker && l->health(l->ud, c->n_targets, health) != 0) {
-        c->stopped = 1;
-        return -1;
-    }
+    if (b && lf_stop(c, b->health(b->ud, c->n_targets, health))) return -1;
     for (i = first; i < c->n_targets; i++) {
         if (lf_refused(c, i)) {
             health[i].route = LF_ROUTE_SKIP;
@@ -140,14 +141,11 @@ static int lf_next_target(const lf_health *health, size_t ti, size_t n_targets)
  * hope (an open circuit never fails a call by itself). */
 static int lf_readmit(lf_call *c, int ti, lf_health *health)
 {
-    const lf_listener *l = c->l;
+    const lf_breaker *b = c->breaker;
     lf_health h = health[ti];
 
-    if (!l->admit || !l->report) return 0;
-    if (l->admit(l->ud, ti, &h) != 0) {
-        c->stopped = 1;
-        return -1;
-    }
+    if (!b || !b->admit) return 0;
+    if (lf_stop(c, b->admit(b->ud, ti, &h))) return -1;
     if (h.route == LF_ROUTE_SKIP && lf_next_target(health, (size_t)ti, c->n_targets) < 0) h.route = LF_ROUTE_SEND;
     health[ti] = h;
     return 0;
@@ -175,54 +173,10 @@ static int lf_skip(lf_call *c, int target_index, lf_outcome *o)
     };
 
     o->attempts = c->attempt_no;
-    if (c->l->on_attempt(c->l->ud, &rec) != 0) {
-        c->stopped = 1;
-        return -1;
-    }
-    return 0;
-}
-
-/* Tells the host's breaker about an attempt that bears on its target's
- * circuit. Returns 1 when a counted failure left the circuit open. */
-int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
-{
-    const lf_listener *l = c->l;
-    int counted, open = 0;
-
-    /* A hedge's loser was cut by the call itself: nothing about its target. */
-    if (c->stopped || !c->breaker || a->cancelled) return 0;
-    counted = !a->success && lf_circuit_counts(a->verdict.kind);
-    /* Every success, whatever the store said when the call began: a slow
-     * answer started before other calls' failures still resets their count,
-     * and closes a circuit they opened meanwhile. */
-    if (counted || a->success) {
-        double hold = counted ? lf_circuit_hold(a->verdict.kind, a->retry_after, c->pol->backoff.max_interval) : 0;
-        lf_circuit_report r = {
-            .target = a->target_index,
-            .success = a->success,
-            .kind = a->success ? LF_OK : a->verdict.kind,
-            .hold = hold,
-        };
-        if (l->report(l->ud, &r, &open) != 0) c->stopped = 1;
-        h->failures = a->success ? 0 : h->failures + 1;
-    }
-    return counted && open;
+    return lf_stop(c, c->l->on_attempt(c->l->ud, &rec)) ? -1 : 0;
 }
 
 /* ---- the loop ------------------------------------------------------------ */
-
-/* Hands the attempt's record to the host. The host may have stopped the call
- * in this attempt (an interrupt, its fiber's scheduler, a raising block):
- * the attempt is still recorded, and the host, unwinding, may only keep it
- * for later (see on_attempt). */
-void lf_record_attempt(lf_call *c, const lf_attempt *a)
-{
-    lf_attempt_record rec;
-
-    lf_attempt_record_fill(c, a, &rec);
-    if (c->stopped) (void)c->l->on_attempt(c->l->ud, &rec);
-    else if (c->l->on_attempt(c->l->ud, &rec) != 0) c->stopped = 1;
-}
 
 /* Whether the failed attempt a is tried again on its target (retries left,
  * nothing delivered, the verdict allows it), and after how long: its
@@ -283,6 +237,7 @@ static int lf_try_target(lf_call *c, size_t ti, lf_health *health, lf_outcome *o
     int max_retries = health[ti].route == LF_ROUTE_PROBE ? 0 : c->pol->max_retries; /* one probe request */
     int retry;
 
+    c->current = (int)ti;
     for (retry = 0; retry <= max_retries; retry++) {
         lf_attempt a;
         int circuit_open, has_next;
@@ -318,7 +273,7 @@ static int lf_try_target(lf_call *c, size_t ti, lf_health *health, lf_outcome *o
         if (lf_may_retry(c, &a, retry, retry < max_retries && !(circuit_open && has_next), &delay)) {
             lf_attempt_free(&a);
             if ((delay > 0 && lf_sleep(c, delay) != 0) || lf_readmit(c, (int)ti, health) != 0) {
-                lf_stopped(o);
+                lf_stopped(c, o);
                 return LF_CALL_DONE;
             }
             /* Opened elsewhere during the wait: the backup answers. */
@@ -337,16 +292,12 @@ static int lf_try_target(lf_call *c, size_t ti, lf_health *health, lf_outcome *o
     return LF_CALL_DONE; /* unreachable: the last attempt never retries */
 }
 
-/* Before the backup speaks: the consumer has seen words of an answer that
+/* Before target ti speaks: the consumer has seen words of an answer that
  * will not be finished, and they must be withdrawn. */
-static int lf_withdraw(lf_call *c)
+static int lf_withdraw(lf_call *c, size_t ti)
 {
     c->delivered = 0;
-    if (c->l->on_reset(c->l->ud) != 0) {
-        c->stopped = 1;
-        return -1;
-    }
-    return 0;
+    return lf_stop(c, c->l->on_reset(c->l->ud, (int)ti)) ? -1 : 0;
 }
 
 /* Tries the targets from `first` on until one answers, a failure is final,
@@ -358,6 +309,7 @@ static void lf_try_targets(lf_call *c, size_t first, lf_health *health, lf_outco
     size_t ti;
 
     for (ti = first; ti < c->n_targets; ti++) {
+        c->current = (int)ti;
         if (carried) {
             /* Admitted when the hedge was sent; the first target delivered nothing. */
             if (lf_try_target(c, ti, health, o, &carry, &carried) != LF_NEXT_TARGET) return;
@@ -367,19 +319,19 @@ static void lf_try_targets(lf_call *c, size_t first, lf_health *health, lf_outco
          * it sends to that target, not before (its primary may answer). */
         if (((ti > first && health[ti].route != LF_ROUTE_SKIP) || health[ti].route == LF_ROUTE_PROBE) &&
             lf_readmit(c, (int)ti, health) != 0) {
-            lf_stopped(o);
+            lf_stopped(c, o);
             return;
         }
         if (health[ti].route == LF_ROUTE_SKIP) {
             /* Only when a later target will be tried (see lf_call_health and lf_fail). */
             if (lf_skip(c, (int)ti, o) != 0) {
-                lf_stopped(o);
+                lf_stopped(c, o);
                 return;
             }
             continue;
         }
-        if (ti > first && c->delivered && lf_withdraw(c) != 0) {
-            lf_stopped(o);
+        if (ti > first && c->delivered && lf_withdraw(c, ti) != 0) {
+            lf_stopped(c, o);
             return;
         }
         if (lf_try_target(c, ti, health, o, &carry, &carried) != LF_NEXT_TARGET) return;
@@ -420,8 +372,10 @@ static int lf_run_args_ok(const lf_run_args *a)
 {
     const lf_listener *l = a->listener;
 
+    const lf_breaker *b = a->breaker;
+
     return a->pool && a->targets && a->n_targets >= 1 && a->n_targets <= LF_MAX_TARGETS && a->params && a->policy &&
-           l && l->on_chunk && l->on_reset && l->on_attempt && l->wait && !l->health == !l->report;
+           l && l->on_chunk && l->on_reset && l->on_attempt && l->wait && (!b || (b->health && b->report));
 }
 
 /* Prepares every target the call may send to, from `first` on. */
@@ -455,7 +409,7 @@ static int lf_none_takes(lf_call *c, lf_outcome *o)
     o->kind = LF_E_ATTACHMENTS;
     o->retryable = 0;
     for (i = 0; i < c->n_targets && !c->stopped; i++)
-        if (lf_skip(c, (int)i, o) != 0) lf_stopped(o);
+        if (lf_skip(c, (int)i, o) != 0) lf_stopped(c, o);
     return 1;
 }
 
@@ -476,9 +430,6 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
     targets = args->targets;
     n_targets = args->n_targets;
     params = args->params;
-    /* The host's quota picked the targets already (Chat: the backup alone when the
-     * primary's is used up), so the loop starts at the first it was given. */
-    o->first_target = 0;
 
     memset(&call, 0, sizeof(call));
     call.pol = args->policy;
@@ -489,7 +440,9 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
     call.n_targets = n_targets;
     call.embed_inputs = params->kind == LF_REQUEST_EMBEDDINGS ? params->n_inputs : 0;
     call.stream = params->stream && !call.embed_inputs;
-    call.breaker = args->listener->report != NULL;
+    call.breaker = args->breaker;
+    call.mark_mono = lf_now_monotonic();
+    call.mark_wall = lf_now_wall();
     call.want_json = !call.embed_inputs && (params->json_mode || params->schema);
     call.wake_fd = -1;
     call.rng = ((uint64_t)(lf_now_monotonic() * 1e9)) ^ ((uint64_t)(uintptr_t)&call << 16) ^ (uint64_t)lf_current_pid();
@@ -502,10 +455,15 @@ int lf_run(const lf_run_args *args, lf_outcome *o)
         goto out;
     }
     rc = 0;
+    /* The host's quota picked the targets already (Chat: the backup alone when the
+     * primary's is used up), so the loop starts at the first it was given. */
     if (lf_none_takes(&call, o)) goto out;
-    if (lf_call_health(&call, 0, health) != 0) lf_stopped(o);
+    if (lf_call_health(&call, 0, health) != 0) lf_stopped(&call, o);
     else lf_try_targets(&call, 0, health, o);
+    lf_record_cancel(&call); /* a cancel that came with an attempt's own record */
+    o->attempts = call.attempt_no;
 out:
+    if (call.breaker && call.breaker->finish) call.breaker->finish(call.breaker->ud);
     lf_call_disconnect(&call, args->pool);
     lf_prepared_call_free(&prep);
     return rc;

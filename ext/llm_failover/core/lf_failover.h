@@ -2,12 +2,12 @@
  * primary, then at most one backup). Retries a target where that helps,
  * fails over where that helps, resets partial streamed output before the
  * backup answers, and reports every attempt. It talks to its host (the Ruby
- * binding) only through the listener below, and never from inside libcurl. */
+ * binding) only through the listener and the breaker below, and never from
+ * inside libcurl. */
 #ifndef LF_FAILOVER_H
 #define LF_FAILOVER_H
 
 #include <stddef.h>
-#include <curl/curl.h>
 #include "lf_backoff.h"
 #include "lf_buf.h"
 #include "lf_circuit.h"
@@ -49,9 +49,14 @@ typedef struct lf_attempt_record {
     long output_tokens;
     double started_at;            /* wall clock, epoch seconds */
     const char *provider_request_id; /* NULL when none */
-    int skipped;                  /* no request sent: the target's circuit is open */
+    int skipped;                  /* no request sent: the target's circuit is open, or it cannot
+                                     take the attachments */
+    int reached;                  /* the request may have reached the provider (lf_transfer_reached):
+                                     not a skip, a refused connection or a connect timeout */
     int hedge;                    /* one of a hedged request's two attempts, run side by side */
-    int cancelled;                /* cut because the other hedged attempt produced a token first */
+    int lost;                     /* the hedge's loser: cut when the other produced a token first */
+    int cancelled;                /* cut by the host's cancel (LF_CANCEL), or, with no request
+                                     under way, the cancel itself */
 } lf_attempt_record;
 
 /* A target's health as the host's state store sees it when the call starts. */
@@ -68,37 +73,29 @@ typedef struct lf_circuit_report {
     double hold;                  /* the Retry-After cooldown it asks for (lf_circuit_hold), 0 for none */
 } lf_circuit_report;
 
-/* Every callback returns 0 to go on; nonzero stops the call at once (the
- * outcome is then marked aborted and the host raises what it stashed). */
+/* What a callback returns: 0 goes on; LF_CANCEL cancels the call (the host's
+ * user asked: the outcome is cancelled, with the text delivered so far); any
+ * other nonzero value stops it at once (the outcome is aborted, and the host
+ * raises what it stashed). */
+#define LF_CANCEL 2
+
+/* One blocking wait of a poll-driven call (lf_transport.h): the host runs it
+ * with lf_wait_block, where it may let other threads run, and may end it
+ * early from any thread or a signal handler with lf_wait_wake. */
+typedef struct lf_wait lf_wait;
+
 typedef struct lf_listener {
     void *ud;
     int (*on_chunk)(void *ud, int target, const char *text, size_t len);
-    int (*on_reset)(void *ud);
+    /* The text delivered so far is withdrawn: `target` answers next. */
+    int (*on_reset)(void *ud, int target);
     /* Every attempt, also the one a callback stopped (kind LF_E_ABORTED):
      * that one comes after the stopping callback, while the host is on its
      * way out, and its return value is ignored. */
     int (*on_attempt)(void *ud, const lf_attempt_record *rec);
-    /* Blocks until the multi handle has activity, timeout_ms passes, or the
-     * host wakes it (curl_multi_wakeup). Must not call into libcurl other
-     * than curl_multi_poll/curl_multi_wakeup. */
-    int (*wait)(void *ud, CURLM *multi, int timeout_ms);
-    /* The circuit breaker: both set, or both NULL (none). health: once,
-     * before the first attempt, fills out[i] for each target (with admit, a
-     * PROBE there only says the probe is free: lf_circuit_peek; the loop
-     * takes it through admit just before it sends to that target). report:
-     * after an attempt that bears on its target's circuit (every success,
-     * whenever the call began, or a failure lf_circuit_counts); sets *open
-     * when the circuit is open afterwards. */
-    int (*health)(void *ud, size_t n_targets, lf_health *out);
-    int (*report)(void *ud, const lf_circuit_report *r, int *open);
-    /* Optional with the breaker (NULL: health's answer holds for the whole
-     * call, its PROBE a probe taken). Asks again for one target's route, just
-     * before a request that is not the call's first (a retry, or a target
-     * reached by failing over) and before the first request to a target
-     * whose probe health said is free: the circuit may have opened, or
-     * half-opened, since the call began. A probe this call already holds is
-     * its own again. */
-    int (*admit)(void *ud, int target, lf_health *out);
+    /* Every blocking wait of a poll-driven call: the host runs w
+     * (lf_wait_block) and may end it early (lf_wait_wake). */
+    int (*wait)(void *ud, lf_wait *w);
     /* Optional (NULL: every wait goes through wait). When set, transfers are
      * driven by socket readiness and every wait comes here instead: until fd
      * is readable or timeout_ms passes (0: only let other work run; -1: no
@@ -116,12 +113,38 @@ typedef struct lf_listener {
     int (*on_wake)(void *ud);
 } lf_listener;
 
+/* The call's circuit breaker (lf_run_args.breaker, NULL for none): where the
+ * loop asks which targets it may send to, and tells what its attempts did.
+ * The core's in-process store is one (lf_circuits_bind); a host may give its
+ * own (a store shared by a fleet). Its callbacks return as the listener's do. */
+typedef struct lf_breaker {
+    void *ud;
+    /* Once, before the first attempt: out[i] for each target. A PROBE there
+     * only says the probe is free (lf_circuit_peek): the loop takes it through
+     * admit just before it sends to that target. */
+    int (*health)(void *ud, size_t n_targets, lf_health *out);
+    /* One target's route again, just before a request that is not the
+     * call's first (a retry, or a target reached by failing over) and before
+     * the first request to a target whose probe health said is free: the
+     * circuit may have opened, or half-opened, since the call began. A probe
+     * this call already holds is its own again. NULL: health's answer holds
+     * for the whole call, its PROBE a probe taken. */
+    int (*admit)(void *ud, int target, lf_health *out);
+    /* After an attempt that bears on its target's circuit (every success,
+     * whenever the call began, or a failure lf_circuit_counts); sets *open
+     * when the circuit is open afterwards. */
+    int (*report)(void *ud, const lf_circuit_report *r, int *open);
+    /* Optional: the call is over (however it ended); a probe it holds and
+     * never reported on is free again. */
+    void (*finish)(void *ud);
+} lf_breaker;
+
 typedef struct lf_outcome {
     int ok;
-    int aborted;                  /* a listener callback stopped the call */
+    int aborted;                  /* a callback stopped the call (the host raises what it stashed) */
+    int cancelled;                /* a callback cancelled it (LF_CANCEL): partial holds the text
+                                     delivered, target the one answering or about to */
     int target;                   /* the target that answered, or whose error is final */
-    int first_target;             /* where the loop started: always 0 (the host passes the
-                                     targets in the order to try, its quota's pick first) */
     int attempts;
     lf_answer answer;             /* on success */
     lf_buf json;                  /* on success with json_mode or a schema: the answer's
@@ -150,6 +173,7 @@ typedef struct lf_run_args {
     const lf_request_params *params; /* api and model are taken from each target */
     const lf_policy *policy;
     const lf_listener *listener;
+    const lf_breaker *breaker;    /* NULL: no circuits */
 } lf_run_args;
 
 /* Runs the call. Returns 0 when the outcome is filled (success or a provider

@@ -28,13 +28,11 @@ int lf_hedge_wanted(const lf_call *c, int backup)
  * is an extra, never a last hope). */
 static int lf_hedge_admitted(lf_call *c, int backup, lf_health *health)
 {
+    const lf_breaker *b = c->breaker;
     lf_health h = health[backup];
 
-    if (c->breaker && c->l->admit) {
-        if (c->l->admit(c->l->ud, backup, &h) != 0) {
-            c->stopped = 1;
-            return 0;
-        }
+    if (b && b->admit) {
+        if (lf_stop(c, b->admit(b->ud, backup, &h))) return 0;
         health[backup] = h;
     }
     return h.route != LF_ROUTE_SKIP;
@@ -70,7 +68,7 @@ static void lf_hedge_cut(lf_call *c, lf_attempt *x)
     x->muted = 1;
     (void)lf_exchange_pump(c, x, &deadline);
     lf_exchange_end(x);
-    x->cancelled = 1;
+    x->lost = 1;
     x->success = 0;
     memset(&x->verdict, 0, sizeof(x->verdict));
     x->verdict.kind = LF_E_ABORTED;

@@ -126,6 +126,17 @@ CURLM *lf_conn_multi(lf_conn *c)
     return c->multi;
 }
 
+void lf_wait_block(struct lf_wait *w)
+{
+    int numfds = 0;
+    curl_multi_poll(w->multi, NULL, 0, w->timeout_ms, &numfds);
+}
+
+void lf_wait_wake(struct lf_wait *w)
+{
+    curl_multi_wakeup(w->multi);
+}
+
 lf_pool *lf_pool_new(void)
 {
     lf_pool *p = calloc(1, sizeof(*p));

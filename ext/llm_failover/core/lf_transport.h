@@ -153,6 +153,17 @@ void lf_conn_unwatch_wake(lf_conn *c);
 int lf_conn_watch_peer(lf_conn *lead, lf_conn *peer);
 void lf_conn_unwatch_peer(lf_conn *lead);
 
+/* One wait of a poll-driven transfer (the listener's wait): until the multi
+ * handle has activity or timeout_ms passes. lf_wait_block runs it (the host
+ * may let other threads run meanwhile); lf_wait_wake ends it at once, from
+ * any thread or a signal handler (curl_multi_wakeup). */
+struct lf_wait {
+    CURLM *multi;
+    int timeout_ms;
+};
+void lf_wait_block(struct lf_wait *w);
+void lf_wait_wake(struct lf_wait *w);
+
 /* Prepares c->easy for the request and adds it to c->multi. 0 on success. */
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp);
 /* Runs curl_multi_perform once; *done is set when the transfer finished

@@ -2,6 +2,7 @@
 
 require_relative "attachment"
 require_relative "download"
+require "llm_failover/llm_failover" # Engine::Attachment
 
 module LlmFailover
   class Attachment
@@ -91,14 +92,16 @@ module LlmFailover
         list.map { |a| Attachment.from(a) }
       end
 
-      # The engine request's :attachments of +messages+ (stored messages in the order
-      # sent): [index, mime type, filename, base64, url] each.
+      # The engine request's attachments: one Array of Engine::Attachments per message
+      # sent (stored messages in the order sent), nil when none has any.
       def engine_list(attachments_per_message)
-        list = []
-        attachments_per_message.each_with_index do |attachments, i|
-          attachments.each { |a| list << [i, a.mime_type, a.filename, a.base64, a.url] }
+        return nil if attachments_per_message.all?(&:empty?)
+
+        attachments_per_message.map do |attachments|
+          attachments.map do |a|
+            Engine::Attachment.new(mime_type: a.mime_type, filename: a.filename, base64: a.base64, url: a.url)
+          end
         end
-        list
       end
     end
   end

@@ -91,7 +91,8 @@ module LlmFailover
       return nil unless value.is_a?(String)
 
       h = JSON.parse(value)
-      return nil unless h.is_a?(Hash) && h["content"].is_a?(String) && h["provider"].is_a?(String)
+      return nil unless h.is_a?(Hash) && h["content"].is_a?(String) && h["provider"].is_a?(String) &&
+                        h["requested_model"].is_a?(String)
 
       Answer.new(content: h["content"], model: h["model"], provider: h["provider"].to_sym,
                  requested_model: h["requested_model"], finish_reason: h["finish_reason"],

@@ -15,11 +15,12 @@ require_relative "call/listener"
 require_relative "call/records"
 
 module LlmFailover
-  # One logical call: runs the engine's attempt loop and is its listener. The
+  # One logical call: hands the engine one Engine::Request and is its listener. The
   # engine's events go to the answer's Delivery (the store and the user's block) and
-  # to the call's Records; the result becomes a Reply, a cancelled Reply or a raised
-  # Failure's error. As the listener it also reads its Cancellation's flag after
-  # every callback (Chat#cancel!).
+  # to the call's Records; its Engine::Result becomes a Reply, a cancelled Reply or a
+  # raised Failure's error. As the listener it also reads its Cancellation's flag
+  # after every callback (Chat#cancel!), and announces the circuit changes its
+  # attempts made.
   #
   # @api private: built by Chat for every #ask / #complete
   #
@@ -43,9 +44,11 @@ module LlmFailover
     attr_reader :answer_format
     # @return [QuotaReservation, nil] the unit a shared quota holds for this call
     attr_accessor :quota_reservation
-    # @return [Array, nil] the engine request's :attachments (Attachment::Selection.engine_list)
+    # @return [Array, nil] the engine request's attachments, per message
+    #   (Attachment::Selection.engine_list)
     attr_writer :attachments
-    # @return [Hash, nil] a tool turn's engine fields (tools, tool_choice, parallel_tool_calls)
+    # @return [Hash, nil] a tool turn's engine request fields (tools, tool_choice,
+    #   parallel_tool_calls)
     attr_writer :tool_fields
     # @return [#call, nil] (calls, target, response_model) -> Array<ToolCall>: a tool
     #   turn's maker of the answer's calls, stored with the answer (ToolLoop)
@@ -66,14 +69,11 @@ module LlmFailover
       @max_tokens = max_tokens
       @feature = feature
       @request_id = request_id || Engine.uuid
-      @delivery = Delivery.new(store: store, block: block, targets: targets, request_id: @request_id)
+      @delivery = Delivery.new(store: store, block: block, request_id: @request_id)
       @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter,
                              turn_id: turn_id || @request_id)
-      @breaker = CircuitBreaker.new(config, targets, @request_id) if config.circuit_threshold.positive?
+      @circuits = CircuitBreaker.for(config, targets, @request_id)
       @hedge = HedgeDelay.new(setting: config.hedge_after, store: config.state_store, targets: targets) if config.hedge_after
-      @answering = 0 # the target whose text @partial holds
-      @partial = +"" # the streamed text of the current answer, for a cancelled result
-      @attempts_seen = 0
       @last_target = nil
     end
 
@@ -116,56 +116,45 @@ module LlmFailover
         end
 
         sending = true
-        attempt_started
-        result = @cancellation.run { @engine.run(engine_request, self) } || cancelled_result
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        result = @cancellation.run { @engine.run(engine_request, self) }
         returned = true
-        if result[:ok] then succeed(result)
-        elsif result[:cancelled] then cancelled(result)
-        else fail_with(result)
+        case result&.status
+        when :ok then succeed(result)
+        when :failed then fail_with(result)
+        when :cancelled then cancelled(Target.of(@targets, result.target), result.partial_content)
+        else cancelled_before_start(started) # Chat#cancel! came first: no engine, no request
         end
       ensure
         # The block raised, the thread was killed, a Timeout fired: the partial answer
         # must never be sent again as if it were complete, and a quota unit is kept
         # only if a request may have reached the primary.
         unless returned
-          @delivery.mark_failed(@last_target || 0, named: false) if sending # not while reading the cache
+          @delivery.mark_failed(@last_target || @targets[0], named: false) if sending # not while reading the cache
           settle_quota
         end
-        @breaker&.finish
+        @circuits.finish if @circuits.is_a?(CircuitBreaker)
         learn_first_tokens
       end
     end
 
     private
 
-    # Clock readings, made into a Time only for a cancelled result.
-    def attempt_started
-      @attempt_started_ns = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-      @attempt_clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    end
-
-    # The engine's result shape for a call stopped by #cancel!: the target that was
-    # answering, its partial text, and when its attempt started.
-    def cancelled_result
-      { ok: false, cancelled: true, target: @answering, partial_content: @partial, attempts: @attempts_seen + 1,
-        started_at: Time.at(0, @attempt_started_ns, :nsec),
-        latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - @attempt_clock) * 1000.0 }
-    end
-
     def engine_request
-      request = { targets: @targets.map(&:engine), messages: @messages,
-                  temperature: @temperature&.to_f, max_tokens: @max_tokens, stream: @delivery.streamed?,
-                  policy: engine_policy, circuit: !@breaker.nil? }
-      request[:attachments] = @attachments if @attachments && !@attachments.empty?
-      request.merge!(@tool_fields) if @tool_fields
-      @answer_format ? request.merge!(@answer_format.engine_fields) : request
+      request = Engine::Request.new(targets: @targets.map(&:engine), messages: @messages, attachments: @attachments,
+                                    temperature: @temperature&.to_f, max_tokens: @max_tokens,
+                                    stream: @delivery.streamed?, policy: engine_policy, circuits: @circuits,
+                                    token: @request_id)
+      @tool_fields&.each { |member, value| request[member] = value }
+      @answer_format&.engine_fields&.each { |member, value| request[member] = value }
+      request
     end
 
     # The configuration's policy; with hedge_after: :auto, this call's figure from the
     # state store (nil until the primary has enough first tokens recorded).
     def engine_policy
       policy = @config.engine_policy
-      @hedge&.learning? ? policy.merge(hedge_after: @hedge.seconds) : policy
+      @hedge&.learning? ? Engine::Policy.new(**policy.to_h.merge(hedge_after: @hedge.seconds)) : policy
     end
 
     # hedge_after: :auto learns from every call's first tokens. A store that fails here
@@ -200,53 +189,55 @@ module LlmFailover
     end
 
     def succeed(result)
-      index = result[:target]
-      target = @targets.fetch(index)
-      sent = result[:content] # with the placeholders: what the cache keeps, restored per call
+      target = Target.of(@targets, result.target)
+      model = result.model
+      sent = result.content # with the placeholders: what the cache keeps, restored per call
       content = restored(sent)
       @delivery.flush
       settle_quota
-      raw_calls = result[:tool_calls]
-      calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, result[:model]) : Reply::NO_CALLS
-      @delivery.finish(index, content: content, model: result[:model], provider: target.name,
-                              input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
-                              tool_calls: calls)
-      json_text = result[:json]
-      @response_cache&.write(target, content: sent, model: result[:model], finish_reason: result[:finish_reason],
-                                     provider_request_id: result[:provider_request_id], json_text: json_text)
-      @semantic_cache&.write(target, content: sent, model: result[:model], finish_reason: result[:finish_reason],
-                                     provider_request_id: result[:provider_request_id], json_text: json_text)
+      raw_calls = result.tool_calls
+      calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, model) : Reply::NO_CALLS
+      @delivery.finish(target, content: content, model: model, provider: target.name,
+                               input_tokens: result.input_tokens, output_tokens: result.output_tokens,
+                               tool_calls: calls)
+      json_text = result.json
+      @response_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
+                                     provider_request_id: result.provider_request_id, json_text: json_text)
+      @semantic_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
+                                     provider_request_id: result.provider_request_id, json_text: json_text)
       # A backup the quota picked first is not a failover: nothing failed.
-      failover = index != result[:first_target]
-      if failover
-        log(:info, "answered by #{target.label} after failing over from #{@targets[result[:first_target]].label}")
-      end
-      Reply.new(content: content, model: target.model, response_model: result[:model], provider: target.name,
-                input_tokens: result[:input_tokens], output_tokens: result[:output_tokens],
+      failover = !target.equal?(@targets[0])
+      log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if failover
+      Reply.new(content: content, model: target.model, response_model: model, provider: target.name,
+                input_tokens: result.input_tokens, output_tokens: result.output_tokens,
                 request_id: @request_id, attempts: @records.to_a, failover: failover,
-                finish_reason: result[:finish_reason], provider_request_id: result[:provider_request_id],
+                finish_reason: result.finish_reason, provider_request_id: result.provider_request_id,
                 streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, json: parsed_json(json_text),
                 tool_calls: calls)
     end
 
     # Chat#cancel! stopped the call: the partial text is kept (the stored message is
     # "cancelled"), the attempt is recorded as cancelled, nothing fails over and no
-    # error is raised.
-    def cancelled(result)
-      index = result[:target]
-      target = @targets.fetch(index) { @targets[0] }
+    # error is raised. +target+ was answering, or about to.
+    def cancelled(target, partial)
       @delivery.flush
-      partial = restored(result[:partial_content].to_s)
-      @delivery.cancel(index, content: partial)
-      @records.cancelled(target, result)
-      # Cancelled before its first request (a Stop pressed while the job was queued):
-      # nothing was sent, so nothing counts against a shared quota.
+      partial = restored(partial.to_s)
+      @delivery.cancel(target, content: partial)
+      @records.cancelled
       settle_quota
       log(:info, "cancelled on #{target.label} after #{partial.length} characters")
       Reply.new(content: partial, model: target.model, provider: target.name, input_tokens: nil, output_tokens: nil,
-                request_id: @request_id, attempts: @records.to_a, failover: index.positive?,
+                request_id: @request_id, attempts: @records.to_a, failover: !target.equal?(@targets[0]),
                 finish_reason: "cancelled", streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count,
                 cancelled: true)
+    end
+
+    # Cancelled before its first request (a Stop pressed while the job was queued):
+    # the engine never ran, nothing was sent, nothing counts against a shared quota.
+    def cancelled_before_start(started)
+      @records.cancelled_before_start(@targets[0], latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) -
+                                                                started) * 1000.0)
+      cancelled(@targets[0], "")
     end
 
     def fail_with(result)
@@ -254,9 +245,9 @@ module LlmFailover
                             restore: method(:restored))
       target = failure.target
       @quota_reservation&.release # no target answered
-      @delivery.mark_failed(@targets.index(target))
+      @delivery.mark_failed(target)
       error = failure.error
-      later = Later.new(config: @config, targets: @targets, breaker: !@breaker.nil?, log: method(:log))
+      later = Later.new(config: @config, targets: @targets, breaker: !@circuits.nil?, log: method(:log))
       error.retry_at, reason = later.at(error)
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")
       alert(error) if @records.chain_exhausted?

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "llm_failover/llm_failover" # Engine::Cancel
 require_relative "../records/warnings"
 
 module LlmFailover
@@ -10,11 +11,11 @@ module LlmFailover
   # How it stops the engine: #cancel! sets a flag and wakes the calling thread
   # (Thread#wakeup). Waiting in the engine, the thread is woken through the engine's
   # unblocking function (it interrupts even a provider that sends nothing); the
-  # engine then asks its listener (Call#on_interrupt), which raises Signal, the
-  # transfer is aborted and the Signal comes back out of Engine#run once libcurl is
-  # done. Running Ruby code inside the call (the store, the sinks, the user's block),
-  # the thread is never cut: the listener reads the flag when that code returns to
-  # the engine.
+  # engine then asks its listener (Call#on_interrupt), which raises Signal (an
+  # Engine::Cancel): the engine cuts the transfer and returns a cancelled
+  # Engine::Result, with the text delivered so far. Running Ruby code inside the call
+  # (the store, the sinks, the user's block), the thread is never cut: the listener
+  # reads the flag when that code returns to the engine.
   # Nothing is raised into the thread from outside, so no interrupt mask
   # (Thread.handle_interrupt) is needed around the store, the sinks or the block.
   #
@@ -26,10 +27,11 @@ module LlmFailover
   #
   # @api private: Chat builds one per call
   class Cancellation
-    # Raised inside the call (from the engine's listener), rescued in #run: never seen
-    # by the caller. An Exception, not a StandardError, so that a `rescue => e` in a
-    # store or a block cannot swallow it.
-    class Signal < Exception; end # rubocop:disable Lint/InheritException
+    # Raised inside the call (from the engine's listener), where the engine takes it
+    # as its cancel; before the call starts, rescued in #run. Never seen by the
+    # caller. An Exception (Engine::Cancel is one), not a StandardError, so that a
+    # `rescue => e` in a store or a block cannot swallow it.
+    class Signal < Engine::Cancel; end
 
     # @param check [#call, #watch, nil] how a cancel from another process reaches the
     #   call. A callable is polled every +interval+ seconds on a thread of this call
@@ -68,8 +70,8 @@ module LlmFailover
     end
 
     # Runs the block (the call's Engine#run) so that #cancel! stops it.
-    # @return [Object, nil] the block's value; nil when the call was cancelled (its
-    #   listener, Call, then makes the cancelled result)
+    # @return [Object, nil] the block's value; nil when the call was cancelled before
+    #   the block ran
     def run
       watch = nil
       begin

@@ -115,7 +115,7 @@ module LlmFailover
       format = format_for(json)
       check_schema_with_tools(format)
       if idempotency_key.nil?
-        @store.add_user(text, **Chat.attachments_option(@store, attachments))
+        attachments.empty? ? @store.add_user(text) : @store.add_user(text, attachments: attachments)
         return answer(temperature, max_tokens, block, cache, format)
       end
 
@@ -167,30 +167,6 @@ module LlmFailover
     def with_max_tokens(max_tokens)
       @options = @options.with(max_tokens: max_tokens)
       self
-    end
-
-    # The store's keyword for attachments: none for a message without, so a store that
-    # keeps no files still takes text.
-    # @api private
-    # @raise [ArgumentError] attachments given to a store that cannot keep them
-    def self.attachments_option(store, attachments)
-      return {} if attachments.empty?
-      unless ATTACHMENTS_KEYWORD.fetch(store.class) { ATTACHMENTS_KEYWORD[store.class] = attachments_keyword?(store) }
-        raise ArgumentError, "store #{store.class} cannot keep attachments (its #add_user takes no attachments:)"
-      end
-
-      { attachments: attachments }
-    end
-
-    # Whether a store class's #add_user takes attachments:, read once per class (a
-    # method's parameters are built anew on every #parameters).
-    ATTACHMENTS_KEYWORD = {}.compare_by_identity
-    private_constant :ATTACHMENTS_KEYWORD
-
-    # @api private
-    def self.attachments_keyword?(store)
-      name = store.respond_to?(:add_user_once) && !store.respond_to?(:add_user) ? :add_user_once : :add_user
-      store.method(name).parameters.any? { |kind, key| %i[key keyreq].include?(kind) && key == :attachments }
     end
 
     # @return [Array] the stored messages, in order

@@ -75,7 +75,7 @@ module LlmFailover
       loop do
         turn = store.find_turn(key)
         # another writer stored it first: read it
-        next if turn.nil? && !store.add_user_once(text, key, **Chat.attachments_option(store, attachments))
+        next if turn.nil? && !add_user_once(store, text, key, attachments)
 
         if turn
           check(turn, text, key, store: store, attachments: attachments)
@@ -98,6 +98,12 @@ module LlmFailover
         sleep(pause)
         pause = [pause * 2, POLL[1]].min
       end
+    end
+
+    # The prompt stored under +key+ (false: another writer stored it first); the store
+    # gets attachments: only with some, so a store that keeps no files still takes text.
+    def add_user_once(store, text, key, attachments)
+      attachments.empty? ? store.add_user_once(text, key) : store.add_user_once(text, key, attachments: attachments)
     end
 
     # Takes the turn's claim when it is free, or held by a dead call: one whose

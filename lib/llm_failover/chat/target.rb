@@ -4,8 +4,8 @@ require_relative "../safe_inspect"
 
 module LlmFailover
   # A target the attempt loop may try: a model asked of a configured provider, and
-  # the engine's description of it (ProviderConfig#engine_target). Built and frozen
-  # once per provider and model (ProviderConfig#target).
+  # the engine's description of it (an Engine::Target, ProviderConfig#engine_target).
+  # Built and frozen once per provider and model (ProviderConfig#target).
   #
   # Public: Target.label only, the one "provider/model" form, for an app's own log
   # lines (the guides' examples use it on a Reply, an AttemptRecord or an error).
@@ -14,10 +14,17 @@ module LlmFailover
     include SafeInspect
 
     # @api private
-    # @return [Target] frozen, with its state-store key made once (CircuitBreaker.key
-    #   built a String per target on every call)
+    # @param engine [Engine::Target] the engine's description of it (its key is #circuit_key)
+    # @return [Target] frozen
     def self.build(model, provider, engine)
-      new(model, provider, engine, "#{provider.name}:#{model}".freeze).freeze
+      new(model, provider, engine, engine.key).freeze
+    end
+
+    # @api private
+    # @return [String] "provider:model", frozen: a target's name in the engine and its
+    #   state-store key (the one owner of that form)
+    def self.key(provider_name, model)
+      "#{provider_name}:#{model}".freeze
     end
 
     # @api private
@@ -36,13 +43,20 @@ module LlmFailover
     end
 
     # @api private
+    # @param engine_target [Engine::Target] one the engine named (a callback, a result)
+    # @return [Target] the one of +targets+ it describes
+    def self.of(targets, engine_target)
+      targets.find { |t| t.engine.equal?(engine_target) } || targets.first
+    end
+
+    # @api private
     # @return [String] "provider/model", for log lines
     def label
       Target.label(name, model)
     end
 
-    # Struct#inspect would show the engine Hash, key included; pp too (Struct has its
-    # own pretty_print).
+    # Struct#inspect would show every member; pp too (Struct has its own
+    # pretty_print).
     def inspect
       "#<LlmFailover::Target #{label}>"
     end

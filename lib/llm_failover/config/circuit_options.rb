@@ -13,11 +13,13 @@ module LlmFailover
       # turns the breaker off.
       def circuit_threshold=(value)
         @circuit_threshold = integer(:circuit_threshold, value, min: 0)
+        @engine_policy = nil
       end
 
       # Seconds a circuit stays open before one request probes it (fractions allowed).
       def circuit_cooldown=(value)
         @circuit_cooldown = number(:circuit_cooldown, value, positive: true)
+        @engine_policy = nil
       end
 
       # Seconds an opened circuit waits before its first half-open probe. Later waits
@@ -27,6 +29,7 @@ module LlmFailover
       # the fixed schedule of one probe per cooldown.
       def circuit_first_probe=(value)
         @circuit_first_probe = number(:circuit_first_probe, value, positive: true)
+        @engine_policy = nil
       end
 
       # Where circuit state lives: a MemoryStateStore (per process, the default), a

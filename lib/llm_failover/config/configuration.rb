@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../errors"
+require "llm_failover/llm_failover" # Engine::Policy
 require_relative "../health/memory_state_store"
 require_relative "../records/usage_log"
 require_relative "provider_config"
@@ -67,10 +68,11 @@ module LlmFailover
 
     OPTIONS = DEFAULTS.keys.freeze
 
-    # The numbers the engine needs on every request, in seconds where they are times.
+    # The options the engine's policy (#engine_policy) is made of: each setter drops it.
     ENGINE_POLICY = %i[max_retries retry_interval retry_backoff_factor retry_max_interval
                        retry_interval_randomness connect_timeout first_token_timeout idle_timeout
-                       request_timeout failover_on_context_length max_response_bytes].freeze
+                       request_timeout failover_on_context_length max_response_bytes max_wait_in_call
+                       hedge_after circuit_threshold circuit_cooldown circuit_first_probe].freeze
 
     attr_reader(*OPTIONS)
 
@@ -140,11 +142,11 @@ module LlmFailover
       @usage_log_emitter ||= UsageLog.new(@usage_log, logger: @logger)
     end
 
-    # @api private: the policy part of an engine request, in the engine's types:
-    # frozen, built once and again only after a policy setter ran (each setter drops
-    # it), so that a call only points at it (bench/README.md).
+    # @api private: the engine request's policy (an Engine::Policy): frozen, built once
+    # and again only after one of ENGINE_POLICY's setters ran (each drops it), so that a
+    # call only points at it.
     def engine_policy
-      @engine_policy ||= {
+      @engine_policy ||= Engine::Policy.new(
         max_retries: @max_retries, retry_interval: @retry_interval.to_f,
         retry_backoff_factor: @retry_backoff_factor.to_f,
         retry_max_interval: [@retry_max_interval, @max_wait_in_call].min.to_f, # no wait past max_wait_in_call
@@ -152,8 +154,14 @@ module LlmFailover
         first_token_timeout: @first_token_timeout.to_f, idle_timeout: @idle_timeout.to_f,
         request_timeout: @request_timeout.to_f, failover_on_context_length: @failover_on_context_length,
         max_response_bytes: @max_response_bytes,
-        hedge_after: @hedge_after.is_a?(Numeric) ? @hedge_after.to_f : nil # :auto: per call (HedgeDelay)
-      }.freeze
+        hedge_after: @hedge_after.is_a?(Numeric) ? @hedge_after.to_f : nil, # :auto: per call (HedgeDelay)
+        circuit_threshold: @circuit_threshold, circuit_cooldown: @circuit_cooldown.to_f,
+        circuit_first_probe: @circuit_first_probe&.to_f,
+        # A probe is its call's for its one request's deadline and a second for the store,
+        # so that a slow probe keeps the target to itself until it ends; a probe whose
+        # process died frees the target after that long.
+        circuit_probe_ttl: @request_timeout + 1.0
+      ).freeze
     end
 
     def inspect

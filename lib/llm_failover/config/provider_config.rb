@@ -4,6 +4,7 @@ require "uri"
 
 require_relative "../attachments/attachment"
 require_relative "../errors"
+require "llm_failover/llm_failover" # Engine::Target
 require_relative "../chat/target"
 require_relative "../safe_inspect"
 
@@ -90,7 +91,8 @@ module LlmFailover
       @api_key
     end
 
-    # @api private: the engine's description of one target. Never log this Hash.
+    # @api private: the engine's description of one target (an Engine::Target, whose
+    # #inspect leaves out the key and headers).
     def engine_target(model)
       target(model).engine
     end
@@ -109,15 +111,16 @@ module LlmFailover
     private
 
     # What every call to +model+ shares, built once and frozen: the Target, holding
-    # the engine Hash. Kept for a handful of models per provider (dropped past
+    # its Engine::Target. Kept for a handful of models per provider (dropped past
     # MODELS_KEPT).
     def per_model(model)
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
-      engine = { api: api, base_url: base_url, api_key: @api_key, model: model, headers: headers,
-                 images: @attachments[:images], documents: @attachments[:documents],
-                 attachment_urls: @attachments[:urls], max_attachment_bytes: @attachments[:max_bytes],
-                 max_attachments: @attachments[:max_count] }.freeze
+      engine = Engine::Target.new(key: Target.key(name, model), api: api, base_url: base_url, api_key: @api_key,
+                                  model: model, headers: headers, images: @attachments[:images],
+                                  documents: @attachments[:documents], attachment_urls: @attachments[:urls],
+                                  max_attachment_bytes: @attachments[:max_bytes],
+                                  max_attachments: @attachments[:max_count]).freeze
       @per_model[model] = Target.build(model, self, engine)
     end
 

@@ -61,23 +61,23 @@ module LlmFailover
       @request_id = Engine.uuid
       @records = Call::Records.new(request_id: @request_id, feature: @feature, usage_log: @config.usage_log_emitter)
       texts = scrubbed(texts) if @scrubber
-      result = (@engine || LlmFailover.engine).run({ targets: @targets.map(&:engine), inputs: texts,
-                                                     policy: @policy, circuit: false }, self)
-      return failed(result) unless result[:ok]
+      request = Engine::Request.new(targets: @targets.map(&:engine), inputs: texts, policy: @policy)
+      result = (@engine || LlmFailover.engine).run(request, self)
+      return failed(result) unless result.status == :ok
 
-      Embeddings.new(vectors: result[:vectors], model: @model, provider: @targets.fetch(result[:target]).name,
-                     tokens: result[:input_tokens], attempts: @records.to_a, request_id: @request_id)
+      Embeddings.new(vectors: result.vectors, model: @model, provider: Target.of(@targets, result.target).name,
+                     tokens: result.input_tokens, attempts: @records.to_a, request_id: @request_id)
     end
 
     # Engine listener: embeddings are not streamed.
     def on_chunk(_text, _target); end
 
     # Engine listener.
-    def on_reset; end
+    def on_reset(_target); end
 
     # Engine listener: one HTTP attempt finished.
     def on_attempt(attempt)
-      @records.engine_attempt(attempt, @targets[attempt[:target]])
+      @records.engine_attempt(attempt, Target.of(@targets, attempt.target))
     end
 
     def inspect
@@ -102,8 +102,9 @@ module LlmFailover
       end
 
       share = budget.to_f / @targets.size
-      @config.engine_policy.merge(max_retries: 0, hedge_after: nil, connect_timeout: share, request_timeout: share,
-                                  first_token_timeout: share, idle_timeout: share).freeze
+      Engine::Policy.new(**@config.engine_policy.to_h.merge(max_retries: 0, hedge_after: nil, connect_timeout: share,
+                                                            request_timeout: share, first_token_timeout: share,
+                                                            idle_timeout: share)).freeze
     end
 
     # What leaves the process; the records count what was replaced, as a chat's do.

@@ -32,9 +32,10 @@ module LlmFailover
   #                                (or any success) deletes it, and the call deletes
   #                                it when it ends (if still its own).
   #   NS:{alert:feature:class}     one on_chain_exhausted per window: SET NX PX.
-  # The scripts below run lf_circuit.c's transitions inside Redis, on Redis's clock
-  # (TIME), so that hosts whose clocks differ agree; spec/state_store_spec.rb holds
-  # both stores to the same contract.
+  # The scripts (Scripts) run lf_circuit.c's transitions inside Redis, on Redis's clock
+  # (TIME), so that hosts whose clocks differ agree; spec/circuit_transitions_spec.rb
+  # drives them and the C table through one list of every transition. A call asks this
+  # store from Ruby (CircuitBreaker), once per decision.
   #
   # A call costs one round trip on the happy path: one pipelined EVALSHA per target,
   # read-only while the circuit is closed; its success is written only when this

@@ -17,11 +17,9 @@ module LlmFailover
       # @return [Integer] the chunks the block got for the current answer
       attr_reader :chunk_count
 
-      # @param targets [Array<Target>] the call's targets, by the engine's index
-      def initialize(store:, block:, targets:, request_id:)
+      def initialize(store:, block:, request_id:)
         @store = store
         @block = block
-        @targets = targets
         @request_id = request_id
         @chunk_count = 0
         @message = nil
@@ -40,7 +38,7 @@ module LlmFailover
         @restorer = session&.restoring? && @block ? session.stream(json: json) : nil
       end
 
-      # A streamed delta from target index +target+.
+      # A streamed delta from +target+ (a Target).
       def delta(text, target)
         return deliver(text, target) unless @restorer
 
@@ -53,9 +51,8 @@ module LlmFailover
       def reset(target)
         flush
         @chunk_count = 0
-        current = @targets.fetch(target) { @targets[0] }
-        @store.reset_assistant(message(target), model: current.model, provider: current.name.name)
-        @block&.call(Chunk.new(content: "", model: current.model, provider: current.name, index: 0,
+        @store.reset_assistant(message(target), model: target.model, provider: target.name.name)
+        @block&.call(Chunk.new(content: "", model: target.model, provider: target.name, index: 0,
                                request_id: @request_id, reset: true))
       end
 
@@ -89,12 +86,11 @@ module LlmFailover
       # (a store without #cancel_assistant marks it failed). #flush first.
       def cancel(target, content:)
         @settled = true
-        current = @targets.fetch(target) { @targets[0] }
         message = message(target) # stopped before the first delta: an empty one
         if @store.respond_to?(:cancel_assistant)
-          @store.cancel_assistant(message, content: content, model: current.model, provider: current.name.name)
+          @store.cancel_assistant(message, content: content, model: target.model, provider: target.name.name)
         else
-          @store.fail_assistant(message, model: current.model, provider: current.name.name)
+          @store.fail_assistant(message, model: target.model, provider: target.name.name)
         end
       end
 
@@ -107,8 +103,7 @@ module LlmFailover
         @settled = true
         return @store.fail_assistant(message(target)) unless named
 
-        current = @targets[target]
-        @store.fail_assistant(message(target), model: current.model, provider: current.name.name)
+        @store.fail_assistant(message(target), model: target.model, provider: target.name.name)
       end
 
       # The end of an answer held back for a split placeholder goes out.
@@ -123,16 +118,12 @@ module LlmFailover
         @store.append_assistant(@message || message(target), text)
         index = @chunk_count
         @chunk_count = index + 1
-        current = @targets[target]
-        @block&.call(Chunk.new(content: text, model: current.model, provider: current.name, index: index,
+        @block&.call(Chunk.new(content: text, model: target.model, provider: target.name, index: index,
                                request_id: @request_id))
       end
 
       def message(target)
-        @message ||= begin
-          current = @targets[target]
-          @store.start_assistant(model: current.model, provider: current.name.name)
-        end
+        @message ||= @store.start_assistant(model: target.model, provider: target.name.name)
       end
     end
   end

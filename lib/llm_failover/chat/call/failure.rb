@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../../errors"
+require_relative "../target"
 
 module LlmFailover
   class Call
@@ -11,8 +12,8 @@ module LlmFailover
     #
     # @api private: built by Call#fail_with
     class Failure
-      # @param result [Hash] the engine's result (Engine#run)
-      # @param targets [Array<Target>] the call's targets, by the engine's index
+      # @param result [Engine::Result] the engine's, failed
+      # @param targets [Array<Target>] the call's targets, in the order tried
       # @param records [Records]
       # @param restore [#call] the text with the request's placeholders restored
       def initialize(result:, targets:, records:, request_id:, restore:)
@@ -25,26 +26,26 @@ module LlmFailover
 
       # @return [Target] the target whose error is final
       def target
-        @targets.fetch(@result[:target]) { @targets[0] }
+        @target ||= Target.of(@targets, @result.target)
       end
 
       # @return [Error]
       def error
         r = @result
-        build(r[:error_class], r[:message], target,
-              status: r[:status], body: r[:body], retry_after: r[:retry_after], retryable: r[:retryable],
-              partial_content: @restore.call(r[:partial_content]), provider_request_id: r[:provider_request_id],
-              error_type: r[:error_type], error_code: r[:error_code], phase: r[:phase])
+        build(r.error_class, r.message, target,
+              status: r.http_status, body: r.body, retry_after: r.retry_after, retryable: r.retryable,
+              partial_content: @restore.call(r.partial_content), provider_request_id: r.provider_request_id,
+              error_type: r.error_type, error_code: r.error_code, phase: r.phase)
       end
 
       # @return [Error, nil] the last error of the target tried before the final one
       def cause
-        attempt, earlier = @records.earlier_failure(@result[:target])
+        attempt, earlier = @records.earlier_failure(target, @targets)
         return nil unless attempt
 
-        build(attempt[:error_class], attempt[:error_message], earlier,
-              status: attempt[:http_status], retry_after: attempt[:retry_after],
-              provider_request_id: attempt[:provider_request_id], phase: attempt[:phase])
+        build(attempt.error_class, attempt.error_message, earlier,
+              status: attempt.http_status, retry_after: attempt.retry_after,
+              provider_request_id: attempt.provider_request_id, phase: attempt.phase)
       end
 
       private

@@ -25,13 +25,14 @@ module LlmFailover
         started_at = Time.now
         provider = cached.provider
         content = restored(cached.content)
-        model = cached.requested_model || cached.model # entries written before requested_model was kept
+        model = cached.requested_model
+        target = @targets[0] # the stored message is the call's; its provider and model are the entry's
         begin
           @delivery.whole(content, model: model, stored_model: cached.model, provider: provider)
-          @delivery.finish(0, content: content, model: cached.model, provider: provider, input_tokens: 0,
-                              output_tokens: 0)
+          @delivery.finish(target, content: content, model: cached.model, provider: provider, input_tokens: 0,
+                                   output_tokens: 0)
         ensure
-          @delivery.mark_failed(0, named: false) # a no-op once finished
+          @delivery.mark_failed(target, named: false) # a no-op once finished
         end
         @records.cache_hit(provider: provider, model: model,
                            latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0,

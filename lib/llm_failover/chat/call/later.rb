@@ -22,10 +22,10 @@ module LlmFailover
 
       # The final error's Retry-After, or the end of the cooldown of the call's circuits
       # when every one of them is open (the later of the two). Only for errors that mean
-      # "later": a 4xx never gets one.
+      # "later" (Error#retryable?, the core's rule): a 4xx never gets one.
       # @return [Array(Time, Symbol), nil] retry_at, and :retry_after or :circuits_open
       def at(error)
-        return nil unless error.is_a?(RetryableError)
+        return nil unless error.retryable?
 
         now = Time.now.to_f
         after = now + error.retry_after if error.retry_after.is_a?(Numeric) && error.retry_after.positive?

@@ -3,36 +3,33 @@
 module LlmFailover
   class Call
     # Call's side as the engine's listener (included in Call): the engine's events,
-    # each handed to the answer's Delivery, the call's Records or its CircuitBreaker,
-    # and the Cancellation's flag read after every one (Chat#cancel!).
+    # each handed to the answer's Delivery or the call's Records, the circuit changes
+    # its attempts made announced, and the Cancellation's flag read after every one
+    # (Chat#cancel!: its Signal, an Engine::Cancel, makes the engine end the call
+    # cancelled). The engine names targets by their Engine::Target.
     module Listener
-      # Engine listener: a streamed content delta from target index +target+.
+      # Engine listener: a streamed content delta from +target+.
       def on_chunk(text, target)
         @cancellation.raise_if_requested
-        @answering = target
-        @partial << text
-        @delivery.delta(text, target)
+        @delivery.delta(text, Target.of(@targets, target))
         @cancellation.raise_if_requested
       end
 
-      # Engine listener: the backup is about to answer, after an earlier attempt
-      # streamed content. The stored partial goes before the backup's first chunk.
-      def on_reset
+      # Engine listener: +target+ is about to answer, after an earlier attempt streamed
+      # content. The stored partial goes before its first chunk.
+      def on_reset(target)
         @cancellation.raise_if_requested
-        @partial = +""
-        @answering = 1
-        @delivery.reset(1)
+        @delivery.reset(Target.of(@targets, target))
         @cancellation.raise_if_requested
       end
 
-      # Engine listener: one HTTP attempt finished (see Engine#run for the Hash's keys).
+      # Engine listener: one attempt record (an Engine::Attempt).
       def on_attempt(attempt)
-        @attempts_seen += 1
-        attempt_started
-        @last_target = attempt[:target]
-        @records.engine_attempt(attempt, @targets[@last_target])
-        # The attempt a Signal (or anything else) cut comes while that exception unwinds.
-        @cancellation.raise_if_requested unless attempt.key?(:stopped_by)
+        @last_target = Target.of(@targets, attempt.target)
+        @records.engine_attempt(attempt, @last_target)
+        # The attempt an exception cut comes while that exception unwinds; a cancelled
+        # one is the cancel's own.
+        @cancellation.raise_if_requested unless attempt.stopped || attempt.cancelled
       end
 
       # Engine listener: the engine's wait was cut short (#cancel! wakes the thread).
@@ -51,28 +48,10 @@ module LlmFailover
         @cancellation.woken
       end
 
-      # Engine listener (with :circuit): the circuit state of each target, before the
-      # first attempt.
-      def circuit_health(count)
-        health = @breaker.health(count)
-        @cancellation.raise_if_requested
-        health
-      end
-
-      # Engine listener (with :circuit): a target's circuit state again, before a request
-      # that is not the call's first.
-      def circuit_admit(target_index)
-        health = @breaker.admit(target_index)
-        @cancellation.raise_if_requested
-        health
-      end
-
-      # Engine listener (with :circuit): an attempt that bears on its target's circuit.
-      # @return [Boolean] whether the circuit is open now
-      def circuit_report(target_index, success, error_class, hold)
-        open = @breaker.report(target_index, success, error_class, hold)
-        @cancellation.raise_if_requested
-        open
+      # Engine listener (with the in-process state store): an attempt of this call
+      # changed +target+'s circuit.
+      def on_circuit_change(target, from, to, reason, error_class)
+        CircuitBreaker.announce(@config, Target.of(@targets, target), [from, to, reason], error_class)
       end
     end
   end

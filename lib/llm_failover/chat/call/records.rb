@@ -2,7 +2,6 @@
 
 require_relative "../../errors"
 require_relative "../../records/attempt_record"
-require_relative "../cancellation"
 
 module LlmFailover
   class Call
@@ -14,7 +13,7 @@ module LlmFailover
     #
     # @api private: one per Call
     class Records
-      # @return [Array<Array(Hash, Target)>] the engine's Hash of every failed attempt, with its target
+      # @return [Array<Array(Engine::Attempt, Target)>] every failed attempt, with its target
       attr_reader :failures
       # @return [Hash{String => Integer}, nil] the scrubber's counts, on every record
       attr_writer :scrubbed
@@ -30,7 +29,7 @@ module LlmFailover
         @usage_log = usage_log
         @list = []
         @failures = []
-        @cancelled = nil # the engine's record of the attempt Chat#cancel! cut
+        @cancelled = [] # the engine's records of Chat#cancel!: the attempts it cut, or the cancel itself
         @scrubbed = nil
         @attempt_offset = 0
         @reached = {}.compare_by_identity # Target => tokens of the attempts that may have reached it
@@ -50,33 +49,34 @@ module LlmFailover
         @list.empty?
       end
 
-      # One HTTP attempt the engine finished (Engine#run's attempt Hash).
+      # One attempt record of the engine's (an Engine::Attempt).
       def engine_attempt(attempt, target)
         reach(attempt, target)
-        return hedge_loser(attempt, target) if attempt[:cancelled]
+        return hedge_loser(attempt, target) if attempt.lost
+        return cut(attempt, target) if attempt.cancelled || attempt.stopped
 
-        unless attempt[:success]
-          # Cut by the caller: the exception that did it is on its way up.
-          return stopped(attempt, target) if attempt.key?(:stopped_by)
-
+        unless attempt.success
           # No request: the target's circuit was open, or it cannot take the message's
           # attachments (the engine's AttachmentRefusedError, its reason in the message).
-          attempt = attempt.merge(error_class: skip_class(attempt), latency_ms: 0.0) if attempt[:skipped]
+          if attempt.skipped
+            attempt = attempt.dup
+            attempt.error_class = skip_class(attempt)
+            attempt.latency_ms = 0.0
+          end
           @failures << [attempt, target]
         end
-        number = attempt[:attempt] + @attempt_offset
-        add(AttemptRecord.new(**fields(target), attempt: number, success: attempt[:success],
-                                                error_class: attempt[:error_class],
-                                                error_message: attempt[:error_message],
-                                                http_status: attempt[:http_status],
-                                                failover_eligible: attempt[:failover_eligible],
-                                                retry_after: attempt[:retry_after], latency_ms: attempt[:latency_ms],
-                                                first_token_ms: attempt[:first_token_ms],
-                                                input_tokens: attempt[:input_tokens],
-                                                output_tokens: attempt[:output_tokens],
-                                                started_at: attempt[:started_at],
-                                                provider_request_id: attempt[:provider_request_id],
-                                                skipped: attempt[:skipped], hedged: attempt[:hedge]))
+        add(AttemptRecord.new(**fields(target), attempt: attempt.attempt + @attempt_offset, success: attempt.success,
+                                                error_class: attempt.error_class,
+                                                error_message: attempt.error_message,
+                                                http_status: attempt.http_status,
+                                                failover_eligible: attempt.failover_eligible,
+                                                retry_after: attempt.retry_after, latency_ms: attempt.latency_ms,
+                                                first_token_ms: attempt.first_token_ms,
+                                                input_tokens: attempt.input_tokens,
+                                                output_tokens: attempt.output_tokens,
+                                                started_at: attempt.started_at,
+                                                provider_request_id: attempt.provider_request_id,
+                                                skipped: attempt.skipped, hedged: attempt.hedge))
       end
 
       # The one record of a call the response cache answered: no request, nothing
@@ -89,37 +89,35 @@ module LlmFailover
                               cache_tier: tier, similarity: similarity))
       end
 
-      # Chat#cancel! stopped the call: the engine's record of the attempt it cut or,
-      # without one (cancelled between attempts, or before the first), one made from
-      # what the cancellation saw (+result+, Call's cancelled result).
-      # @return [Boolean] whether a request had been sent
-      def cancelled(target, result)
-        sent = !@cancelled.nil? || !@list.empty?
-        record = @cancelled ||
-                 AttemptRecord.new(**fields(target), attempt: @attempt_offset + @list.size + 1, success: false,
-                                                     error_message: "cancelled by Chat#cancel!",
-                                                     latency_ms: result[:latency_ms],
-                                                     started_at: result[:started_at], cancelled: true)
-        @list << record unless @cancelled
-        @usage_log.emit(record)
-        sent
+      # Chat#cancel! stopped the call: the engine's records of it (the attempts it cut,
+      # or the cancel itself), emitted now, after the store's write.
+      def cancelled
+        @cancelled.each { |record| @usage_log.emit(record) }
+      end
+
+      # Chat#cancel! came before the call started: no engine, no request, one record.
+      def cancelled_before_start(target, latency_ms:)
+        add(AttemptRecord.new(**fields(target), attempt: @attempt_offset + 1, success: false,
+                                                error_message: CANCELLED, latency_ms: latency_ms,
+                                                started_at: Time.now, cancelled: true))
       end
 
       # Every target tried ended on an error a healthy backup could have fixed. Not when
       # no target could take the message's attachments: no provider failed.
       def chain_exhausted?
         return false if @failures.empty? || @list.any?(&:success?)
-        return false if @failures.all? { |attempt, _| attempt[:error_class] == AttachmentRefusedError }
+        return false if @failures.all? { |attempt, _| attempt.error_class == AttachmentRefusedError }
 
-        last_failure = {}
-        @failures.each { |attempt, _| last_failure[attempt[:target]] = attempt }
-        last_failure.each_value.all? { |attempt| attempt[:failover_eligible] }
+        last_failure = {}.compare_by_identity
+        @failures.each { |attempt, target| last_failure[target] = attempt }
+        last_failure.each_value.all?(&:failover_eligible)
       end
 
-      # The last failed attempt of a target tried before +final_target+ (an index).
-      # @return [Array(Hash, Target), nil]
-      def earlier_failure(final_target)
-        @failures.reverse.find { |attempt, _| attempt[:target] < final_target }
+      # The last failed attempt of a target tried before +final_target+, in +targets+' order.
+      # @return [Array(Engine::Attempt, Target), nil]
+      def earlier_failure(final_target, targets)
+        final = targets.index(final_target)
+        @failures.reverse.find { |_, target| targets.index(target) < final }
       end
 
       # What +target+'s requests (not skips past an open circuit, not cache hits) used.
@@ -131,35 +129,35 @@ module LlmFailover
 
       private
 
+      CANCELLED = "cancelled by Chat#cancel!"
+      private_constant :CANCELLED
+
       def skip_class(attempt)
-        attempt[:error_class] == AttachmentRefusedError ? AttachmentRefusedError : CircuitOpenError
+        attempt.error_class == AttachmentRefusedError ? AttachmentRefusedError : CircuitOpenError
       end
 
       # The loser of a hedged request: cut by the call when the other attempt produced
       # its first token first. Not a failure of its target's: no error class, nothing
       # for the breaker, only what it cost (its tokens, if any reached the gem).
       def hedge_loser(attempt, target)
-        add(AttemptRecord.new(**fields(target), attempt: attempt[:attempt], success: false,
-                                                error_message: attempt[:error_message],
-                                                http_status: attempt[:http_status], latency_ms: attempt[:latency_ms],
-                                                first_token_ms: attempt[:first_token_ms],
-                                                input_tokens: attempt[:input_tokens],
-                                                output_tokens: attempt[:output_tokens],
-                                                started_at: attempt[:started_at],
-                                                provider_request_id: attempt[:provider_request_id],
+        add(AttemptRecord.new(**fields(target), attempt: attempt.attempt + @attempt_offset, success: false,
+                                                error_message: attempt.error_message,
+                                                http_status: attempt.http_status, latency_ms: attempt.latency_ms,
+                                                first_token_ms: attempt.first_token_ms,
+                                                input_tokens: attempt.input_tokens,
+                                                output_tokens: attempt.output_tokens,
+                                                started_at: attempt.started_at,
+                                                provider_request_id: attempt.provider_request_id,
                                                 cancelled: true, hedged: true))
       end
 
-      # What an attempt's target owes a shared quota (its tokens, by target). No
-      # request reached the target when its circuit was open (a skip), when the
-      # connection was refused, or when connecting timed out; any other attempt, cut
-      # or not, may have been billed.
+      # What an attempt's target owes a shared quota (its tokens, by target): every
+      # attempt whose request may have reached it, which the engine knows (a skip, a
+      # refused connection or a connect timeout did not).
       def reach(attempt, target)
-        klass = attempt[:error_class]
-        return if attempt[:skipped] || klass == ConnectionRefusedError
-        return if klass.is_a?(Class) && klass <= TimeoutError && attempt[:phase] == :connect
+        return unless attempt.reached
 
-        @reached[target] = @reached.fetch(target, 0) + attempt[:input_tokens].to_i + attempt[:output_tokens].to_i
+        @reached[target] = @reached.fetch(target, 0) + attempt.input_tokens.to_i + attempt.output_tokens.to_i
       end
 
       def add(record)
@@ -173,24 +171,24 @@ module LlmFailover
           scrubbed: @scrubbed, turn_id: @turn_id }
       end
 
-      # The attempt the call's caller cut (Engine#run's :stopped_by: the exception's
-      # class, nil for Thread#kill or a throw): failed with AbortedError, nobody's
-      # fault. Chat#cancel!'s is kept for #cancelled, which emits it after the
-      # store's write.
-      def stopped(attempt, target)
-        cause = attempt[:stopped_by]
-        fields = fields(target).merge(attempt: attempt[:attempt] + @attempt_offset, success: false,
-                                      http_status: attempt[:http_status],
-                                      latency_ms: attempt[:latency_ms], first_token_ms: attempt[:first_token_ms],
-                                      input_tokens: attempt[:input_tokens], output_tokens: attempt[:output_tokens],
-                                      started_at: attempt[:started_at],
-                                      provider_request_id: attempt[:provider_request_id], hedged: attempt[:hedge])
-        if cause == Cancellation::Signal
-          @cancelled = AttemptRecord.new(**fields, error_message: "cancelled by Chat#cancel!", cancelled: true)
-          @list << @cancelled
+      # An attempt the call's caller cut. Chat#cancel!'s (or the cancel's own record)
+      # is kept for #cancelled, which emits it after the store's write. One an exception
+      # cut (Engine::Attempt#stopped_by: its class, nil for Thread#kill or a throw)
+      # failed with AbortedError, nobody's fault.
+      def cut(attempt, target)
+        fields = fields(target).merge(attempt: attempt.attempt + @attempt_offset, success: false,
+                                      http_status: attempt.http_status,
+                                      latency_ms: attempt.latency_ms, first_token_ms: attempt.first_token_ms,
+                                      input_tokens: attempt.input_tokens, output_tokens: attempt.output_tokens,
+                                      started_at: attempt.started_at,
+                                      provider_request_id: attempt.provider_request_id, hedged: attempt.hedge)
+        if attempt.cancelled
+          record = AttemptRecord.new(**fields, error_message: CANCELLED, cancelled: true)
+          @cancelled << record
+          @list << record
         else
           add(AttemptRecord.new(**fields, error_class: AbortedError,
-                                          error_message: "stopped by its caller: #{stop_cause(cause)}"))
+                                          error_message: "stopped by its caller: #{stop_cause(attempt.stopped_by)}"))
         end
         nil
       end

@@ -7,7 +7,9 @@ module LlmFailover
   class RedisStateStore
     # The Lua scripts that run lf_circuit.c's transitions inside Redis, on Redis's clock
     # (TIME), one per operation, and their SHA1s for EVALSHA. Each touches the keys of
-    # one target (one hash tag), so it works on Redis Cluster.
+    # one target (one hash tag), so it works on Redis Cluster. A restatement of the C
+    # core's rules, kept only because spec/circuit_transitions_spec.rb drives the C
+    # table and these scripts through one list of every transition.
     #
     # @api private: included by RedisStateStore
     module Scripts
