@@ -41,7 +41,10 @@ typedef struct lf_call {
     size_t embed_inputs;
 } lf_call;
 
-enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };
+/* How the answer is read: a stream of events (Server-Sent Events, or AWS's
+ * event stream for Bedrock: the protocol's lf_wire_stream_framing), or one
+ * body. */
+enum { LF_MODE_UNKNOWN = 0, LF_MODE_STREAM, LF_MODE_BODY };
 
 /* One HTTP attempt. */
 typedef struct lf_attempt {
@@ -53,7 +56,9 @@ typedef struct lf_attempt {
     int cancelled;            /* the other one produced its first token first: this one was cut */
     int muted;                /* cut: what still arrives is read for the record, never delivered */
     lf_response resp;
+    lf_framing framing;       /* how the target's protocol frames a stream */
     lf_sse_parser sse;
+    lf_es_reader es;
     lf_stream_state stream;
     lf_answer answer;         /* non-streamed answers */
     lf_wire_error werr;

@@ -71,12 +71,16 @@ static int lf_header_add(struct curl_slist **list, const char *line)
 }
 
 /* The key's header line: the only one made here, wiped once libcurl has its
- * copy. */
+ * copy. A Bedrock request carries no key: AWS wants it signed with SigV4
+ * credentials (libcurl's CURLOPT_AWS_SIGV4), which lf_target does not hold
+ * yet. */
 static int lf_header_add_key(struct curl_slist **list, const lf_target *t)
 {
-    char *line = lf_concat(t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ", t->api_key);
+    char *line;
     int rc;
 
+    if (t->api == LF_API_BEDROCK) return 0;
+    line = lf_concat(t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ", t->api_key);
     if (!line) return -1;
     rc = lf_header_add(list, line);
     lf_wipe(line, strlen(line));
@@ -99,7 +103,10 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
         if (!own && lf_header_add(list, defaults[j]) != 0) return -1;
     }
     if (lf_header_add(list, "Content-Type: application/json") != 0 ||
-        lf_header_add(list, stream ? "Accept: text/event-stream" : "Accept: application/json") != 0 ||
+        lf_header_add(list, !stream ? "Accept: application/json"
+                            : lf_wire_stream_framing(t->api) == LF_FRAMING_EVENTSTREAM
+                                ? "Accept: application/vnd.amazon.eventstream"
+                                : "Accept: text/event-stream") != 0 ||
         lf_header_add(list, "Expect:") != 0)
         return -1;
     if (t->api == LF_API_ANTHROPIC && lf_header_add(list, "anthropic-version: 2023-06-01") != 0) return -1;
@@ -113,6 +120,8 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
                           lf_buf *err)
 {
     lf_request_params tp = *params;
+    lf_buf path;
+    int rc;
 
     if (lf_target_check(t, err) != 0) return -1;
     tp.api = t->api;
@@ -126,7 +135,10 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     if (p->refused) return 0;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
-    p->url = lf_concat(t->base_url, lf_wire_path_for(t->api, params->kind));
+    lf_buf_init(&path);
+    rc = lf_wire_request_path(&tp, &path);
+    p->url = rc == 0 ? lf_concat(t->base_url, lf_buf_cstr(&path)) : NULL;
+    lf_buf_free(&path);
     if (!p->url || lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;

@@ -82,10 +82,13 @@ typedef struct lf_response {
     size_t max_bytes;        /* cap; the transfer fails past it */
     int too_large;
     int event_stream;        /* the Content-Type names "event-stream" */
+    int aws_event_stream;    /* the Content-Type names "vnd.amazon.eventstream" (Bedrock) */
     lf_buf retry_after;
     lf_buf retry_after_ms;
-    lf_buf request_id;       /* x-request-id or request-id */
+    lf_buf request_id;       /* x-request-id, request-id or x-amzn-requestid */
     int should_retry;        /* x-should-retry: -1 absent, 0 false, 1 true */
+    lf_buf error_name;       /* x-amzn-errortype's name, before its ':' (Bedrock names an error
+                              * only there: "ThrottlingException:http://internal..."); empty if none */
     int headers_done;
     /* Both taken once per lf_transfer_step in which bytes arrived (not per
      * callback: a response's head alone is half a dozen callbacks). */

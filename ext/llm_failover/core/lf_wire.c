@@ -11,6 +11,7 @@
 #include "lf_json_answer.h"
 #include "lf_json_read.h"
 #include "lf_wire_anthropic.h"
+#include "lf_wire_bedrock.h"
 #include "lf_wire_openai.h"
 #include "lf_wire_shared.h"
 
@@ -22,12 +23,14 @@ int lf_wire_api_named(const char *name, size_t len, lf_api *api)
 {
     if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
     else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
+    else if (lf_bytes_are(name, len, "bedrock")) *api = LF_API_BEDROCK;
     else return -1;
     return 0;
 }
 
 const char *lf_wire_path(lf_api api)
 {
+    if (api == LF_API_BEDROCK) return NULL;
     return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
 }
 
@@ -36,10 +39,27 @@ const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
     return kind == LF_REQUEST_EMBEDDINGS ? "/embeddings" : lf_wire_path(api);
 }
 
+int lf_wire_request_path(const lf_request_params *p, lf_buf *out)
+{
+    const char *path;
+
+    if (p->api == LF_API_BEDROCK && p->kind == LF_REQUEST_CHAT)
+        return p->model ? lf_wire_bedrock_path(p->model, p->stream, out) : -1;
+    path = lf_wire_path_for(p->api, p->kind);
+    return path ? lf_buf_set(out, path, strlen(path)) : -1;
+}
+
 const char *lf_wire_schema_with_tools_refusal(lf_api api)
 {
+    if (api == LF_API_BEDROCK)
+        return "a schema and tools cannot go in one request to Bedrock: the schema is itself a forced tool call there";
     if (api != LF_API_ANTHROPIC) return NULL;
     return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+}
+
+lf_framing lf_wire_stream_framing(lf_api api)
+{
+    return api == LF_API_BEDROCK ? LF_FRAMING_EVENTSTREAM : LF_FRAMING_SSE;
 }
 
 /* ------------------------------------------- requests */
@@ -113,6 +133,11 @@ static int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, l
         lf_wire_fail(errmsg, "an Anthropic request whose messages hold tool calls needs its tools");
         return -1;
     }
+    if (p->api == LF_API_BEDROCK && has_tool_turns && !p->n_tools) {
+        /* Converse refuses toolUse and toolResult blocks without a toolConfig. */
+        lf_wire_fail(errmsg, "a Bedrock request whose messages hold tool calls needs its tools");
+        return -1;
+    }
     return 0;
 }
 
@@ -124,7 +149,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     int has_tool_turns = 0;
 
     *n_chat = 0;
-    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC) {
+    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_BEDROCK) {
         lf_wire_fail(errmsg, "unknown API %d", (int)p->api);
         return -1;
     }
@@ -163,6 +188,10 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     }
     if (p->api == LF_API_ANTHROPIC && *n_chat == 0) {
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
+        return -1;
+    }
+    if (p->api == LF_API_BEDROCK && *n_chat == 0) {
+        lf_wire_fail(errmsg, "a Bedrock request needs at least one user or assistant message");
         return -1;
     }
     if (p->api == LF_API_OPENAI && p->n_messages == 0 && !(p->system && p->system_len)) {
@@ -228,9 +257,13 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
                 (p->tools[i].parameters ? strlen(p->tools[i].parameters) : 0);
     if (schema_text) size += 256 + strlen(schema_text);
     rc = schema && !schema_text ? -1 : lf_buf_reserve(out, size);
-    if (rc == 0)
-        rc = p->api == LF_API_ANTHROPIC ? lf_wire_anthropic_build(p, schema_text, out)
-                                        : lf_wire_openai_build(p, schema_text, out);
+    if (rc == 0) {
+        switch (p->api) {
+        case LF_API_ANTHROPIC: rc = lf_wire_anthropic_build(p, schema_text, out); break;
+        case LF_API_BEDROCK: rc = lf_wire_bedrock_build(p, schema_text, out); break;
+        default: rc = lf_wire_openai_build(p, schema_text, out); break;
+        }
+    }
     if (rc != 0) {
         lf_buf_clear(out);
         lf_wire_fail(errmsg, "out of memory building the request");
@@ -277,8 +310,11 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
     if (!root) {
         rc = LF_WIRE_INVALID;
     } else {
-        rc = api == LF_API_ANTHROPIC ? lf_wire_anthropic_answer(root, out, err, tool)
-                                     : lf_wire_openai_answer(root, out, err);
+        switch (api) {
+        case LF_API_ANTHROPIC: rc = lf_wire_anthropic_answer(root, out, err, tool); break;
+        case LF_API_BEDROCK: rc = lf_wire_bedrock_answer(root, out, err, tool); break;
+        default: rc = lf_wire_openai_answer(root, out, err); break;
+        }
         json_object_put(root);
     }
     return lf_wire_parse_end(rc, out, err, &scratch);
@@ -320,17 +356,38 @@ static int lf_stream_took(lf_stream_state *s, int rc, const char **delta, size_t
     return rc;
 }
 
+/* The start of an event: nothing of it delivered yet. 1 when the stream has
+ * ended already: later events are ignored. */
+static int lf_stream_begin(lf_stream_state *s, const char **delta, size_t *delta_len)
+{
+    s->delta_at = s->answer.text.len;
+    if (delta) *delta = lf_buf_cstr(&s->answer.text) + s->delta_at;
+    if (delta_len) *delta_len = 0;
+    return s->done;
+}
+
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len)
 {
     int rc;
 
-    s->delta_at = s->answer.text.len;
-    if (delta) *delta = lf_buf_cstr(&s->answer.text) + s->delta_at;
-    if (delta_len) *delta_len = 0;
-    if (s->done) return LF_STREAM_CONTINUE;   /* after the end: ignored */
+    if (lf_stream_begin(s, delta, delta_len)) return LF_STREAM_CONTINUE;
     if (!ev) return LF_STREAM_INVALID;
     if (!ev->data || lf_stream_blank(ev->data, ev->data_len)) return LF_STREAM_CONTINUE;
-    rc = s->api == LF_API_ANTHROPIC ? lf_wire_anthropic_stream_event(s, ev) : lf_wire_openai_stream_event(s, ev);
+    switch (s->api) {
+    case LF_API_ANTHROPIC: rc = lf_wire_anthropic_stream_event(s, ev); break;
+    case LF_API_BEDROCK: rc = LF_STREAM_INVALID; break; /* its stream is no SSE */
+    default: rc = lf_wire_openai_stream_event(s, ev); break;
+    }
+    return lf_stream_took(s, rc, delta, delta_len);
+}
+
+int lf_stream_message(lf_stream_state *s, const lf_es_message *m, const char **delta, size_t *delta_len)
+{
+    int rc;
+
+    if (lf_stream_begin(s, delta, delta_len)) return LF_STREAM_CONTINUE;
+    if (!m) return LF_STREAM_INVALID;
+    rc = s->api == LF_API_BEDROCK ? lf_wire_bedrock_stream_message(s, m) : LF_STREAM_INVALID;
     return lf_stream_took(s, rc, delta, delta_len);
 }

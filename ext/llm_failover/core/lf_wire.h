@@ -1,6 +1,7 @@
-/* The two wire protocols: OpenAI chat completions (and every compatible API)
- * and Anthropic messages. Builds request bodies from messages; parses plain
- * answers, stream events and error bodies. Pure functions over json-c.
+/* The wire protocols: OpenAI chat completions (and every compatible API),
+ * Anthropic messages and Bedrock Converse. Builds request bodies from
+ * messages; parses plain answers, stream events and error bodies. Pure
+ * functions over json-c.
  *
  * The public header of the wire layer. A protocol is a request file and a
  * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
@@ -19,10 +20,15 @@
 
 #include <stddef.h>
 #include "lf_buf.h"
+#include "lf_eventstream.h"
 #include "lf_sse.h"
 #include "lf_utf8.h"
 
-typedef enum lf_api { LF_API_OPENAI = 0, LF_API_ANTHROPIC = 1 } lf_api;
+typedef enum lf_api {
+    LF_API_OPENAI = 0,
+    LF_API_ANTHROPIC = 1,
+    LF_API_BEDROCK = 3     /* Bedrock Converse / ConverseStream (lf_wire_bedrock.h) */
+} lf_api;
 
 /* What a request asks for: a chat answer (messages), or the embeddings of
  * texts (inputs) from the OpenAI-compatible /embeddings endpoint, which
@@ -105,18 +111,19 @@ typedef struct lf_request_params {
     int stream;
     /* JSON mode: OpenAI gets response_format json_object and
      * LF_JSON_INSTRUCTION as a system message after the leading ones (its JSON
-     * mode wants the word JSON in the messages); Anthropic, which has no JSON
-     * mode, gets the instruction at the end of its system text. */
+     * mode wants the word JSON in the messages); Anthropic and Bedrock, which
+     * have no JSON mode, get the instruction at the end of their system text. */
     int json_mode;
     /* A JSON Schema for the answer, as the JSON text of an object, NULL for
      * none (it wins over json_mode): OpenAI gets response_format json_schema
-     * with strict true; Anthropic a forced call of a tool of that name whose
-     * input_schema it is, and the tool's input is the answer. */
+     * with strict true; Anthropic and Bedrock a forced call of a tool of that
+     * name whose input schema it is, and the tool's input is the answer. */
     const char *schema;
     const char *schema_name; /* [A-Za-z0-9_-]{1,64}; NULL: "answer" */
     /* Tools: OpenAI-compatible "tools" (type function, parameters),
-     * Anthropic "tools" (input_schema). A schema on Anthropic is itself a
-     * forced tool call, so it cannot be combined with tools there. */
+     * Anthropic "tools" (input_schema), Bedrock "toolConfig" (toolSpec). A
+     * schema on Anthropic and Bedrock is itself a forced tool call, so it
+     * cannot be combined with tools there. */
     const lf_tool *tools;
     size_t n_tools;
     lf_tool_choice tool_choice;    /* needs tools, except UNSET and NONE */
@@ -185,10 +192,24 @@ lf_attach_refusal lf_wire_attachment_refusal(const lf_request_params *p, const l
 lf_attach_refusal lf_wire_attachment_count_refusal(const lf_request_params *p, size_t n, const char *who,
                                                    lf_buf *why);
 
-/* Path appended to the provider's base_url. */
+/* Path appended to the provider's base_url; NULL for a protocol whose path
+ * depends on the request (Bedrock's names the model: lf_wire_request_path). */
 const char *lf_wire_path(lf_api api);
 /* The same for a kind of request: "/embeddings" for LF_REQUEST_EMBEDDINGS. */
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind);
+/* The path of request p, appended to its target's base_url, into out
+ * (cleared first): lf_wire_path_for's, or Bedrock's /model/{id}/converse
+ * (/converse-stream when p->stream) with the model id escaped by
+ * lf_wire_uri_escape, so that a ':' goes as %3A and an ARN's '/' as %2F, as
+ * AWS's SDKs send them. 0, or -1 when out of memory or when p has no model. */
+int lf_wire_request_path(const lf_request_params *p, lf_buf *out);
+/* Appends the n bytes at s percent-encoded: every byte but RFC 3986's
+ * unreserved A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash) as %XX, upper-case
+ * hex. A model id in a Bedrock path is escaped so (keep_slash 0); SigV4's
+ * canonical URI of a path, what AWS checks a signature against, is the path
+ * as sent escaped so once more (keep_slash 1: %3A becomes %253A). 0, or -1
+ * when out of memory. */
+int lf_wire_uri_escape(lf_buf *out, const char *s, size_t n, int keep_slash);
 
 /* Writes the JSON body into out (cleared first). OpenAI: system messages stay
  * in the array (params->system becomes a leading system message), stream adds
@@ -223,14 +244,14 @@ int lf_wire_build_request_parsed(const lf_request_params *p, struct json_object 
 int lf_wire_name_ok(const char *name, size_t len);
 
 /* Why one request of protocol api cannot carry a response schema beside
- * tools, NULL when it can: Anthropic's, where the schema is itself a forced
- * tool call (the model could call no other tool). The one owner of that rule
+ * tools, NULL when it can: Anthropic's and Bedrock's, where the schema is
+ * itself a forced tool call (the model could call no other tool). The one owner of that rule
  * and its words: the request builder refuses such a request with them, and
  * Ruby asks them of every target of a chat before anything is stored
  * (AnswerFormat.schema_with_tools_refusal). */
 const char *lf_wire_schema_with_tools_refusal(lf_api api);
 
-/* The protocol Ruby names name (len bytes: "openai", "anthropic") into *api:
+/* The protocol Ruby names name (len bytes: "openai", "anthropic", "bedrock") into *api:
  * 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
 
@@ -347,14 +368,19 @@ typedef struct lf_stream_state {
     lf_api api;
     lf_answer answer;     /* accumulates text, model, finish reason, usage */
     lf_wire_error error;  /* filled on LF_STREAM_ERROR */
-    int done;             /* terminal event seen: [DONE] or message_stop */
-    int finished;         /* finish_reason / stop_reason seen */
+    int done;             /* terminal event seen: [DONE], message_stop, or Bedrock's
+                           * metadata after its messageStop */
+    int finished;         /* finish_reason / stop_reason seen (the stream is whole) */
+    int stopped;          /* Bedrock's messageStop seen: its stopReason is taken, but
+                           * the stream is whole only with the metadata after it */
     int has_usage;
     size_t delta_at;      /* where the current event's text starts in answer.text */
-    int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces are text */
+    int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces and
+                           * Bedrock toolUse input pieces are text */
     /* Tool calls being streamed, not yet in answer.tool_calls: OpenAI's by
-     * tool_calls[].index, Anthropic's by content block index (keys[i] is
-     * calls[i]'s). Published to the answer when the stream completes. */
+     * tool_calls[].index, Anthropic's and Bedrock's by content block index
+     * (keys[i] is calls[i]'s). Published to the answer when the stream
+     * completes. */
     lf_answer_call *calls;
     long *call_keys;
     size_t n_calls, cap_calls;
@@ -377,6 +403,19 @@ void lf_stream_free(lf_stream_state *s);
  * provider sends, are ignored). */
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len);
+
+/* How a protocol frames its stream: Server-Sent Events, or AWS's binary
+ * event stream (application/vnd.amazon.eventstream, read by lf_es_feed). */
+typedef enum lf_framing { LF_FRAMING_SSE = 0, LF_FRAMING_EVENTSTREAM = 1 } lf_framing;
+lf_framing lf_wire_stream_framing(lf_api api);
+/* lf_stream_event for one event-stream message (Bedrock's ConverseStream:
+ * its :event-type messageStart, contentBlockStart, contentBlockDelta,
+ * contentBlockStop, messageStop, metadata; an :message-type exception or
+ * error is LF_STREAM_ERROR, its :exception-type or :error-code the error's
+ * type). The same contract otherwise; a message of a protocol framed by SSE
+ * is LF_STREAM_INVALID. */
+int lf_stream_message(lf_stream_state *s, const lf_es_message *m,
+                      const char **delta, size_t *delta_len);
 /* At end of body: 1 when the stream reached its end (terminal event, or a
  * finish/stop reason was seen), 0 when it was interrupted. */
 int lf_stream_complete(const lf_stream_state *s);

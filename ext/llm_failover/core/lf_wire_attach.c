@@ -61,6 +61,8 @@ static const char *lf_attach_name(const lf_attachment *a)
 static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *a)
 {
     if (!a->url || p->no_urls) return 0;
+    /* Converse takes bytes or an S3 location, never a URL. */
+    if (p->api == LF_API_BEDROCK) return 0;
     /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
     return !(p->api == LF_API_OPENAI && lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_DOCUMENT);
 }

@@ -98,3 +98,19 @@ int lf_wire_put_parameters(lf_buf *out, const lf_tool *t)
     if (rc > 0) return lf_buf_append_str(out, "{\"type\":\"object\",\"properties\":{}}");
     return rc;
 }
+
+int lf_wire_uri_escape(lf_buf *out, const char *s, size_t n, int keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                         c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+        char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
+
+        if (unreserved ? lf_buf_append_char(out, (char)c) != 0 : lf_buf_append(out, esc, 3) != 0) return -1;
+    }
+    return 0;
+}
