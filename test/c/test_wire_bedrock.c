@@ -566,6 +566,25 @@ static void test_stream_schema_answer(void)
     lf_buf_free(&body);
 }
 
+/* A schema's plain answer is the forced call's input written back as JSON:
+ * a stray byte in it becomes U+FFFD, as everywhere else (found by
+ * fuzz_converse: test/c/fuzz/converse/tool_input_bytes). */
+static void test_schema_answer_bytes(void)
+{
+    static const char body[] =
+        "{\"output\":{\"message\":{\"content\":[{\"toolUse\":{\"input\":{\"lo\x8bgitude\":\"13.4\"},"
+        "\"name\":\"answer\",\"toolUseId\":\"t1\"}}],\"role\":\"assistant\"}},\"stopReason\":\"tool_use\","
+        "\"usage\":{\"inputTokens\":9,\"outputTokens\":4,\"totalTokens\":13}}";
+    lf_answer a;
+
+    lf_answer_init(&a);
+    LF_CHECK_INT(lf_wire_parse_tool_response(LF_API_BEDROCK, body, sizeof body - 1, &a, NULL), LF_WIRE_OK);
+    LF_CHECK_STR(lf_buf_cstr(&a.text), "{\"lo\xef\xbf\xbdgitude\":\"13.4\"}");
+    LF_CHECK_STR(lf_buf_cstr(&a.finish_reason), "tool_use");
+    LF_CHECK_INT(a.n_tool_calls, 0);
+    lf_answer_free(&a);
+}
+
 /* Each exception ConverseStream may send, after some text: an error event
  * that names it, classified as DESIGN.md lists. */
 static void test_stream_exceptions(void)
@@ -930,6 +949,7 @@ int main(void)
     LF_RUN(test_stream_tool_calls);
     LF_RUN(test_stream_cut);
     LF_RUN(test_stream_schema_answer);
+    LF_RUN(test_schema_answer_bytes);
     LF_RUN(test_stream_exceptions);
     LF_RUN(test_stream_edges);
     LF_RUN(test_build_exact);
