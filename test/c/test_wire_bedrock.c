@@ -13,6 +13,8 @@
 #include "lf_buf.h"
 #include "lf_classify.h"
 #include "lf_eventstream.h"
+#include "lf_prepare.h"
+#include "lf_transport.h"
 #include "lf_wire.h"
 #include "lf_test.h"
 #include "lf_test_eventstream.h"
@@ -894,6 +896,40 @@ static void test_path(void)
     lf_buf_free(&out);
 }
 
+/* What libcurl signs is what AWS checks: on a libcurl that signs the URL's
+ * path as it is, the URL carries the path escaped once more (base_url's own
+ * path too) and the request line the path itself; on one that escapes it
+ * itself, the URL is the path. A path escaping leaves alone needs neither. */
+static void test_prepared_url(void)
+{
+    lf_message msg = { .role = "user", .content = "hi", .content_len = 2 };
+    lf_request_params params = { .messages = &msg, .n_messages = 1, .stream = 1 };
+    lf_target t = { .api = LF_API_BEDROCK, .base_url = "http://127.0.0.1:9/providers/aws", .api_key = "-",
+                    .model = "us.amazon.nova-2-lite-v1:0" };
+    lf_prepared_call pc;
+    lf_buf err;
+
+    lf_buf_init(&err);
+    lf_prepared_call_init(&pc);
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &t, &params, &err), 0);
+    if (lf_transport_sigv4_escapes_path()) {
+        LF_CHECK_STR(pc.target[0].url, "http://127.0.0.1:9/providers/aws/model/us.amazon.nova-2-lite-v1%3A0/converse-stream");
+        LF_CHECK(pc.target[0].request_target == NULL);
+    } else {
+        LF_CHECK_STR(pc.target[0].url,
+                     "http://127.0.0.1:9/providers/aws/model/us.amazon.nova-2-lite-v1%253A0/converse-stream");
+        LF_CHECK_STR(pc.target[0].request_target, "/providers/aws/model/us.amazon.nova-2-lite-v1%3A0/converse-stream");
+    }
+    lf_prepared_call_free(&pc);
+    t.model = "anthropic.claude-3-haiku";
+    lf_prepared_call_init(&pc);
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &t, &params, &err), 0);
+    LF_CHECK_STR(pc.target[0].url, "http://127.0.0.1:9/providers/aws/model/anthropic.claude-3-haiku/converse-stream");
+    LF_CHECK(pc.target[0].request_target == NULL);
+    lf_prepared_call_free(&pc);
+    lf_buf_free(&err);
+}
+
 /* ---------------------------------------------------------- errors */
 
 /* Errors named by x-amzn-errortype: the name wins over the status, as
@@ -957,6 +993,7 @@ int main(void)
     LF_RUN(test_build_refusals_and_schema);
     LF_RUN(test_build_attachments);
     LF_RUN(test_path);
+    LF_RUN(test_prepared_url);
     LF_RUN(test_header_named_errors);
     return lf_test_summary("wire_bedrock");
 }

@@ -231,6 +231,7 @@ int lf_exchange_begin(lf_call *c, lf_attempt *a, lf_conn *lead)
     const lf_prepared *p = &c->prep->target[a->target_index];
     lf_http_request req = {
         .url = p->url,
+        .request_target = p->request_target,
         .headers = p->headers,
         .body = p->body.ptr,
         .body_len = p->body.len,

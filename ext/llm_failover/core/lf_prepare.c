@@ -116,6 +116,41 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
     return 0;
 }
 
+/* The URL of base_url + path, and for a Bedrock request whose path
+ * (base_url's own included) escaping changes, on a libcurl that signs a path
+ * as it is (lf_transport_sigv4_escapes_path), the URL's path escaped once more
+ * and the path as the request target: libcurl then signs what AWS checks
+ * (SigV4's canonical URI), and the request line carries the path itself. */
+static int lf_prepare_url(lf_prepared *p, const lf_target *t, const char *path)
+{
+    const char *scheme = strstr(t->base_url, "://");
+    const char *at = scheme ? strchr(scheme + 3, '/') : NULL;
+    size_t origin = at ? (size_t)(at - t->base_url) : strlen(t->base_url);
+    lf_buf target, signed_path;
+    int rc = -1;
+
+    p->url = lf_concat(t->base_url, path);
+    if (!p->url) return -1;
+    if (t->api != LF_API_BEDROCK || lf_transport_sigv4_escapes_path()) return 0;
+    lf_buf_init(&target);
+    lf_buf_init(&signed_path);
+    if (lf_buf_set(&target, p->url + origin, strlen(p->url + origin)) != 0 ||
+        lf_buf_set(&signed_path, t->base_url, origin) != 0 ||
+        lf_wire_uri_escape(&signed_path, target.ptr, target.len, 1) != 0)
+        goto done;
+    rc = 0;
+    if (strcmp(lf_buf_cstr(&signed_path) + origin, lf_buf_cstr(&target)) != 0) {
+        p->request_target = strdup(lf_buf_cstr(&target));
+        free(p->url);
+        p->url = strdup(lf_buf_cstr(&signed_path));
+        rc = p->request_target && p->url ? 0 : -1;
+    }
+done:
+    lf_buf_free(&target);
+    lf_buf_free(&signed_path);
+    return rc;
+}
+
 static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_params *params, json_object *schema,
                           lf_buf *err)
 {
@@ -137,9 +172,9 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     /* base_url is normalised by its owner, the Ruby configuration. */
     lf_buf_init(&path);
     rc = lf_wire_request_path(&tp, &path);
-    p->url = rc == 0 ? lf_concat(t->base_url, lf_buf_cstr(&path)) : NULL;
+    if (rc == 0) rc = lf_prepare_url(p, t, lf_buf_cstr(&path));
     lf_buf_free(&path);
-    if (!p->url || lf_build_headers(t, params->stream, &p->headers) != 0) {
+    if (rc != 0 || lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;
     }
@@ -187,6 +222,8 @@ static void lf_prepared_free(lf_prepared *p)
     p->headers = NULL;
     free(p->url);
     p->url = NULL;
+    free(p->request_target);
+    p->request_target = NULL;
 }
 
 void lf_prepared_call_free(lf_prepared_call *p)

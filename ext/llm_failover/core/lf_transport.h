@@ -65,6 +65,14 @@ int lf_transport_global_init(void);
  * Fills lines[] with static strings and returns how many (at most 2). */
 size_t lf_transport_default_headers(const char *lines[2]);
 
+/* Whether libcurl, signing with CURLOPT_AWS_SIGV4 for a service other than
+ * S3, escapes the URL's path once more itself, as AWS does when it checks the
+ * signature (its canonical URI: a %3A in the path signs as %253A): libcurl
+ * 8.14 and later. An older one (Debian 12's 7.88) signs the path as it is, so
+ * such a path must be given to it escaped once more, and sent as the request
+ * target (lf_http_request.request_target; lf_prepare does it). */
+int lf_transport_sigv4_escapes_path(void);
+
 lf_pool *lf_pool_new(void);
 void lf_pool_free(lf_pool *p);
 /* An idle connection (most recently used first, so that its keep-alive
@@ -108,6 +116,8 @@ void lf_response_free(lf_response *r);
 
 typedef struct lf_http_request {
     const char *url;
+    const char *request_target;  /* NULL: the URL's path; else what the request line says
+                                  * (CURLOPT_REQUEST_TARGET), the URL's path being what is signed */
     struct curl_slist *headers;  /* with lf_transport_default_headers' lines */
     const char *body;
     size_t body_len;

@@ -57,6 +57,11 @@ module LlmFailover
           @deltas.size
         end
 
+        # @return [String] the Content-Type of a streamed answer
+        def stream_content_type
+          "text/event-stream"
+        end
+
         # Events sent before the first content delta.
         def preamble_events
           []

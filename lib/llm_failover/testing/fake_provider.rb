@@ -8,16 +8,18 @@ require_relative "fake_provider/script"
 
 module LlmFailover
   module Testing
-    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions and the
-    # Anthropic messages protocols, streamed and not, and that a test scripts request by
-    # request. The gem's C client talks to it through libcurl, so it sees what a real
+    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions, the
+    # Anthropic messages and the Bedrock Converse protocols, streamed and not (Bedrock's
+    # ConverseStream as AWS's binary event stream, its frames' CRCs right), and that a test
+    # scripts request by request. The gem's C client talks to it through libcurl, so it sees what a real
     # provider would send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
     # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
     # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
-    # `/chat/completions` or `/messages` (or that are not POSTs) get a 404 and take no step.
+    # `/chat/completions`, `/messages` or Bedrock's `/model/{id}/converse` and
+    # `/converse-stream` (or that are not POSTs) get a 404 and take no step.
     #
     # @example In your own test suite (RSpec)
     #   require "llm_failover/testing"
@@ -61,10 +63,18 @@ module LlmFailover
     #   fp.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Oslo" } }], cut_after: 3 })
     #   fp.enqueue({ json: { "city" => "Paris" } })                # a forced tool call if asked, else JSON text
     #
+    # With `FakeProvider.start(aws_credentials: { "AKID" => "secret" })` a Bedrock request
+    # is first checked as AWS checks its SigV4 signature (SigV4); one that fails gets AWS's
+    # 403 (InvalidSignatureException, UnrecognizedClientException, ...) and takes no step.
+    #
     # With `FakeProvider.start(strict_transcript: true)` a request is first checked as a
     # strict provider checks it: every tool call followed by exactly one result, every
     # result after its call, ids each protocol takes. One that fails gets that provider's
     # 400 and takes no step. `fp.requests.last.tool_results` lists what a request sent back.
+    #
+    # On Bedrock an error step answers with the status and the x-amzn-errortype header AWS
+    # sends (`error: :unauthorized` is its 403 UnrecognizedClientException), a malformed
+    # event is a frame whose CRC is wrong, an in-stream error a modelStreamErrorException.
     #
     # Faults that act between stream events (`delay_first_token`, `cut_after`, `stall_after`,
     # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed
@@ -117,7 +127,10 @@ module LlmFailover
       # @param strict_transcript [Boolean] refuse, as Anthropic does, a request whose
       #   messages hold a tool call without exactly one result right after it, or a result
       #   without its call: a 400 in the request's protocol, and no step is taken
-      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false)
+      # @param aws_credentials [Hash, nil] access key id => secret access key (or
+      #   { secret_access_key:, session_token: }): Bedrock requests must be signed with one
+      #   of them (SigV4), as AWS wants; nil checks no signature
+      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false, aws_credentials: nil)
         unless reset_idle_after.nil? || (reset_idle_after.is_a?(Numeric) && reset_idle_after.positive?)
           raise ArgumentError, "reset_idle_after must be nil or a positive number, got #{reset_idle_after.inspect}"
         end
@@ -126,6 +139,11 @@ module LlmFailover
         @port = port
         @reset_idle_after = reset_idle_after
         self.strict_transcript = strict_transcript
+        unless aws_credentials.nil? || aws_credentials.is_a?(Hash)
+          raise ArgumentError, "aws_credentials must be nil or a Hash of access key id => secret"
+        end
+
+        @aws_credentials = aws_credentials&.transform_keys(&:to_s)&.freeze
         @mutex = Mutex.new
         @queue = []
         @embed_queue = []
@@ -197,13 +215,13 @@ module LlmFailover
       end
 
       # The base_url a provider of that API should be configured with.
-      # @param api [Symbol] :openai or :anthropic
+      # @param api [Symbol] :openai, :anthropic or :bedrock
       # @return [String]
       def base_url(api)
         case api.to_sym
         when :openai then "#{url}/v1"
-        when :anthropic then url
-        else raise ArgumentError, "FakeProvider speaks :openai and :anthropic, not #{api.inspect}"
+        when :anthropic, :bedrock then url
+        else raise ArgumentError, "FakeProvider speaks :openai, :anthropic and :bedrock, not #{api.inspect}"
         end
       end
 

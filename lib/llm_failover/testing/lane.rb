@@ -36,7 +36,7 @@ module LlmFailover
         end
 
         # The base_url a provider of that API should be configured with to use this lane.
-        # @param api [Symbol] :openai or :anthropic
+        # @param api [Symbol] :openai, :anthropic or :bedrock
         # @return [String]
         def base_url(api)
           @server.base_url(api).sub(@server.url, "#{@server.url}#{path_prefix}")

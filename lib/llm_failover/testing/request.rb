@@ -1,13 +1,19 @@
 # frozen_string_literal: true
 
 require "json"
+require "uri"
 require_relative "transcript"
 
 module LlmFailover
   module Testing
     class FakeProvider
+      # Bedrock's path: the model id (escaped as AWS's SDKs send it) and the operation.
+      BEDROCK_PATH = %r{/model/([^/]+)/(?:converse|converse-stream)\z}.freeze
+
       # One request as the server saw it. headers has lowercase names; json is the parsed
-      # body when it is a JSON object; api is :openai, :anthropic or nil (unrouted).
+      # body when it is a JSON object; api is :openai, :anthropic, :bedrock or nil
+      # (unrouted); stream is the body's "stream", or for Bedrock the path's
+      # /converse-stream.
       # client_closed is set when the client hung up while the answer was held back (a
       # delay): a hedged request's loser, a cancelled call. lane is the provider name its
       # path starts with (`/providers/NAME/...`, see Lane) or nil.
@@ -28,8 +34,9 @@ module LlmFailover
           end
           headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
           method = method.dup.force_encoding(Encoding::UTF_8)
-          new(method, path, headers, body, json, route(method, path), json&.fetch("stream", nil) == true, nil,
-              path[%r{\A/providers/([^/?]+)/}, 1]&.to_sym)
+          api = route(method, path)
+          stream = api == :bedrock ? path.split("?", 2).first.end_with?("/converse-stream") : json&.fetch("stream", nil) == true
+          new(method, path, headers, body, json, api, stream, nil, path[%r{\A/providers/([^/?]+)/}, 1]&.to_sym)
         end
 
         # @return [Symbol, nil] the API a POST to this path speaks; nil: not routed (a 404)
@@ -39,7 +46,18 @@ module LlmFailover
           bare = path.split("?", 2).first
           if bare.end_with?("/chat/completions", "/embeddings") then :openai
           elsif bare.end_with?("/messages") then :anthropic
+          elsif BEDROCK_PATH.match?(bare) then :bedrock
           end
+        end
+
+        # @return [String, nil] the model asked for: the body's "model", or Bedrock's from
+        #   its path, unescaped
+        def model
+          if api == :bedrock
+            id = path.split("?", 2).first[BEDROCK_PATH, 1]
+            return id && URI.decode_uri_component(id)
+          end
+          json["model"] if json.is_a?(Hash) && json["model"].is_a?(String)
         end
 
         # @return [Boolean] whether it asks for embeddings (the OpenAI-compatible /embeddings)
@@ -47,7 +65,7 @@ module LlmFailover
           api == :openai && path.split("?", 2).first.end_with?("/embeddings")
         end
 
-        # @return [Boolean] whether the body asked for a stream
+        # @return [Boolean] whether it asked for a stream
         def stream?
           stream
         end

@@ -3,6 +3,8 @@
 require "json"
 require_relative "openai_answer"
 require_relative "anthropic_answer"
+require_relative "bedrock_answer"
+require_relative "event_stream"
 require_relative "canned_errors"
 require_relative "embedding_answer"
 
@@ -15,6 +17,9 @@ module LlmFailover
       class Responder
         # Fixture headers we recompute: the body framing is ours.
         FRAMING_HEADERS = %w[content-length transfer-encoding connection].freeze
+
+        # The answer of each protocol (OpenAI-compatible for any other).
+        ANSWERS = { anthropic: AnthropicAnswer, bedrock: BedrockAnswer }.freeze
 
         # @param io [HttpIO]
         # @param request [Request]
@@ -66,9 +71,15 @@ module LlmFailover
         def serve_fixture
           fixture = @step.fixture_response
           headers = fixture[:headers].reject { |k, _| FRAMING_HEADERS.include?(k.downcase) }
-          if fixture[:headers].any? { |k, v| k.casecmp?("content-type") && v.to_s.include?("text/event-stream") }
+          type = fixture[:headers].find { |k, _| k.casecmp?("content-type") }&.last.to_s
+          if type.include?("text/event-stream") || type.include?("vnd.amazon.eventstream")
             @io.write_head(fixture[:status], framing(headers, chunked: true))
-            events = fixture[:body].scan(/.*?(?:\r\n\r\n|\n\n|\r\r)|.+\z/m)
+            # An SSE event, or one binary message, per chunk.
+            events = if type.include?("eventstream") && !type.include?("event-stream")
+                       EventStream.split(fixture[:body])
+                     else
+                       fixture[:body].scan(/.*?(?:\r\n\r\n|\n\n|\r\r)|.+\z/m)
+                     end
             events.each_with_index do |event, i|
               pause(@step[:chunk_delay]) if i.positive?
               @io.write_chunk(event)
@@ -117,7 +128,7 @@ module LlmFailover
         # pieces of a tool call's arguments alike: cut_after can cut inside a call).
         def serve_stream
           answer = build_answer
-          headers = { "Content-Type" => "text/event-stream", "Cache-Control" => "no-cache" }.merge(answer.headers)
+          headers = { "Content-Type" => answer.stream_content_type, "Cache-Control" => "no-cache" }.merge(answer.headers)
           @io.write_head(200, framing(headers, chunked: true))
           @sent = 0
           answer.preamble_events.each { |e| event(e) }
@@ -162,14 +173,13 @@ module LlmFailover
           include_usage = @request.json.is_a?(Hash) &&
                           @request.json.dig("stream_options", "include_usage") == true
           text, chunks, calls = @step.answer_for(@request.json)
-          answer = @request.api == :anthropic ? AnthropicAnswer : OpenAIAnswer
+          answer = ANSWERS.fetch(@request.api, OpenAIAnswer)
           answer.new(model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls, usage: usage,
                      finish_reason: @step[:finish_reason], include_usage: include_usage, thinking: @step.thinking)
         end
 
         def request_model
-          model = @request.json["model"] if @request.json.is_a?(Hash)
-          model.is_a?(String) ? model : "fake-model"
+          @request.model || "fake-model"
         end
 
         def send_whole(status, headers, body)

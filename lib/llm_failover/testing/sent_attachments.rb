@@ -4,8 +4,9 @@ module LlmFailover
   module Testing
     class FakeProvider
       # A file a request carried, read back from its protocol's form: OpenAI-compatible
-      # content parts (image_url with a data URI or a URL; file with file_data) or
-      # Anthropic blocks (image, document; a base64 or url source). data is the decoded
+      # content parts (image_url with a data URI or a URL; file with file_data),
+      # Anthropic blocks (image, document; a base64 or url source) or Bedrock's (image,
+      # document; their bytes). data is the decoded
       # bytes (nil when only a URL was sent); part is the part or block as sent, so a
       # test can check the protocol's own form.
       SentAttachment = Struct.new(:kind, :mime_type, :data, :url, :filename, :role, :part, keyword_init: true) do
@@ -22,7 +23,7 @@ module LlmFailover
 
         module_function
 
-        # @param api [Symbol, nil] :openai or :anthropic
+        # @param api [Symbol, nil] :openai, :anthropic or :bedrock
         # @param json [Hash, nil] the parsed request body
         # @return [Array<SentAttachment>]
         def read(api, json)
@@ -36,7 +37,11 @@ module LlmFailover
             content.filter_map do |part|
               next unless part.is_a?(Hash)
 
-              api == :anthropic ? anthropic(part, message["role"]) : openai(part, message["role"])
+              case api
+              when :anthropic then anthropic(part, message["role"])
+              when :bedrock then bedrock(part, message["role"])
+              else openai(part, message["role"])
+              end
             end
           end
         end
@@ -63,6 +68,21 @@ module LlmFailover
             SentAttachment.new(kind: kind, mime_type: source["media_type"], data: decode(source["data"]), url: nil,
                                role: role, part: part)
           end
+        end
+
+        # Converse: {"image": {"format": "png", "source": {"bytes"}}}, {"document": {"format":
+        # "pdf", "name", "source": {"bytes"}}}.
+        def bedrock(part, role)
+          key = %w[image document].find { |k| part[k].is_a?(Hash) }
+          return nil unless key
+
+          kind = key.to_sym
+          block = part[key]
+          format = block["format"].to_s
+          mime = kind == :image ? "image/#{format}" : { "pdf" => "application/pdf" }.fetch(format, format)
+          source = block["source"].is_a?(Hash) ? block["source"] : {}
+          SentAttachment.new(kind: kind, mime_type: mime, data: decode(source["bytes"]), url: nil,
+                             filename: block["name"], role: role, part: part)
         end
 
         def from_uri(text, kind:, filename:, role:, part:)

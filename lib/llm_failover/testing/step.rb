@@ -139,9 +139,14 @@ module LlmFailover
         end
 
         # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
-        # OpenAI's {"type": "function", "function": {"name"}}.
+        # OpenAI's {"type": "function", "function": {"name"}}, Bedrock's toolConfig.toolChoice
+        # {"tool": {"name"}}.
         # @return [String, nil]
         def self.forced_tool(json)
+          config = json["toolConfig"] if json.is_a?(Hash)
+          tool = config["toolChoice"]["tool"] if config.is_a?(Hash) && config["toolChoice"].is_a?(Hash)
+          return tool["name"] if tool.is_a?(Hash) && tool["name"].is_a?(String)
+
           choice = json["tool_choice"] if json.is_a?(Hash)
           return nil unless choice.is_a?(Hash)
           return choice["name"] if choice["type"] == "tool" && choice["name"].is_a?(String)
@@ -259,6 +264,8 @@ module LlmFailover
           headers = response["headers"] || response[:headers] || {}
           body = response.key?("body") ? response["body"] : response[:body]
           body = JSON.generate(body) if body.is_a?(Hash) || body.is_a?(Array)
+          # A binary body (a ConverseStream's event stream) is recorded as base64.
+          body = body.to_s.unpack1("m") if (response["encoding"] || response[:encoding]) == "base64"
           { status: Integer(status), headers: headers.transform_keys(&:to_s).freeze, body: body.to_s.b.freeze }.freeze
         end
       end

@@ -5,6 +5,7 @@ require "socket"
 require_relative "../http_io"
 require_relative "../request"
 require_relative "../responder"
+require_relative "../sig_v4"
 require_relative "../step"
 require_relative "../transcript"
 
@@ -68,10 +69,12 @@ module LlmFailover
         end
 
         # Logs the request and, when it is routed, hands it the next step (atomically, so
-        # concurrent requests take steps in the order they are logged). A transcript a
-        # strict provider refuses takes no step: the script is about answers.
+        # concurrent requests take steps in the order they are logged). A signature AWS
+        # refuses, or a transcript a strict provider refuses, takes no step: the script is
+        # about answers.
         def take_step(request)
-          refusal = (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api && !request.embeddings?)
+          refusal = (SigV4.refusal(request, @aws_credentials) if @aws_credentials && request.api == :bedrock)
+          refusal ||= (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api && !request.embeddings?)
           @mutex.synchronize do
             @requests << request
             next nil unless request.api
@@ -85,7 +88,8 @@ module LlmFailover
 
         def not_found(io, request)
           body = JSON.generate("error" => { "message" => "FakeProvider: no route for #{request.method} #{request.path} " \
-                                                         "(POST .../chat/completions, .../embeddings or .../messages)",
+                                                         "(POST .../chat/completions, .../embeddings, .../messages or " \
+                                                         ".../model/ID/converse[-stream])",
                                             "type" => "invalid_request_error", "param" => nil, "code" => "not_found" })
           io.write_head(404, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
                               ["Connection", "keep-alive"]])
