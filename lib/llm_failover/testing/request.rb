@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "json"
-require "uri"
 require_relative "transcript"
 
 module LlmFailover
@@ -55,7 +54,7 @@ module LlmFailover
         def model
           if api == :bedrock
             id = path.split("?", 2).first[BEDROCK_PATH, 1]
-            return id && URI.decode_uri_component(id)
+            return id&.gsub(/%(\h\h)/) { Regexp.last_match(1).hex.chr }&.force_encoding(Encoding::UTF_8)
           end
           json["model"] if json.is_a?(Hash) && json["model"].is_a?(String)
         end

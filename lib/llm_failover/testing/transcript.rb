@@ -150,9 +150,10 @@ module LlmFailover
             return ["The toolConfig field must be defined when using toolUse and toolResult content blocks."]
           end
 
-          @messages.each_index do |i|
+          # One past the last message too: calls at the end have no results.
+          (0..@messages.size).each do |i|
             expected = i.positive? ? calls_in(i - 1).map(&:id) : []
-            got = results_in(i).map(&:id)
+            got = i < @messages.size ? results_in(i).map(&:id) : []
             next if got.sort == expected.sort && got.uniq.size == got.size
 
             if (got - expected).any? || got.uniq.size != got.size
