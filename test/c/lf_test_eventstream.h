@@ -43,30 +43,31 @@ static inline void frame(lf_buf *out, const lf_buf *headers, const char *payload
     put_u32(out, lf_es_crc32(0, (const unsigned char *)out->ptr + start, out->len - start));
 }
 
-/* An event message (:message-type event) of the given :event-type. */
-static inline void event(lf_buf *out, const char *type, const char *payload)
+/* A message of :message-type kind ("event", "exception") whose type is the
+ * header type_header (":event-type", ":exception-type") says. */
+static inline void typed_message(lf_buf *out, const char *kind, const char *type_header, const char *type,
+                                 const char *payload)
 {
     lf_buf h;
 
     lf_buf_init(&h);
-    put_string_header(&h, ":event-type", type);
+    put_string_header(&h, type_header, type);
     put_string_header(&h, ":content-type", "application/json");
-    put_string_header(&h, ":message-type", "event");
+    put_string_header(&h, ":message-type", kind);
     frame(out, &h, payload);
     lf_buf_free(&h);
+}
+
+/* An event message (:message-type event) of the given :event-type. */
+static inline void event(lf_buf *out, const char *type, const char *payload)
+{
+    typed_message(out, "event", ":event-type", type, payload);
 }
 
 /* An exception message (:message-type exception) of the given :exception-type. */
 static inline void exception_event(lf_buf *out, const char *type, const char *payload)
 {
-    lf_buf h;
-
-    lf_buf_init(&h);
-    put_string_header(&h, ":exception-type", type);
-    put_string_header(&h, ":content-type", "application/json");
-    put_string_header(&h, ":message-type", "exception");
-    frame(out, &h, payload);
-    lf_buf_free(&h);
+    typed_message(out, "exception", ":exception-type", type, payload);
 }
 
 #endif

@@ -84,6 +84,12 @@ module LlmFailover
           false
         end
 
+        # The block before +index+ that has pieces (0 when none has).
+        def prior_block(index)
+          @deltas.reverse_each { |d| return d.block if d.block < index }
+          0
+        end
+
         def build_blocks
           blocks = []
           if @thinking

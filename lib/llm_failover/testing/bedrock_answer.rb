@@ -117,12 +117,6 @@ module LlmFailover
           end
         end
 
-        # The block before +index+ that has pieces (0 when none has).
-        def prior_block(index)
-          @deltas.reverse_each { |d| return d.block if d.block < index }
-          0
-        end
-
         def block_stop(index)
           event("contentBlockStop", "contentBlockIndex" => index)
         end
