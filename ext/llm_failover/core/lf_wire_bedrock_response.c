@@ -177,6 +177,7 @@ static int lf_bedrock_event(lf_stream_state *s, const lf_es_text *type, json_obj
         s->stopped = 1;
         return LF_STREAM_CONTINUE;
     }
+    /* metadata: the usage, and the end when it follows messageStop. */
     if (lf_bedrock_usage(lf_json_get(root, "usage"), &s->answer)) s->has_usage = 1;
     if (!s->stopped) return LF_STREAM_CONTINUE;
     s->done = 1;
