@@ -3,10 +3,12 @@
  * ConverseStream: its lines are messages, "TYPE PAYLOAD" (an :event-type),
  * or "!TYPE PAYLOAD" (an exception of that :exception-type), read as a
  * chat's and as a schema's stream; then the content of a request, and a
- * model id in its path. Besides the sanitizers it checks what the wire
+ * model id in its URL. Besides the sanitizers it checks what the wire
  * layer promises: valid UTF-8 out, text equal to the deltas handed out, no
  * call before the stream completes, a built body that is strict JSON, a
- * path made only of unreserved bytes and escapes that decode back to the id.
+ * path made only of unreserved bytes and escapes that decode back to the id,
+ * sent as lf_wire_url built it, and signed escaped once more where libcurl
+ * does not do that itself.
  * (The framing itself is fuzz_eventstream's.)
  *
  *   ruby fuzz/seed_converse.rb spec/fixtures/recorded tmp/fuzz/corpus_converse
@@ -20,36 +22,20 @@
 #include "lf_buf.h"
 #include "lf_eventstream.h"
 #include "lf_json_read.h"
+#include "lf_prepare.h"
+#include "lf_transport.h"
 #include "lf_utf8.h"
 #include "lf_wire.h"
 
 #include "lf_banned.h"
 
-#define CHECK(cond) do { if (!(cond)) abort(); } while (0)
+#include "fuzz_check.h"
 
-#include "../test/c/utf8_ref.h"
-
-static void check_buf(const lf_buf *b)
+/* Bedrock's input_tokens is the sum with the cached part: never less. */
+static void check_converse_answer(const lf_answer *a)
 {
-    CHECK(utf8_valid(lf_buf_cstr(b), b->len));
-    CHECK(b->len == 0 || b->ptr[b->len] == '\0');
-}
-
-static void check_answer(const lf_answer *a)
-{
-    size_t i;
-
-    check_buf(&a->text);
-    check_buf(&a->finish_reason);
-    CHECK(a->input_tokens >= -1 && a->output_tokens >= -1);
-    CHECK(a->cached_input_tokens >= -1 && a->cache_write_tokens >= -1);
+    check_answer(a);
     if (a->input_tokens >= 0 && a->cached_input_tokens >= 0) CHECK(a->cached_input_tokens <= a->input_tokens);
-    for (i = 0; i < a->n_tool_calls; i++) {
-        check_buf(&a->tool_calls[i].id);
-        check_buf(&a->tool_calls[i].name);
-        check_buf(&a->tool_calls[i].arguments);
-        CHECK(a->tool_calls[i].arguments.len > 0);
-    }
 }
 
 static void fuzz_answer(const char *data, size_t size)
@@ -63,9 +49,8 @@ static void fuzz_answer(const char *data, size_t size)
     for (tool = 0; tool <= 1; tool++) {
         rc = (tool ? lf_wire_parse_tool_response : lf_wire_parse_response)(LF_API_BEDROCK, data, size, &a, &e);
         CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
-        check_answer(&a);
-        check_buf(&e.type);
-        check_buf(&e.message);
+        check_converse_answer(&a);
+        check_error(&e);
         if (rc != LF_WIRE_OK) CHECK(a.text.len == 0 && a.input_tokens == -1 && a.n_tool_calls == 0);
         if (tool) CHECK(a.n_tool_calls == 0);
     }
@@ -112,9 +97,8 @@ static void fuzz_stream(const char *text, size_t size, int tool_input)
         if (rc == LF_STREAM_DONE) CHECK(s.done);
         CHECK(s.answer.text.len == before + delta_len);
         if (delta_len) CHECK(lf_buf_append(&deltas, delta, delta_len) == 0);
-        check_answer(&s.answer);
-        check_buf(&s.error.type);
-        check_buf(&s.error.message);
+        check_converse_answer(&s.answer);
+        check_error(&s.error);
         if (was_complete) CHECK(lf_stream_complete(&s));
         if (!lf_stream_complete(&s) || tool_input) CHECK(s.answer.n_tool_calls == 0);
         was_complete = lf_stream_complete(&s);
@@ -186,41 +170,78 @@ static int unhex(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* The input as a model id: its path is unreserved bytes and %XX only, and
- * decodes back to the id between "/model/" and "/converse". */
-static void fuzz_path(const char *data, size_t size)
+/* Appends the %XX-escaped text at s (n bytes) decoded; every byte not an
+ * escape must be RFC 3986's unreserved, or one of keep. */
+static void decode(lf_buf *out, const char *s, size_t n, const char *keep)
 {
-    lf_buf id, path, back;
-    lf_request_params p;
-    size_t i, start = strlen("/model/"), stop;
+    size_t i;
 
-    lf_buf_init(&id);
-    lf_buf_init(&path);
-    lf_buf_init(&back);
-    CHECK(lf_buf_set(&id, data, size) == 0);
-    memset(&p, 0, sizeof p);
-    p.api = LF_API_BEDROCK;
-    p.model = lf_buf_cstr(&id);   /* up to its first NUL */
-    CHECK(lf_wire_request_path(&p, &path) == 0);
-    stop = path.len - strlen("/converse");
-    CHECK(strncmp(path.ptr, "/model/", start) == 0 && strcmp(path.ptr + stop, "/converse") == 0);
-    for (i = start; i < stop; i++) {
-        char c = path.ptr[i];
+    for (i = 0; i < n; i++) {
+        char c = s[i];
 
         if (c == '%') {
-            CHECK(i + 2 < stop && unhex(path.ptr[i + 1]) >= 0 && unhex(path.ptr[i + 2]) >= 0);
-            CHECK(lf_buf_append_char(&back, (char)(unhex(path.ptr[i + 1]) * 16 + unhex(path.ptr[i + 2]))) == 0);
+            CHECK(i + 2 < n && unhex(s[i + 1]) >= 0 && unhex(s[i + 2]) >= 0);
+            CHECK(lf_buf_append_char(out, (char)(unhex(s[i + 1]) * 16 + unhex(s[i + 2]))) == 0);
             i += 2;
         } else {
             CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                  c == '.' || c == '_' || c == '~');
-            CHECK(lf_buf_append_char(&back, c) == 0);
+                  c == '.' || c == '_' || c == '~' || (c && strchr(keep, c)));
+            CHECK(lf_buf_append_char(out, c) == 0);
         }
     }
-    CHECK(strcmp(lf_buf_cstr(&back), p.model) == 0);
+}
+
+/* The input as a model id: lf_wire_url's path is unreserved bytes and %XX
+ * only, and decodes back to the id between "/model/" and "/converse". The
+ * prepared request sends that path as it was built; where it signs another
+ * (a libcurl before 8.14), that one is it escaped once more. */
+static void fuzz_path(const char *data, size_t size)
+{
+    static const char host[] = "http://127.0.0.1:9";
+    lf_buf id, url, back, err;
+    lf_endpoint e = { .api = LF_API_BEDROCK, .base_url = "" };
+    lf_message msg = { .role = "user", .content = "hi", .content_len = 2 };
+    lf_request_params params = { .messages = &msg, .n_messages = 1 };
+    lf_target t = { .api = LF_API_BEDROCK, .base_url = host, .api_key = "-" };
+    lf_prepared_call pc;
+    const char *path, *sent;
+    size_t start = strlen("/model/"), stop;
+
+    lf_buf_init(&id);
+    lf_buf_init(&url);
+    lf_buf_init(&back);
+    lf_buf_init(&err);
+    CHECK(lf_buf_set(&id, data, size) == 0);
+    e.model = t.model = lf_buf_cstr(&id);   /* up to its first NUL */
+    if (!e.model[0]) {
+        CHECK(lf_wire_url(&e, &url, &err) == -1 && url.len == 0 && strcmp(lf_buf_cstr(&err), "model is missing") == 0);
+        goto done;
+    }
+    CHECK(lf_wire_url(&e, &url, NULL) == 0);
+    path = lf_buf_cstr(&url);
+    stop = url.len - strlen("/converse");
+    CHECK(strncmp(path, "/model/", start) == 0 && strcmp(path + stop, "/converse") == 0);
+    decode(&back, path + start, stop - start, "");
+    CHECK(strcmp(lf_buf_cstr(&back), e.model) == 0);
+
+    lf_prepared_call_init(&pc);
+    CHECK(lf_prepare_target(&pc, 0, &t, &params, &err) == 0);
+    CHECK(strncmp(pc.target[0].url, host, strlen(host)) == 0);
+    sent = pc.target[0].request_target ? pc.target[0].request_target : pc.target[0].url + strlen(host);
+    CHECK(strcmp(sent, path) == 0);
+    if (pc.target[0].request_target) {
+        lf_buf_clear(&back);
+        decode(&back, pc.target[0].url + strlen(host), strlen(pc.target[0].url + strlen(host)), "/");
+        CHECK(strcmp(lf_buf_cstr(&back), path) == 0 && strchr(path, '%'));
+    } else {
+        CHECK(lf_transport_sigv4_escapes_path() || !strchr(path, '%'));
+    }
+    lf_prepared_call_free(&pc);
+done:
     lf_buf_free(&id);
-    lf_buf_free(&path);
+    lf_buf_free(&url);
     lf_buf_free(&back);
+    lf_buf_free(&err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

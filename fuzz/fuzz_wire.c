@@ -1,7 +1,9 @@
 /* libFuzzer target for the wire parsers: each input is an answer body for
- * both APIs, an error body, single SSE events (with and without an event
+ * both APIs (a text request's, and a schema's: lf_wire_parse_tool_response),
+ * an error body, single SSE events (with and without an event
  * name) and a sequence of events for both APIs, and message content for the
- * request builder. Besides the sanitizers, it checks what the parsers
+ * request builder; the same again for Gemini (fuzz_gemini), whose model
+ * also goes into a path. Besides the sanitizers, it checks what the parsers
  * promise: valid UTF-8 out, text equal to the deltas handed out, nothing
  * left over on failure, a built request that is strict JSON holding the
  * content it was given.
@@ -28,46 +30,12 @@
 
 #include "lf_banned.h"
 
-#define CHECK(cond) do { if (!(cond)) abort(); } while (0)
-
-#include "../test/c/utf8_ref.h"
+#include "fuzz_check.h"
 
 /* A built request must be standard JSON in valid UTF-8: what a provider accepts. */
 static json_object *standard_json(const char *s, size_t n)
 {
     return lf_utf8_is_valid(s, n) ? lf_json_parse(s, n) : NULL;
-}
-
-static void check_buf(const lf_buf *b)
-{
-    CHECK(utf8_valid(lf_buf_cstr(b), b->len));
-    CHECK(b->len == 0 || b->ptr[b->len] == '\0');
-}
-
-static void check_answer(const lf_answer *a)
-{
-    size_t i;
-
-    check_buf(&a->text);
-    check_buf(&a->model);
-    check_buf(&a->finish_reason);
-    check_buf(&a->id);
-    CHECK(a->input_tokens >= -1 && a->output_tokens >= -1);
-    /* Tool calls: whole, valid UTF-8, arguments never empty. */
-    CHECK(a->n_tool_calls <= a->cap_tool_calls);
-    for (i = 0; i < a->n_tool_calls; i++) {
-        check_buf(&a->tool_calls[i].id);
-        check_buf(&a->tool_calls[i].name);
-        check_buf(&a->tool_calls[i].arguments);
-        CHECK(a->tool_calls[i].arguments.len > 0);
-    }
-}
-
-static void check_error(const lf_wire_error *e)
-{
-    check_buf(&e->type);
-    check_buf(&e->code);
-    check_buf(&e->message);
 }
 
 static void fuzz_response(const uint8_t *data, size_t size)
@@ -78,8 +46,11 @@ static void fuzz_response(const uint8_t *data, size_t size)
 
     lf_answer_init(&a);
     lf_wire_error_init(&e);
-    for (api = 0; api <= 1; api++) {
-        rc = lf_wire_parse_response((lf_api)api, (const char *)data, size, &a, &e);
+    /* Both APIs, each as a text request's answer and as a schema's (a forced
+     * call's input written back as the text). */
+    for (api = 0; api <= 3; api++) {
+        rc = api < 2 ? lf_wire_parse_response((lf_api)api, (const char *)data, size, &a, &e)
+                     : lf_wire_parse_tool_response((lf_api)(api - 2), (const char *)data, size, &a, &e);
         CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
         check_answer(&a);
         check_error(&e);
@@ -156,12 +127,32 @@ static void stream_check_free(stream_check *c)
     lf_buf_free(&c->deltas);
 }
 
+/* A stream: each line of text is an event's data (NUL-terminated, as lf_sse
+ * hands data over), all into one state. */
+static void stream_lines(stream_check *c, const char *text, size_t size, const char *event, size_t event_len)
+{
+    const char *nl, *p, *end = text + size;
+    char *copy;
+
+    for (p = text; p < end; p = nl + 1) {
+        size_t n;
+        nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) nl = end;
+        n = (size_t)(nl - p);
+        copy = malloc(n + 1);
+        CHECK(copy != NULL);
+        if (n) memcpy(copy, p, n);
+        copy[n] = '\0';
+        stream_check_event(c, event, event_len, copy, n);
+        free(copy);
+    }
+}
+
 /* `text` is NUL-terminated at `size`, as lf_sse hands data over. */
 static void fuzz_stream(const char *text, size_t size)
 {
-    const char *nl, *p, *end = text + size;
+    const char *nl, *end = text + size;
     stream_check c;
-    char *copy;
     int api;
 
     for (api = 0; api <= 1; api++) {
@@ -184,18 +175,7 @@ static void fuzz_stream(const char *text, size_t size)
 
         /* A stream: events are the lines, all into one state. */
         stream_check_init(&c, (lf_api)api);
-        for (p = text; p < end; p = nl + 1) {
-            size_t n;
-            nl = memchr(p, '\n', (size_t)(end - p));
-            if (!nl) nl = end;
-            n = (size_t)(nl - p);
-            copy = malloc(n + 1);
-            CHECK(copy != NULL);
-            if (n) memcpy(copy, p, n);
-            copy[n] = '\0';
-            stream_check_event(&c, api ? "message" : "", api ? 7 : 0, copy, n);
-            free(copy);
-        }
+        stream_lines(&c, text, size, api ? "message" : "", api ? 7 : 0);
         stream_check_free(&c);
     }
 }
@@ -353,6 +333,119 @@ static void fuzz_build_params(const uint8_t *data, size_t size)
     lf_buf_free(&err);
 }
 
+/* ------------------------------------------------------------- Gemini */
+
+/* The input as a Gemini answer (plain, embeddings), as one stream event and
+ * as a stream of lines: the same promises as the other protocols'. */
+static void fuzz_gemini_parse(const char *text, size_t size)
+{
+    lf_answer a;
+    lf_wire_error e;
+    stream_check c;
+    int rc;
+
+    lf_answer_init(&a);
+    lf_wire_error_init(&e);
+    rc = lf_wire_parse_response(LF_API_GEMINI, text, size, &a, &e);
+    CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
+    check_answer(&a);
+    check_error(&e);
+    if (rc != LF_WIRE_OK) CHECK(a.text.len == 0 && a.reasoning.len == 0 && a.n_tool_calls == 0);
+    if (rc == LF_WIRE_OK && a.n_tool_calls) CHECK(strcmp(a.finish_reason.ptr, LF_FINISH_TOOL_CALLS) == 0);
+    rc = lf_wire_parse_embeddings_for(LF_API_GEMINI, text, size, 2, &a, &e);
+    if (rc == LF_WIRE_OK) CHECK(a.vectors && a.n_vectors == 2 && a.dims > 0);
+    else CHECK(!a.vectors && a.n_vectors == 0);
+    lf_answer_free(&a);
+    lf_wire_error_free(&e);
+
+    stream_check_init(&c, LF_API_GEMINI);
+    stream_check_event(&c, "", 0, text, size);
+    stream_check_free(&c);
+    stream_check_init(&c, LF_API_GEMINI);
+    stream_lines(&c, text, size, "", 0);
+    stream_check_free(&c);
+}
+
+/* The input (up to its first NUL) as every string of a Gemini request: texts,
+ * a call's name, arguments and signature, a result, the system text, a tool's
+ * description, the model in the path, Vertex's project, Azure's deployment
+ * and api-version. The body is strict JSON with the texts in it; the URL
+ * holds no byte that would end a segment. */
+static void fuzz_gemini_build(const char *text)
+{
+    size_t len = strlen(text), i;
+    lf_tool tool = { .name = "t", .description = text };
+    lf_tool_call call = { .id = "c1", .name = "t", .arguments = text, .arguments_len = len, .signature = text,
+                          .signature_len = len };
+    lf_message msgs[5];
+    lf_request_params p;
+    lf_endpoint e;
+    lf_buf out, err, want;
+    json_object *o, *t;
+    int rc, layout;
+
+    memset(msgs, 0, sizeof msgs);
+    msgs[0] = (lf_message){ .role = "system", .content = text, .content_len = len };
+    msgs[1] = (lf_message){ .role = "user", .content = text, .content_len = len };
+    msgs[2] = (lf_message){ .role = "assistant", .content = text, .content_len = len, .tool_calls = &call,
+                            .n_tool_calls = 1, .reasoning = text, .reasoning_len = len,
+                            .reasoning_api = LF_API_GEMINI, .reasoning_origin = "h" };
+    msgs[3] = (lf_message){ .role = "tool", .content = text, .content_len = len, .tool_call_id = "c1",
+                            .is_error = len & 1 };
+    msgs[4] = (lf_message){ .role = "user", .content = text, .content_len = len };
+    lf_buf_init(&out);
+    lf_buf_init(&err);
+    lf_buf_init(&want);
+    CHECK(lf_utf8_append_sanitized(&want, text, len) == 0);
+    memset(&p, 0, sizeof p);
+    p.api = LF_API_GEMINI;
+    p.model = text[0] ? text : "m";
+    p.messages = msgs;
+    p.tools = &tool;
+    p.n_tools = 1;
+    p.origin = (len & 2) ? "h" : "other";
+    p.json_mode = (len >> 2) & 1;
+    for (p.n_messages = 2; p.n_messages <= 5; p.n_messages += 3) {
+        CHECK(lf_wire_build_request(&p, &out, &err) == 0);
+        o = standard_json(out.ptr, out.len);
+        CHECK(o != NULL);
+        /* The user's text, sanitized, is the first content's text. */
+        t = json_object_object_get(json_object_array_get_idx(
+                json_object_object_get(json_object_array_get_idx(json_object_object_get(o, "contents"), 0), "parts"), 0),
+            "text");
+        CHECK(t && (size_t)json_object_get_string_len(t) == want.len);
+        CHECK(want.len == 0 || memcmp(json_object_get_string(t), want.ptr, want.len) == 0);
+        json_object_put(o);
+    }
+    for (layout = 0; layout < 3; layout++) {
+        /* Gemini on Google AI and on Vertex AI, chat completions on an Azure
+         * deployment. */
+        static const lf_layout layouts[] = { LF_LAYOUT_PLAIN, LF_LAYOUT_VERTEX, LF_LAYOUT_AZURE_DEPLOYMENT };
+
+        e = (lf_endpoint){ .api = layout == 2 ? LF_API_OPENAI : LF_API_GEMINI, .layout = layouts[layout],
+                           .base_url = "", .model = p.model, .api_version = text, .vertex = { text, "global" },
+                           .stream = layout == 1 };
+        rc = lf_wire_url(&e, &out, &err);
+        CHECK(rc == 0 || (rc == -1 && err.len > 0));
+        if (rc) continue;
+        for (i = 0; i < out.len; i++) {
+            char ch = out.ptr[i];
+
+            CHECK((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                  strchr("-._~@%:/?=", ch) != NULL);
+        }
+    }
+    lf_buf_free(&out);
+    lf_buf_free(&err);
+    lf_buf_free(&want);
+}
+
+static void fuzz_gemini(const char *text, size_t size)
+{
+    fuzz_gemini_parse(text, size);
+    fuzz_gemini_build(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -369,6 +462,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_stream(text, size);
     fuzz_build(text);
     fuzz_build_tools(text);
+    fuzz_gemini(text, size);
     free(text);
     fuzz_build_params(data, size);
     return 0;

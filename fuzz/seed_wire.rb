@@ -18,8 +18,9 @@ FileUtils.mkdir_p(corpus)
 
 seeds = []
 
-# function_calling/: tool calls, whole and streamed in pieces.
-Dir[File.join(fixtures, "*.json"), File.join(fixtures, "function_calling", "*.json")].sort.each do |path|
+# function_calling/: tool calls, whole and streamed in pieces; gemini/: Gemini and Vertex AI.
+Dir[File.join(fixtures, "*.json"), File.join(fixtures, "function_calling", "*.json"),
+    File.join(fixtures, "gemini", "*.json")].sort.each do |path|
   JSON.parse(File.read(path))["interactions"].each do |interaction|
     body = interaction.dig("response", "body").to_s
     seeds << body
@@ -51,6 +52,10 @@ seeds.concat [
   '{"choices":[{"index":0,"message":{"content":null,"tool_calls":[]},"finish_reason":"tool_calls"}]}',
   '{"choices":[{"delta":{"content":"caf\u00e9 \ud83d\ude0a \ud800"},"finish_reason":null}]}',
   "[DONE]",
+  '{"promptFeedback":{"blockReason":"SAFETY"}}',
+  '{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"SAFETY"}]}',
+  '{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"m","details":[{"retryDelay":"1.5s"},{"reason":"R"}]}}',
+  '{"embeddings":[{"values":[0.1,0.2]},{"values":[0.3,0.4]}]}',
   # fuzz_build_params reads the first 17 bytes as temperature, max_tokens, flags
   [0.7, 256, 7].pack("Eq<C") + "hello",
   [Float::NAN, -1, 5].pack("Eq<C"),

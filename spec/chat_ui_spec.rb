@@ -86,13 +86,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
       page.visit("/chats")
       page.click_button("New chat")
       expect(page).to have_css("turbo-cable-stream-source[connected]", visible: :all, wait: wait)
-      page.execute_script(<<~JS)
-        window.answers = []
-        new MutationObserver(() => {
-          const turn = document.querySelector("#turns .turn:last-child")
-          if (turn) window.answers.push([turn.className, turn.querySelector(".answer").textContent])
-        }).observe(document.getElementById("turns"), { childList: true, subtree: true, characterData: true })
-      JS
+      ChatUiBrowser.record_answers(page)
     end
 
     def ask(prompt)
@@ -117,7 +111,7 @@ RSpec.describe "rails g llm_failover:chat_ui", :rails_app do
     end
 
     def shown_answers
-      page.evaluate_script("window.answers").map(&:last)
+      ChatUiBrowser.shown_answers(page)
     end
 
     def expect_failover_turn(turn)

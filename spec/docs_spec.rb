@@ -31,7 +31,7 @@ RSpec.describe "the documentation's Ruby examples", :ruby_only do
   # A file a spec runs as a whole, without naming it: the fixture app is copied whole
   # (spec/rails_app_spec.rb) and the generators' templates are what the generator specs
   # generate and run.
-  run_whole = %w[spec/fixtures/rails_app/ lib/generators/]
+  run_whole = %w[spec/fixtures/rails_app/ spec/fixtures/rails8_app/ lib/generators/]
   specs = Dir.glob(File.join(root, "spec/**/*_spec.rb")).reject { |f| f.end_with?("/docs_spec.rb") }
   spec_text = specs.map { |f| File.read(f) }.join("\n")
 

@@ -231,7 +231,7 @@ RSpec.describe LlmFailover::Testing::FakeProvider, :ruby_only do
       expect(fp.port).to be > 0
       expect(fp.base_url(:openai)).to eq("#{fp.url}/v1")
       expect(fp.base_url(:anthropic)).to eq(fp.url)
-      expect { fp.base_url(:gemini) }.to raise_error(ArgumentError)
+      expect { fp.base_url(:cohere) }.to raise_error(ArgumentError)
     end
 
     it "has a short inspect with url, queue length and request count" do

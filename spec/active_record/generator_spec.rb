@@ -128,7 +128,8 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
     expect(read("app/models/message.rb")).not_to match(/^\s*has_many_attached/)
     expect(output).to match(/attachments\s+in messages\.attachments_data \(no ActiveStorage in this app\)/)
     initializer = read("config/initializers/llm_failover.rb")
-    expect(initializer).to include("credentials.dig(:openai, :api_key) || ENV[\"OPENAI_API_KEY\"]",
+    expect(initializer).to include('credentials.dig(:openai, :api_key) || ENV["OPENAI_API_KEY"].presence || placeholder',
+                                   'placeholder = "test-key" if Rails.env.test?',
                                    "c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new",
                                    "c.circuit_log = LlmFailover::ActiveRecord::CircuitLog.new", "# c.max_retries = 3")
     File.write(File.join(dir, "app/models/chat.rb"), "# the app's own\n")
@@ -170,6 +171,21 @@ RSpec.describe LlmFailover::Generators::InstallGenerator do
     # The gem's own Redis first: the job queue's (REDIS_URL) may be another.
     expect(initializer).to include('ENV["LLM_FAILOVER_REDIS_URL"].presence || ENV["REDIS_URL"].presence')
     expect(initializer).not_to match(/^\s*c\.logger = /) # Rails.logger is the default in an app
+  end
+
+  it "writes a first test where the app keeps its tests (test/test_helper.rb), named after the chat model" do
+    expect(generate).not_to include("test/models")
+    FileUtils.mkdir_p(File.join(dir, "test"))
+    File.write(File.join(dir, "test/test_helper.rb"), "# the app's own\n")
+    expect(generate).to include("create  test/models/chat_test.rb")
+    expect(read("test/models/chat_test.rb")).to include("class ChatTest < ActiveSupport::TestCase",
+                                                        "include LlmFailover::Testing::Helpers", "Chat.create!(",
+                                                        "chat.messages.map")
+    named = generate("--chat-model=Conversation", "--message-model=Utterance")
+    expect(named).to include("create  test/models/conversation_test.rb")
+    expect(read("test/models/conversation_test.rb")).to include("class ConversationTest", "Conversation.create!(",
+                                                                "chat.utterances.map")
+    expect(generate).to include("skip  test/models/chat_test.rb")
   end
 
   it "names the models and their associations after --chat-model and --message-model" do

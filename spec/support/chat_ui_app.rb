@@ -21,18 +21,21 @@ class ChatUiApp
 
   attr_reader :dir, :url, :env
 
-  def initialize
+  # @param fixture [String] the app copied
+  # @param gemfile [String] the Gemfile its commands run with
+  def initialize(fixture: FIXTURE, gemfile: GEMFILE)
     @dir = Dir.mktmpdir("llm_failover_chat_ui")
-    FileUtils.cp_r(File.join(FIXTURE, "."), @dir)
+    FileUtils.cp_r(File.join(fixture, "."), @dir)
     FileUtils.mkdir_p(%w[storage log tmp db].map { |d| File.join(@dir, d) })
-    @env = { "BUNDLE_GEMFILE" => GEMFILE, "RAILS_ENV" => "development", "DATABASE_URL" => nil,
+    @env = { "BUNDLE_GEMFILE" => gemfile, "RAILS_ENV" => "development", "DATABASE_URL" => nil,
              "OPENAI_API_KEY" => "sk-chat-ui-SECRET-1", "ANTHROPIC_API_KEY" => "sk-ant-chat-ui-SECRET-2" }
   end
 
   # Runs a command of the app (bin/rails ...) in its directory.
+  # @param env [Hash] variables set (or, nil, unset) for this command only
   # @return [Array(String, Process::Status)] its output (stdout and stderr) and status
-  def run(*command)
-    Open3.capture2e(@env, RbConfig.ruby, *command, chdir: @dir)
+  def run(*command, env: {})
+    Open3.capture2e(@env.merge(env), RbConfig.ruby, *command, chdir: @dir)
   end
 
   # Like #run, but raises with the output when the command fails.
@@ -153,18 +156,25 @@ class ChatUiApp
   private
 
   def stop_server
-    Process.kill("TERM", @pid)
-    deadline = monotonic + 10
-    exited = nil
-    sleep 0.05 until (exited = Process.wait(@pid, Process::WNOHANG)) || monotonic > deadline
-    unless exited
-      Process.kill("KILL", @pid)
-      Process.wait(@pid)
-    end
-  rescue Errno::ESRCH, Errno::ECHILD
-    nil # already gone
+    stop_process(@pid)
   ensure
     @pid = nil
+  end
+
+  # TERM, then KILL after 10 s; +group+ signals the process group +pid+ leads.
+  def stop_process(pid, group: false)
+    target = group ? -pid : pid
+    Process.kill("TERM", target)
+    deadline = monotonic + 10
+    exited = nil
+    sleep 0.05 until (exited = Process.wait(pid, Process::WNOHANG)) || monotonic > deadline
+    unless exited
+      Process.kill("KILL", target)
+      Process.wait(pid)
+    end
+    Process.kill("KILL", target) if group # whatever of the group outlived its leader
+  rescue Errno::ESRCH, Errno::ECHILD
+    nil # already gone
   end
 
   def wait_until_up
@@ -216,6 +226,23 @@ module ChatUiBrowser
 
       "chromium not found (Debian's chromium, or LLM_FAILOVER_CHROMIUM): run bin/setup " \
         "(apt-get install chromium); the chat UI's browser specs are SKIPPED"
+    end
+
+    # Records, on a chat's page, every text its last turn's answer showed (a
+    # MutationObserver sees each update Turbo applies, however briefly it stayed).
+    def record_answers(page)
+      page.execute_script(<<~JS)
+        window.answers = []
+        new MutationObserver(() => {
+          const turn = document.querySelector("#turns .turn:last-child")
+          if (turn) window.answers.push([turn.className, turn.querySelector(".answer").textContent])
+        }).observe(document.getElementById("turns"), { childList: true, subtree: true, characterData: true })
+      JS
+    end
+
+    # @return [Array<String>] the answers #record_answers saw, in order
+    def shown_answers(page)
+      page.evaluate_script("window.answers").map(&:last)
     end
 
     # A Capybara session in a new headless Chromium, pointed at +url+.

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <json-c/json.h>
 
@@ -47,6 +48,15 @@ static long jlong(json_object *o, const char *key)
     json_object *v = jget(o, key);
 
     return v ? (long)json_object_get_int64(v) : 0;
+}
+
+/* The path of request p: lf_wire_url's on a base URL of "". */
+static int path_of(const lf_request_params *p, lf_buf *out)
+{
+    lf_endpoint e = { .api = p->api, .kind = p->kind, .layout = p->layout, .base_url = "", .model = p->model,
+                      .stream = p->stream };
+
+    return lf_wire_url(&e, out, NULL);
 }
 
 static json_object *parse(const char *s, size_t n)
@@ -149,7 +159,8 @@ static void transcript_read(json_object *req, transcript *t)
                     const char *args = json_object_to_json_string_ext(jget(use, "input"), JSON_C_TO_STRING_PLAIN);
 
                     t->calls[at][msg->n_tool_calls++] =
-                        (lf_tool_call){ jstr(use, "toolUseId"), jstr(use, "name"), args, strlen(args) };
+                        (lf_tool_call){ .id = jstr(use, "toolUseId"), .name = jstr(use, "name"), .arguments = args,
+                                        .arguments_len = strlen(args) };
                 }
             }
             continue;
@@ -209,7 +220,7 @@ static void check_request(const char *name, json_object *interaction, counts *c)
     p.temperature = p.has_temperature ? json_object_get_double(jget(inference, "temperature")) : 0;
     p.max_tokens = jlong(inference, "maxTokens");
 
-    LF_CHECK_INT(lf_wire_request_path(&p, &ours), 0);
+    LF_CHECK_INT(path_of(&p, &ours), 0);
     LF_CHECK(strstr(lf_buf_cstr(&ours), ":") == NULL);
     percent_decode(lf_buf_cstr(&ours), &decoded);
     LF_CHECK_STR(lf_buf_cstr(&decoded), path);
@@ -335,7 +346,7 @@ static void check_error(const char *name, json_object *interaction, counts *c)
 
 static void check_file(const char *dir, const char *file, counts *c)
 {
-    char path[4096];
+    char path[8192];
     json_object *doc, *interactions;
     size_t i, n;
 
@@ -721,8 +732,8 @@ static void test_build_exact(void)
 
 static void test_build_tool_turns(void)
 {
-    lf_tool_call calls[] = { { "call_1", "weather", "{\"city\":\"Oslo\"}", 15 },
-                             { "an id with spaces", "clock", "not json", 8 } };
+    lf_tool_call calls[] = { { .id = "call_1", .name = "weather", .arguments = "{\"city\":\"Oslo\"}", .arguments_len = 15 },
+                             { .id = "an id with spaces", .name = "clock", .arguments = "not json", .arguments_len = 8 } };
     lf_message msgs[] = {
         { .role = "user", .content = "Weather and time?", .content_len = 17 },
         { .role = "assistant", .content = "", .tool_calls = calls, .n_tool_calls = 2 },
@@ -790,7 +801,7 @@ static void test_build_tool_turns(void)
 
 static void test_build_refusals_and_schema(void)
 {
-    lf_tool_call call = { "c1", "weather", "{}", 2 };
+    lf_tool_call call = { .id = "c1", .name = "weather", .arguments = "{}", .arguments_len = 2 };
     lf_message msgs[] = {
         { .role = "user", .content = "Q", .content_len = 1 },
         { .role = "assistant", .content = "", .tool_calls = &call, .n_tool_calls = 1 },
@@ -825,6 +836,40 @@ static void test_build_refusals_and_schema(void)
     LF_CHECK_INT(lf_wire_build_request(&p, &body, &err), -1);
     LF_CHECK_STR(lf_buf_cstr(&err), lf_wire_schema_with_tools_refusal(LF_API_BEDROCK));
     LF_CHECK(lf_wire_schema_with_tools_refusal(LF_API_BEDROCK) != NULL);
+    lf_buf_free(&body);
+    lf_buf_free(&err);
+}
+
+/* Reasoning state (lf_wire_reasoning_goes): Converse has no form for another
+ * protocol's, nor keeps its own yet, so none goes out, whatever made it. */
+static void test_reasoning_dropped(void)
+{
+    static const lf_api made_by[] = { LF_API_RESPONSES, LF_API_GEMINI, LF_API_BEDROCK };
+    lf_tool_call call = { .id = "c1", .name = "weather", .arguments = "{}", .arguments_len = 2,
+                          .signature = "SIG-of-the-call", .signature_len = 15 };
+    lf_message msgs[] = {
+        { .role = "user", .content = "Q", .content_len = 1 },
+        { .role = "assistant", .content = "A", .content_len = 1, .tool_calls = &call, .n_tool_calls = 1,
+          .reasoning = "[{\"type\":\"reasoning\",\"encrypted_content\":\"STATE-of-the-turn\"}]",
+          .reasoning_len = 62, .reasoning_origin = "bedrock" },
+        { .role = "tool", .content = "12C", .content_len = 3, .tool_call_id = "c1" },
+    };
+    lf_tool tool = { "weather", NULL, NULL };
+    lf_request_params p = { .api = LF_API_BEDROCK, .model = "m", .messages = msgs, .n_messages = 3,
+                            .tools = &tool, .n_tools = 1, .origin = "bedrock" };
+    lf_buf body, err;
+    size_t k;
+
+    lf_buf_init(&body);
+    lf_buf_init(&err);
+    LF_CHECK_INT(msgs[1].reasoning_len, strlen(msgs[1].reasoning));
+    for (k = 0; k < sizeof made_by / sizeof made_by[0]; k++) {
+        msgs[1].reasoning_api = made_by[k];
+        LF_CHECK_INT(lf_wire_build_request(&p, &body, &err), 0);
+        LF_CHECK(strstr(lf_buf_cstr(&body), "STATE-of-the-turn") == NULL);
+        LF_CHECK(strstr(lf_buf_cstr(&body), "SIG-of-the-call") == NULL);
+        LF_CHECK(strstr(lf_buf_cstr(&body), "\"toolUseId\":\"c1\"") != NULL);
+    }
     lf_buf_free(&body);
     lf_buf_free(&err);
 }
@@ -865,41 +910,78 @@ static void test_build_attachments(void)
 static void test_path(void)
 {
     lf_request_params p = { .api = LF_API_BEDROCK, .model = "us.amazon.nova-2-lite-v1:0" };
-    lf_buf out;
+    lf_endpoint e = { .api = LF_API_BEDROCK, .base_url = "https://bedrock-runtime.us-east-1.amazonaws.com",
+                      .model = "anthropic.claude-3-haiku" };
+    lf_buf out, err;
     lf_api api;
 
     lf_buf_init(&out);
-    LF_CHECK_INT(lf_wire_request_path(&p, &out), 0);
+    lf_buf_init(&err);
+    LF_CHECK_INT(path_of(&p, &out), 0);
     LF_CHECK_STR(lf_buf_cstr(&out), "/model/us.amazon.nova-2-lite-v1%3A0/converse");
     p.stream = 1;
-    LF_CHECK_INT(lf_wire_request_path(&p, &out), 0);
+    LF_CHECK_INT(path_of(&p, &out), 0);
     LF_CHECK_STR(lf_buf_cstr(&out), "/model/us.amazon.nova-2-lite-v1%3A0/converse-stream");
     /* An inference profile's ARN stays one segment. */
     p.model = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5-v1:0";
-    LF_CHECK_INT(lf_wire_request_path(&p, &out), 0);
+    LF_CHECK_INT(path_of(&p, &out), 0);
     LF_CHECK_STR(lf_buf_cstr(&out), "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile"
                                     "%2Fus.anthropic.claude-sonnet-4-5-v1%3A0/converse-stream");
-    /* SigV4's canonical URI of that path: escaped once more, slashes kept. */
+    /* AWS's escaping is the SDKs': '@' too, which Google's hosts keep. */
+    p.model = "m@1";
+    LF_CHECK_INT(path_of(&p, &out), 0);
+    LF_CHECK_STR(lf_buf_cstr(&out), "/model/m%401/converse-stream");
+    p.api = LF_API_GEMINI;
+    LF_CHECK_INT(path_of(&p, &out), 0);
+    LF_CHECK_STR(lf_buf_cstr(&out), "/v1beta/models/m@1:streamGenerateContent?alt=sse");
+    p.api = LF_API_BEDROCK;
+    /* The one builder of URLs: base_url, then the path. */
+    LF_CHECK_INT(lf_wire_url(&e, &out, &err), 0);
+    LF_CHECK_STR(lf_buf_cstr(&out), "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku/converse");
+    /* The model is the path's: none is no URL. */
+    e.model = "";
+    LF_CHECK_INT(lf_wire_url(&e, &out, &err), -1);
+    LF_CHECK_STR(lf_buf_cstr(&err), "model is missing");
+    LF_CHECK_INT(out.len, 0);
+    /* Bedrock is its own host: no layout of another serves it, and says so by name. */
+    e.model = "anthropic.claude-3-haiku";
+    e.layout = LF_LAYOUT_AZURE;
+    LF_CHECK_INT(lf_wire_url(&e, &out, &err), -1);
+    LF_CHECK_STR(lf_buf_cstr(&err), "Azure OpenAI v1 does not serve Bedrock Converse");
+    e.layout = LF_LAYOUT_VERTEX;
+    e.vertex = (lf_vertex){ .project = "p", .location = "us-east5" };
+    LF_CHECK_INT(lf_wire_url(&e, &out, &err), -1);
+    LF_CHECK_STR(lf_buf_cstr(&err), "Vertex AI is spoken here for Gemini and Claude models only");
+    /* SigV4's canonical URI of a path: escaped once more by the same
+     * escaper, slashes kept. */
     lf_buf_clear(&out);
-    LF_CHECK_INT(lf_wire_uri_escape(&out, "/model/m%3A0/converse", 21, 1), 0);
+    LF_CHECK_INT(lf_wire_uri_escape(&out, "/model/m%3A0/converse", 21, "/"), 0);
     LF_CHECK_STR(lf_buf_cstr(&out), "/model/m%253A0/converse");
     lf_buf_clear(&out);
-    LF_CHECK_INT(lf_wire_uri_escape(&out, "a b~\xc3\xa9", 6, 0), 0);
+    LF_CHECK_INT(lf_wire_uri_escape(&out, "a b~\xc3\xa9", 6, ""), 0);
     LF_CHECK_STR(lf_buf_cstr(&out), "a%20b~%C3%A9");
     /* Other protocols keep their fixed paths. */
     p.api = LF_API_ANTHROPIC;
-    LF_CHECK_INT(lf_wire_request_path(&p, &out), 0);
+    LF_CHECK_INT(path_of(&p, &out), 0);
     LF_CHECK_STR(lf_buf_cstr(&out), "/v1/messages");
     LF_CHECK(lf_wire_path(LF_API_BEDROCK) == NULL);
     LF_CHECK_INT(lf_wire_api_named("bedrock", 7, &api), 0);
     LF_CHECK_INT(api, LF_API_BEDROCK);
     lf_buf_free(&out);
+    lf_buf_free(&err);
 }
 
 /* What libcurl signs is what AWS checks: on a libcurl that signs the URL's
  * path as it is, the URL carries the path escaped once more (base_url's own
  * path too) and the request line the path itself; on one that escapes it
  * itself, the URL is the path. A path escaping leaves alone needs neither. */
+static int has_header_named(const struct curl_slist *l, const char *name)
+{
+    for (; l; l = l->next)
+        if (strncasecmp(l->data, name, strlen(name)) == 0 && l->data[strlen(name)] == ':') return 1;
+    return 0;
+}
+
 static void test_prepared_url(void)
 {
     lf_message msg = { .role = "user", .content = "hi", .content_len = 2 };
@@ -926,6 +1008,18 @@ static void test_prepared_url(void)
     LF_CHECK_INT(lf_prepare_target(&pc, 0, &t, &params, &err), 0);
     LF_CHECK_STR(pc.target[0].url, "http://127.0.0.1:9/providers/aws/model/anthropic.claude-3-haiku/converse-stream");
     LF_CHECK(pc.target[0].request_target == NULL);
+    LF_CHECK(!has_header_named(pc.target[0].headers, "authorization"));
+    lf_prepared_call_free(&pc);
+    /* A Bedrock API key is a bearer token: sent as one, and nothing is
+     * signed, so the URL is lf_wire_url's whatever libcurl. */
+    t.model = "us.amazon.nova-2-lite-v1:0";
+    t.api_key = "bedrock-api-key-0123456789";
+    t.bearer = 1;
+    lf_prepared_call_init(&pc);
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &t, &params, &err), 0);
+    LF_CHECK_STR(pc.target[0].url, "http://127.0.0.1:9/providers/aws/model/us.amazon.nova-2-lite-v1%3A0/converse-stream");
+    LF_CHECK(pc.target[0].request_target == NULL);
+    LF_CHECK(has_header_named(pc.target[0].headers, "authorization"));
     lf_prepared_call_free(&pc);
     lf_buf_free(&err);
 }
@@ -992,6 +1086,7 @@ int main(void)
     LF_RUN(test_build_tool_turns);
     LF_RUN(test_build_refusals_and_schema);
     LF_RUN(test_build_attachments);
+    LF_RUN(test_reasoning_dropped);
     LF_RUN(test_path);
     LF_RUN(test_prepared_url);
     LF_RUN(test_header_named_errors);

@@ -293,14 +293,10 @@ static void lf_exchange(lf_call *c, lf_attempt *a)
 
 /* ---- judge --------------------------------------------------------------- */
 
+/* The protocol the attempt spoke, in its failure messages. */
 static const char *lf_api_name(const lf_call *c, lf_api api)
 {
-    if (c->embed_inputs) return "OpenAI embeddings";
-    switch (api) {
-    case LF_API_ANTHROPIC: return "Anthropic messages";
-    case LF_API_BEDROCK: return "Bedrock Converse";
-    default: return "OpenAI chat completions";
-    }
+    return lf_wire_api_title(api, c->embed_inputs ? LF_REQUEST_EMBEDDINGS : LF_REQUEST_CHAT);
 }
 
 /* A plain body read as what the request asked for: embeddings, a schema's
@@ -309,7 +305,8 @@ static int lf_parse_body(const lf_call *c, lf_attempt *a)
 {
     const char *body = a->body.ptr ? a->body.ptr : "";
 
-    if (c->embed_inputs) return lf_wire_parse_embeddings(body, a->body.len, c->embed_inputs, &a->answer, &a->werr);
+    if (c->embed_inputs)
+        return lf_wire_parse_embeddings_for(a->target->api, body, a->body.len, c->embed_inputs, &a->answer, &a->werr);
     return (c->prep->schema ? lf_wire_parse_tool_response : lf_wire_parse_response)(a->target->api, body, a->body.len,
                                                                                   &a->answer, &a->werr);
 }
@@ -374,6 +371,7 @@ static int lf_judge_broken_stream(const lf_call *c, lf_attempt *a, lf_facts *f)
         lf_buf_copy(&a->werr.type, &a->stream.error.type);
         lf_buf_copy(&a->werr.code, &a->stream.error.code);
         lf_buf_copy(&a->werr.message, &a->stream.error.message);
+        a->werr.retry_after = a->stream.error.retry_after;
         lf_buf_setf(&a->message, "error event in the stream: %s%s%s", lf_buf_cstr(&a->werr.type),
                     a->werr.message.len ? ": " : "", lf_buf_cstr(&a->werr.message));
         return 1;
@@ -504,6 +502,8 @@ static void lf_give_verdict(const lf_call *c, lf_attempt *a, lf_facts *f, int ha
     if (a->verdict.kind == LF_E_CONTEXT_LENGTH && c->pol->failover_on_context_length) a->verdict.failover = 1;
     a->retry_after = lf_retry_after_seconds(r->retry_after.len ? r->retry_after.ptr : NULL,
                                             r->retry_after_ms.len ? r->retry_after_ms.ptr : NULL, time(NULL));
+    /* Google names the wait in the body (RetryInfo), not in a header. */
+    if (a->retry_after < 0 && have_err && a->werr.retry_after >= 0) a->retry_after = a->werr.retry_after;
 }
 
 /* Decides what the finished exchange amounts to: success, or the facts of

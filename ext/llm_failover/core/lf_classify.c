@@ -156,9 +156,10 @@ static int lf_classify_is_quota(const lf_facts *f)
         lf_classify_either_contains(f, "billing"))
         return 1;
     /* Gemini's RESOURCE_EXHAUSTED also says "exceeded your current quota",
-     * yet it is its per-minute limit: a rate limit. */
+     * yet it is its per-minute limit: a rate limit. Spent prepaid credits are
+     * the account's money (a 402 since 2026, a 429 before). */
     if (lf_classify_ieq(f->error_type, "RESOURCE_EXHAUSTED"))
-        return 0;
+        return lf_classify_icontains(f->error_message, "prepayment credits are depleted");
     return lf_classify_icontains(f->error_message, "insufficient_quota") ||
            lf_classify_icontains_any(f->error_message, wording);
 }
@@ -277,6 +278,17 @@ static lf_kind lf_classify_aws_kind(const char *name, const lf_facts *f)
         return lf_classify_bad_request(f);
     return LF_OK;
 }
+/* The Responses API's codes for a request that cannot succeed, which its
+ * response.failed and error events carry with no HTTP status and no type: a
+ * bad request, refined by lf_classify_bad_request (invalid_prompt may be a
+ * context window; image_content_policy_violation is a content policy). */
+static const char *const lf_classify_request_codes[] = {
+    "invalid_prompt", "invalid_encrypted_content", "invalid_image", "invalid_image_format",
+    "invalid_base64_image", "invalid_image_url", "image_too_large", "image_too_small", "image_parse_error",
+    "image_content_policy_violation", "invalid_image_mode", "image_file_too_large",
+    "unsupported_image_media_type", "empty_image_file", "failed_to_download_image", "image_file_not_found",
+    NULL
+};
 
 /* One error name (a type, a code or a Gemini status) -> a kind, or LF_OK when
  * the name means nothing to us. */
@@ -296,15 +308,23 @@ static lf_kind lf_classify_name_kind(const char *name, const lf_facts *f)
         { "permission_error", LF_E_FORBIDDEN },
         { "PERMISSION_DENIED", LF_E_FORBIDDEN },
         { "not_found_error", LF_E_NOT_FOUND },
+        { "NOT_FOUND", LF_E_NOT_FOUND },
         { "request_too_large", LF_E_BAD_REQUEST },
+        /* A prompt or an answer a provider's filter withheld (the wire layer
+         * names Gemini's blocked ones so; Azure's in-stream code). */
+        { "content_filter", LF_E_CONTENT_POLICY },
     };
     if (!name || !*name)
         return LF_OK;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (lf_classify_ieq(name, names[i].name))
             return names[i].kind;
-    if (lf_classify_ieq(name, "invalid_request_error") || lf_classify_ieq(name, "INVALID_ARGUMENT"))
+    if (lf_classify_ieq(name, "invalid_request_error") || lf_classify_ieq(name, "INVALID_ARGUMENT") ||
+        lf_classify_ieq(name, "FAILED_PRECONDITION"))
         return lf_classify_bad_request(f);
+    for (size_t i = 0; lf_classify_request_codes[i]; i++)
+        if (lf_classify_ieq(name, lf_classify_request_codes[i]))
+            return lf_classify_bad_request(f);
     return lf_classify_aws_kind(name, f);
 }
 

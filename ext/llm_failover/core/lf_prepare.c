@@ -70,17 +70,34 @@ static int lf_header_add(struct curl_slist **list, const char *line)
     return 0;
 }
 
+/* How the target takes its key: a bearer token where it is one (Azure's
+ * Entra ID token; Vertex AI's OAuth access token, whatever the publisher; a
+ * Bedrock API key), Azure's api-key, else as the protocol's own host takes
+ * it. NULL: no key header, the request is signed instead (Bedrock: SigV4,
+ * libcurl's CURLOPT_AWS_SIGV4, whose credentials lf_target does not hold
+ * yet; lf_prepare_url gives it the path it must sign). */
+static const char *lf_key_header(const lf_target *t)
+{
+    if (t->bearer || t->layout == LF_LAYOUT_VERTEX) return "Authorization: Bearer ";
+    if (t->layout != LF_LAYOUT_PLAIN) return "api-key: ";
+    switch (t->api) {
+    case LF_API_ANTHROPIC: return "x-api-key: ";
+    case LF_API_GEMINI: return "x-goog-api-key: ";
+    case LF_API_BEDROCK: return NULL;
+    default: return "Authorization: Bearer ";
+    }
+}
+
 /* The key's header line: the only one made here, wiped once libcurl has its
- * copy. A Bedrock request carries no key: AWS wants it signed with SigV4
- * credentials (libcurl's CURLOPT_AWS_SIGV4), which lf_target does not hold
- * yet. */
+ * copy. */
 static int lf_header_add_key(struct curl_slist **list, const lf_target *t)
 {
+    const char *header = lf_key_header(t);
     char *line;
     int rc;
 
-    if (t->api == LF_API_BEDROCK) return 0;
-    line = lf_concat(t->api == LF_API_ANTHROPIC ? "x-api-key: " : "Authorization: Bearer ", t->api_key);
+    if (!header) return 0;
+    line = lf_concat(header, t->api_key);
     if (!line) return -1;
     rc = lf_header_add(list, line);
     lf_wipe(line, strlen(line));
@@ -109,45 +126,52 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
                                 : "Accept: text/event-stream") != 0 ||
         lf_header_add(list, "Expect:") != 0)
         return -1;
-    if (t->api == LF_API_ANTHROPIC && lf_header_add(list, "anthropic-version: 2023-06-01") != 0) return -1;
+    /* On Vertex AI the version is in the body (LF_VERTEX_ANTHROPIC_VERSION). */
+    if (t->api == LF_API_ANTHROPIC && t->layout != LF_LAYOUT_VERTEX &&
+        lf_header_add(list, "anthropic-version: 2023-06-01") != 0)
+        return -1;
     if (lf_header_add_key(list, t) != 0) return -1;
     for (i = 0; i < t->n_headers; i++)
         if (lf_header_add(list, t->headers[i]) != 0) return -1;
     return 0;
 }
 
-/* The URL of base_url + path, and for a Bedrock request whose path
- * (base_url's own included) escaping changes, on a libcurl that signs a path
- * as it is (lf_transport_sigv4_escapes_path), the URL's path escaped once more
- * and the path as the request target: libcurl then signs what AWS checks
- * (SigV4's canonical URI), and the request line carries the path itself. */
-static int lf_prepare_url(lf_prepared *p, const lf_target *t, const char *path)
+/* The target's URL (lf_wire_url), malloc'd into p->url; for a signed request
+ * (SigV4: no key header) on a libcurl that signs the URL's path as it is
+ * (lf_transport_sigv4_escapes_path), the URL's path escaped once more, what
+ * AWS checks the signature against, and lf_wire_url's path as the request
+ * target, so that the request line carries it as it was built. Neither when
+ * escaping changes nothing. */
+static int lf_prepare_url(lf_prepared *p, const lf_target *t, const lf_request_params *params, lf_buf *err)
 {
-    const char *scheme = strstr(t->base_url, "://");
-    const char *at = scheme ? strchr(scheme + 3, '/') : NULL;
-    size_t origin = at ? (size_t)(at - t->base_url) : strlen(t->base_url);
-    lf_buf target, signed_path;
-    int rc = -1;
+    lf_endpoint e = { .api = t->api, .kind = params->kind, .layout = t->layout, .base_url = t->base_url,
+                      .model = t->model, .api_version = t->api_version, .vertex = t->vertex,
+                      .stream = params->stream };
+    const char *scheme, *path;
+    lf_buf u, sign;
+    int rc;
 
-    p->url = lf_concat(t->base_url, path);
-    if (!p->url) return -1;
-    if (t->api != LF_API_BEDROCK || lf_transport_sigv4_escapes_path()) return 0;
-    lf_buf_init(&target);
-    lf_buf_init(&signed_path);
-    if (lf_buf_set(&target, p->url + origin, strlen(p->url + origin)) != 0 ||
-        lf_buf_set(&signed_path, t->base_url, origin) != 0 ||
-        lf_wire_uri_escape(&signed_path, target.ptr, target.len, 1) != 0)
-        goto done;
-    rc = 0;
-    if (strcmp(lf_buf_cstr(&signed_path) + origin, lf_buf_cstr(&target)) != 0) {
-        p->request_target = strdup(lf_buf_cstr(&target));
-        free(p->url);
-        p->url = strdup(lf_buf_cstr(&signed_path));
-        rc = p->request_target && p->url ? 0 : -1;
+    lf_buf_init(&u);
+    lf_buf_init(&sign);
+    rc = lf_wire_url(&e, &u, err);
+    if (rc != 0) goto done;
+    rc = -1;
+    scheme = strstr(lf_buf_cstr(&u), "://");
+    path = scheme ? strchr(scheme + 3, '/') : NULL;
+    if (path && lf_key_header(t) == NULL && !lf_transport_sigv4_escapes_path()) {
+        size_t origin = (size_t)(path - lf_buf_cstr(&u));
+
+        if (lf_buf_set(&sign, u.ptr, origin) != 0 || lf_wire_uri_escape(&sign, path, u.len - origin, "/") != 0)
+            goto done;
+        if (strcmp(lf_buf_cstr(&sign) + origin, path) != 0 && !(p->request_target = lf_concat(path, "")))
+            goto done;
     }
+    p->url = lf_concat(p->request_target ? lf_buf_cstr(&sign) : lf_buf_cstr(&u), "");
+    rc = p->url ? 0 : -1;
 done:
-    lf_buf_free(&target);
-    lf_buf_free(&signed_path);
+    if (rc != 0 && !err->len) lf_buf_setf(err, "out of memory");
+    lf_buf_free(&u);
+    lf_buf_free(&sign);
     return rc;
 }
 
@@ -155,26 +179,24 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
                           lf_buf *err)
 {
     lf_request_params tp = *params;
-    lf_buf path;
-    int rc;
 
     if (lf_target_check(t, err) != 0) return -1;
     tp.api = t->api;
     tp.model = t->model;
+    tp.layout = t->layout;
     tp.no_images = t->no_images;
     tp.no_documents = t->no_documents;
     tp.no_urls = t->no_urls;
     tp.max_attachment_bytes = t->max_attachment_bytes;
     tp.max_attachments = t->max_attachments;
+    tp.origin = t->origin;
+    tp.encrypted_reasoning = t->encrypted_reasoning;
     p->refused = lf_wire_attachments_refusal(&tp, &p->refusal);
     if (p->refused) return 0;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
-    lf_buf_init(&path);
-    rc = lf_wire_request_path(&tp, &path);
-    if (rc == 0) rc = lf_prepare_url(p, t, lf_buf_cstr(&path));
-    lf_buf_free(&path);
-    if (rc != 0 || lf_build_headers(t, params->stream, &p->headers) != 0) {
+    if (lf_prepare_url(p, t, params, err) != 0) return -1;
+    if (lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;
     }

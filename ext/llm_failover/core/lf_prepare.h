@@ -1,5 +1,6 @@
 /* Request preparation, in the wire layer: for each target a call may send
- * to, its URL (base_url + lf_wire_request_path), its header list and its body, built
+ * to, its URL (lf_wire_url: base_url, the host's layout, the protocol's
+ * path), its header list (the key as the host takes it) and its body, built
  * before any network so that a request that cannot be built fails before the
  * first byte is sent; and the call's JSON schema, parsed once for every
  * target's body and for checking every answer (lf_json_answer_check). */
@@ -16,9 +17,9 @@
 typedef struct lf_prepared {
     char *url;
     /* NULL, or the request line's target when the URL's path is not it: a
-     * Bedrock path with escapes, on a libcurl that signs (SigV4) the URL's
-     * path as it is, has its URL's path escaped once more (what AWS checks
-     * the signature against) and the path itself as its target. */
+     * signed (SigV4: Bedrock) path with escapes, on a libcurl that signs the
+     * URL's path as it is, has its URL's path escaped once more (what AWS
+     * checks the signature against) and lf_wire_url's path as its target. */
     char *request_target;
     struct curl_slist *headers;   /* lf_transport_default_headers' lines, then ours and the target's */
     lf_buf body;

@@ -1,7 +1,7 @@
-/* One target of a call: the provider's protocol, where it is, its key, the
- * model and the extra header lines. The request preparation (lf_prepare),
- * the redaction of secrets (lf_redact) and the attempt loop (lf_failover)
- * all read it. */
+/* One target of a call: the provider's protocol, where it is (its base URL
+ * and the host's layout), its key, the model, the extra header lines and the
+ * provider entry's name. The request preparation (lf_prepare), the redaction
+ * of secrets (lf_redact) and the attempt loop (lf_failover) all read it. */
 #ifndef LF_TARGET_H
 #define LF_TARGET_H
 
@@ -26,6 +26,24 @@ typedef struct lf_target {
     int no_urls;
     long max_attachment_bytes;
     long max_attachments;
+    /* The host, when it is not the protocol's own (LF_LAYOUT_PLAIN): where
+     * it puts the protocol's path (lf_wire_url), what it serves, how it takes
+     * the key: Azure's layouts an api-key header, with api_version for a
+     * deployment or AI Foundry; Vertex AI (its project and location, api the
+     * publisher's protocol: lf_wire_vertex_api) an OAuth access token as a
+     * bearer token. */
+    lf_layout layout;
+    const char *api_version;
+    lf_vertex vertex;
+    /* 1: api_key is a bearer token (Azure's Entra ID access_token): sent as
+     * Authorization: Bearer, whatever the layout. */
+    int bearer;
+    /* The provider entry's name: reasoning state goes back only to the
+     * origin that gave it (lf_wire_reasoning_goes). NULL is "". */
+    const char *origin;
+    /* Responses: ask for encrypted reasoning and send it back (a reasoning
+     * model; lf_request_params.encrypted_reasoning). */
+    int encrypted_reasoning;
 } lf_target;
 
 #endif

@@ -12,7 +12,9 @@
 #include "lf_json_read.h"
 #include "lf_wire_anthropic.h"
 #include "lf_wire_bedrock.h"
+#include "lf_wire_gemini.h"
 #include "lf_wire_openai.h"
+#include "lf_wire_responses.h"
 #include "lf_wire_shared.h"
 
 #include "lf_banned.h"
@@ -23,38 +25,35 @@ int lf_wire_api_named(const char *name, size_t len, lf_api *api)
 {
     if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
     else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
+    else if (lf_bytes_are(name, len, "responses")) *api = LF_API_RESPONSES;
     else if (lf_bytes_are(name, len, "bedrock")) *api = LF_API_BEDROCK;
+    else if (lf_bytes_are(name, len, "gemini")) *api = LF_API_GEMINI;
     else return -1;
     return 0;
 }
 
-const char *lf_wire_path(lf_api api)
-{
-    if (api == LF_API_BEDROCK) return NULL;
-    return api == LF_API_ANTHROPIC ? "/v1/messages" : "/chat/completions";
-}
-
-const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
-{
-    return kind == LF_REQUEST_EMBEDDINGS ? "/embeddings" : lf_wire_path(api);
-}
-
-int lf_wire_request_path(const lf_request_params *p, lf_buf *out)
-{
-    const char *path;
-
-    if (p->api == LF_API_BEDROCK && p->kind == LF_REQUEST_CHAT)
-        return p->model ? lf_wire_bedrock_path(p->model, p->stream, out) : -1;
-    path = lf_wire_path_for(p->api, p->kind);
-    return path ? lf_buf_set(out, path, strlen(path)) : -1;
-}
-
 const char *lf_wire_schema_with_tools_refusal(lf_api api)
 {
-    if (api == LF_API_BEDROCK)
+    switch (api) {
+    case LF_API_ANTHROPIC:
+        return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+    case LF_API_BEDROCK:
         return "a schema and tools cannot go in one request to Bedrock: the schema is itself a forced tool call there";
-    if (api != LF_API_ANTHROPIC) return NULL;
-    return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+    case LF_API_GEMINI:
+        return "a schema and tools cannot go in one request to Gemini: its models refuse function calling with a JSON "
+               "response type";
+    default: return NULL;
+    }
+}
+
+size_t lf_wire_embed_max_inputs(lf_api api)
+{
+    switch (api) {
+    case LF_API_ANTHROPIC:
+    case LF_API_BEDROCK: return 0;
+    case LF_API_GEMINI: return LF_GEMINI_EMBED_MAX_INPUTS;
+    default: return LF_EMBED_MAX_INPUTS;
+    }
 }
 
 lf_framing lf_wire_stream_framing(lf_api api)
@@ -149,7 +148,8 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     int has_tool_turns = 0;
 
     *n_chat = 0;
-    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_BEDROCK) {
+    if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_RESPONSES &&
+        p->api != LF_API_BEDROCK && p->api != LF_API_GEMINI) {
         lf_wire_fail(errmsg, "unknown API %d", (int)p->api);
         return -1;
     }
@@ -185,6 +185,12 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         }
         if (role == LF_ROLE_USER || role == LF_ROLE_ASSISTANT || role == LF_ROLE_TOOL) (*n_chat)++;
         if (m->n_tool_calls || role == LF_ROLE_TOOL) has_tool_turns = 1;
+        /* Checked only where it goes: elsewhere it is dropped unread. */
+        if (lf_wire_reasoning_goes(p, m) && m->reasoning_len && p->api == LF_API_RESPONSES &&
+            !lf_wire_responses_reasoning_ok(m->reasoning, m->reasoning_len)) {
+            lf_wire_fail(errmsg, "message %zu: its reasoning state is not a JSON array of items", i);
+            return -1;
+        }
     }
     if (p->api == LF_API_ANTHROPIC && *n_chat == 0) {
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
@@ -194,7 +200,11 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "a Bedrock request needs at least one user or assistant message");
         return -1;
     }
-    if (p->api == LF_API_OPENAI && p->n_messages == 0 && !(p->system && p->system_len)) {
+    if (p->api == LF_API_GEMINI && *n_chat == 0) {
+        lf_wire_fail(errmsg, "a Gemini request needs at least one user or assistant message");
+        return -1;
+    }
+    if (p->api != LF_API_ANTHROPIC && p->n_messages == 0 && !(p->system && p->system_len)) {
         lf_wire_fail(errmsg, "the request has no messages");
         return -1;
     }
@@ -206,15 +216,20 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
     return lf_wire_check_tools(p, has_tool_turns, errmsg);
 }
 
-/* An embeddings request (LF_REQUEST_EMBEDDINGS): OpenAI-compatible APIs
- * only. */
+/* An embeddings request (LF_REQUEST_EMBEDDINGS): OpenAI-compatible APIs (a
+ * Responses host, OpenAI or Azure, has the same /embeddings) and Google AI's
+ * Gemini. */
 static int lf_wire_build_embeddings(const lf_request_params *p, lf_buf *out, lf_buf *errmsg)
 {
-    if (p->api != LF_API_OPENAI) {
-        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API (Anthropic has no embeddings endpoint)");
+    switch (p->api) {
+    case LF_API_OPENAI:
+    case LF_API_RESPONSES: return lf_wire_openai_build_embeddings(p, out, errmsg);
+    case LF_API_GEMINI: return lf_wire_gemini_build_embeddings(p, out, errmsg);
+    default:
+        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API or Gemini (Anthropic and Bedrock Converse have no "
+                     "embeddings endpoint)");
         return -1;
     }
-    return lf_wire_openai_build_embeddings(p, out, errmsg);
 }
 
 int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema, lf_buf *out, lf_buf *errmsg)
@@ -229,6 +244,8 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         lf_wire_fail(errmsg, "no request parameters");
         return -1;
     }
+    /* What the host serves first: a request it refuses is not built. */
+    if (lf_wire_layout_serves(p->layout, p->api, p->kind, errmsg) != 0) return -1;
     if (p->kind == LF_REQUEST_EMBEDDINGS) return lf_wire_build_embeddings(p, out, errmsg);
     if (lf_wire_check_params(p, errmsg, &n_chat) != 0) return -1;
     /* Never a body for a transcript a provider would refuse. */
@@ -248,9 +265,10 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         const lf_message *m = &p->messages[i];
 
         size += 32 + strlen(m->role) + m->content_len + (m->tool_call_id ? 64 + strlen(m->tool_call_id) : 0) +
-                lf_wire_attachments_size(m);
+                lf_wire_attachments_size(m) + (lf_wire_reasoning_goes(p, m) ? m->reasoning_len : 0);
         for (k = 0; k < m->n_tool_calls; k++)
-            size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len;
+            size += 96 + strlen(m->tool_calls[k].id) + strlen(m->tool_calls[k].name) + m->tool_calls[k].arguments_len +
+                    m->tool_calls[k].signature_len;
     }
     for (i = 0; i < p->n_tools; i++)
         size += 96 + strlen(p->tools[i].name) + (p->tools[i].description ? strlen(p->tools[i].description) : 0) +
@@ -260,7 +278,9 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
     if (rc == 0) {
         switch (p->api) {
         case LF_API_ANTHROPIC: rc = lf_wire_anthropic_build(p, schema_text, out); break;
+        case LF_API_RESPONSES: rc = lf_wire_responses_build(p, schema_text, out); break;
         case LF_API_BEDROCK: rc = lf_wire_bedrock_build(p, schema_text, out); break;
+        case LF_API_GEMINI: rc = lf_wire_gemini_build(p, schema_text, out); break;
         default: rc = lf_wire_openai_build(p, schema_text, out); break;
         }
     }
@@ -312,7 +332,10 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
     } else {
         switch (api) {
         case LF_API_ANTHROPIC: rc = lf_wire_anthropic_answer(root, out, err, tool); break;
+        case LF_API_RESPONSES: rc = lf_wire_responses_answer(root, out, err); break;
         case LF_API_BEDROCK: rc = lf_wire_bedrock_answer(root, out, err, tool); break;
+        /* A schema answer is text there (responseJsonSchema), as any other. */
+        case LF_API_GEMINI: rc = lf_wire_gemini_answer(root, out, err); break;
         default: rc = lf_wire_openai_answer(root, out, err); break;
         }
         json_object_put(root);
@@ -376,7 +399,9 @@ int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
     if (!ev->data || lf_stream_blank(ev->data, ev->data_len)) return LF_STREAM_CONTINUE;
     switch (s->api) {
     case LF_API_ANTHROPIC: rc = lf_wire_anthropic_stream_event(s, ev); break;
+    case LF_API_RESPONSES: rc = lf_wire_responses_stream_event(s, ev); break;
     case LF_API_BEDROCK: rc = LF_STREAM_INVALID; break; /* its stream is no SSE */
+    case LF_API_GEMINI: rc = lf_wire_gemini_stream_event(s, ev); break;
     default: rc = lf_wire_openai_stream_event(s, ev); break;
     }
     return lf_stream_took(s, rc, delta, delta_len);
@@ -390,4 +415,19 @@ int lf_stream_message(lf_stream_state *s, const lf_es_message *m, const char **d
     if (!m) return LF_STREAM_INVALID;
     rc = s->api == LF_API_BEDROCK ? lf_wire_bedrock_stream_message(s, m) : LF_STREAM_INVALID;
     return lf_stream_took(s, rc, delta, delta_len);
+}
+
+int lf_wire_parse_embeddings_for(lf_api api, const char *body, size_t len, size_t n_inputs, lf_answer *out,
+                                 lf_wire_error *err)
+{
+    lf_wire_error scratch;
+    json_object *root;
+    int rc;
+
+    if (api != LF_API_GEMINI) return lf_wire_parse_embeddings(body, len, n_inputs, out, err);
+    err = lf_wire_parse_begin(out, err, &scratch);
+    root = lf_json_parse(body, len);
+    rc = root ? lf_wire_gemini_embeddings(root, n_inputs, out, err) : LF_WIRE_INVALID;
+    json_object_put(root);
+    return lf_wire_parse_end(rc, out, err, &scratch);
 }

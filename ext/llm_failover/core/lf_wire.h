@@ -1,7 +1,9 @@
 /* The wire protocols: OpenAI chat completions (and every compatible API),
- * Anthropic messages and Bedrock Converse. Builds request bodies from
- * messages; parses plain answers, stream events and error bodies. Pure
- * functions over json-c.
+ * Anthropic messages, OpenAI's Responses API, Bedrock Converse and Google's
+ * Gemini generateContent, on their own hosts or on a host's layout
+ * (lf_layout: Azure, Vertex AI). Builds request bodies and URLs from
+ * messages; parses plain answers, stream events (SSE, or AWS's event stream)
+ * and error bodies. Pure functions over json-c.
  *
  * The public header of the wire layer. A protocol is a request file and a
  * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
@@ -9,7 +11,8 @@
  * every protocol shares in a leaf below them (lf_wire_shared.h: error bodies,
  * an answer and its calls, the stream state, failure messages and roles, call
  * ids and the transcript invariant, attachments); lf_wire.c above them checks
- * a request and hands it, an answer or a stream event to its protocol. Over
+ * a request and hands it, an answer or a stream event to its protocol;
+ * lf_wire_route.c writes where it goes (lf_wire_url). Over
  * lf_utf8 (sanitizing), lf_json_write (the JSON writer) and lf_json_read
  * (json-c reading: one reader per protocol).
  *
@@ -27,14 +30,47 @@
 typedef enum lf_api {
     LF_API_OPENAI = 0,
     LF_API_ANTHROPIC = 1,
-    LF_API_BEDROCK = 3     /* Bedrock Converse / ConverseStream (lf_wire_bedrock.h) */
+    LF_API_RESPONSES = 2,  /* OpenAI's Responses API (/responses): OpenAI, Azure */
+    LF_API_BEDROCK = 3,    /* Bedrock Converse / ConverseStream (lf_wire_bedrock.h) */
+    LF_API_GEMINI = 4      /* Google's Gemini generateContent: Google AI, Vertex AI */
 } lf_api;
+
+/* The anthropic_version a Claude body on Vertex AI carries instead of a model. */
+#define LF_VERTEX_ANTHROPIC_VERSION "vertex-2023-10-16"
 
 /* What a request asks for: a chat answer (messages), or the embeddings of
  * texts (inputs) from the OpenAI-compatible /embeddings endpoint, which
- * OpenAI, Azure, Mistral, Ollama, OpenRouter and others speak (Anthropic
- * has none: such a request is refused before any network). */
+ * OpenAI, Azure, Mistral, Ollama, OpenRouter and others speak, or Google AI's
+ * batchEmbedContents (Anthropic and Bedrock Converse have none: such a
+ * request is refused before any network). */
 typedef enum lf_request_kind { LF_REQUEST_CHAT = 0, LF_REQUEST_EMBEDDINGS = 1 } lf_request_kind;
+
+/* Where a host puts the protocols it serves, when not at base_url + the
+ * protocol's own path: a host's trait, not a protocol (Azure speaks chat
+ * completions and Responses, Vertex AI Gemini and Claude). It also says how
+ * the host takes the key (lf_prepare) and what it serves
+ * (lf_wire_layout_serves). */
+typedef enum lf_layout {
+    LF_LAYOUT_PLAIN = 0,         /* base_url + the protocol's path */
+    LF_LAYOUT_AZURE,             /* Azure OpenAI v1: base_url + "/openai/v1" + the path
+                                  * (chat completions, Responses, embeddings) */
+    LF_LAYOUT_AZURE_DEPLOYMENT,  /* base_url + "/openai/deployments/" + model + the path +
+                                  * "?api-version=" V: chat completions and embeddings */
+    LF_LAYOUT_AZURE_FOUNDRY,     /* Azure AI Foundry's model inference: base_url (its path
+                                  * ends in /models) + the path + "?api-version=" V: chat
+                                  * completions and embeddings */
+    LF_LAYOUT_VERTEX             /* Vertex AI: base_url (lf_wire_vertex_base_url) +
+                                  * "/v1/projects/P/locations/L/publishers/" + google or
+                                  * anthropic + "/models/" + model + the method: Gemini
+                                  * (generateContent) and Claude (rawPredict: Anthropic's
+                                  * body without "model", with anthropic_version) chats */
+} lf_layout;
+
+/* LF_LAYOUT_VERTEX's project and location. */
+typedef struct lf_vertex {
+    const char *project;
+    const char *location;  /* "us-east5", "europe-west4", "global", ...: [a-z0-9-] */
+} lf_vertex;
 
 /* A text to embed: UTF-8, len bytes. */
 typedef struct lf_text {
@@ -51,6 +87,11 @@ typedef struct lf_tool_call {
     const char *name;       /* the tool's name, as the model gave it */
     const char *arguments;  /* the arguments: JSON text, arguments_len bytes; NULL or empty: {} */
     size_t arguments_len;
+    /* Gemini's thoughtSignature of this call (lf_answer_call.signature): part
+     * of its message's reasoning state, and goes back under the same rule
+     * (lf_message.reasoning); NULL or empty: none. */
+    const char *signature;
+    size_t signature_len;
 } lf_tool_call;
 
 /* A file sent with a user message (Ruby's LlmFailover::Attachment): its
@@ -77,9 +118,22 @@ typedef struct lf_message {
     const char *tool_call_id;
     int is_error;
     /* user: files sent with the text (OpenAI content parts image_url and
-     * file, Anthropic image and document blocks). */
+     * file, Anthropic image and document blocks, Gemini inlineData parts). */
     const lf_attachment *attachments;
     size_t n_attachments;
+    /* assistant: state its answer carried that only the host that made it
+     * can read back, opaque, in the protocol's own form (lf_answer.reasoning:
+     * the Responses API's encrypted reasoning items, reasoning_len bytes of
+     * the JSON text of an array; Gemini's thoughtSignature of its text), NULL
+     * for none; its calls' signatures (lf_tool_call.signature) are part of it.
+     * A request of protocol reasoning_api to the target whose origin equals
+     * reasoning_origin (lf_request_params.origin; NULL is "") sends it back as
+     * it came; any other request drops it, never translated
+     * (lf_wire_reasoning_goes). */
+    const char *reasoning;
+    size_t reasoning_len;
+    lf_api reasoning_api;
+    const char *reasoning_origin;
 } lf_message;
 
 /* A tool the model may call. */
@@ -112,29 +166,35 @@ typedef struct lf_request_params {
     /* JSON mode: OpenAI gets response_format json_object and
      * LF_JSON_INSTRUCTION as a system message after the leading ones (its JSON
      * mode wants the word JSON in the messages); Anthropic and Bedrock, which
-     * have no JSON mode, get the instruction at the end of their system text. */
+     * have no JSON mode, get the instruction at the end of their system text;
+     * Gemini the instruction in its systemInstruction and, without tools (its
+     * models refuse both at once), responseMimeType application/json. */
     int json_mode;
     /* A JSON Schema for the answer, as the JSON text of an object, NULL for
      * none (it wins over json_mode): OpenAI gets response_format json_schema
      * with strict true; Anthropic and Bedrock a forced call of a tool of that
-     * name whose input schema it is, and the tool's input is the answer. */
+     * name whose input schema it is, and the tool's input is the answer;
+     * Gemini responseMimeType application/json and responseJsonSchema. */
     const char *schema;
     const char *schema_name; /* [A-Za-z0-9_-]{1,64}; NULL: "answer" */
     /* Tools: OpenAI-compatible "tools" (type function, parameters),
-     * Anthropic "tools" (input_schema), Bedrock "toolConfig" (toolSpec). A
-     * schema on Anthropic and Bedrock is itself a forced tool call, so it
-     * cannot be combined with tools there. */
+     * Anthropic "tools" (input_schema), Bedrock "toolConfig" (toolSpec),
+     * Gemini "tools" (functionDeclarations, parametersJsonSchema). A schema on
+     * Anthropic and Bedrock is itself a forced tool call, so it cannot be
+     * combined with tools there, nor on Gemini
+     * (lf_wire_schema_with_tools_refusal). */
     const lf_tool *tools;
     size_t n_tools;
     lf_tool_choice tool_choice;    /* needs tools, except UNSET and NONE */
     const char *tool_choice_name;  /* LF_TOOL_CHOICE_TOOL: one of the tools (Anthropic
                                     * "tool", OpenAI {"type":"function",...}) */
     /* 1: parallel_tool_calls sent (OpenAI), and when false, Anthropic's
-     * tool_choice disable_parallel_tool_use. Only with tools. */
+     * tool_choice disable_parallel_tool_use. Only with tools. Gemini has no
+     * such switch: nothing is sent (the caller runs every call it gets). */
     int has_parallel_tool_calls;
     int parallel_tool_calls;
     /* LF_REQUEST_EMBEDDINGS: the texts (1 to LF_EMBED_MAX_INPUTS), in order;
-     * every chat member above is ignored but api and model. */
+     * every chat member above is ignored but api and model (and layout). */
     lf_request_kind kind;
     const lf_text *inputs;
     size_t n_inputs;
@@ -148,10 +208,28 @@ typedef struct lf_request_params {
     int no_urls;
     long max_attachment_bytes;
     long max_attachments;
+    /* The host's layout (lf_target.layout): what it serves, and Vertex AI's
+     * ways (Claude's body, files by their bytes). */
+    lf_layout layout;
+    /* The target's origin (lf_target.origin: the provider entry's name), to
+     * tell whether a message's reasoning state came from it. NULL is "". */
+    const char *origin;
+    /* Responses: 1 asks for the reasoning items' encrypted_content
+     * (include: ["reasoning.encrypted_content"]) and re-sends the items the
+     * messages carry from this origin. A reasoning model only: others refuse
+     * the include with a 400 ("Encrypted content is not supported with this
+     * model"). The request is always store: false. */
+    int encrypted_reasoning;
 } lf_request_params;
 
 /* OpenAI's own cap on the inputs of one embeddings request. */
 #define LF_EMBED_MAX_INPUTS 2048
+/* Gemini's cap on the requests of one batchEmbedContents. */
+#define LF_GEMINI_EMBED_MAX_INPUTS 100
+
+/* The most texts one embeddings request of protocol api may carry (a caller
+ * with more sends them in several requests); 0: the protocol has none. */
+size_t lf_wire_embed_max_inputs(lf_api api);
 
 #define LF_JSON_INSTRUCTION \
     "Answer with one JSON object and nothing else: no text before or after it, no Markdown code fence."
@@ -192,24 +270,57 @@ lf_attach_refusal lf_wire_attachment_refusal(const lf_request_params *p, const l
 lf_attach_refusal lf_wire_attachment_count_refusal(const lf_request_params *p, size_t n, const char *who,
                                                    lf_buf *why);
 
-/* Path appended to the provider's base_url; NULL for a protocol whose path
- * depends on the request (Bedrock's names the model: lf_wire_request_path). */
+/* What a request's URL is made of. */
+typedef struct lf_endpoint {
+    lf_api api;
+    lf_request_kind kind;
+    lf_layout layout;
+    const char *base_url;     /* no trailing slash (the configuration normalises it) */
+    const char *model;        /* in the path where the protocol or the layout puts it, escaped */
+    const char *api_version;  /* the Azure deployment and Foundry layouts: required */
+    lf_vertex vertex;         /* LF_LAYOUT_VERTEX: required */
+    int stream;
+} lf_endpoint;
+
+/* The URL of one request into out (cleared first): base_url, the layout's
+ * route, the protocol's path (static, or with the model in it: Gemini
+ * /v1beta/models/M:generateContent, :streamGenerateContent?alt=sse when
+ * streamed, :batchEmbedContents, Google's "models/" prefix dropped; Bedrock
+ * /model/M/converse, /converse-stream when streamed), the layout's query. A
+ * model or project in the path is one segment, escaped by lf_wire_uri_escape
+ * with what its host keeps: '@' on Google's and Azure's hosts, nothing on
+ * AWS's (as AWS's SDKs send a model id: ':' as %3A, an ARN's '/' as %2F).
+ * 0, or -1 with errmsg (when non-NULL): a layout that does not serve the
+ * protocol, a missing api_version, Vertex AI without a project or a location
+ * of [a-z0-9-], no model where the path holds it, no memory. The one owner
+ * of where a request goes: lf_prepare asks it for every target. */
+int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg);
+/* Whether a host of layout serves requests of protocol api and kind: 0, or
+ * -1 with errmsg (when non-NULL) saying why not. The one owner of that rule:
+ * lf_wire_url and lf_wire_build_request ask it. */
+int lf_wire_layout_serves(lf_layout layout, lf_api api, lf_request_kind kind, lf_buf *errmsg);
+/* The path of a protocol that holds neither the model nor a route (OpenAI,
+ * Anthropic, Responses), as lf_wire_url appends it; NULL for the others
+ * (Gemini, Bedrock). */
 const char *lf_wire_path(lf_api api);
 /* The same for a kind of request: "/embeddings" for LF_REQUEST_EMBEDDINGS. */
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind);
-/* The path of request p, appended to its target's base_url, into out
- * (cleared first): lf_wire_path_for's, or Bedrock's /model/{id}/converse
- * (/converse-stream when p->stream) with the model id escaped by
- * lf_wire_uri_escape, so that a ':' goes as %3A and an ARN's '/' as %2F, as
- * AWS's SDKs send them. 0, or -1 when out of memory or when p has no model. */
-int lf_wire_request_path(const lf_request_params *p, lf_buf *out);
 /* Appends the n bytes at s percent-encoded: every byte but RFC 3986's
- * unreserved A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash) as %XX, upper-case
- * hex. A model id in a Bedrock path is escaped so (keep_slash 0); SigV4's
- * canonical URI of a path, what AWS checks a signature against, is the path
- * as sent escaped so once more (keep_slash 1: %3A becomes %253A). 0, or -1
- * when out of memory. */
-int lf_wire_uri_escape(lf_buf *out, const char *s, size_t n, int keep_slash);
+ * unreserved A-Z a-z 0-9 - . _ ~ and those in keep as %XX, upper-case hex.
+ * The one escaper of the URLs the core sends to: lf_wire_url's segments,
+ * and SigV4's canonical URI of a path, what AWS checks a signature against
+ * (the path as sent escaped once more, keep "/": %3A becomes %253A, which
+ * lf_prepare gives a libcurl that does not do it itself). 0, or -1 when out
+ * of memory. */
+int lf_wire_uri_escape(lf_buf *out, const char *s, size_t n, const char *keep);
+/* The base URL of Vertex AI in location (no trailing slash):
+ * https://LOCATION-aiplatform.googleapis.com, or https://aiplatform.googleapis.com
+ * for "global". 0, or -1 for an empty location or one that is not
+ * [a-z0-9-]. */
+int lf_wire_vertex_base_url(const char *location, lf_buf *out);
+/* The protocol Vertex AI serves model in: LF_API_ANTHROPIC for Claude
+ * ("claude..."), else LF_API_GEMINI. */
+lf_api lf_wire_vertex_api(const char *model);
 
 /* Writes the JSON body into out (cleared first). OpenAI: system messages stay
  * in the array (params->system becomes a leading system message), stream adds
@@ -245,15 +356,20 @@ int lf_wire_name_ok(const char *name, size_t len);
 
 /* Why one request of protocol api cannot carry a response schema beside
  * tools, NULL when it can: Anthropic's and Bedrock's, where the schema is
- * itself a forced tool call (the model could call no other tool). The one owner of that rule
+ * itself a forced tool call (the model could call no other tool); Gemini's,
+ * whose models (2.5) refuse function calling with a JSON response type. The one owner of that rule
  * and its words: the request builder refuses such a request with them, and
  * Ruby asks them of every target of a chat before anything is stored
  * (AnswerFormat.schema_with_tools_refusal). */
 const char *lf_wire_schema_with_tools_refusal(lf_api api);
 
-/* The protocol Ruby names name (len bytes: "openai", "anthropic", "bedrock") into *api:
- * 0, or -1 for none. */
+/* The protocol Ruby names name (len bytes: "openai", "anthropic",
+ * "responses", "bedrock", "gemini") into *api: 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
+/* A protocol's name in messages ("Bedrock Converse", "Gemini embeddings"):
+ * the one owner of those words, which lf_wire_layout_serves and the attempt
+ * loop's failures quote. */
+const char *lf_wire_api_title(lf_api api, lf_request_kind kind);
 
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
 
@@ -281,8 +397,11 @@ int lf_wire_call_id(const char *id, size_t len, lf_buf *out);
 
 typedef struct lf_wire_error {
     lf_buf type;     /* error.type (OpenAI, Anthropic) or error.status (Gemini) */
-    lf_buf code;     /* error.code, numbers written as decimal text */
+    lf_buf code;     /* error.code, numbers written as decimal text; Google's
+                      * ErrorInfo reason (details[].reason) when it gave one */
     lf_buf message;  /* error.message, or Mistral's detail */
+    double retry_after;  /* seconds Google's RetryInfo asks to wait (retryDelay);
+                          * -1 when none */
 } lf_wire_error;
 
 void lf_wire_error_init(lf_wire_error *e);
@@ -290,7 +409,8 @@ void lf_wire_error_clear(lf_wire_error *e);
 void lf_wire_error_free(lf_wire_error *e);
 
 /* Recognises every error body shape of WIRE.md: {"error":{...}} (error may be
- * a string), [{"error":{...}}] (Gemini), {"type":"error","error":{...}}
+ * a string; Google's with details[]: an ErrorInfo reason, a RetryInfo
+ * retryDelay), [{"error":{...}}] (Gemini), {"type":"error","error":{...}}
  * (Anthropic), {"detail": "..."} or {"detail":[{"msg":...}]} (Mistral and
  * other FastAPI servers), {"message": "..."}. Returns 1 when found, else 0
  * (then e is left empty; the caller uses the raw body). */
@@ -304,6 +424,9 @@ typedef struct lf_answer_call {
     lf_buf arguments;  /* the whole arguments text (OpenAI: as sent; Anthropic: the
                         * input object written as JSON, or its streamed pieces
                         * joined); "{}" when the provider sent none */
+    lf_buf signature;  /* Gemini's thoughtSignature of the call, as sent (base64):
+                        * part of the answer's reasoning state (lf_tool_call.signature);
+                        * empty for none (Gemini signs the first of parallel calls) */
 } lf_answer_call;
 
 /* What an answer (plain or streamed) amounts to. */
@@ -326,6 +449,17 @@ typedef struct lf_answer {
     lf_answer_call *tool_calls;
     size_t n_tool_calls;
     size_t cap_tool_calls;
+    /* State the host wants back on the next turn and that no other host can
+     * read, opaque, in the protocol's own form; empty for none. Responses:
+     * its encrypted reasoning items, as the final output items carry them
+     * (the answer's output array or each item's response.output_item.done,
+     * never response.output_item.added's), the JSON text of an array of
+     * items, published when a stream completes. Gemini: the thoughtSignature
+     * of its text (the last one a text part carried); its calls' are theirs
+     * (lf_answer_call.signature). The host keeps it with the assistant
+     * message, with the protocol and the target's origin
+     * (lf_message.reasoning). */
+    lf_buf reasoning;
     /* An embeddings answer: n_vectors vectors of dims numbers each, row by
      * row in the order of the inputs (the provider's "index"); NULL for a
      * chat answer. */
@@ -339,8 +473,9 @@ typedef struct lf_answer {
 void lf_answer_init(lf_answer *a);
 void lf_answer_clear(lf_answer *a);
 void lf_answer_free(lf_answer *a);
-/* Moves src's tool calls and vectors into dst (what dst held goes to src, freed
- * with it); the text and the other fields are the caller's. */
+/* Moves src's tool calls (their signatures with them), reasoning state and
+ * vectors into dst (what dst held goes to src, freed with it); the text and
+ * the other fields are the caller's. */
 void lf_answer_take_parts(lf_answer *dst, lf_answer *src);
 
 #define LF_WIRE_OK 0
@@ -362,15 +497,20 @@ int lf_wire_parse_tool_response(lf_api api, const char *body, size_t len,
  * LF_WIRE_INVALID (a short answer must not be taken for a whole one). The
  * input token count goes to input_tokens, output_tokens is 0. */
 int lf_wire_parse_embeddings(const char *body, size_t len, size_t n_inputs, lf_answer *out, lf_wire_error *err);
+/* The embeddings answer of protocol api: Gemini's batchEmbedContents answer
+ * ({"embeddings":[{"values":[numbers]}]}, in the order of the inputs, under
+ * the same rules), else the one above. */
+int lf_wire_parse_embeddings_for(lf_api api, const char *body, size_t len, size_t n_inputs, lf_answer *out,
+                                 lf_wire_error *err);
 
 /* Per-stream state: feed it every SSE event of one response. */
 typedef struct lf_stream_state {
     lf_api api;
     lf_answer answer;     /* accumulates text, model, finish reason, usage */
     lf_wire_error error;  /* filled on LF_STREAM_ERROR */
-    int done;             /* terminal event seen: [DONE], message_stop, or Bedrock's
-                           * metadata after its messageStop */
-    int finished;         /* finish_reason / stop_reason seen (the stream is whole) */
+    int done;             /* terminal event seen: [DONE], message_stop, response.completed,
+                           * response.incomplete, or Bedrock's metadata after its messageStop */
+    int finished;         /* finish_reason / stop_reason seen */
     int stopped;          /* Bedrock's messageStop seen: its stopReason is taken, but
                            * the stream is whole only with the metadata after it */
     int has_usage;
@@ -378,17 +518,22 @@ typedef struct lf_stream_state {
     int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces and
                            * Bedrock toolUse input pieces are text */
     /* Tool calls being streamed, not yet in answer.tool_calls: OpenAI's by
-     * tool_calls[].index, Anthropic's and Bedrock's by content block index
-     * (keys[i] is calls[i]'s). Published to the answer when the stream
-     * completes. */
+     * tool_calls[].index, Anthropic's and Bedrock's by content block index,
+     * Gemini's (each whole in one part) in the order they came (keys[i] is
+     * calls[i]'s). Published to the answer when the stream completes. */
     lf_answer_call *calls;
     long *call_keys;
     size_t n_calls, cap_calls;
     int calls_published;
+    /* Responses: the reasoning items of response.output_item.done events
+     * (a JSON array's items, comma-separated), published to
+     * answer.reasoning when the stream completes. */
+    lf_buf reasoning;
 } lf_stream_state;
 
 #define LF_STREAM_CONTINUE 0
-#define LF_STREAM_DONE 1      /* terminal event; later events are ignored */
+#define LF_STREAM_DONE 1      /* terminal event; later events are ignored (a Gemini
+                               * stream's end is its finishReason: finished) */
 #define LF_STREAM_ERROR 2     /* in-stream error event; s->error filled */
 #define LF_STREAM_INVALID 3   /* malformed event (data is not JSON / wrong shape) */
 

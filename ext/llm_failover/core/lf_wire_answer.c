@@ -25,6 +25,7 @@ void lf_answer_init(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_buf_init(&a->reasoning);
     a->vectors = NULL;
     a->n_vectors = 0;
     a->dims = 0;
@@ -51,6 +52,7 @@ void lf_answer_clear(lf_answer *a)
     /* The array stays for the next answer; the calls go. */
     lf_wire_calls_free(a->tool_calls, a->n_tool_calls);
     a->n_tool_calls = 0;
+    lf_buf_clear(&a->reasoning);
     lf_answer_drop_vectors(a);
 }
 
@@ -69,6 +71,7 @@ void lf_answer_free(lf_answer *a)
     a->tool_calls = NULL;
     a->n_tool_calls = 0;
     a->cap_tool_calls = 0;
+    lf_buf_free(&a->reasoning);
     lf_answer_drop_vectors(a);
 }
 
@@ -84,6 +87,7 @@ void lf_answer_take_parts(lf_answer *dst, lf_answer *src)
     src->tool_calls = calls;
     src->n_tool_calls = n;
     src->cap_tool_calls = cap;
+    lf_buf_move(&dst->reasoning, &src->reasoning);
     lf_answer_drop_vectors(dst);
     dst->vectors = src->vectors;
     dst->n_vectors = src->n_vectors;
@@ -116,6 +120,7 @@ lf_answer_call *lf_wire_call_push(lf_answer_call **v, long **keys, size_t *n, si
     lf_buf_init(&c->id);
     lf_buf_init(&c->name);
     lf_buf_init(&c->arguments);
+    lf_buf_init(&c->signature);
     if (keys) (*keys)[*n] = key;
     (*n)++;
     return c;
@@ -129,6 +134,7 @@ void lf_wire_calls_free(lf_answer_call *v, size_t n)
         lf_buf_free(&v[i].id);
         lf_buf_free(&v[i].name);
         lf_buf_free(&v[i].arguments);
+        lf_buf_free(&v[i].signature);
     }
 }
 
@@ -184,9 +190,7 @@ int lf_wire_append_content(lf_buf *text, json_object *content, int tool)
         json_object *input = lf_json_get_typed(part, "input", json_type_object);
 
         if (tool && input && lf_json_string_is(part, "type", "tool_use")) {
-            if (lf_buf_append_str(text, json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN |
-                                                                                 JSON_C_TO_STRING_NOSLASHESCAPE)) != 0)
-                return -1;
+            if (lf_json_append_written(text, input) != 0) return -1;
             continue;
         }
         if (!t || !lf_json_string_is(part, "type", "text")) continue;

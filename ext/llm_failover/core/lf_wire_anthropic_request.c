@@ -1,4 +1,5 @@
-/* Request bodies of Anthropic messages. */
+/* Request bodies of Anthropic messages, on Anthropic's host or on Vertex AI
+ * (rawPredict: the model in the path, anthropic_version in the body). */
 #include "lf_wire_anthropic.h"
 
 #include "lf_json_write.h"
@@ -96,17 +97,10 @@ static int lf_anthropic_tools(lf_buf *out, const lf_request_params *p)
 
     if (!p->n_tools) return 0;
     if (lf_buf_append_str(out, ",\"tools\":[") != 0) return -1;
-    for (i = 0; i < p->n_tools; i++) {
-        const lf_tool *t = &p->tools[i];
-
-        if ((i && lf_buf_append_char(out, ',') != 0) || lf_buf_append_str(out, "{\"name\":") != 0 ||
-            lf_json_put_cstring(out, t->name) != 0 ||
-            (t->description && (lf_buf_append_str(out, ",\"description\":") != 0 ||
-                                lf_json_put_cstring(out, t->description) != 0)) ||
-            lf_buf_append_str(out, ",\"input_schema\":") != 0 || lf_wire_put_parameters(out, t) != 0 ||
-            lf_buf_append_char(out, '}') != 0)
+    for (i = 0; i < p->n_tools; i++)
+        if ((i && lf_buf_append_char(out, ',') != 0) || lf_buf_append_char(out, '{') != 0 ||
+            lf_wire_put_tool(out, &p->tools[i], "input_schema") != 0 || lf_buf_append_char(out, '}') != 0)
             return -1;
-    }
     if (lf_buf_append_char(out, ']') != 0) return -1;
     if (p->tool_choice == LF_TOOL_CHOICE_UNSET && !serial) return 0;
     if (lf_buf_append_str(out, ",\"tool_choice\":{\"type\":") != 0 ||
@@ -128,23 +122,14 @@ int lf_wire_anthropic_build(const lf_request_params *p, const char *schema, lf_b
     int first = 1, rc = -1;
 
     lf_buf_init(&system);
-    if (p->system && p->system_len && lf_buf_append(&system, p->system, p->system_len) != 0) goto done;
-    for (i = 0; i < p->n_messages; i++) {
-        const lf_message *m = &p->messages[i];
-        lf_role role = lf_wire_role(m->role);
-
-        if ((role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) || !m->content_len) continue;
-        if (system.len && lf_buf_append(&system, "\n\n", 2) != 0) goto done;
-        if (lf_buf_append(&system, m->content, m->content_len) != 0) goto done;
-    }
     /* Anthropic has no JSON mode: the instruction ends the system text. */
-    if (lf_wire_json_instruction(p) &&
-        ((system.len && lf_buf_append(&system, "\n\n", 2) != 0) || lf_buf_append_str(&system, LF_JSON_INSTRUCTION) != 0))
-        goto done;
+    if (lf_wire_system_text(p, &system) != 0) goto done;
 
-    if (lf_buf_append_str(out, "{\"model\":") != 0 ||
-        lf_json_put_cstring(out, p->model) != 0 ||
-        lf_buf_append_str(out, ",\"max_tokens\":") != 0 ||
+    /* On Vertex AI the model is in the path, the API version in the body. */
+    if (p->layout == LF_LAYOUT_VERTEX ? lf_buf_append_str(out, "{\"anthropic_version\":\"" LF_VERTEX_ANTHROPIC_VERSION "\"") != 0
+                          : lf_buf_append_str(out, "{\"model\":") != 0 || lf_json_put_cstring(out, p->model) != 0)
+        goto done;
+    if (lf_buf_append_str(out, ",\"max_tokens\":") != 0 ||
         lf_json_put_long(out, p->max_tokens > 0 ? p->max_tokens
                                                 : LF_ANTHROPIC_DEFAULT_MAX_TOKENS) != 0 ||
         lf_buf_append_str(out, ",\"messages\":[") != 0)

@@ -61,10 +61,22 @@ static const char *lf_attach_name(const lf_attachment *a)
 static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *a)
 {
     if (!a->url || p->no_urls) return 0;
-    /* Converse takes bytes or an S3 location, never a URL. */
-    if (p->api == LF_API_BEDROCK) return 0;
-    /* OpenAI's file parts take bytes or an uploaded file's id, never a URL. */
+    /* Gemini's fileData takes its own Files API's URIs (Vertex AI: Cloud
+     * Storage's), not a web URL: its bytes go as inlineData. Claude on Vertex
+     * AI refuses Anthropic's url sources. Converse takes bytes or an S3
+     * location, never a URL. */
+    if (p->api == LF_API_GEMINI || p->api == LF_API_BEDROCK || p->layout == LF_LAYOUT_VERTEX) return 0;
+    /* Chat completions' file parts take bytes or an uploaded file's id, never
+     * a URL; Responses' input_file takes a file_url. */
     return !(p->api == LF_API_OPENAI && lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_DOCUMENT);
+}
+
+/* Why a URL is refused, when the target's configuration does not say. */
+static const char *lf_attach_url_refused_by(const lf_request_params *p)
+{
+    if (p->no_urls) return "attachment_urls: false";
+    if (p->layout == LF_LAYOUT_VERTEX) return "Vertex AI takes a file's bytes";
+    return p->api == LF_API_GEMINI ? "Gemini takes a file's bytes" : "an OpenAI file part";
 }
 
 int lf_wire_attachment_by_url(const lf_request_params *p, const lf_attachment *a)
@@ -102,7 +114,7 @@ lf_attach_refusal lf_wire_attachment_refusal(const lf_request_params *p, const l
     if (!a->base64 && a->url && !lf_attach_url_taken(p, a)) {
         lf_wire_fail(why, "attachment \"%.64s\": %.80s takes no URL for it (%s) and its bytes were not "
                           "downloaded",
-                     lf_attach_name(a), lf_attach_who(who), p->no_urls ? "attachment_urls: false" : "an OpenAI file part");
+                     lf_attach_name(a), lf_attach_who(who), lf_attach_url_refused_by(p));
         return LF_ATTACH_NO_URL;
     }
     size = a->base64 ? lf_base64_decoded_len(a) : 0;

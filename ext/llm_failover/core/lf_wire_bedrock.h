@@ -7,9 +7,6 @@
 #include <json-c/json.h>
 #include "lf_wire.h"
 
-/* The path of a request for model (lf_wire_request_path's contract). */
-int lf_wire_bedrock_path(const char *model, int stream, lf_buf *out);
-
 /* The body of checked params into out (reserved, empty); schema is the
  * schema's JSON text or NULL (a forced tool call). 0, or -1 when out of
  * memory. */

@@ -1,4 +1,4 @@
-/* Request bodies of Bedrock Converse, and the path that names the model.
+/* Request bodies of Bedrock Converse (the path is lf_wire_url's).
  *
  * Converse refuses an empty or blank text block, a message without blocks and
  * two messages of one role in a row: blank texts are left out, and the blocks
@@ -13,13 +13,6 @@
 #include "lf_wire_shared.h"
 
 #include "lf_banned.h"
-
-int lf_wire_bedrock_path(const char *model, int stream, lf_buf *out)
-{
-    lf_buf_clear(out);
-    if (lf_buf_append_str(out, "/model/") != 0 || lf_wire_uri_escape(out, model, strlen(model), 0) != 0) return -1;
-    return lf_buf_append_str(out, stream ? "/converse-stream" : "/converse");
-}
 
 static int lf_bedrock_blank(const char *s, size_t n)
 {

@@ -58,14 +58,9 @@ static int lf_bedrock_blocks(json_object *content, lf_answer *out, int tool)
             return -1;
         if (!use) continue;
         if (tool) {
-            /* Written back by json-c, which keeps a string's bytes as they came. */
             json_object *input = lf_json_get_typed(use, "input", json_type_object);
-            size_t n = 0;
-            const char *json = input ? json_object_to_json_string_length(
-                                           input, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n)
-                                     : NULL;
 
-            if (json && lf_utf8_append_sanitized(&out->text, json, n) != 0) return -1;
+            if (input && lf_json_append_written(&out->text, input) != 0) return -1;
         } else if (lf_wire_answer_call(out, lf_json_get(use, "toolUseId"), lf_json_get(use, "name"),
                                        lf_json_get(use, "input")) != 0) {
             return -1;

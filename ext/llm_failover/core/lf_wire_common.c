@@ -29,6 +29,19 @@ void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *lf_wire_api_title(lf_api api, lf_request_kind kind)
+{
+    int embed = kind == LF_REQUEST_EMBEDDINGS;
+
+    switch (api) {
+    case LF_API_ANTHROPIC: return "Anthropic messages";
+    case LF_API_RESPONSES: return embed ? "OpenAI embeddings" : "OpenAI Responses";
+    case LF_API_BEDROCK: return "Bedrock Converse";
+    case LF_API_GEMINI: return embed ? "Gemini embeddings" : "Gemini generateContent";
+    default: return embed ? "OpenAI embeddings" : "OpenAI chat completions";
+    }
+}
+
 lf_role lf_wire_role(const char *role)
 {
     if (strcmp(role, "system") == 0) return LF_ROLE_SYSTEM;
@@ -79,14 +92,8 @@ int lf_wire_json_instruction(const lf_request_params *p)
 int lf_wire_put_object(lf_buf *out, const char *text, size_t len)
 {
     json_object *o = text && len ? lf_json_parse(text, len) : NULL;
-    const char *s;
-    size_t n = 0;
-    int rc = 1;
+    int rc = o && json_object_is_type(o, json_type_object) ? lf_json_append_written(out, o) : 1;
 
-    if (o && json_object_is_type(o, json_type_object)) {
-        s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-        rc = s ? lf_utf8_append_sanitized(out, s, n) : -1;
-    }
     json_object_put(o);
     return rc;
 }
@@ -99,18 +106,61 @@ int lf_wire_put_parameters(lf_buf *out, const lf_tool *t)
     return rc;
 }
 
-int lf_wire_uri_escape(lf_buf *out, const char *s, size_t n, int keep_slash)
+int lf_wire_put_tool(lf_buf *out, const lf_tool *t, const char *schema_key)
 {
-    static const char hex[] = "0123456789ABCDEF";
+    if (lf_buf_append_str(out, "\"name\":") != 0 || lf_json_put_cstring(out, t->name) != 0) return -1;
+    if (t->description &&
+        (lf_buf_append_str(out, ",\"description\":") != 0 || lf_json_put_cstring(out, t->description) != 0))
+        return -1;
+    if (lf_buf_append_str(out, ",\"") != 0 || lf_buf_append_str(out, schema_key) != 0 ||
+        lf_buf_append_str(out, "\":") != 0)
+        return -1;
+    return lf_wire_put_parameters(out, t);
+}
+
+int lf_wire_system_text(const lf_request_params *p, lf_buf *out)
+{
     size_t i;
 
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        int unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                         c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
-        char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
+    lf_buf_clear(out);
+    if (p->system && p->system_len && lf_buf_append(out, p->system, p->system_len) != 0) return -1;
+    for (i = 0; i < p->n_messages; i++) {
+        const lf_message *m = &p->messages[i];
+        lf_role role = lf_wire_role(m->role);
 
-        if (unreserved ? lf_buf_append_char(out, (char)c) != 0 : lf_buf_append(out, esc, 3) != 0) return -1;
+        if ((role != LF_ROLE_SYSTEM && role != LF_ROLE_DEVELOPER) || !m->content_len) continue;
+        if ((out->len && lf_buf_append(out, "\n\n", 2) != 0) || lf_buf_append(out, m->content, m->content_len) != 0)
+            return -1;
     }
+    /* No JSON mode of its own, or one that wants to be told: the instruction
+     * ends the system text. */
+    if (lf_wire_json_instruction(p) &&
+        ((out->len && lf_buf_append(out, "\n\n", 2) != 0) || lf_buf_append_str(out, LF_JSON_INSTRUCTION) != 0))
+        return -1;
     return 0;
+}
+
+/* "data:<mime>;base64,<bytes>" as a JSON string: how OpenAI's protocols take a
+ * file's bytes (chat completions' image_url and file parts, Responses'
+ * input_image and input_file). */
+int lf_wire_put_data_uri(lf_buf *out, const lf_attachment *a)
+{
+    return lf_buf_append_str(out, "\"data:") != 0 || lf_buf_append_str(out, a->mime_type) != 0 ||
+                   lf_buf_append_str(out, ";base64,") != 0 || lf_buf_append(out, a->base64, a->base64_len) != 0
+               ? -1
+               : lf_buf_append_char(out, '"');
+}
+
+/* The one rule of an assistant message's reasoning state (lf_message.reasoning
+ * and its calls' signatures): back to the protocol and the origin that made
+ * it, never elsewhere (another host cannot read it, and it has no meaning in
+ * another protocol); on Responses only to a target that asks for it
+ * (encrypted_reasoning: a model that reasons). */
+int lf_wire_reasoning_goes(const lf_request_params *p, const lf_message *m)
+{
+    const char *mine = m->reasoning_origin ? m->reasoning_origin : "";
+    const char *theirs = p->origin ? p->origin : "";
+
+    return m->reasoning_api == p->api && strcmp(mine, theirs) == 0 &&
+           (p->api != LF_API_RESPONSES || p->encrypted_reasoning);
 }

@@ -14,6 +14,7 @@ void lf_wire_error_init(lf_wire_error *e)
     lf_buf_init(&e->type);
     lf_buf_init(&e->code);
     lf_buf_init(&e->message);
+    e->retry_after = -1;
 }
 
 void lf_wire_error_clear(lf_wire_error *e)
@@ -21,6 +22,7 @@ void lf_wire_error_clear(lf_wire_error *e)
     lf_buf_clear(&e->type);
     lf_buf_clear(&e->code);
     lf_buf_clear(&e->message);
+    e->retry_after = -1;
 }
 
 void lf_wire_error_free(lf_wire_error *e)
@@ -55,6 +57,39 @@ static int lf_wire_detail_list(json_object *detail, lf_buf *out)
     return 0;
 }
 
+/* A google.protobuf.Duration in JSON ("48s", "0.250s"): its seconds, or -1. */
+static double lf_google_duration(json_object *v)
+{
+    const char *s = v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    double seconds = 0, scale = 1;
+    int digits = 0;
+
+    if (!s) return -1;
+    for (; *s >= '0' && *s <= '9' && digits < 12; s++, digits++) seconds = seconds * 10 + (*s - '0');
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++) seconds += (*s - '0') * (scale /= 10);
+    return digits && s[0] == 's' && s[1] == '\0' ? seconds : -1;
+}
+
+/* Google's error.details[]: an ErrorInfo's reason (API_KEY_INVALID, ...)
+ * names the error better than the numeric code, which repeats the status; a
+ * RetryInfo's retryDelay is the wait a 429 asks for (Gemini sends no
+ * Retry-After header). */
+static int lf_google_details(json_object *details, lf_wire_error *e)
+{
+    size_t i, n = details && json_object_is_type(details, json_type_array) ? json_object_array_length(details) : 0;
+
+    for (i = 0; i < n; i++) {
+        json_object *d = json_object_array_get_idx(details, i);
+        json_object *reason = lf_json_get_typed(d, "reason", json_type_string);
+
+        if (reason && json_object_get_string_len(reason) > 0 && lf_json_take_string(d, "reason", &e->code) != 0)
+            return -1;
+        if (lf_json_get(d, "retryDelay")) e->retry_after = lf_google_duration(lf_json_get(d, "retryDelay"));
+    }
+    return 0;
+}
+
 /* Fills e from a parsed body; 1 when it has one of the error shapes. */
 int lf_wire_error_from_json(json_object *root, lf_wire_error *e)
 {
@@ -82,7 +117,8 @@ int lf_wire_error_from_json(json_object *root, lf_wire_error *e)
             if (lf_json_take_string(err, "type", &e->type) != 0 ||
                 (!e->type.len && lf_json_take_string(err, "status", &e->type) != 0) ||
                 lf_json_value_text(lf_json_get(err, "code"), &e->code) != 0 ||
-                lf_json_value_text(lf_json_get(err, "message"), &e->message) != 0)
+                lf_json_value_text(lf_json_get(err, "message"), &e->message) != 0 ||
+                lf_google_details(lf_json_get(err, "details"), e) != 0)
                 goto nomem;
             /* Some servers omit every field we know: keep what they said. */
             if (lf_wire_error_empty(e) && lf_json_value_text(err, &e->message) != 0) goto nomem;

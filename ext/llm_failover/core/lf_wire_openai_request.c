@@ -45,25 +45,16 @@ static int lf_openai_message(lf_buf *out, const lf_message *m, int first)
     return lf_buf_append_str(out, "]}");
 }
 
-/* "data:<mime>;base64,<bytes>" as a JSON string. */
-static int lf_openai_data_uri(lf_buf *out, const lf_attachment *a)
-{
-    return lf_buf_append_str(out, "\"data:") != 0 || lf_buf_append_str(out, a->mime_type) != 0 ||
-                   lf_buf_append_str(out, ";base64,") != 0 || lf_buf_append(out, a->base64, a->base64_len) != 0
-               ? -1
-               : lf_buf_append_char(out, '"');
-}
-
 static int lf_openai_part(lf_buf *out, const lf_request_params *p, const lf_attachment *a)
 {
     if (lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_IMAGE) {
         if (lf_buf_append_str(out, "{\"type\":\"image_url\",\"image_url\":{\"url\":") != 0) return -1;
-        if ((lf_wire_attachment_by_url(p, a) ? lf_json_put_cstring(out, a->url) : lf_openai_data_uri(out, a)) != 0) return -1;
+        if ((lf_wire_attachment_by_url(p, a) ? lf_json_put_cstring(out, a->url) : lf_wire_put_data_uri(out, a)) != 0) return -1;
         return lf_buf_append_str(out, "}}");
     }
     return lf_buf_append_str(out, "{\"type\":\"file\",\"file\":{\"filename\":") != 0 ||
                    lf_json_put_cstring(out, a->filename ? a->filename : "document.pdf") != 0 ||
-                   lf_buf_append_str(out, ",\"file_data\":") != 0 || lf_openai_data_uri(out, a) != 0
+                   lf_buf_append_str(out, ",\"file_data\":") != 0 || lf_wire_put_data_uri(out, a) != 0
                ? -1
                : lf_buf_append_str(out, "}}");
 }
@@ -91,18 +82,11 @@ static int lf_openai_tools(lf_buf *out, const lf_request_params *p)
 
     if (!p->n_tools) return 0;
     if (lf_buf_append_str(out, ",\"tools\":[") != 0) return -1;
-    for (i = 0; i < p->n_tools; i++) {
-        const lf_tool *t = &p->tools[i];
-
+    for (i = 0; i < p->n_tools; i++)
         if ((i && lf_buf_append_char(out, ',') != 0) ||
-            lf_buf_append_str(out, "{\"type\":\"function\",\"function\":{\"name\":") != 0 ||
-            lf_json_put_cstring(out, t->name) != 0 ||
-            (t->description && (lf_buf_append_str(out, ",\"description\":") != 0 ||
-                                lf_json_put_cstring(out, t->description) != 0)) ||
-            lf_buf_append_str(out, ",\"parameters\":") != 0 || lf_wire_put_parameters(out, t) != 0 ||
-            lf_buf_append_str(out, "}}") != 0)
+            lf_buf_append_str(out, "{\"type\":\"function\",\"function\":{") != 0 ||
+            lf_wire_put_tool(out, &p->tools[i], "parameters") != 0 || lf_buf_append_str(out, "}}") != 0)
             return -1;
-    }
     if (lf_buf_append_char(out, ']') != 0) return -1;
     if (p->tool_choice == LF_TOOL_CHOICE_TOOL) {
         if (lf_buf_append_str(out, ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":") != 0 ||

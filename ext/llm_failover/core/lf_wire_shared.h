@@ -95,6 +95,22 @@ int lf_wire_put_object(lf_buf *out, const char *text, size_t len);
 /* A tool's JSON Schema, or an object without properties for a tool that
  * takes none. */
 int lf_wire_put_parameters(lf_buf *out, const lf_tool *t);
+/* A tool declaration's members, in every protocol's names: "name", then
+ * "description" when it has one, then its JSON Schema under schema_key
+ * (parameters, input_schema, parametersJsonSchema); no braces. */
+int lf_wire_put_tool(lf_buf *out, const lf_tool *t, const char *schema_key);
+/* The system text of a protocol that takes it apart from the messages
+ * (Anthropic's system, Gemini's systemInstruction) into out (cleared first):
+ * p->system, then every system and developer message, then JSON mode's
+ * instruction, joined with blank lines. 0, or -1 when out of memory. */
+int lf_wire_system_text(const lf_request_params *p, lf_buf *out);
+/* An attachment's bytes as a data URI, a JSON string. */
+int lf_wire_put_data_uri(lf_buf *out, const lf_attachment *a);
+/* 1 when message m's reasoning state (lf_message.reasoning, its calls'
+ * signatures) goes into this request: the protocol and the origin that made
+ * it, and on Responses a target that asks for it (encrypted_reasoning); else
+ * it is dropped. Whether m has any is the caller's to see. */
+int lf_wire_reasoning_goes(const lf_request_params *p, const lf_message *m);
 
 /* ------------------------------------------- lf_wire_transcript.c */
 

@@ -29,6 +29,7 @@ void lf_stream_init(lf_stream_state *s, lf_api api)
     s->n_calls = 0;
     s->cap_calls = 0;
     s->calls_published = 0;
+    lf_buf_init(&s->reasoning);
 }
 
 static void lf_stream_drop_calls(lf_stream_state *s)
@@ -47,6 +48,7 @@ void lf_stream_free(lf_stream_state *s)
     lf_answer_free(&s->answer);
     lf_wire_error_free(&s->error);
     lf_stream_drop_calls(s);
+    lf_buf_free(&s->reasoning);
 }
 
 int lf_stream_complete(const lf_stream_state *s)

@@ -26,15 +26,18 @@ module LlmFailover
 
         attr_reader :model, :text, :chunks, :calls
 
+        # @param request [Request] the request it answers: a protocol reads its options there
+        #   (OpenAI's include_usage, Gemini's includeThoughts), and the reasoning state an
+        #   answer hands out names its lane (SealedState)
         # @param model [String] the model the answer reports
         # @param text [String] the non-streamed answer's text
         # @param chunks [Array<String>] the text's streamed deltas
         # @param calls [Array<Step::Call>] tool calls after the text
         # @param usage [Hash] {input:, output:}
         # @param finish_reason [String, nil] nil picks the API's default
-        # @param include_usage [Boolean] OpenAI stream_options.include_usage
         # @param thinking [Hash, nil] Step#thinking: blocks before the text
-        def initialize(model:, text:, chunks:, usage:, finish_reason:, include_usage: false, calls: [], thinking: nil)
+        def initialize(request:, model:, text:, chunks:, usage:, finish_reason:, calls: [], thinking: nil)
+          @request = request
           @model = model
           @text = text
           @chunks = chunks
@@ -49,7 +52,6 @@ module LlmFailover
           @input_tokens = usage.fetch(:input, 10)
           @output_tokens = usage.fetch(:output, @deltas.size)
           @finish_reason = finish_reason || (calls.empty? ? default_finish_reason : tool_finish_reason)
-          @include_usage = include_usage
         end
 
         # @return [Integer] how many deltas the stream carries
@@ -101,6 +103,14 @@ module LlmFailover
             blocks << Block.new(:tool, call.id || make_id(i), call.name, call.arguments, tool_pieces(call))
           end
           blocks
+        end
+
+        # A call's arguments as the plain answer carries them: parsed, or as they are when
+        # they are no JSON (a shape a client must refuse).
+        def parsed(arguments)
+          JSON.parse(arguments)
+        rescue JSON::ParserError
+          arguments
         end
 
         def json(obj)

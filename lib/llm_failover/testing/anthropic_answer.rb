@@ -145,12 +145,6 @@ module LlmFailover
             "input" => final ? parsed(block.arguments) : {}, "caller" => { "type" => "direct" } }
         end
 
-        def parsed(arguments)
-          JSON.parse(arguments)
-        rescue JSON::ParserError
-          arguments
-        end
-
         def event(name, payload)
           "event: #{name}\ndata: #{json(payload)}\n\n"
         end

@@ -133,12 +133,6 @@ module LlmFailover
           end
         end
 
-        def parsed(arguments)
-          JSON.parse(arguments)
-        rescue JSON::ParserError
-          arguments
-        end
-
         # One event frame; its payload padded with "p" as AWS pads it (a random length,
         # so that the size of a message says nothing of its content).
         def event(type, payload)

@@ -30,6 +30,13 @@ module LlmFailover
                         "usage" => { "prompt_tokens" => tokens, "total_tokens" => tokens })
         end
 
+        # @param single [Boolean] embedContent's answer (one text) rather than batchEmbedContents'
+        # @return [String] the JSON body of Gemini's answer
+        def gemini_body(single: false)
+          vectors = @texts.map { |text| { "values" => self.class.vector(text.to_s) } }
+          JSON.generate(single ? { "embedding" => vectors.first } : { "embeddings" => vectors })
+        end
+
         # @return [Array<String>] lowercase words, in order
         def self.words(text)
           text.downcase.scan(/[[:alnum:]]+/)

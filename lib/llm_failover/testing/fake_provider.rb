@@ -8,18 +8,38 @@ require_relative "fake_provider/script"
 
 module LlmFailover
   module Testing
-    # A real HTTP/1.1 server on loopback that speaks the OpenAI chat-completions, the
-    # Anthropic messages and the Bedrock Converse protocols, streamed and not (Bedrock's
-    # ConverseStream as AWS's binary event stream, its frames' CRCs right), and that a test
-    # scripts request by request. The gem's C client talks to it through libcurl, so it sees what a real
-    # provider would send: WebMock and friends cannot.
+    # A real HTTP/1.1 server on loopback that speaks OpenAI chat completions, Anthropic
+    # messages, OpenAI's Responses API, Bedrock Converse and Google's Gemini
+    # generateContent, streamed and not (Bedrock's ConverseStream as AWS's binary event
+    # stream, its frames' CRCs right), at their own hosts' paths and at Azure's and Vertex
+    # AI's (with the OAuth token exchange Vertex AI's credentials go through), and that a
+    # test scripts request by request. The gem's C client talks to it through libcurl, so
+    # it sees what a real provider would send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
     # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
     # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
-    # `/chat/completions`, `/messages` or Bedrock's `/model/{id}/converse` and
-    # `/converse-stream` (or that are not POSTs) get a 404 and take no step.
+    # `/chat/completions`, `/embeddings`, `/messages`, `/responses`, Bedrock's
+    # `/model/{id}/converse` and `/converse-stream`, a Google model's method
+    # (`/models/M:generateContent`, `:streamGenerateContent`, `:batchEmbedContents`, Vertex
+    # AI's `:rawPredict` and `:streamRawPredict` for Claude) or `/token` (or that are not
+    # POSTs) get a 404 and take no step. A host that refuses a request before any answer
+    # (Azure without its key, Vertex AI with a token it did not issue, AWS with a signature
+    # that does not hold) refuses it in its own shape, and the request takes no step either.
+    #
+    # Responses (ResponsesAnswer): `base_url(:responses)`; every step works as on the other
+    # protocols, a thinking: step adds a reasoning item whose encrypted_content a client must
+    # send back from output_item.done or the response, never from output_item.added. Azure
+    # (fake_provider/azure.rb): `base_url(:azure)` and `base_url(:azure_foundry)`, the key
+    # checked in an api-key header (or an Entra ID bearer token), an api-version where the
+    # path needs one.
+    #
+    # Reasoning state (SealedState): the Responses API's encrypted_content and Gemini's
+    # thoughtSignature name the protocol and the lane that made them. With strict_transcript
+    # such state sent back to another protocol or lane, or not final, is refused as the real
+    # host refuses it (OpenAI's 400 invalid_encrypted_content, Gemini's "Corrupted thought
+    # signature").
     #
     # @example In your own test suite (RSpec)
     #   require "llm_failover/testing"
@@ -63,23 +83,33 @@ module LlmFailover
     #   fp.enqueue({ tool_calls: [{ name: "weather", arguments: { "city" => "Oslo" } }], cut_after: 3 })
     #   fp.enqueue({ json: { "city" => "Paris" } })                # a forced tool call if asked, else JSON text
     #
-    # With `FakeProvider.start(aws_credentials: { "AKID" => "secret" })` a Bedrock request
-    # is first checked as AWS checks its SigV4 signature (SigV4); one that fails gets AWS's
-    # 403 (InvalidSignatureException, UnrecognizedClientException, ...) and takes no step.
-    #
     # With `FakeProvider.start(strict_transcript: true)` a request is first checked as a
     # strict provider checks it: every tool call followed by exactly one result, every
     # result after its call, ids each protocol takes. One that fails gets that provider's
     # 400 and takes no step. `fp.requests.last.tool_results` lists what a request sent back.
     #
-    # On Bedrock an error step answers with the status and the x-amzn-errortype header AWS
-    # sends (`error: :unauthorized` is its 403 UnrecognizedClientException), a malformed
-    # event is a frame whose CRC is wrong, an in-stream error a modelStreamErrorException.
-    #
     # Faults that act between stream events (`delay_first_token`, `cut_after`, `stall_after`,
     # `malformed_after`, `error_event_after`, `no_done`, `no_terminal`) apply to streamed
     # answers, counting text pieces and pieces of tool call arguments alike; `delay_headers`, `reset`, `close` and `headers` apply to every step, and
     # `chunk_delay` to every stream, recorded fixtures included.
+    #
+    # Gemini and Vertex AI (`base_url(:gemini)`, `base_url(:vertex)`): the same steps give
+    # Google's answers (a call's thoughtSignature, thoughtsTokenCount with `usage: { thoughts: }`),
+    # Google's error bodies (`retry_after:` goes into the body's RetryInfo, as Google puts it)
+    # and its filters (`error: :content_policy` is a 200 whose prompt was blocked). The OAuth
+    # token endpoint (POST .../token) answers from a queue of its own:
+    #   fp.enqueue_tokens({ expires_in: 1 }, { error: :unauthorized })   # a short token, then invalid_grant
+    # With `FakeProvider.start(check_tokens: true)` a Vertex AI request whose bearer token the
+    # server did not issue, or saw expire, gets Vertex AI's 401.
+    #
+    # Bedrock (`base_url(:bedrock)`, BedrockAnswer): the same steps give Converse answers and
+    # ConverseStream's event stream; an error step answers with the status and the
+    # x-amzn-errortype header AWS sends (`error: :unauthorized` is its 403
+    # UnrecognizedClientException), a malformed event is a frame whose CRC is wrong, an
+    # in-stream error a modelStreamErrorException. With
+    # `FakeProvider.start(aws_credentials: { "AKID" => "secret" })` a Bedrock request is first
+    # checked as AWS checks its SigV4 signature (SigV4); one that fails gets AWS's 403
+    # (InvalidSignatureException, UnrecognizedClientException, ...).
     #
     # Embeddings (POST .../embeddings, OpenAI-compatible) are answered deterministically
     # (EmbeddingAnswer: texts that share words get close vectors) and take their steps
@@ -88,13 +118,16 @@ module LlmFailover
     #   fp.enqueue_embeddings({ error: :server }, { delay_headers: 2 })
     #
     # Its parts by job, beside it: Script (fake_provider/script.rb), Connections
-    # (fake_provider/connections.rb).
+    # (fake_provider/connections.rb), the hosts that are not a protocol's own: Azure
+    # (fake_provider/azure.rb), Vertex AI (fake_provider/vertex.rb), and AWS's signature
+    # check (sig_v4.rb).
     class FakeProvider
       include Connections
       include Script
 
       DEFAULT_TEXT = "Hello from FakeProvider"
       EMBEDDINGS_DEFAULT = Step.new({})
+      TOKEN_DEFAULT = Step.new({})
 
       # Errors a client can cause by going away; never worth a warning.
       QUIET_ERRORS = [IOError, EOFError, Errno::EPIPE, Errno::ECONNRESET, Errno::ECONNABORTED,
@@ -127,10 +160,13 @@ module LlmFailover
       # @param strict_transcript [Boolean] refuse, as Anthropic does, a request whose
       #   messages hold a tool call without exactly one result right after it, or a result
       #   without its call: a 400 in the request's protocol, and no step is taken
+      # @param check_tokens [Boolean] refuse, as Vertex AI does, a request by Vertex AI's route
+      #   whose bearer token this server did not issue or saw expire: a 401, and no step
       # @param aws_credentials [Hash, nil] access key id => secret access key (or
       #   { secret_access_key:, session_token: }): Bedrock requests must be signed with one
       #   of them (SigV4), as AWS wants; nil checks no signature
-      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false, aws_credentials: nil)
+      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false, check_tokens: false,
+                     aws_credentials: nil)
         unless reset_idle_after.nil? || (reset_idle_after.is_a?(Numeric) && reset_idle_after.positive?)
           raise ArgumentError, "reset_idle_after must be nil or a positive number, got #{reset_idle_after.inspect}"
         end
@@ -139,6 +175,7 @@ module LlmFailover
         @port = port
         @reset_idle_after = reset_idle_after
         self.strict_transcript = strict_transcript
+        @check_tokens = check_tokens ? true : false
         unless aws_credentials.nil? || aws_credentials.is_a?(Hash)
           raise ArgumentError, "aws_credentials must be nil or a Hash of access key id => secret"
         end
@@ -147,6 +184,7 @@ module LlmFailover
         @mutex = Mutex.new
         @queue = []
         @embed_queue = []
+        @token_queue = []
         @lanes = {}
         @requests = []
         @default_hash = { text: DEFAULT_TEXT }.freeze
@@ -214,15 +252,28 @@ module LlmFailover
         "http://#{h}:#{@port}"
       end
 
-      # The base_url a provider of that API should be configured with.
-      # @param api [Symbol] :openai, :anthropic or :bedrock
+      # The base_url a provider of that API should be configured with: :openai and
+      # :responses (OpenAI's /v1), :anthropic, :bedrock (bedrock-runtime's root), :gemini,
+      # :vertex (Gemini's and Vertex AI's paths hold their API version: /v1beta/models/...,
+      # /v1/projects/...), :azure (an Azure OpenAI resource, under which the client puts
+      # /openai/v1/... or /openai/deployments/...) and :azure_foundry (AI Foundry's /models).
+      # @param api [Symbol]
       # @return [String]
       def base_url(api)
         case api.to_sym
-        when :openai then "#{url}/v1"
-        when :anthropic, :bedrock then url
-        else raise ArgumentError, "FakeProvider speaks :openai, :anthropic and :bedrock, not #{api.inspect}"
+        when :openai, :responses then "#{url}/v1"
+        when :anthropic, :bedrock, :gemini, :vertex, :azure then url
+        when :azure_foundry then "#{url}/models"
+        else raise ArgumentError, "FakeProvider speaks :openai, :responses, :anthropic, :bedrock, :gemini, :vertex, " \
+                                  ":azure and :azure_foundry, not #{api.inspect}"
         end
+      end
+
+      # The URL of its OAuth token endpoint (Google's oauth2.googleapis.com/token), where
+      # Vertex AI's credentials get their access tokens.
+      # @return [String]
+      def token_url
+        "#{url}/token"
       end
 
       # @return [Integer] client connections currently open

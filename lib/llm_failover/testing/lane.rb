@@ -36,7 +36,7 @@ module LlmFailover
         end
 
         # The base_url a provider of that API should be configured with to use this lane.
-        # @param api [Symbol] :openai, :anthropic or :bedrock
+        # @param api [Symbol] as FakeProvider#base_url takes it
         # @return [String]
         def base_url(api)
           @server.base_url(api).sub(@server.url, "#{@server.url}#{path_prefix}")

@@ -11,6 +11,8 @@ module LlmFailover
       class OpenAIAnswer < Answer
         def initialize(**kwargs)
           super
+          json = @request.json
+          @include_usage = json.is_a?(Hash) && json.dig("stream_options", "include_usage") == true
           @id = "chatcmpl-#{SecureRandom.alphanumeric(24)}"
           @created = Time.now.to_i
         end

@@ -3,10 +3,14 @@
 require "json"
 require_relative "openai_answer"
 require_relative "anthropic_answer"
+require_relative "responses_answer"
 require_relative "bedrock_answer"
+require_relative "gemini_answer"
 require_relative "event_stream"
 require_relative "canned_errors"
+require_relative "google_errors"
 require_relative "embedding_answer"
+require_relative "token_answer"
 
 module LlmFailover
   module Testing
@@ -15,11 +19,12 @@ module LlmFailover
       # connection can carry the next request, :close when it must be closed, :gone when
       # it already is.
       class Responder
+        # Each protocol's answer; chat completions for every other.
+        ANSWERS = { anthropic: AnthropicAnswer, responses: ResponsesAnswer, bedrock: BedrockAnswer,
+                    gemini: GeminiAnswer }.freeze
+
         # Fixture headers we recompute: the body framing is ours.
         FRAMING_HEADERS = %w[content-length transfer-encoding connection].freeze
-
-        # The answer of each protocol (OpenAI-compatible for any other).
-        ANSWERS = { anthropic: AnthropicAnswer, bedrock: BedrockAnswer }.freeze
 
         # @param io [HttpIO]
         # @param request [Request]
@@ -43,6 +48,7 @@ module LlmFailover
           end
 
           if @step.key?(:fixture) then serve_fixture
+          elsif @request.token? then serve_token
           elsif @step.key?(:raw) then serve_raw
           elsif @step.key?(:error) then serve_error
           elsif @step.key?(:status) || @step.key?(:body) then serve_exact
@@ -72,14 +78,11 @@ module LlmFailover
           fixture = @step.fixture_response
           headers = fixture[:headers].reject { |k, _| FRAMING_HEADERS.include?(k.downcase) }
           type = fixture[:headers].find { |k, _| k.casecmp?("content-type") }&.last.to_s
-          if type.include?("text/event-stream") || type.include?("vnd.amazon.eventstream")
+          aws = type.include?("vnd.amazon.eventstream")
+          if aws || type.include?("text/event-stream")
             @io.write_head(fixture[:status], framing(headers, chunked: true))
-            # An SSE event, or one binary message, per chunk.
-            events = if type.include?("eventstream") && !type.include?("event-stream")
-                       EventStream.split(fixture[:body])
-                     else
-                       fixture[:body].scan(/.*?(?:\r\n\r\n|\n\n|\r\r)|.+\z/m)
-                     end
+            # An SSE event, or one binary event-stream message, per chunk.
+            events = aws ? EventStream.split(fixture[:body]) : fixture[:body].scan(/.*?(?:\r\n\r\n|\n\n|\r\r)|.+\z/m)
             events.each_with_index do |event, i|
               pause(@step[:chunk_delay]) if i.positive?
               @io.write_chunk(event)
@@ -96,10 +99,27 @@ module LlmFailover
         end
 
         def serve_error
+          return serve_google_error if @request.api == :gemini
+
           status, headers, body = CannedErrors.build(@step[:error], @request.api, model: request_model)
           headers = { "Content-Type" => "application/json" }.merge(headers)
           headers["retry-after"] = @step[:retry_after].to_s if @step.key?(:retry_after)
           headers["retry-after-ms"] = @step[:retry_after_ms].to_s if @step.key?(:retry_after_ms)
+          send_whole(@step[:status] || status, headers, body)
+        end
+
+        # Google's errors name their wait in the body (RetryInfo), not in a header.
+        def serve_google_error
+          status, headers, body = GoogleErrors.build(@step[:error], model: request_model, vertex: @request.vertex?,
+                                                                    retry_after: @step[:retry_after])
+          headers["retry-after-ms"] = @step[:retry_after_ms].to_s if @step.key?(:retry_after_ms)
+          send_whole(@step[:status] || status, headers, body)
+        end
+
+        # The OAuth token exchange (Vertex AI's credentials): a fresh access token, or the
+        # step's error in OAuth's shape.
+        def serve_token
+          status, headers, body = TokenAnswer.build(@step, lane: @request.lane)
           send_whole(@step[:status] || status, headers, body)
         end
 
@@ -112,11 +132,31 @@ module LlmFailover
           send_whole(@step[:status] || 200, headers, body.to_s)
         end
 
-        # Embeddings: the deterministic bag-of-words vectors of the request's input.
+        # Embeddings: the deterministic bag-of-words vectors of the request's input
+        # (Gemini's: the text of each request's content).
         def serve_embeddings
-          input = @request.json && @request.json["input"]
-          answer = EmbeddingAnswer.new(input.is_a?(Array) ? input : [input.to_s], model: @step[:model] || request_model)
-          send_whole(200, { "Content-Type" => "application/json" }, answer.body)
+          answer = EmbeddingAnswer.new(embedding_texts, model: @step[:model] || request_model)
+          body = if @request.api != :gemini then answer.body
+                 else answer.gemini_body(single: Request.google_method(@request.path) == "embedContent")
+                 end
+          send_whole(200, { "Content-Type" => "application/json" }, body)
+        end
+
+        def embedding_texts
+          json = @request.json || {}
+          return gemini_texts(json) if @request.api == :gemini
+
+          input = json["input"]
+          input.is_a?(Array) ? input : [input.to_s]
+        end
+
+        # batchEmbedContents: a request per text; embedContent: the body is the one.
+        def gemini_texts(json)
+          requests = json["requests"].is_a?(Array) ? json["requests"] : [json]
+          requests.map do |r|
+            parts = r.is_a?(Hash) ? r.dig("content", "parts") : nil
+            Array(parts).filter_map { |pt| pt["text"] if pt.is_a?(Hash) }.join
+          end
         end
 
         def serve_answer
@@ -170,14 +210,13 @@ module LlmFailover
 
         def build_answer
           usage = @step[:usage].to_h.transform_keys(&:to_sym)
-          include_usage = @request.json.is_a?(Hash) &&
-                          @request.json.dig("stream_options", "include_usage") == true
           text, chunks, calls = @step.answer_for(@request.json)
           answer = ANSWERS.fetch(@request.api, OpenAIAnswer)
-          answer.new(model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls, usage: usage,
-                     finish_reason: @step[:finish_reason], include_usage: include_usage, thinking: @step.thinking)
+          answer.new(request: @request, model: @step[:model] || request_model, text: text, chunks: chunks, calls: calls,
+                     usage: usage, finish_reason: @step[:finish_reason], thinking: @step.thinking)
         end
 
+        # The body's model, or the path's (Google's hosts, Claude on Vertex AI, Bedrock).
         def request_model
           @request.model || "fake-model"
         end

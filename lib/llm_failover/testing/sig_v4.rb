@@ -49,13 +49,16 @@ module LlmFailover
           query.split("&").map { |pair| pair.include?("=") ? pair : "#{pair}=" }.sort.join("&")
         end
 
-        # AWS's answer to a request whose signature does not hold, as a FakeProvider step, or
-        # nil when it does.
+        # AWS's answer to a Bedrock request whose signature does not hold, as a FakeProvider
+        # step, or nil when it does (or when it is no Bedrock request, or the server checks
+        # no signature).
         # @param request [Request]
-        # @param credentials [Hash{String=>String,Hash}] access key id => secret, or
-        #   { secret_access_key:, session_token: }
+        # @param credentials [Hash{String=>String,Hash}, nil] access key id => secret, or
+        #   { secret_access_key:, session_token: }; nil: nothing is checked
         # @return [Hash, nil]
-        def refusal(request, credentials)
+        def refusal(request, credentials:)
+          return nil unless credentials && request.api == :bedrock
+
           header = request.headers["authorization"]
           return error(403, "MissingAuthenticationTokenException", "Missing Authentication Token") unless header
 

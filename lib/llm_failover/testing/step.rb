@@ -18,6 +18,7 @@ module LlmFailover
           fixture interaction raw content_type
           tool_call tool_name json tool_calls
           thinking redacted_thinking reasoning_field
+          access_token expires_in
         ].freeze
 
         # Where an OpenAI-compatible answer puts its reasoning: reasoning_content
@@ -139,17 +140,27 @@ module LlmFailover
         end
 
         # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
-        # OpenAI's {"type": "function", "function": {"name"}}, Bedrock's toolConfig.toolChoice
-        # {"tool": {"name"}}.
+        # OpenAI's {"type": "function", "function": {"name"}}, the Responses API's
+        # {"type": "function", "name"}, Bedrock's toolConfig {"toolChoice": {"tool": {"name"}}},
+        # Gemini's toolConfig {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames":
+        # [name]}}.
         # @return [String, nil]
         def self.forced_tool(json)
           config = json["toolConfig"] if json.is_a?(Hash)
-          tool = config["toolChoice"]["tool"] if config.is_a?(Hash) && config["toolChoice"].is_a?(Hash)
-          return tool["name"] if tool.is_a?(Hash) && tool["name"].is_a?(String)
+          if config.is_a?(Hash)
+            bedrock = config["toolChoice"]["tool"] if config["toolChoice"].is_a?(Hash)
+            return bedrock["name"] if bedrock.is_a?(Hash) && bedrock["name"].is_a?(String)
+
+            gemini = config["functionCallingConfig"]
+            if gemini.is_a?(Hash) && gemini["mode"] == "ANY" && gemini["allowedFunctionNames"].is_a?(Array) &&
+               gemini["allowedFunctionNames"].size == 1
+              return gemini["allowedFunctionNames"].first
+            end
+          end
 
           choice = json["tool_choice"] if json.is_a?(Hash)
           return nil unless choice.is_a?(Hash)
-          return choice["name"] if choice["type"] == "tool" && choice["name"].is_a?(String)
+          return choice["name"] if %w[tool function].include?(choice["type"]) && choice["name"].is_a?(String)
 
           name = choice.dig("function", "name") if choice["type"] == "function" && choice["function"].is_a?(Hash)
           name.is_a?(String) ? name : nil
@@ -223,10 +234,13 @@ module LlmFailover
           check(opts, :tool_calls) { |v| v.is_a?(Array) && !v.empty? }
           check(opts, :retry_after) { |v| (v.is_a?(Numeric) && v >= 0) || v.is_a?(String) }
           check(opts, :fixture) { |v| v.is_a?(String) || v.is_a?(Hash) || v.respond_to?(:to_path) }
+          # thoughts and cached: Gemini's thoughtsTokenCount and cachedContentTokenCount.
           check(opts, :usage) do |v|
-            v.is_a?(Hash) && (v.keys.map(&:to_sym) - %i[input output]).empty? &&
+            v.is_a?(Hash) && (v.keys.map(&:to_sym) - %i[input output thoughts cached]).empty? &&
               v.values.all? { |n| n.is_a?(Integer) && n >= 0 }
           end
+          check(opts, :access_token) { |v| v.is_a?(String) && !v.empty? }
+          check(opts, :expires_in) { |v| v.is_a?(Integer) && v >= 0 }
           check(opts, :error) { |v| v.respond_to?(:to_sym) && CannedErrors::NAMES.include?(v.to_sym) }
           DELAYS.each { |k| check(opts, k) { |v| v.is_a?(Numeric) && v >= 0 } }
           COUNTS.each { |k| check(opts, k) { |v| v.is_a?(Integer) && v >= 0 } }

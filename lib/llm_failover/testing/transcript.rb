@@ -2,6 +2,8 @@
 
 require "json"
 require "securerandom"
+require_relative "canned_errors"
+require_relative "sealed_state"
 
 module LlmFailover
   module Testing
@@ -9,8 +11,11 @@ module LlmFailover
       # The tool calls and tool results of a request's messages, in any of its protocols,
       # and the check a strict provider makes of them before it answers: ids it takes, every
       # tool call followed by exactly one result, every result following its call. Anthropic
-      # and Bedrock always check; OpenAI-compatible APIs mostly do. With
-      # strict_transcript: true the FakeProvider answers a broken transcript with the
+      # and Bedrock always check; OpenAI-compatible APIs mostly do; Gemini counts a turn's
+      # results against its calls and, for its 3 models, wants the first call of each step
+      # of the current turn signed (a signature this server made for another lane is
+      # corrupted). With strict_transcript: true the FakeProvider answers a broken
+      # transcript with the
       # provider's own 400.
       class Transcript
         # Anthropic's rule for a tool_use id (and so for the tool_use_id of its result).
@@ -25,14 +30,20 @@ module LlmFailover
         # A result: message index, block index, the call id it answers, its content as
         # text, and whether it says the call failed (Anthropic is_error).
         Result = Struct.new(:message, :position, :id, :content, :error)
+        # Where each protocol keeps the transcript in its body.
+        MESSAGES = { responses: "input", gemini: "contents" }.freeze
 
-        # @param api [Symbol] :openai, :anthropic or :bedrock
+        # @param api [Symbol] :openai, :anthropic, :responses, :bedrock or :gemini
         # @param json [Hash, nil] the request body
-        def initialize(api, json)
+        # @param request [Request, nil] the request (its lane, which reasoning state must
+        #   name; Gemini's model)
+        def initialize(api, json, request: nil)
           @api = api
+          @request = request
           @tool_config = json.is_a?(Hash) && json["toolConfig"].is_a?(Hash)
           @thinking = json.is_a?(Hash) && json["thinking"].is_a?(Hash) && json["thinking"]["type"] == "enabled"
-          messages = json.is_a?(Hash) ? json["messages"] : nil
+          # The Responses API's input items and Gemini's contents take the messages' place.
+          messages = json.is_a?(Hash) ? json[MESSAGES.fetch(api, "messages")] : nil
           @messages = messages.is_a?(Array) ? messages.map { |m| m.is_a?(Hash) ? m : {} } : []
         end
 
@@ -51,7 +62,9 @@ module LlmFailover
         def rejection
           problem = case @api
                     when :anthropic then anthropic_id_problem || anthropic_problem || anthropic_thinking_problem
+                    when :responses then responses_problem || reasoning_problem
                     when :bedrock then bedrock_problem
+                    when :gemini then gemini_problem
                     else openai_id_problem || openai_problem
                     end
           return nil unless problem
@@ -60,6 +73,8 @@ module LlmFailover
           if @api == :bedrock
             { status: 400, headers: { "x-amzn-errortype" => "ValidationException#{CannedErrors::BEDROCK_NAMESPACE}" },
               body: { "message" => message } }
+          elsif @api == :gemini
+            { status: 400, body: { "error" => { "code" => 400, "message" => message, "status" => "INVALID_ARGUMENT" } } }
           elsif @api == :anthropic
             { status: 400, headers: { "x-should-retry" => "false" },
               body: { "type" => "error", "error" => { "type" => "invalid_request_error", "message" => message },
@@ -78,11 +93,16 @@ module LlmFailover
         end
 
         def blocks(index)
-          content = @messages[index]&.fetch("content", nil)
+          content = @messages[index]&.fetch(@api == :gemini ? "parts" : "content", nil)
           content.is_a?(Array) ? content.map { |b| b.is_a?(Hash) ? b : {} } : []
         end
 
         def calls_in(index)
+          return gemini_calls_in(index) if @api == :gemini
+          if @api == :responses
+            item = @messages[index]
+            return item["type"] == "function_call" ? [Call.new(index, 0, item["call_id"], item["name"])] : []
+          end
           return [] unless role(index) == "assistant"
           return bedrock_blocks(index, "toolUse").map { |k, b| Call.new(index, k, b["toolUseId"], b["name"]) } if @api == :bedrock
 
@@ -103,6 +123,13 @@ module LlmFailover
         end
 
         def results_in(index)
+          return gemini_results_in(index) if @api == :gemini
+          if @api == :responses
+            item = @messages[index]
+            return [] unless item["type"] == "function_call_output"
+
+            return [Result.new(index, 0, item["call_id"], text_of(item["output"]), false)]
+          end
           if @api == :bedrock
             return [] unless role(index) == "user"
 
@@ -171,6 +198,75 @@ module LlmFailover
           return "" unless content.is_a?(Array)
 
           content.filter_map { |part| part["text"] if part.is_a?(Hash) && part["text"].is_a?(String) }.join
+        end
+
+        # Gemini's calls: functionCall parts of "model" contents (an id only when the
+        # model gave one).
+        def gemini_calls_in(index)
+          return [] unless role(index) == "model"
+
+          blocks(index).each_with_index.filter_map do |b, k|
+            fn = b["functionCall"]
+            Call.new(index, k, fn["id"], fn["name"]) if fn.is_a?(Hash)
+          end
+        end
+
+        # Gemini's results: functionResponse parts of "user" contents, paired with their
+        # call by order and name (the id, when sent, is the name's stand-in here).
+        def gemini_results_in(index)
+          return [] unless role(index) == "user"
+
+          blocks(index).each_with_index.filter_map do |b, k|
+            fr = b["functionResponse"]
+            next unless fr.is_a?(Hash)
+
+            response = fr["response"].is_a?(Hash) ? fr["response"] : {}
+            text = [response["output"], response["error"]].find { |v| v.is_a?(String) } || JSON.generate(response)
+            Result.new(index, k, fr["id"] || fr["name"], text, response.key?("error"))
+          end
+        end
+
+        # Gemini: a model turn's calls are answered by the very next user content, as many
+        # functionResponse parts as calls, in their order; its 3 models refuse a step of
+        # the current turn (after the last user text) whose first call is not signed, and
+        # a signature made for another protocol or lane.
+        def gemini_problem
+          @messages.each_index do |i|
+            calls = gemini_calls_in(i)
+            next if calls.empty?
+
+            answers = gemini_results_in(i + 1)
+            if answers.size != calls.size
+              return ["Please ensure that the number of function response parts is equal to the number of function " \
+                      "call parts of the function call turn."]
+            end
+            if answers.map(&:id) != calls.map { |c| c.id || c.name }
+              return ["Please ensure that function response turn comes immediately after a function call turn, " \
+                      "and its function response parts name the calls in order."]
+            end
+          end
+          gemini_signature_problem
+        end
+
+        def gemini_signature_problem
+          # One it did not make (another server's, the sentinel) passes: a real host's too.
+          foreign = @messages.each_index.flat_map { |i| blocks(i).filter_map { |b| b["thoughtSignature"] } }.find do |sig|
+            SealedState.read(sig) && !SealedState.returns_to?(sig, api: @api, lane: @request&.lane)
+          end
+          return ["Corrupted thought signature."] if foreign
+          return nil unless @request&.path_model.to_s.start_with?("gemini-3")
+
+          asked = @messages.each_index.select { |i| role(i) == "user" && blocks(i).none? { |b| b.key?("functionResponse") } }
+          ((asked.last || -1) + 1...@messages.size).each do |i|
+            first = gemini_calls_in(i).first
+            next if first.nil? || blocks(i)[first.position].key?("thoughtSignature")
+
+            return ["Function call is missing a thought_signature in functionCall parts. This is required for tools " \
+                    "to work correctly, and missing thought_signature may lead to degraded model performance. " \
+                    "Additional data, function call `default_api:#{first.name}` , position #{first.position + 1}. " \
+                    "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."]
+          end
+          nil
         end
 
         # With thinking enabled in the request, Anthropic wants the thinking block (or
@@ -253,6 +349,37 @@ module LlmFailover
                     "`tool_result` block in the next message."]
           end
           nil
+        end
+
+        # The Responses API pairs items by call_id: every function_call_output after its
+        # function_call, every function_call with its output.
+        def responses_problem
+          seen = []
+          answered = results.map(&:id)
+          @messages.each_index do |i|
+            calls_in(i).each { |c| seen << c.id }
+            results_in(i).each do |r|
+              next if seen.include?(r.id)
+
+              return ["No tool call found for function call output with call_id #{r.id}.", "input"]
+            end
+          end
+          missing = calls.find { |c| !answered.include?(c.id) }
+          missing ? ["No tool output found for function call #{missing.id}.", "input"] : nil
+        end
+
+        # A reasoning item must carry an encrypted_content this server gave as final, for
+        # this lane: the one of output_item.done or of the response, not output_item.added's
+        # (OpenAI cannot decrypt what it never finished, nor another host's).
+        def reasoning_problem
+          item = @messages.find do |m|
+            m["type"] == "reasoning" && !SealedState.returns_to?(m["encrypted_content"], api: @api, lane: @request&.lane)
+          end
+          return nil unless item
+
+          shown = item["encrypted_content"].to_s
+          ["The encrypted content #{shown[0, 4]}...#{shown[-4..] if shown.size > 8} could not be verified.", nil,
+           "invalid_encrypted_content"]
         end
 
         # OpenAI: an assistant message's tool_calls are answered by the role "tool"

@@ -16,8 +16,11 @@ module LlmFailover
     # - app/models/chat.rb and message.rb (acts_as_llm_chat / acts_as_llm_message;
     #   has_many_attached :attachments when the app loads ActiveStorage, else the
     #   attachments_data column keeps the files of ask(text, with:));
-    # - config/initializers/llm_failover.rb: providers from credentials or ENV, the
-    #   attempt log and the circuit log, the options commented.
+    # - config/initializers/llm_failover.rb: providers from credentials or ENV (a
+    #   placeholder key in the test environment), the attempt log and the circuit log,
+    #   the options commented;
+    # - test/models/chat_test.rb, when the app has test/test_helper.rb (Minitest, as
+    #   `rails new` makes it): the chat answered and failed over by the FakeProvider.
     # A file that exists is left alone. Run again on an app that has the migration, it
     # runs llm_failover:upgrade (UpgradeGenerator): an upgrade migration with what the
     # app's migrations lack, or nothing when they lack nothing.
@@ -55,6 +58,13 @@ module LlmFailover
 
       def create_initializer
         create_once "initializer.rb", "config/initializers/llm_failover.rb"
+      end
+
+      # A first test of the chat, where `rails new` put the app's tests.
+      def create_test
+        return unless File.exist?(File.join(destination_root, "test/test_helper.rb"))
+
+        create_once "chat_test.rb", File.join("test/models", "#{chat_model.underscore}_test.rb")
       end
 
       # Says where the files of chat.ask(text, with:) are kept: the message model's

@@ -8,13 +8,16 @@ require_relative "../responder"
 require_relative "../sig_v4"
 require_relative "../step"
 require_relative "../transcript"
+require_relative "azure"
+require_relative "vertex"
 
 module LlmFailover
   module Testing
     class FakeProvider
       # FakeProvider's connections (included in it): accepting them, serving each
-      # request on its thread, routing a request to its step (a lane's, the queue's,
-      # the embeddings queue's, the default) and the 404 and 400 answers.
+      # request on its thread, routing a request to its step (a host's refusal, a lane's,
+      # the queue's, the embeddings or token queue's, the default) and the 404 and 400
+      # answers.
       module Connections
         private
 
@@ -69,16 +72,17 @@ module LlmFailover
         end
 
         # Logs the request and, when it is routed, hands it the next step (atomically, so
-        # concurrent requests take steps in the order they are logged). A signature AWS
-        # refuses, or a transcript a strict provider refuses, takes no step: the script is
-        # about answers.
+        # concurrent requests take steps in the order they are logged): a token request
+        # from the token queue, embeddings from theirs, the rest from its lane's, the shared
+        # queue, the defaults. A request its host refuses (refusal_of) takes no step: the
+        # script is about answers.
         def take_step(request)
-          refusal = (SigV4.refusal(request, @aws_credentials) if @aws_credentials && request.api == :bedrock)
-          refusal ||= (Transcript.new(request.api, request.json).rejection if @strict_transcript && request.api && !request.embeddings?)
+          refusal = refusal_of(request)
           @mutex.synchronize do
             @requests << request
             next nil unless request.api
             next Step.new(refusal) if refusal
+            next @token_queue.shift || TOKEN_DEFAULT if request.token?
             next @embed_queue.shift || EMBEDDINGS_DEFAULT if request.embeddings?
 
             lane = request.lane && @lanes[request.lane]
@@ -86,10 +90,26 @@ module LlmFailover
           end
         end
 
+        # What answers a request before any step, in its host's own shape: Azure's 401
+        # without a credential or 404 without an api-version, Vertex AI's 401 for a token
+        # this server did not issue (check_tokens), AWS's 403 for a SigV4 signature that
+        # does not hold (aws_credentials), a strict provider's 400 for a broken transcript
+        # (strict_transcript).
+        def refusal_of(request)
+          return nil if request.api.nil? || request.token?
+
+          refusal = Azure.refusal(request) || Vertex.refusal(request, check_tokens: @check_tokens) ||
+                    SigV4.refusal(request, credentials: @aws_credentials)
+          return refusal if refusal || !@strict_transcript || request.embeddings?
+
+          Transcript.new(request.api, request.json, request: request).rejection
+        end
+
         def not_found(io, request)
           body = JSON.generate("error" => { "message" => "FakeProvider: no route for #{request.method} #{request.path} " \
-                                                         "(POST .../chat/completions, .../embeddings, .../messages or " \
-                                                         ".../model/ID/converse[-stream])",
+                                                         "(POST .../chat/completions, .../embeddings, .../messages, " \
+                                                         ".../responses, .../model/ID/converse[-stream], " \
+                                                         ".../models/M:generateContent and the like, or .../token)",
                                             "type" => "invalid_request_error", "param" => nil, "code" => "not_found" })
           io.write_head(404, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
                               ["Connection", "keep-alive"]])

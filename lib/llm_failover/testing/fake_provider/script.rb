@@ -29,6 +29,21 @@ module LlmFailover
           self
         end
 
+        # Queues steps for OAuth token requests (POST .../token) only: `expires_in:`,
+        # `access_token:`, an `error:` (:unauthorized is OAuth's invalid_grant), a delay, a
+        # reset; with none queued they get a fresh token valid for an hour.
+        # @return [self]
+        def enqueue_tokens(*steps)
+          built = steps.map { |s| Step.new(s) }
+          @mutex.synchronize { @token_queue.concat(built) }
+          self
+        end
+
+        # @return [Array<Request>] the token requests seen so far (a copy)
+        def token_requests
+          requests.select(&:token?)
+        end
+
         # The script of the provider named +name+: its own queue, default and request log
         # ({Lane}); configure that provider with `fp.on(name).base_url(api)`.
         # @param name [Symbol, String] the provider's name in the app's configuration
@@ -105,6 +120,7 @@ module LlmFailover
           @mutex.synchronize do
             @queue.clear
             @embed_queue.clear
+            @token_queue.clear
             @requests.clear
           end
           self
@@ -118,6 +134,7 @@ module LlmFailover
           @mutex.synchronize do
             @queue.clear
             @embed_queue.clear
+            @token_queue.clear
             @requests.clear
             @lanes.each_value(&:clear_locked)
             @default_hash = { text: DEFAULT_TEXT }.freeze
