@@ -71,7 +71,7 @@ module LlmFailover
       @request_id = request_id || Engine.uuid
       @delivery = Delivery.new(store: store, block: block, request_id: @request_id)
       @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter,
-                             turn_id: turn_id || @request_id)
+                             turn_id: turn_id || @request_id, pricing: config.pricing)
       @circuits = CircuitBreaker.for(config, targets, @request_id)
       @hedge = HedgeDelay.new(setting: config.hedge_after, store: config.state_store, targets: targets) if config.hedge_after
       @last_target = nil
@@ -201,10 +201,14 @@ module LlmFailover
                                input_tokens: result.input_tokens, output_tokens: result.output_tokens,
                                tool_calls: calls)
       json_text = result.json
+      # What a cache hit of this answer saves: the answering attempt's cost.
+      cost = @records.to_a.reverse.find(&:success?)&.cost
       @response_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
-                                     provider_request_id: result.provider_request_id, json_text: json_text)
+                                     provider_request_id: result.provider_request_id, json_text: json_text,
+                                     cost: cost)
       @semantic_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
-                                     provider_request_id: result.provider_request_id, json_text: json_text)
+                                     provider_request_id: result.provider_request_id, json_text: json_text,
+                                     cost: cost)
       # A backup the quota picked first is not a failover: nothing failed.
       failover = !target.equal?(@targets[0])
       log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if failover
