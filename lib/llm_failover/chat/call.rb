@@ -179,13 +179,13 @@ module LlmFailover
       @answer_format.parse(restored(json_text))
     end
 
-    # A request that may have reached the primary keeps the shared quota's unit; with
-    # quota_by: :tokens, it becomes the tokens they used.
-    def settle_quota
+    # The shared quota's hold becomes what the primary's requests used (QuotaReservation
+    # says how for each unit); +answered+: whether the call got an answer.
+    def settle_quota(answered: true)
       return unless @quota_reservation
 
-      sent, tokens = @records.sent_to(@quota_reservation.target)
-      @quota_reservation.settle(primary_sent: sent, tokens: tokens)
+      sent, tokens, cost = @records.sent_to(@quota_reservation.target)
+      @quota_reservation.settle(primary_sent: sent, tokens: tokens, cost: cost, answered: answered)
     end
 
     def succeed(result)
@@ -248,7 +248,7 @@ module LlmFailover
       failure = Failure.new(result: result, targets: @targets, records: @records, request_id: @request_id,
                             restore: method(:restored))
       target = failure.target
-      @quota_reservation&.release # no target answered
+      settle_quota(answered: false) # billed failures count against tokens and dollars
       @delivery.mark_failed(target)
       error = failure.error
       later = Later.new(config: @config, targets: @targets, breaker: !@circuits.nil?, log: method(:log))
