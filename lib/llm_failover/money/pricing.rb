@@ -75,6 +75,17 @@ module LlmFailover
       end.first
     end
 
+    # The price of +model+ on a provider or host known only by name (a report's rows,
+    # written by another process): its entry in +providers+ when configured here.
+    # @param providers [Hash{Symbol => ProviderConfig}]
+    # @return [Price, nil]
+    def for_name(provider, model, providers: {})
+      return nil unless on?
+
+      entry = providers[provider.to_sym]
+      entry ? self.for(entry.target(model.to_s)) : find([provider.to_sym], [model])
+    end
+
     # What +tokens+ cost on +target+: 0 when no token was billed (a skip, a refused
     # connection, an error without usage), nil when tokens were and no price is known.
     # @return [BigDecimal, nil]
@@ -101,10 +112,12 @@ module LlmFailover
 
     def lookup(target)
       provider = target.provider
-      hosts = [provider.name, self.class.host_of(provider)].compact.uniq
-      models = [target.engine.model, target.model].map(&:to_s).uniq
+      find([provider.name, self.class.host_of(provider)].compact.uniq, [target.engine.model, target.model])
+    end
+
+    def find(hosts, models)
       tables = [@overrides, @prices].compact
-      models.each do |model|
+      models.map(&:to_s).uniq.each do |model|
         hosts.each do |host|
           tables.each do |table|
             price = table[host, model]
