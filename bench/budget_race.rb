@@ -31,8 +31,8 @@ def race(options)
     ready_w.write("r")
     go_r.read(1)
     Array.new(5) do
-      LlmFailover.chat(model: "gpt-4o", provider: :openai, backup_model: "claude-haiku-4-5", backup_provider: :anthropic,
-                       max_tokens: 200, quota_window: :day, **options).ask("hello").provider
+      LlmFailover.chat(model: "gpt-4o", provider: :openai, backup_model: "claude-haiku-4-5",
+                       backup_provider: :anthropic, max_tokens: 200, quota_window: :day, **options).ask("hello").provider
     end
   end
   pids = Array.new(4) do

@@ -30,7 +30,9 @@ module LlmFailover
       def initialize(config:, quota: nil, quota_used: 0, enforce_quota: false, feature: nil,
                      temperature: nil, max_tokens: nil, cache: true, cache_namespace: nil, scrub: true,
                      quota_key: nil, quota_window: :month, quota_by: :calls, cancel_check: nil)
-        raise ConfigurationError, "quota_by must be :calls, :tokens or :usd, got #{quota_by.inspect}" unless QUOTA_BY.include?(quota_by)
+        unless QUOTA_BY.include?(quota_by)
+          raise ConfigurationError, "quota_by must be :calls, :tokens or :usd, got #{quota_by.inspect}"
+        end
 
         @quota = self.class.quota(quota, by: quota_by)
         @quota_used = self.class.quota_used(quota_used)

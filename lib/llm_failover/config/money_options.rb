@@ -15,7 +15,9 @@ module LlmFailover
     module MoneyOptions
       # @param value [Prices, nil] nil: no prices (every cost nil, no warnings)
       def prices=(value)
-        raise ConfigurationError, "prices must be a LlmFailover::Prices or nil, got #{value.class}" unless value.nil? || value.is_a?(Prices)
+        unless value.nil? || value.is_a?(Prices)
+          raise ConfigurationError, "prices must be a LlmFailover::Prices or nil, got #{value.class}"
+        end
 
         @prices = value
         @pricing = nil

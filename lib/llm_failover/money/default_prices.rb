@@ -51,19 +51,19 @@ module LlmFailover
       # default; a 1-hour write costs 2x input (set it with c.price if you use it).
       # Sonnet 4.5 and 4 bill a request past 200k input tokens at the long-context rates.
       SONNET_4_LONG = { above: 200_000, input: "6", output: "22.50", cached_input: "0.60", cache_write: "7.50" }.freeze
+      OPUS = { input: "5", output: "25", cached_input: "0.50", cache_write: "6.25" }.freeze
+      SONNET = { input: "3", output: "15", cached_input: "0.30", cache_write: "3.75", max_output: 64_000 }.freeze
       ANTHROPIC_MODELS = {
         "claude-fable-5" => { input: "10", output: "50", cached_input: "1", cache_write: "12.50", max_output: 128_000 },
-        "claude-opus-4-7" => { input: "5", output: "25", cached_input: "0.50", cache_write: "6.25", max_output: 128_000 },
-        "claude-opus-4-6" => { input: "5", output: "25", cached_input: "0.50", cache_write: "6.25", max_output: 128_000 },
-        "claude-opus-4-5" => { input: "5", output: "25", cached_input: "0.50", cache_write: "6.25", max_output: 64_000 },
+        "claude-opus-4-7" => OPUS.merge(max_output: 128_000),
+        "claude-opus-4-6" => OPUS.merge(max_output: 128_000),
+        "claude-opus-4-5" => OPUS.merge(max_output: 64_000),
         "claude-opus-4-1" => { input: "15", output: "75", cached_input: "1.50", cache_write: "18.75",
                                max_output: 32_000 },
         "claude-sonnet-5" => { input: "2", output: "10", cached_input: "0.20", cache_write: "2.50", max_output: 128_000 },
-        "claude-sonnet-4-6" => { input: "3", output: "15", cached_input: "0.30", cache_write: "3.75", max_output: 64_000 },
-        "claude-sonnet-4-5" => { input: "3", output: "15", cached_input: "0.30", cache_write: "3.75", max_output: 64_000,
-                                 long_context: SONNET_4_LONG },
-        "claude-sonnet-4-0" => { input: "3", output: "15", cached_input: "0.30", cache_write: "3.75", max_output: 64_000,
-                                 long_context: SONNET_4_LONG },
+        "claude-sonnet-4-6" => SONNET,
+        "claude-sonnet-4-5" => SONNET.merge(long_context: SONNET_4_LONG),
+        "claude-sonnet-4-0" => SONNET.merge(long_context: SONNET_4_LONG),
         "claude-haiku-4-5" => { input: "1", output: "5", cached_input: "0.10", cache_write: "1.25", max_output: 64_000 }
       }.freeze
       # The dated ids the aliases above point at.
@@ -116,7 +116,7 @@ module LlmFailover
 
       # @return [Hash{Symbol => Hash{String => Price}}]
       def self.table
-        anthropic = ANTHROPIC_MODELS.merge(ANTHROPIC_SNAPSHOTS.transform_values { |alias_id| ANTHROPIC_MODELS.fetch(alias_id) })
+        anthropic = ANTHROPIC_MODELS.merge(ANTHROPIC_SNAPSHOTS.transform_values { |id| ANTHROPIC_MODELS.fetch(id) })
         {
           openai: prices(OPENAI_MODELS, OPENAI),
           anthropic: prices(anthropic, ANTHROPIC),

@@ -163,7 +163,8 @@ module LlmFailover
 
         tokens, cost = @reached.fetch(target, [0, Pricing::ZERO])
         spent = cost_of(attempt, target)
-        @reached[target] = [tokens + attempt.input_tokens.to_i + attempt.output_tokens.to_i, cost && spent && cost + spent]
+        tokens += attempt.input_tokens.to_i + attempt.output_tokens.to_i
+        @reached[target] = [tokens, cost && spent && cost + spent]
       end
 
       # The attempt's billed tokens and what they cost.
