@@ -33,6 +33,8 @@ module LlmFailover
         @shown = shown
         @label_width = ((bars.map { |b| shown(b.label).length }.max || 0) * CHAR).clamp(60, MAX_LABEL * CHAR).round + 12
         @max = bars.map(&:total).max.to_f
+        # Room right of the longest bar for its number.
+        @room = [((bars.map { |b| @shown.call(b.total).to_s.length }.max || 0) * CHAR).round + 12, 70].max
       end
 
       # @param m [Markup]
@@ -68,7 +70,7 @@ module LlmFailover
       def length(value)
         return 0.0 if @max.zero?
 
-        value.to_f / @max * (WIDTH - @label_width - 70)
+        value.to_f / @max * (WIDTH - @label_width - @room)
       end
 
       def breakdown(bar)
