@@ -212,8 +212,7 @@ module LlmFailover
       # hashes: scrubbed when a scrubber is configured.
       scrubbing = turn ? turn.scrubbing : scrub_session
       Transcript.scrub!(messages, scrubbing) if scrubbing
-      reservation = @options.quota_reservation(@config.state_store, target: @primary_target,
-                                               price: @config.pricing.for(@primary_target))
+      reservation = @options.quota_reservation(@config.state_store, target: @primary_target, pricing: @config.pricing)
       running = false
       begin
         ceiling = (call_ceiling(messages, attachments, turn, format, max_tokens) if reservation)

@@ -71,12 +71,12 @@ module LlmFailover
       # call. Without a limit (nil or 0) nothing is reserved.
       # @return [QuotaReservation, nil]
       # @param target [Target] the primary, whose requests the hold pays for
-      # @param price [Price, nil] the primary's (what a hold by :usd is reckoned at)
-      def quota_reservation(state_store, target:, price: nil)
+      # @param pricing [Pricing] the chat's prices (a hold by :usd is reckoned at the primary's)
+      def quota_reservation(state_store, target:, pricing:)
         return nil unless shared_quota?
 
         QuotaReservation.new(store: state_store, key: @quota_key, limit: @quota, window: @quota_window,
-                             by: @quota_by, target: target, price: price)
+                             by: @quota_by, target: target, price: pricing.for(target))
       end
 
       # @return [Boolean] whether calls hold part of a shared quota (quota_key: and a limit)

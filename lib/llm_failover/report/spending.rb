@@ -3,6 +3,7 @@
 require "bigdecimal"
 require "active_record" # Arel
 require_relative "values"
+require_relative "../money/pricing"
 
 module LlmFailover
   class Report
@@ -117,11 +118,16 @@ module LlmFailover
                     unknown: unknown)
       end
 
-      # The price of a "provider/model" label, as this process's configuration has it.
+      # The price of a "provider/model" label: as this process's configuration has it,
+      # or the gem's table where the report runs without one (the CLI).
       def price_of(label)
         provider, model = label.split("/", 2)
-        config = LlmFailover.configuration
-        config.pricing.for_name(provider, model, providers: config.providers)
+        if LlmFailover.respond_to?(:configuration)
+          config = LlmFailover.configuration
+          config.pricing.for_name(provider, model, providers: config.providers)
+        else
+          (@default_pricing ||= Pricing.new(prices: Prices.default, overrides: Prices.new)).for_name(provider, model)
+        end
       end
     end
   end
