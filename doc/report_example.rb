@@ -17,6 +17,7 @@
 # - 16:00-16:20 claude is overloaded (529) on four calls in ten: twice, then gpt-4o.
 # - 18:05 a wrong key (401): not failed over, lost.
 # - One summary in ten is answered from the response cache.
+# - Every attempt's cost at the gem's price table (Prices.default).
 require "fileutils"
 require "tmpdir"
 require "active_record"
@@ -95,10 +96,14 @@ module ReportExample
                     elsif success then [300 + random.rand(900), 80 + random.rand(400)]
                     elsif error == "StreamInterruptedError" then [600, 120]
                     end
+    price = LlmFailover::Prices.default[provider, model]
     { request_id: request_id, attempt: attempt, provider: provider, model: model, feature: feature, success: success,
       cached: outcome == :cached, error_class: error && "LlmFailover::#{error}", error_message: error && "example",
       http_status: success ? 200 : STATUS[error], failover_eligible: !success && error != "UnauthorizedError",
-      latency_ms: success && outcome != :cached ? 900 : 0, input_tokens: input, output_tokens: output, started_at: at }
+      latency_ms: success && outcome != :cached ? 900 : 0, input_tokens: input, output_tokens: output, started_at: at,
+      # At the gem's table; a cache hit saved what a typical answer of its target costs.
+      cost: price.cost(input_tokens: input, output_tokens: output),
+      cost_saved: outcome == :cached ? price.cost(input_tokens: 750, output_tokens: 280) : nil }
   end
 
   # gpt-4o's circuit: opened by the outage, a failed probe every minute, closed at 10:54.

@@ -60,6 +60,8 @@ enum {
     LF_AR_FIRST_TOKEN_MS,
     LF_AR_INPUT_TOKENS,
     LF_AR_OUTPUT_TOKENS,
+    LF_AR_CACHED_INPUT_TOKENS, /* of input_tokens, read from a prompt cache */
+    LF_AR_CACHE_WRITE_TOKENS,  /* of input_tokens, written to a prompt cache */
     LF_AR_STARTED_AT,          /* a Time */
     LF_AR_PROVIDER_REQUEST_ID,
     LF_AR_SKIPPED,             /* no request: an open circuit, or attachments it cannot take */
@@ -73,8 +75,8 @@ enum {
 };
 static const char *const lf_attempt_members[LF_AR_COUNT] = {
     "attempt", "target", "success", "error_class", "error_message", "phase", "http_status", "failover_eligible",
-    "retry_after", "latency_ms", "first_token_ms", "input_tokens", "output_tokens", "started_at",
-    "provider_request_id", "skipped", "reached", "hedge", "lost", "cancelled", "stopped", "stopped_by",
+    "retry_after", "latency_ms", "first_token_ms", "input_tokens", "output_tokens", "cached_input_tokens",
+    "cache_write_tokens", "started_at", "provider_request_id", "skipped", "reached", "hedge", "lost", "cancelled", "stopped", "stopped_by",
 };
 
 VALUE lf_cancel_class(void)
@@ -146,6 +148,8 @@ VALUE lf_attempt_value(const lf_attempt_record *r, VALUE targets)
     v[LF_AR_FIRST_TOKEN_MS] = lf_num_or_nil(r->first_token_ms);
     v[LF_AR_INPUT_TOKENS] = lf_long_or_nil(r->input_tokens);
     v[LF_AR_OUTPUT_TOKENS] = lf_long_or_nil(r->output_tokens);
+    v[LF_AR_CACHED_INPUT_TOKENS] = lf_long_or_nil(r->cached_input_tokens);
+    v[LF_AR_CACHE_WRITE_TOKENS] = lf_long_or_nil(r->cache_write_tokens);
     v[LF_AR_STARTED_AT] = lf_time_from_epoch(r->started_at);
     v[LF_AR_PROVIDER_REQUEST_ID] = lf_cstr_or_nil(r->provider_request_id);
     v[LF_AR_SKIPPED] = LF_BOOL(r->skipped);

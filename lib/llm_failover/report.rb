@@ -17,11 +17,13 @@ require_relative "chat/target"
 require_relative "report/call_counting"
 require_relative "report/circuits"
 require_relative "report/timelines"
+require_relative "report/spending"
 
 module LlmFailover
   # What the attempts table says about a period: failure rates per provider and model,
-  # the calls failover saved, the features that fail over, incident windows and the
-  # tokens spent (failed attempts included: a provider may bill a call that failed).
+  # the calls failover saved, the features that fail over, incident windows, the
+  # tokens spent and what they cost (failed attempts included: a provider may bill a
+  # call that failed), the failover premium and what the cache saved.
   #
   #   puts LlmFailover::Report.new(from: 7.days.ago)
   #
@@ -32,7 +34,7 @@ module LlmFailover
   # ~0.6 s of CPU, against ~11 s when each table had passes of its own
   # (bench/report.rb, bench/README.md).
   #
-  # This class is the query layer (with Circuits, Timelines and CallCounting, which it includes):
+  # This class is the query layer (with Circuits, Timelines, Spending and CallCounting, which it includes):
   # its methods return the plain structs of report/values.rb. Report::Text (#to_s) and Report::Html (#to_html) render the same
   # numbers.
   class Report
@@ -41,6 +43,7 @@ module LlmFailover
 
     include CallCounting
     include Circuits
+    include Spending
     include Timelines
 
     attr_reader :from, :to

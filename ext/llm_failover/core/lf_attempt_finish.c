@@ -41,6 +41,8 @@ static void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_att
     else rec->first_token_ms = -1;
     rec->input_tokens = ans->input_tokens;
     rec->output_tokens = ans->output_tokens;
+    rec->cached_input_tokens = ans->cached_input_tokens;
+    rec->cache_write_tokens = ans->cache_write_tokens;
     rec->started_at = a->started_wall;
     rec->provider_request_id = a->resp.request_id.len ? lf_buf_cstr(&a->resp.request_id) : NULL;
 }
@@ -77,6 +79,8 @@ void lf_record_cancel(lf_call *c)
     rec.first_token_ms = -1;
     rec.input_tokens = -1;
     rec.output_tokens = -1;
+    rec.cached_input_tokens = -1;
+    rec.cache_write_tokens = -1;
     rec.started_at = c->mark_wall;
     rec.cancelled = 1;
     (void)c->l->on_attempt(c->l->ud, &rec);

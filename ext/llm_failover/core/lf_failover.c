@@ -168,6 +168,8 @@ static int lf_skip(lf_call *c, int target_index, lf_outcome *o)
         .first_token_ms = -1,
         .input_tokens = -1,
         .output_tokens = -1,
+        .cached_input_tokens = -1,
+        .cache_write_tokens = -1,
         .started_at = lf_now_wall(),
         .skipped = 1,
     };

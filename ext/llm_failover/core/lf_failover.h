@@ -45,8 +45,10 @@ typedef struct lf_attempt_record {
     double retry_after;           /* seconds, -1 when none */
     double latency_ms;
     double first_token_ms;        /* -1 when no content arrived */
-    long input_tokens;            /* -1 when unknown */
+    long input_tokens;            /* -1 when unknown; every input token billed (cached included) */
     long output_tokens;
+    long cached_input_tokens;     /* of input_tokens, read from a prompt cache; -1 when unknown */
+    long cache_write_tokens;      /* of input_tokens, written to a prompt cache; -1 when unknown */
     double started_at;            /* wall clock, epoch seconds */
     const char *provider_request_id; /* NULL when none */
     int skipped;                  /* no request sent: the target's circuit is open, or it cannot

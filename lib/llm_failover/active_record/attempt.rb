@@ -15,13 +15,20 @@ module LlmFailover
     class Attempt < ::ActiveRecord::Base
       self.table_name = "llm_failover_attempts"
 
-      # Every column AttemptLog writes, in the order of DESIGN's attempt record.
+      # Every column AttemptLog writes, in the table's order.
       COLUMNS = %i[request_id attempt provider model feature success error_class error_message http_status
                    failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                   started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id cache_tier similarity].freeze
+                   started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id cache_tier
+                   similarity cached_input_tokens cache_write_tokens cost cost_saved].freeze
       # Columns added after the first release: written only when the table has them,
       # so that an app that migrated before keeps logging.
-      LATER_COLUMNS = %i[cached cancelled scrubbed skipped hedged turn_id cache_tier similarity].freeze
+      LATER_COLUMNS = %i[cached cancelled scrubbed skipped hedged turn_id cache_tier similarity cached_input_tokens
+                         cache_write_tokens cost cost_saved].freeze
+
+      # @return [Boolean] whether the table has the cost column (llm_failover:upgrade adds it)
+      def self.cost_column?
+        column_names.include?("cost")
+      end
 
       # @return [Boolean] whether the table has the cached column
       def self.cached_column?

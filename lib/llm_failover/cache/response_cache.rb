@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "bigdecimal"
 require "digest"
 require "json"
 require_relative "../records/usage_log"
@@ -24,9 +25,10 @@ module LlmFailover
     # without one, the cut is the provider's default, not what the caller asked for.
     CUT = %w[length max_tokens].freeze
 
-    # What a hit hands back: the answer and who produced it.
+    # What a hit hands back: the answer and who produced it; +cost+ what the answer
+    # cost when it was made (BigDecimal USD; nil in entries that did not say).
     Answer = Struct.new(:content, :model, :provider, :requested_model, :finish_reason, :provider_request_id,
-                        :json_text, keyword_init: true)
+                        :json_text, :cost, keyword_init: true)
 
     # @param store [#read, #write] the configured cache store
     # @param ttl [Numeric, nil] seconds an entry lives (nil: as long as the store keeps it)
@@ -64,14 +66,15 @@ module LlmFailover
     # Stores a successful answer under the key of +target+, the one that produced it,
     # unless it is one that must not be served again (see #storable?).
     # @return [Boolean] whether it was written
-    def write(target, content:, model:, finish_reason:, provider_request_id:, json_text: nil)
+    def write(target, content:, model:, finish_reason:, provider_request_id:, json_text: nil, cost: nil)
       return false unless storable?(content, finish_reason)
 
       # Encoding is guarded too: whatever an answer holds, a call that was answered
       # never fails on its way into the cache.
       guard(:write) do
         value = ResponseCache.encode(target, content: content, model: model, finish_reason: finish_reason,
-                                             provider_request_id: provider_request_id, json_text: json_text)
+                                             provider_request_id: provider_request_id, json_text: json_text,
+                                             cost: cost)
         @store.write(key(target), value, expires_in: @ttl)
       end
       true
@@ -80,10 +83,11 @@ module LlmFailover
     # An entry's value: a JSON String every store keeps as it is (the semantic tier's
     # index keeps the same).
     # @return [String]
-    def self.encode(target, content:, model:, finish_reason:, provider_request_id:, json_text:)
+    def self.encode(target, content:, model:, finish_reason:, provider_request_id:, json_text:, cost: nil)
       JSON.generate("content" => content, "model" => model, "provider" => target.provider.name.to_s,
                     "requested_model" => target.model, "finish_reason" => finish_reason,
-                    "provider_request_id" => provider_request_id, "json_text" => json_text)
+                    "provider_request_id" => provider_request_id, "json_text" => json_text,
+                    "cost" => cost&.to_s("F"))
     end
 
     # @return [Answer, nil] nil for anything that is not an entry of ours
@@ -96,10 +100,18 @@ module LlmFailover
 
       Answer.new(content: h["content"], model: h["model"], provider: h["provider"].to_sym,
                  requested_model: h["requested_model"], finish_reason: h["finish_reason"],
-                 provider_request_id: h["provider_request_id"], json_text: h["json_text"])
+                 provider_request_id: h["provider_request_id"], json_text: h["json_text"], cost: decimal(h["cost"]))
     rescue JSON::ParserError
       nil # an entry written by something else under our prefix: a miss
     end
+
+    # @return [BigDecimal, nil]
+    def self.decimal(text)
+      text.is_a?(String) ? BigDecimal(text) : nil
+    rescue ArgumentError
+      nil
+    end
+    private_class_method :decimal
 
     # Never stored: an empty answer, a refusal, an answer cut by a limit nobody asked for.
     def storable?(content, finish_reason)

@@ -58,11 +58,12 @@ module LlmFailover
       # Queues the answer of +target+ for the index, unless it must never be served
       # again (#storable?) or the lookup had no vector (the embedder was down).
       # @return [Boolean] whether it was queued
-      def write(target, content:, model:, finish_reason:, provider_request_id:, json_text: nil)
+      def write(target, content:, model:, finish_reason:, provider_request_id:, json_text: nil, cost: nil)
         return false unless @vector && storable?(content, finish_reason, json_text)
 
         value = ResponseCache.encode(target, content: content, model: model, finish_reason: finish_reason,
-                                             provider_request_id: provider_request_id, json_text: json_text)
+                                             provider_request_id: provider_request_id, json_text: json_text,
+                                             cost: cost)
         @cache.add_later(partition(target), @vector, value, logger: @config.logger)
       end
 

@@ -71,7 +71,7 @@ module LlmFailover
       @request_id = request_id || Engine.uuid
       @delivery = Delivery.new(store: store, block: block, request_id: @request_id)
       @records = Records.new(request_id: @request_id, feature: feature, usage_log: config.usage_log_emitter,
-                             turn_id: turn_id || @request_id)
+                             turn_id: turn_id || @request_id, pricing: config.pricing)
       @circuits = CircuitBreaker.for(config, targets, @request_id)
       @hedge = HedgeDelay.new(setting: config.hedge_after, store: config.state_store, targets: targets) if config.hedge_after
       @last_target = nil
@@ -179,13 +179,13 @@ module LlmFailover
       @answer_format.parse(restored(json_text))
     end
 
-    # A request that may have reached the primary keeps the shared quota's unit; with
-    # quota_by: :tokens, it becomes the tokens they used.
-    def settle_quota
+    # The shared quota's hold becomes what the primary's requests used (QuotaReservation
+    # says how for each unit); +answered+: whether the call got an answer.
+    def settle_quota(answered: true)
       return unless @quota_reservation
 
-      sent, tokens = @records.sent_to(@quota_reservation.target)
-      @quota_reservation.settle(primary_sent: sent, tokens: tokens)
+      sent, tokens, cost = @records.sent_to(@quota_reservation.target)
+      @quota_reservation.settle(primary_sent: sent, tokens: tokens, cost: cost, answered: answered)
     end
 
     def succeed(result)
@@ -201,10 +201,14 @@ module LlmFailover
                                input_tokens: result.input_tokens, output_tokens: result.output_tokens,
                                tool_calls: calls)
       json_text = result.json
+      # What a cache hit of this answer saves: the answering attempt's cost.
+      cost = @records.to_a.reverse.find(&:success?)&.cost
       @response_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
-                                     provider_request_id: result.provider_request_id, json_text: json_text)
+                                     provider_request_id: result.provider_request_id, json_text: json_text,
+                                     cost: cost)
       @semantic_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
-                                     provider_request_id: result.provider_request_id, json_text: json_text)
+                                     provider_request_id: result.provider_request_id, json_text: json_text,
+                                     cost: cost)
       # A backup the quota picked first is not a failover: nothing failed.
       failover = !target.equal?(@targets[0])
       log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if failover
@@ -244,7 +248,7 @@ module LlmFailover
       failure = Failure.new(result: result, targets: @targets, records: @records, request_id: @request_id,
                             restore: method(:restored))
       target = failure.target
-      @quota_reservation&.release # no target answered
+      settle_quota(answered: false) # billed failures count against tokens and dollars
       @delivery.mark_failed(target)
       error = failure.error
       later = Later.new(config: @config, targets: @targets, breaker: !@circuits.nil?, log: method(:log))

@@ -2,6 +2,7 @@
 
 require_relative "../attachments/selection"
 require_relative "../errors"
+require_relative "../money/call_ceiling"
 require_relative "../quota/quota"
 require_relative "../records/tracing"
 require_relative "answer_format"
@@ -67,6 +68,7 @@ module LlmFailover
       @store = store.nil? ? MemoryStore.new : Options.store(store)
       # Most chats are given no options: they share the defaults, checked once.
       @options = options.empty? ? Options::DEFAULTS : Options.new(config: config, **options)
+      check_priced_quota
       @running = []
       @running_lock = Mutex.new
       @answer_format = nil
@@ -210,10 +212,11 @@ module LlmFailover
       # hashes: scrubbed when a scrubber is configured.
       scrubbing = turn ? turn.scrubbing : scrub_session
       Transcript.scrub!(messages, scrubbing) if scrubbing
-      reservation = @options.quota_reservation(@config.state_store, target: @primary_target)
+      reservation = @options.quota_reservation(@config.state_store, target: @primary_target, pricing: @config.pricing)
       running = false
       begin
-        backup_first = backup_first?(reservation) || (turn&.on_backup && backup?)
+        ceiling = (call_ceiling(messages, attachments, turn, format, max_tokens) if reservation)
+        backup_first = backup_first?(reservation, ceiling) || (turn&.on_backup && backup?)
         # A target that cannot take the attachments is the core's to leave out, with a
         # skipped record (AttachmentRefusedError when none of them can).
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store,
@@ -248,6 +251,16 @@ module LlmFailover
       end
     rescue QuotaExceededError => e
       raise quota_later(e) # raised from here: a RetryLater's cause is the QuotaExceededError
+    end
+
+    # The most the call's request can cost, what a shared quota by :tokens or :usd holds.
+    def call_ceiling(messages, attachments, turn, format, max_tokens)
+      return nil if @options.quota_by == :calls
+
+      tools = turn&.fields&.fetch(:tools, nil) || []
+      texts = tools.flatten.grep(String) + (format&.engine_fields || {}).values.grep(String)
+      CallCeiling.new(messages: messages, attachments: Attachment::Selection.engine_list(attachments), texts: texts,
+                      tools: tools.size, max_tokens: max_tokens)
     end
 
     # The turn a call answers is the last user message: the one a retried job's ask

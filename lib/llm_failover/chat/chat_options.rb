@@ -21,7 +21,7 @@ module LlmFailover
       # What a chat with tools needs of its store besides (MemoryStore's header says how
       # each behaves; finish_assistant takes tool_calls: too).
       TOOL_STORE_METHODS = %i[save_tool_call add_tool_result tool_call].freeze
-      QUOTA_BY = %i[calls tokens].freeze
+      QUOTA_BY = %i[calls tokens usd].freeze
 
       attr_reader :quota, :quota_used, :enforce_quota, :feature, :temperature, :max_tokens, :cache,
                   :cache_namespace, :scrub, :quota_key, :quota_window, :quota_by, :cancel_check
@@ -30,7 +30,11 @@ module LlmFailover
       def initialize(config:, quota: nil, quota_used: 0, enforce_quota: false, feature: nil,
                      temperature: nil, max_tokens: nil, cache: true, cache_namespace: nil, scrub: true,
                      quota_key: nil, quota_window: :month, quota_by: :calls, cancel_check: nil)
-        @quota = self.class.quota(quota)
+        unless QUOTA_BY.include?(quota_by)
+          raise ConfigurationError, "quota_by must be :calls, :tokens or :usd, got #{quota_by.inspect}"
+        end
+
+        @quota = self.class.quota(quota, by: quota_by)
         @quota_used = self.class.quota_used(quota_used)
         @enforce_quota = self.class.boolean(:enforce_quota, enforce_quota)
         @feature = self.class.feature(feature)
@@ -40,8 +44,6 @@ module LlmFailover
         @cache_namespace = self.class.name_or_nil(:cache_namespace, cache_namespace)
         @scrub = self.class.boolean(:scrub, scrub)
         @quota_window = QuotaWindow.for(quota_window)
-        raise ConfigurationError, "quota_by must be :calls or :tokens, got #{quota_by.inspect}" unless QUOTA_BY.include?(quota_by)
-
         @quota_by = quota_by
         @quota_key = shared_quota_key(config, quota_key, quota_used)
         @cancel_check = self.class.cancel_check(cancel_check)
@@ -68,12 +70,18 @@ module LlmFailover
       # A shared quota (quota_key:) is counted in the state store: one reservation per
       # call. Without a limit (nil or 0) nothing is reserved.
       # @return [QuotaReservation, nil]
-      # @param target [Target] the primary, whose requests the unit pays for
-      def quota_reservation(state_store, target:)
-        return nil if @quota_key.nil? || @quota.nil? || @quota.zero?
+      # @param target [Target] the primary, whose requests the hold pays for
+      # @param pricing [Pricing] the chat's prices (a hold by :usd is reckoned at the primary's)
+      def quota_reservation(state_store, target:, pricing:)
+        return nil unless shared_quota?
 
         QuotaReservation.new(store: state_store, key: @quota_key, limit: @quota, window: @quota_window,
-                             by: @quota_by, target: target)
+                             by: @quota_by, target: target, price: pricing.for(target))
+      end
+
+      # @return [Boolean] whether calls hold part of a shared quota (quota_key: and a limit)
+      def shared_quota?
+        !(@quota_key.nil? || @quota.nil? || @quota.zero?)
       end
 
       class << self
@@ -116,11 +124,16 @@ module LlmFailover
           raise ConfigurationError, "store #{store.class} lacks #{missing.map { |m| "##{m}" }.join(', ')}"
         end
 
-        def quota(quota)
+        # An Integer of calls or tokens; by :usd, any non-negative number of dollars.
+        def quota(quota, by: :calls)
           return nil if quota.nil?
           return quota if quota.is_a?(Integer) && !quota.negative?
+          if by == :usd && quota.is_a?(Numeric) && quota.real? && quota.finite? && !quota.negative?
+            return quota
+          end
 
-          raise ConfigurationError, "quota must be a non-negative Integer or nil (0 means unlimited), got #{quota.inspect}"
+          kind = by == :usd ? "a non-negative number of dollars" : "a non-negative Integer"
+          raise ConfigurationError, "quota must be #{kind} or nil (0 means unlimited), got #{quota.inspect}"
         end
 
         def quota_used(used)

@@ -21,6 +21,7 @@ module LlmFailover
         set_primary(model, provider)
         set_backup(backup_model.equal?(KEEP) ? @backup_model : backup_model,
                    backup_provider.equal?(KEEP) ? @backup_provider : backup_provider)
+        check_priced_quota
         self
       end
 
@@ -32,11 +33,11 @@ module LlmFailover
 
       # The call's one quota pick, made before anything else reads it (the cache key,
       # the engine's targets): the core's lf_pick, through ModelPicker, over the
-      # primary's quota as it stands before this call. A shared quota reserves its unit
-      # here.
+      # primary's quota as it stands before this call. A shared quota reserves its hold
+      # here (+ceiling+: the most the request can cost, by :tokens and :usd).
       # @raise [QuotaExceededError] with enforce_quota, the quota used up and no backup
-      def backup_first?(reservation)
-        quota = reservation ? reservation.reserve : @options.quota_now
+      def backup_first?(reservation, ceiling = nil)
+        quota = reservation ? reservation.reserve(ceiling) : @options.quota_now
         return false unless quota
 
         ModelPicker.new(model: @model, provider: @provider, backup_model: @backup_model,
@@ -78,6 +79,17 @@ module LlmFailover
         @backup_model = model
         @backup_provider = provider
         @backup_target = model && provider ? provider_config.target(model) : nil
+      end
+
+      # A shared quota in dollars needs the primary's price: without one it could not
+      # hold anything, and would never stop a call.
+      # @raise [ConfigurationError]
+      def check_priced_quota
+        return unless @options.quota_by == :usd && @options.shared_quota?
+        return if @config.pricing.for(@primary_target)
+
+        raise ConfigurationError, "quota_by: :usd needs a price for #{@primary_target.label} " \
+                                  "(c.price #{@provider.inspect}, #{@model.inspect}, input: ..., output: ...)"
       end
 
       def configured_names

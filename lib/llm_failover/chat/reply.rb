@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "bigdecimal"
+
 require_relative "target"
 
 module LlmFailover
@@ -27,6 +29,10 @@ module LlmFailover
     attr_reader :tool_calls
     # @return [Array<ToolCall>] calls parked for approval (requires_approval!): nothing ran
     attr_reader :pending_tool_calls
+    # @return [BigDecimal, nil] USD: the whole call's cost, the sum of every attempt's
+    #   (#attempts: failed ones and every tool-loop turn included); nil when an attempt
+    #   was billed at a price not known
+    attr_reader :cost
 
     # @api private: the empty list of tool calls a Reply without any shares (frozen)
     NO_CALLS = [].freeze
@@ -43,6 +49,7 @@ module LlmFailover
       @output_tokens = output_tokens
       @request_id = request_id
       @attempts = attempts.frozen? ? attempts : attempts.dup.freeze
+      @cost = Reply.cost_of(@attempts)
       @failover = failover ? true : false
       @finish_reason = finish_reason
       @provider_request_id = provider_request_id
@@ -62,6 +69,13 @@ module LlmFailover
     #   the engine; content is its text as the provider sent it); nil for text
     def json
       @json
+    end
+
+    # @api private
+    # @param records [Array<AttemptRecord>]
+    # @return [BigDecimal, nil] their costs summed; nil when one is nil
+    def self.cost_of(records)
+      records.sum(BigDecimal("0")) { |record| record.cost || (return nil) }
     end
 
     # Whether the answer came from the response cache: no request was made, and

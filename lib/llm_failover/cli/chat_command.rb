@@ -161,6 +161,9 @@ module LlmFailover
           providers.each do |name, p|
             c.provider name, api: p[:api], api_key: p[:key], base_url: p[:base_url]
           end
+          # A chat from a terminal keeps no accounts: no prices, and no warning about a
+          # local model's missing one on stderr.
+          c.prices = nil
         end
         LlmFailover.configuration.providers
       rescue LlmFailover::ConfigurationError => e

@@ -9,6 +9,7 @@ require_relative "checks"
 require_relative "call_policy"
 require_relative "circuit_options"
 require_relative "feature_options"
+require_relative "money_options"
 require_relative "../safe_inspect"
 
 module LlmFailover
@@ -18,7 +19,7 @@ module LlmFailover
   # leak into the global configuration. The setters live by concern: CallPolicy (the
   # engine's retries, timeouts and limits), CircuitOptions (the breaker and its state
   # store), FeatureOptions (records, alerts, cache, scrubbing, cancellation, tracing,
-  # logging); Checks holds the number rules they share.
+  # logging), MoneyOptions (prices); Checks holds the number rules they share.
   class Configuration
     include SafeInspect
 
@@ -26,6 +27,7 @@ module LlmFailover
     include CallPolicy
     include CircuitOptions
     include FeatureOptions
+    include MoneyOptions
 
     MIB = 1024 * 1024
 
@@ -63,7 +65,8 @@ module LlmFailover
       trace_content: false,
       max_tool_rounds: 10,
       log_tool_content: false,
-      attachment_private_hosts: false
+      attachment_private_hosts: false,
+      prices: nil
     }.freeze
 
     OPTIONS = DEFAULTS.keys.freeze
@@ -80,6 +83,7 @@ module LlmFailover
       @providers = {}
       DEFAULTS.each { |name, value| instance_variable_set(:"@#{name}", value) }
       @state_store = MemoryStateStore.new
+      @prices = Prices.default
     end
 
     # Declares (or redeclares) a provider.
@@ -121,6 +125,7 @@ module LlmFailover
       # the setters it concerns): a chat's copy would otherwise build both per call.
       engine_policy
       usage_log_emitter
+      pricing
       return dup if overrides.empty?
 
       unknown = overrides.keys.reject { |k| OPTIONS.include?(k) }

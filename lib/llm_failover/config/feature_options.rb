@@ -120,6 +120,7 @@ module LlmFailover
 
         @logger = value
         @usage_log_emitter = nil
+        @pricing = nil
       end
     end
   end

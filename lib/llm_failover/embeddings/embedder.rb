@@ -59,7 +59,8 @@ module LlmFailover
       raise ArgumentError, "text #{texts.index(&:empty?)} to embed is empty" if texts.any?(&:empty?)
 
       @request_id = Engine.uuid
-      @records = Call::Records.new(request_id: @request_id, feature: @feature, usage_log: @config.usage_log_emitter)
+      @records = Call::Records.new(request_id: @request_id, feature: @feature, usage_log: @config.usage_log_emitter,
+                                   pricing: @config.pricing)
       texts = scrubbed(texts) if @scrubber
       request = Engine::Request.new(targets: @targets.map(&:engine), inputs: texts, policy: @policy)
       result = (@engine || LlmFailover.engine).run(request, self)

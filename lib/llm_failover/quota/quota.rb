@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "bigdecimal"
+
 require_relative "../errors"
 require "llm_failover/llm_failover" # the compiled extension
 require_relative "quota_window"
@@ -36,29 +38,41 @@ module LlmFailover
       __set(checked(:limit, limit, allow_nil: true), checked(:used, used, allow_nil: false))
     end
 
+    # A shared quota by :usd counts nano-dollars in the state store: integers, each
+    # amount rounded up.
+    USD_UNITS = 1_000_000_000
+
     # A shared quota's live figure, read from the state store: what a chat with the same
-    # quota_key, quota and quota_window counts against.
+    # quota_key, quota, quota_window and quota_by counts against.
     # @example
     #   LlmFailover::Quota.live(key: "tenant-42", limit: 1000, window: :month).remaining
+    #   LlmFailover::Quota.live(key: "tenant-42", limit: 50, by: :usd).used  # => BigDecimal dollars
+    # @param by [Symbol] :calls, :tokens or :usd (used in dollars, a BigDecimal)
     # @param store [#quota_used] the configured state store unless given
     # @return [Quota]
-    def self.live(key:, limit:, window: :month, store: LlmFailover.configuration.state_store)
+    def self.live(key:, limit:, window: :month, by: :calls, store: LlmFailover.configuration.state_store)
       period, = QuotaWindow.new(window).at
-      new(limit: limit, used: store.quota_used(key.to_s, period))
+      used = store.quota_used(key.to_s, period)
+      new(limit: limit, used: by == :usd ? BigDecimal(used) / USD_UNITS : used)
     end
 
     # @return [String] e.g. `#<LlmFailover::Quota limit=1000 used=250 remaining=750.0 percent_used=25.0>`
     def inspect
       if unlimited?
-        "#<#{self.class.name} unlimited (limit=#{limit.inspect}) used=#{used.inspect}>"
+        "#<#{self.class.name} unlimited (limit=#{shown(limit)}) used=#{shown(used)}>"
       else
-        "#<#{self.class.name} limit=#{limit.inspect} used=#{used.inspect} " \
+        "#<#{self.class.name} limit=#{shown(limit)} used=#{shown(used)} " \
           "remaining=#{remaining.inspect} percent_used=#{percent_used.round(2).inspect}>"
       end
     end
     alias to_s inspect
 
     private
+
+    # A BigDecimal (dollars) as its decimal figure, not 0.5e2.
+    def shown(value)
+      value.is_a?(BigDecimal) ? value.to_s("F") : value.inspect
+    end
 
     # A real, finite, non-negative number (nil too when allowed), or a ConfigurationError.
     def checked(name, value, allow_nil:)

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "bigdecimal"
 require "json"
 require "time"
 require_relative "../chat/target"
@@ -7,12 +8,13 @@ require_relative "../chat/target"
 module LlmFailover
   # One HTTP attempt of a logical call (retries and failover included). Every attempt
   # of one call shares its request_id. Failed attempts keep the tokens the provider
-  # reported: a cost report that reads only successes is not a cost report.
+  # reported and what they cost: a cost report that reads only successes is not a cost
+  # report.
   class AttemptRecord
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
-                started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id cache_tier
-                similarity].freeze
+                cached_input_tokens cache_write_tokens started_at provider_request_id cached cancelled scrubbed
+                skipped hedged turn_id cache_tier similarity cost cost_saved].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
@@ -42,13 +44,24 @@ module LlmFailover
     attr_reader :cache_tier
     # @return [Float, nil] a semantic hit's cosine similarity
     attr_reader :similarity
+    # @return [Integer, nil] of input_tokens, those read from the provider's prompt cache
+    #   (billed at the cached-input price); nil when the provider did not say
+    attr_reader :cached_input_tokens
+    # @return [Integer, nil] of input_tokens, those written to the provider's prompt cache
+    attr_reader :cache_write_tokens
+    # @return [BigDecimal, nil] USD: what the provider bills for this attempt's tokens at
+    #   the configured prices (Configuration#pricing); 0 for a cache hit, a skip or an
+    #   attempt that reported no tokens; nil when tokens were billed at a price not known
+    attr_reader :cost
+    # @return [BigDecimal, nil] a cache hit's: what the answer cost when it was made
+    attr_reader :cost_saved
 
     def initialize(request_id:, attempt:, provider:, model:, feature: nil, success:, error_class: nil,
                    error_message: nil, http_status: nil, failover_eligible: false, retry_after: nil,
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
-                   started_at: nil, provider_request_id: nil, cached: false, cancelled: false, scrubbed: nil,
-                   skipped: false, hedged: false, turn_id: nil, cache_tier: nil,
-                   similarity: nil)
+                   cached_input_tokens: nil, cache_write_tokens: nil, started_at: nil, provider_request_id: nil,
+                   cached: false, cancelled: false, scrubbed: nil, skipped: false, hedged: false, turn_id: nil,
+                   cache_tier: nil, similarity: nil, cost: nil, cost_saved: nil)
       @request_id = request_id
       @attempt = attempt
       @provider = provider
@@ -64,6 +77,8 @@ module LlmFailover
       @first_token_ms = first_token_ms
       @input_tokens = input_tokens
       @output_tokens = output_tokens
+      @cached_input_tokens = cached_input_tokens
+      @cache_write_tokens = cache_write_tokens
       @started_at = started_at.is_a?(Numeric) ? Time.at(started_at) : started_at
       @provider_request_id = provider_request_id
       @cached = cached ? true : false
@@ -74,6 +89,8 @@ module LlmFailover
       @turn_id = turn_id
       @cache_tier = cache_tier&.to_sym
       @similarity = similarity
+      @cost = cost
+      @cost_saved = cost_saved
       freeze
     end
 
@@ -120,12 +137,14 @@ module LlmFailover
     alias skipped skipped?
 
     # @return [Hash{Symbol => Object}] JSON-native values only: provider as a String,
-    #   started_at as an ISO 8601 String with milliseconds
+    #   started_at as an ISO 8601 String with milliseconds, cost and cost_saved as
+    #   decimal Strings ("0.0042": exact, as a Float would not be)
     def to_h
       FIELDS.to_h do |name|
         value = public_send(name)
         value = value.to_s if (name == :provider || name == :cache_tier) && value
         value = value.utc.iso8601(3) if value.is_a?(Time)
+        value = value.to_s("F") if value.is_a?(BigDecimal)
         [name, value]
       end
     end

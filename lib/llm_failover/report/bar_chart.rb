@@ -24,13 +24,17 @@ module LlmFailover
       # @param title [String] the chart's accessible name
       # @param description [String] what it shows, in a sentence
       # @param bars [Array<Bar>]
-      def initialize(id:, title:, description:, bars:)
+      # @param shown [#call] a value as its text (default: #to_s); money as "$0.0042"
+      def initialize(id:, title:, description:, bars:, shown: :to_s.to_proc)
         @id = id
         @title = title
         @description = description
         @bars = bars
+        @shown = shown
         @label_width = ((bars.map { |b| shown(b.label).length }.max || 0) * CHAR).clamp(60, MAX_LABEL * CHAR).round + 12
         @max = bars.map(&:total).max.to_f
+        # Room right of the longest bar for its number.
+        @room = [((bars.map { |b| @shown.call(b.total).to_s.length }.max || 0) * CHAR).round + 12, 70].max
       end
 
       # @param m [Markup]
@@ -48,17 +52,17 @@ module LlmFailover
 
       def draw(m, bar, y)
         middle = y + (BAR / 2.0)
-        m.tag(:g, class: "bar", data_label: bar.label, data_value: bar.total) do
+        m.tag(:g, class: "bar", data_label: bar.label, data_value: @shown.call(bar.total)) do
           m.tag(:title, "#{bar.label}: #{breakdown(bar)}")
           m.tag(:text, shown(bar.label), x: @label_width - 8, y: middle, class: "label")
           x = @label_width.to_f
           bar.segments.each do |segment|
             width = length(segment.value)
             m.tag(:rect, x: x.round(1), y: y, width: width.round(1), height: BAR, class: segment.color,
-                         data_series: segment.name, data_value: segment.value)
+                         data_series: segment.name, data_value: @shown.call(segment.value))
             x += width
           end
-          m.tag(:text, bar.total, x: (x + 6).round(1), y: middle, class: "value")
+          m.tag(:text, @shown.call(bar.total), x: (x + 6).round(1), y: middle, class: "value")
         end
       end
 
@@ -66,13 +70,13 @@ module LlmFailover
       def length(value)
         return 0.0 if @max.zero?
 
-        value / @max * (WIDTH - @label_width - 70)
+        value.to_f / @max * (WIDTH - @label_width - @room)
       end
 
       def breakdown(bar)
-        return bar.total.to_s if bar.segments.size == 1
+        return @shown.call(bar.total) if bar.segments.size == 1
 
-        "#{bar.segments.map { |s| "#{s.name} #{s.value}" }.join(', ')} (#{bar.total})"
+        "#{bar.segments.map { |s| "#{s.name} #{@shown.call(s.value)}" }.join(', ')} (#{@shown.call(bar.total)})"
       end
 
       def shown(label)

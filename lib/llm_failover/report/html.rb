@@ -64,6 +64,7 @@ module LlmFailover
             saves(m)
             error_classes(m)
             tokens(m)
+            spending(m)
             cache_hits(m)
             hedges(m)
             features(m)
@@ -194,6 +195,47 @@ module LlmFailover
                          BarChart::Segment.new(name: "failed", value: t.failed_total, color: "failed")
                        ])
                      })
+      end
+
+      def spending(m)
+        unless @report.costs?
+          return section(m, "spend", "Spend", nil) { table(m, :spend_summary) }
+        end
+
+        s = @report.spend_summary
+        section(m, "spend", "Spend",
+                "#{@tables.usd(s[:cost])} spent, #{@tables.usd(s[:failed])} of it on attempts that failed or were " \
+                "stopped; failing over cost #{@tables.usd(s[:premium])} beyond the first targets' prices; the cache " \
+                "saved #{@tables.usd(s[:cache_saved])}.") do
+          pair(m, spend_chart, :spend_summary, :spend, :failover_premium, :spend_by_feature,
+               empty: "No attempt with a cost in this period.", legend: -> { legend(m, spend_legend) })
+        end
+      end
+
+      # Per UTC day, each provider's spend stacked.
+      def spend_chart
+        days = @report.spend_by_day
+        return nil if days.empty?
+
+        colors = spend_colors
+        BarChart.new(id: "spend", title: "Spend per day (UTC), by provider",
+                     description: "USD spent per day, every attempt counted (failed ones included), stacked by " \
+                                  "provider.",
+                     shown: ->(value) { @tables.usd(value) },
+                     bars: days.group_by(&:day).map { |day, list|
+                       BarChart::Bar.new(label: day.strftime("%Y-%m-%d"), segments: list.map { |d|
+                         BarChart::Segment.new(name: d.provider.to_s, value: d.cost, color: colors.fetch(d.provider.to_s))
+                       })
+                     })
+      end
+
+      # A color class per provider, c0 .. c7 in order of name.
+      def spend_colors
+        @report.spend_by_day.map { |d| d.provider.to_s }.uniq.sort.each_with_index.to_h { |p, i| [p, "c#{i % 8}"] }
+      end
+
+      def spend_legend
+        spend_colors.map { |provider, css| [provider, css] }
       end
 
       def cache_hits(m)

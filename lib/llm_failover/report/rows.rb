@@ -131,6 +131,17 @@ module LlmFailover
         @cancelled_column
       end
 
+      # Tables made before the cost column keep working (and show no money).
+      def cost_column?
+        @cost_column = @model.column_names.include?("cost") if @cost_column.nil?
+        @cost_column
+      end
+
+      # Attempts billed tokens at a price not known: a cost of NULL where tokens were.
+      def unpriced
+        table[:cost].eq(nil).and(table[:input_tokens].gt(0).or(table[:output_tokens].gt(0)))
+      end
+
       # Tables made before the turn_id column keep working (each call its own turn).
       def turn_column?
         @turn_column = @model.column_names.include?("turn_id") if @turn_column.nil?

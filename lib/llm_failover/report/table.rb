@@ -6,7 +6,7 @@ module LlmFailover
     class Table
       # @param headers [Array<String>]
       # @param rows [Array<Array>] cells are printed with #to_s (nil as "-"); a column of
-      #   Numerics and percentages ("12.5%") is a number column. Other Strings are text
+      #   Numerics, percentages ("12.5%") and dollars ("$0.0042") is a number column. Other Strings are text
       #   even when they look like numbers: a request id's prefix may be all digits.
       def initialize(headers, rows)
         @headers = headers.map(&:to_s)
@@ -57,7 +57,7 @@ module LlmFailover
       end
 
       def number?(cell)
-        cell.nil? || cell.is_a?(Numeric) || (cell.is_a?(String) && cell.match?(/\A-?[\d.,]+%\z/))
+        cell.nil? || cell.is_a?(Numeric) || (cell.is_a?(String) && cell.match?(/\A(-?[\d.,]+%|-?\$[\d.,]+)\z/))
       end
     end
   end

@@ -25,6 +25,12 @@ module LlmFailover
         open_circuits: "Calls routed around an open circuit",
         circuit_windows: "Circuit incidents (open -> closed, from the circuit log)",
         error_classes: "Failed attempts by error class",
+        spend_summary: "Spend (USD, at the prices each attempt was recorded with)",
+        spend: "Spend per provider and model (failed attempts included)",
+        spend_by_feature: "Spend per feature",
+        spend_by_day: "Spend per day (UTC) and provider",
+        failover_premium: "Failover premium (what answers on another target cost beyond the first target's price " \
+                          "for the same tokens)",
         timeline: "Attempts and failures per time bucket (UTC)"
       }.freeze
 
@@ -130,6 +136,52 @@ module LlmFailover
                   })
       end
 
+      # @return [Table, Note]
+      def spend_summary
+        money_table(%w[spent spent_on_failed_attempts failover_premium cache_saved unpriced_attempts]) do
+          s = @report.spend_summary
+          [[usd(s[:cost]), usd(s[:failed]), usd(s[:premium]), usd(s[:cache_saved]), s[:unpriced]]]
+        end
+      end
+
+      # @return [Table, Note]
+      def spend
+        money_table(%w[provider model spent failed_attempts failed_share cache_saved unpriced_attempts]) do
+          @report.spend.map do |s|
+            [s.provider, s.model, usd(s.cost), usd(s.failed), percent(s.failed_share), usd(s.cache_saved), s.unpriced]
+          end
+        end
+      end
+
+      # @return [Table, Note]
+      def spend_by_feature
+        money_table(%w[feature spent failed_attempts]) do
+          @report.spend_by_feature.map { |f| [f.feature || "(none)", usd(f.cost), usd(f.failed)] }
+        end
+      end
+
+      # @return [Table, Note]
+      def spend_by_day
+        money_table(%w[day provider spent]) do
+          @report.spend_by_day.map { |d| [d.day.strftime("%Y-%m-%d"), d.provider, usd(d.cost)] }
+        end
+      end
+
+      # @return [Table, Note]
+      def failover_premium
+        money_table(%w[from to calls spent at_first_target_price premium unpriced]) do
+          @report.failover_premium.map do |p|
+            [p.from, p.to, p.calls, usd(p.cost), usd(p.at_primary_price), usd(p.premium), p.unknown]
+          end
+        end
+      end
+
+      # @return [String] "$0.004200": dollars to the millionth (a token can cost less)
+      def usd(amount)
+        text = format("%.6f", amount.abs)
+        amount.negative? ? "-$#{text}" : "$#{text}"
+      end
+
       # @return [String] "66.7%"
       def percent(fraction)
         format("%.1f%%", fraction * 100)
@@ -142,6 +194,13 @@ module LlmFailover
         ends_at = ends_at.getutc
         last = ends_at - starts_at < 86_400 ? ends_at.strftime("%H:%M") : ends_at.strftime("%Y-%m-%d %H:%M")
         "#{starts_at.strftime('%Y-%m-%d %H:%M')}-#{last}"
+      end
+
+      # A table of money, or a note where the attempts table has no cost column.
+      def money_table(headers)
+        return Table.new(headers, yield) if @report.costs?
+
+        Note.new("(no cost column in #{@report.table_name}: run `rails g llm_failover:upgrade` and migrate)")
       end
 
       # @return [String, nil] "2025-03-10 12:05:00"

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "bigdecimal"
+
 module LlmFailover
   class Report
     # The period's attempts counted in one pass (one GROUP BY): per provider, model,
@@ -10,9 +12,13 @@ module LlmFailover
       # One group. Counts of attempts: all of them, sent (a provider could fail them), failed (and of those
       # failover_eligible), cached; paid (uncached successes) and their tokens; tokens
       # of every attempt and of the unanswered ones (failed or stopped).
+      # Money (tables with the cost column; BigDecimal USD, else 0): cost of every attempt,
+      # of the unanswered ones, what cache hits saved; unpriced: attempts billed tokens at
+      # a price not known (NULL cost).
       Group = Struct.new(:provider, :model, :feature, :error_class, :attempts, :sent, :failures,
                          :failed_eligible, :cached, :semantic, :paid, :paid_input, :paid_output, :input, :output,
-                         :unanswered_input, :unanswered_output, keyword_init: true) do
+                         :unanswered_input, :unanswered_output, :cost, :failed_cost, :saved, :unpriced,
+                         keyword_init: true) do
         def target
           [provider, model]
         end
@@ -47,15 +53,33 @@ module LlmFailover
               unanswered_output: r.sum_if(r.unanswered, :output_tokens) }
         m[:cached] = r.count_if(r.table[:cached].eq(true)) if r.cached_column?
         m[:semantic] = r.count_if(r.table[:cache_tier].eq("semantic")) if r.cache_tier_column?
+        m.merge!(money) if r.cost_column?
         m
       end
 
-      # Sums come back as Integer, BigDecimal (MySQL) or nil (no row to add).
+      def money
+        r = @rows
+        t = r.table
+        { cost: t[:cost].sum, failed_cost: r.sum_if(r.unanswered, :cost), saved: t[:cost_saved].sum,
+          unpriced: r.count_if(r.unpriced) }
+      end
+
+      # Sums come back as Integer, BigDecimal (MySQL), Float or text (SQLite's decimals)
+      # or nil (no row to add).
       def integers(group, names)
-        names.each { |name| group[name] = group[name].to_i }
+        names.each { |name| group[name] = DECIMALS.include?(name) ? decimal(group[name]) : group[name].to_i }
         group.cached ||= 0
         group.semantic ||= 0
+        DECIMALS.each { |name| group[name] ||= BigDecimal("0") }
+        group.unpriced ||= 0
       end
+
+      def decimal(value)
+        value.nil? ? BigDecimal("0") : BigDecimal(value.to_s)
+      end
+
+      DECIMALS = %i[cost failed_cost saved].freeze
+      private_constant :DECIMALS
     end
   end
 end

@@ -99,6 +99,27 @@ module LlmFailover
       end
     end
 
+    # Money, USD (BigDecimal). Per provider and model: what every attempt cost, what the
+    # unanswered ones (failed, or stopped by their caller) cost, what cache hits saved,
+    # and the attempts billed at a price not known (their cost NULL: not in the sums).
+    Spend = Struct.new(:provider, :model, :cost, :failed, :cache_saved, :unpriced, keyword_init: true) do
+      def failed_share
+        cost.zero? ? 0.0 : (failed / cost).to_f
+      end
+    end
+    FeatureSpend = Struct.new(:feature, :cost, :failed, keyword_init: true)
+    # One day of one provider's spend (day: its start, UTC midnight).
+    DaySpend = Struct.new(:day, :provider, :cost, keyword_init: true)
+    # What failing over cost beyond the primary's price: per path from the target that
+    # failed first to the one that answered, the answers' cost and what the same tokens
+    # cost at the first target's price. unknown: answers one of those prices is missing
+    # for (in neither sum).
+    Premium = Struct.new(:from, :to, :calls, :cost, :at_primary_price, :unknown, keyword_init: true) do
+      def premium
+        cost - at_primary_price
+      end
+    end
+
     # The error_class of a record skipped past an open circuit (AttemptRecord#skipped).
     SKIPPED = "LlmFailover::CircuitOpenError"
     # The error_class of a record skipped because its target cannot take the message's

@@ -33,7 +33,9 @@ module LlmFailover
         # @param text [String] the non-streamed answer's text
         # @param chunks [Array<String>] the text's streamed deltas
         # @param calls [Array<Step::Call>] tool calls after the text
-        # @param usage [Hash] {input:, output:}
+        # @param usage [Hash] {input:, output:, cached:, cache_write:}: input counts every input
+        #   token, those read from (cached) and written to (cache_write) a prompt cache included;
+        #   each protocol reports them its own way (Anthropic's input_tokens leaves them out)
         # @param finish_reason [String, nil] nil picks the API's default
         # @param thinking [Hash, nil] Step#thinking: blocks before the text
         def initialize(request:, model:, text:, chunks:, usage:, finish_reason:, calls: [], thinking: nil)
@@ -51,6 +53,8 @@ module LlmFailover
           end
           @input_tokens = usage.fetch(:input, 10)
           @output_tokens = usage.fetch(:output, @deltas.size)
+          @cached_tokens = usage[:cached]
+          @cache_write_tokens = usage[:cache_write]
           @finish_reason = finish_reason || (calls.empty? ? default_finish_reason : tool_finish_reason)
         end
 

@@ -24,7 +24,7 @@ module LlmFailover
           json("id" => @id, "type" => "message", "role" => "assistant", "model" => model,
                "content" => @blocks.map { |b| content_block(b, final: true) },
                "stop_reason" => @finish_reason, "stop_sequence" => nil,
-               "usage" => { "input_tokens" => @input_tokens, "output_tokens" => @output_tokens })
+               "usage" => usage(@output_tokens))
         end
 
         def preamble_events
@@ -32,7 +32,7 @@ module LlmFailover
                  "type" => "message_start",
                  "message" => { "id" => @id, "type" => "message", "role" => "assistant", "model" => model,
                                 "content" => [], "stop_reason" => nil, "stop_sequence" => nil,
-                                "usage" => { "input_tokens" => @input_tokens, "output_tokens" => 1 } }),
+                                "usage" => usage(1) }),
            block_start(0),
            event("ping", "type" => "ping")]
         end
@@ -85,11 +85,22 @@ module LlmFailover
           [event("message_delta",
                  "type" => "message_delta",
                  "delta" => { "stop_reason" => @finish_reason, "stop_sequence" => nil },
-                 "usage" => { "input_tokens" => @input_tokens, "output_tokens" => @output_tokens }),
+                 "usage" => usage(@output_tokens)),
            event("message_stop", "type" => "message_stop")]
         end
 
         private
+
+        # Anthropic's input_tokens leave out the tokens read from and written to its prompt
+        # cache, which it counts apart.
+        def usage(output)
+          cached = @cached_tokens.to_i
+          written = @cache_write_tokens.to_i
+          u = { "input_tokens" => @input_tokens - cached - written, "output_tokens" => output }
+          u["cache_read_input_tokens"] = cached if @cached_tokens
+          u["cache_creation_input_tokens"] = written if @cache_write_tokens
+          u
+        end
 
         def default_finish_reason
           "end_turn"

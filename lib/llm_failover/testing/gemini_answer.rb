@@ -24,7 +24,6 @@ module LlmFailover
           include_thoughts = json.is_a?(Hash) && json.dig("generationConfig", "thinkingConfig", "includeThoughts") == true
           @vertex = request.vertex?
           @thoughts_tokens = usage.fetch(:thoughts) { thinking ? thinking[:chunks].size : nil }
-          @cached_tokens = usage[:cached]
           super(request: request, thinking: include_thoughts ? thinking : nil, usage: usage, **kwargs)
           @id = SecureRandom.alphanumeric(22)
           @signature = SealedState.issue(api: :gemini, lane: request.lane)

@@ -111,9 +111,12 @@ module LlmFailover
           chunk_event([{ "index" => 0, "delta" => delta, "logprobs" => nil, "finish_reason" => nil }])
         end
 
+        # Cached tokens are part of prompt_tokens, as OpenAI counts them.
         def usage
-          { "prompt_tokens" => @input_tokens, "completion_tokens" => @output_tokens,
-            "total_tokens" => @input_tokens + @output_tokens }
+          u = { "prompt_tokens" => @input_tokens, "completion_tokens" => @output_tokens,
+                "total_tokens" => @input_tokens + @output_tokens }
+          u["prompt_tokens_details"] = { "cached_tokens" => @cached_tokens.to_i } if @cached_tokens
+          u
         end
 
         def chunk_event(choices, usage: nil)

@@ -124,7 +124,7 @@ module LlmFailover
 
         def usage
           reasoning = @blocks.select { |b| b.kind == :thinking }.sum { |b| b.pieces.size }
-          { "input_tokens" => @input_tokens, "input_tokens_details" => { "cached_tokens" => 0 },
+          { "input_tokens" => @input_tokens, "input_tokens_details" => { "cached_tokens" => @cached_tokens.to_i },
             "output_tokens" => @output_tokens, "output_tokens_details" => { "reasoning_tokens" => reasoning },
             "total_tokens" => @input_tokens + @output_tokens }
         end

@@ -234,9 +234,10 @@ module LlmFailover
           check(opts, :tool_calls) { |v| v.is_a?(Array) && !v.empty? }
           check(opts, :retry_after) { |v| (v.is_a?(Numeric) && v >= 0) || v.is_a?(String) }
           check(opts, :fixture) { |v| v.is_a?(String) || v.is_a?(Hash) || v.respond_to?(:to_path) }
-          # thoughts and cached: Gemini's thoughtsTokenCount and cachedContentTokenCount.
+          # thoughts: Gemini's thoughtsTokenCount; cached and cache_write: of input, the tokens
+          # read from and written to a prompt cache, in each protocol's own fields.
           check(opts, :usage) do |v|
-            v.is_a?(Hash) && (v.keys.map(&:to_sym) - %i[input output thoughts cached]).empty? &&
+            v.is_a?(Hash) && (v.keys.map(&:to_sym) - %i[input output thoughts cached cache_write]).empty? &&
               v.values.all? { |n| n.is_a?(Integer) && n >= 0 }
           end
           check(opts, :access_token) { |v| v.is_a?(String) && !v.empty? }

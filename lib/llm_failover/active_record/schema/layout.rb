@@ -39,7 +39,7 @@ module LlmFailover
           @indexes = []
         end
 
-        %i[string text integer float boolean datetime json binary references].each do |type|
+        %i[string text integer float decimal boolean datetime json binary references].each do |type|
           define_method(type) do |name, note: nil, above: nil, **options|
             @columns << Column.new(type: type, name: name.to_sym, options: options, note: note, above: above)
           end
@@ -139,6 +139,10 @@ module LlmFailover
           t.string :turn_id, note: "the turn the call answered (the user message): a retried job's calls share it"
           t.string :cache_tier, limit: 16, note: "a cache hit's tier: exact or semantic"
           t.float :similarity, note: "a semantic hit's cosine similarity"
+          t.integer :cached_input_tokens, note: "of input_tokens, read from the provider's prompt cache"
+          t.integer :cache_write_tokens, note: "of input_tokens, written to the provider's prompt cache"
+          t.decimal :cost, precision: 18, scale: 10, note: "USD at the configured prices; NULL: no price known"
+          t.decimal :cost_saved, precision: 18, scale: 10, note: "a cache hit's: what the answer cost when made"
           t.index %i[request_id attempt], what: "request_id_and_attempt", unique: true
           t.index :started_at, what: "started_at"
           t.index %i[provider model started_at], what: "provider_model_started_at"
@@ -201,7 +205,8 @@ module LlmFailover
         %i[chats cancel_requested_at], %i[messages idempotency_key], %i[attempts cached], %i[attempts cancelled],
         %i[messages failure_reason], %i[attempts scrubbed], %i[attempts skipped], %i[attempts hedged],
         %i[attempts turn_id], %i[circuit_events], %i[messages tool_call_id], %i[tool_calls], %i[vectors],
-        %i[attempts cache_tier], %i[attempts similarity], %i[messages attachments_data], %i[messages claimed_by]
+        %i[attempts cache_tier], %i[attempts similarity], %i[messages attachments_data], %i[messages claimed_by],
+        %i[attempts cached_input_tokens], %i[attempts cache_write_tokens], %i[attempts cost], %i[attempts cost_saved]
       ].freeze
     end
   end

@@ -37,7 +37,7 @@ module LlmFailover
         @records.cache_hit(provider: provider, model: model,
                            latency_ms: (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0,
                            started_at: started_at, provider_request_id: cached.provider_request_id, tier: tier,
-                           similarity: similarity)
+                           similarity: similarity, cost_saved: cached.cost)
         Reply.new(content: content, model: model, response_model: cached.model, provider: provider,
                   input_tokens: 0, output_tokens: 0,
                   request_id: @request_id, attempts: @records.to_a, failover: false,

@@ -2,14 +2,16 @@
 
 require_relative "../../errors"
 require_relative "../../records/attempt_record"
+require_relative "../../money/pricing"
 
 module LlmFailover
   class Call
     # The attempt records of one call, in order, each handed to the usage log as it
     # is made: the engine's attempts, the one its caller cut, the one Chat#cancel!
-    # stopped, the response cache's hit. Also what the records tell: the failures by
-    # target, whether every target failed on errors a backup could have fixed, what
-    # the primary's requests used of a shared quota.
+    # stopped, the response cache's hit, each with what its tokens cost (the
+    # configuration's Pricing). Also what the records tell: the failures by target,
+    # whether every target failed on errors a backup could have fixed, what the
+    # primary's requests used of a shared quota.
     #
     # @api private: one per Call
     class Records
@@ -22,8 +24,10 @@ module LlmFailover
       attr_writer :attempt_offset
 
       # @param turn_id [String] the turn the call answers (Chat's), on every record
-      def initialize(request_id:, feature:, usage_log:, turn_id: nil)
+      # @param pricing [Pricing, nil] what the attempts' tokens cost (nil: no costs)
+      def initialize(request_id:, feature:, usage_log:, turn_id: nil, pricing: nil)
         @request_id = request_id
+        @pricing = pricing
         @turn_id = turn_id
         @feature = feature
         @usage_log = usage_log
@@ -32,7 +36,7 @@ module LlmFailover
         @cancelled = [] # the engine's records of Chat#cancel!: the attempts it cut, or the cancel itself
         @scrubbed = nil
         @attempt_offset = 0
-        @reached = {}.compare_by_identity # Target => tokens of the attempts that may have reached it
+        @reached = {}.compare_by_identity # Target => [tokens, cost] of the attempts that may have reached it
       end
 
       # @return [Array<AttemptRecord>] a frozen copy, for a Reply or an error, in attempt
@@ -72,21 +76,22 @@ module LlmFailover
                                                 failover_eligible: attempt.failover_eligible,
                                                 retry_after: attempt.retry_after, latency_ms: attempt.latency_ms,
                                                 first_token_ms: attempt.first_token_ms,
-                                                input_tokens: attempt.input_tokens,
-                                                output_tokens: attempt.output_tokens,
+                                                **billed(attempt, target),
                                                 started_at: attempt.started_at,
                                                 provider_request_id: attempt.provider_request_id,
                                                 skipped: attempt.skipped, hedged: attempt.hedge))
       end
 
       # The one record of a call the response cache answered: no request, nothing
-      # billed; +model+ is the model asked of the target whose answer was cached.
-      def cache_hit(provider:, model:, latency_ms:, started_at:, provider_request_id:, tier: :exact, similarity: nil)
+      # billed; +model+ is the model asked of the target whose answer was cached;
+      # +cost_saved+ what that answer cost when it was made (nil: not known).
+      def cache_hit(provider:, model:, latency_ms:, started_at:, provider_request_id:, tier: :exact, similarity: nil,
+                    cost_saved: nil)
         add(AttemptRecord.new(request_id: @request_id, attempt: 1, provider: provider, model: model,
                               feature: @feature, success: true, latency_ms: latency_ms, input_tokens: 0,
                               output_tokens: 0, started_at: started_at, provider_request_id: provider_request_id,
                               cached: true, scrubbed: @scrubbed, turn_id: @turn_id,
-                              cache_tier: tier, similarity: similarity))
+                              cache_tier: tier, similarity: similarity, cost: Pricing::ZERO, cost_saved: cost_saved))
       end
 
       # Chat#cancel! stopped the call: the engine's records of it (the attempts it cut,
@@ -99,7 +104,7 @@ module LlmFailover
       def cancelled_before_start(target, latency_ms:)
         add(AttemptRecord.new(**fields(target), attempt: @attempt_offset + 1, success: false,
                                                 error_message: CANCELLED, latency_ms: latency_ms,
-                                                started_at: Time.now, cancelled: true))
+                                                started_at: Time.now, cancelled: true, cost: Pricing::ZERO))
       end
 
       # Every target tried ended on an error a healthy backup could have fixed. Not when
@@ -121,10 +126,11 @@ module LlmFailover
       end
 
       # What +target+'s requests (not skips past an open circuit, not cache hits) used.
-      # @return [Array(Boolean, Integer)] whether any was sent, and their tokens
+      # @return [Array(Boolean, Integer, BigDecimal)] whether any was sent, their tokens
+      #   and their cost (nil: billed at a price not known)
       def sent_to(target)
-        reached = @reached.fetch(target, nil)
-        reached ? [true, reached] : [false, 0]
+        tokens, cost = @reached.fetch(target, nil)
+        tokens ? [true, tokens, cost] : [false, 0, Pricing::ZERO]
       end
 
       private
@@ -143,9 +149,7 @@ module LlmFailover
         add(AttemptRecord.new(**fields(target), attempt: attempt.attempt + @attempt_offset, success: false,
                                                 error_message: attempt.error_message,
                                                 http_status: attempt.http_status, latency_ms: attempt.latency_ms,
-                                                first_token_ms: attempt.first_token_ms,
-                                                input_tokens: attempt.input_tokens,
-                                                output_tokens: attempt.output_tokens,
+                                                first_token_ms: attempt.first_token_ms, **billed(attempt, target),
                                                 started_at: attempt.started_at,
                                                 provider_request_id: attempt.provider_request_id,
                                                 cancelled: true, hedged: true))
@@ -157,7 +161,23 @@ module LlmFailover
       def reach(attempt, target)
         return unless attempt.reached
 
-        @reached[target] = @reached.fetch(target, 0) + attempt.input_tokens.to_i + attempt.output_tokens.to_i
+        tokens, cost = @reached.fetch(target, [0, Pricing::ZERO])
+        spent = cost_of(attempt, target)
+        tokens += attempt.input_tokens.to_i + attempt.output_tokens.to_i
+        @reached[target] = [tokens, cost && spent && cost + spent]
+      end
+
+      # The attempt's billed tokens and what they cost.
+      def billed(attempt, target)
+        { input_tokens: attempt.input_tokens, output_tokens: attempt.output_tokens,
+          cached_input_tokens: attempt.cached_input_tokens, cache_write_tokens: attempt.cache_write_tokens,
+          cost: cost_of(attempt, target) }
+      end
+
+      def cost_of(attempt, target)
+        @pricing&.cost(target, input_tokens: attempt.input_tokens, output_tokens: attempt.output_tokens,
+                               cached_input_tokens: attempt.cached_input_tokens,
+                               cache_write_tokens: attempt.cache_write_tokens)
       end
 
       def add(record)
@@ -179,8 +199,7 @@ module LlmFailover
         fields = fields(target).merge(attempt: attempt.attempt + @attempt_offset, success: false,
                                       http_status: attempt.http_status,
                                       latency_ms: attempt.latency_ms, first_token_ms: attempt.first_token_ms,
-                                      input_tokens: attempt.input_tokens, output_tokens: attempt.output_tokens,
-                                      started_at: attempt.started_at,
+                                      **billed(attempt, target), started_at: attempt.started_at,
                                       provider_request_id: attempt.provider_request_id, hedged: attempt.hedge)
         if attempt.cancelled
           record = AttemptRecord.new(**fields, error_message: CANCELLED, cancelled: true)
