@@ -1,0 +1,143 @@
+# frozen_string_literal: true
+
+require_relative "../memory_index"
+require_relative "../active_record_index"
+require_relative "../../active_record/schema"
+
+module LlmFailover
+  class ActiveRecordIndex
+    # The table's rows searched by PostgreSQL with pgvector: no process keeps a copy.
+    #
+    # A row holds the normalised vector in its embedding column (float4[]; the vector
+    # column stays empty). Schema::VectorSearch gives the table an HNSW index per common
+    # dimension, on the embedding cast to pgvector's type, beside the (partition_key,
+    # id) index the partition's rows are found by.
+    #
+    # How the approximate search squares with the threshold: the similarity of every
+    # candidate is computed exactly from its float32 embedding and checked here, so an
+    # entry below the threshold is never a hit. A partition of up to EXACT_UP_TO rows is
+    # read whole and ranked exactly, in one query; a larger one is searched through the
+    # HNSW index (pgvector 0.8's iterative scan, so a partition's rows are found however
+    # many others the table holds, ef_search EF), which may miss an entry (a miss costs
+    # one provider call; a wrong hit would serve another question's answer).
+    #
+    # @api private: ActiveRecordIndex's engine when PostgreSQL searches
+    class Pgvector
+      MEANWHILE = "lookups miss and adds are dropped until it answers"
+      EXACT_UP_TO = 1_000
+      EF = 200
+      CANDIDATES = 8
+
+      # @param table [ActiveRecordIndex] the model, the keys, the inserts and the clear
+      # @param outage [StoreOutage] the index's outage rule
+      def initialize(table:, outage:)
+        @table = table
+        @outage = outage
+      end
+
+      # @return [Symbol] :server
+      def search
+        :server
+      end
+
+      # @return [nil] no process keeps a copy
+      def mirror
+        nil
+      end
+
+      # @see SharedIndex#add
+      def add(partition:, vector:, value:)
+        floats = MemoryIndex.normalise(vector).unpack("f*")
+        key = @table.key(partition)
+        @outage.guard(meanwhile: MEANWHILE) do
+          model.connection_pool.with_connection do
+            check_dimension(key, floats.size)
+            @table.insert(key, dimensions: floats.size, vector: "".b, value: value, embedding: floats)
+          end
+        end
+        nil
+      end
+
+      # @see SharedIndex#nearest
+      def nearest(partition:, vector:, threshold:)
+        floats = MemoryIndex.normalise(vector).unpack("f*")
+        key = @table.key(partition)
+        rows = @outage.guard(meanwhile: MEANWHILE) do
+          model.connection_pool.with_connection { |c| candidates(c, key, floats) }
+        end
+        return nil unless rows
+
+        rows.map { |value, similarity| [value, Float(similarity)] }
+            .select { |_, similarity| similarity >= threshold }.max_by(&:last)
+      end
+
+      # @see SharedIndex#clear
+      def clear
+        @outage.guard(meanwhile: MEANWHILE) { @table.clear_rows }
+        nil
+      end
+
+      # @see SharedIndex#size
+      def size
+        @outage.guard(meanwhile: MEANWHILE, fallback: 0) { @table.row_count }
+      end
+
+      private
+
+      def model
+        @table.model
+      end
+
+      # [value, similarity] of the partition's best rows: all of them ranked exactly
+      # when it holds up to EXACT_UP_TO rows, else the HNSW index's.
+      def candidates(connection, key, floats)
+        dim = floats.size
+        query = "[#{floats.join(',')}]"
+        rows = connection.select_rows(exact_sql(connection, dim), "#{self.class.name} exact", binds(key, query))
+        check_dimension(key, dim) if rows.empty?
+        return rows.map { |value, similarity, _| [value, similarity] } if rows.empty? || rows.first[2].to_i <= EXACT_UP_TO
+
+        model.transaction(requires_new: true) do
+          connection.execute("SET LOCAL hnsw.ef_search = #{EF}; SET LOCAL hnsw.iterative_scan = strict_order")
+          connection.select_rows(hnsw_sql(connection, dim), "#{self.class.name} HNSW", binds(key, query))
+        end
+      end
+
+      # Every row of the partition up to EXACT_UP_TO + 1, ranked exactly: the third
+      # column says how many were read (more than EXACT_UP_TO: the partition is large).
+      def exact_sql(connection, dim)
+        <<~SQL
+          SELECT value, similarity, n FROM (
+            SELECT value, 1 - (embedding::vector(#{dim}) <=> $2::vector(#{dim})) AS similarity, count(*) OVER () AS n
+            FROM (SELECT value, embedding FROM #{connection.quote_table_name(model.table_name)}
+                  WHERE partition_key = $1 AND dimensions = #{dim} LIMIT #{EXACT_UP_TO + 1}) AS partition_rows
+          ) AS ranked ORDER BY similarity DESC LIMIT #{CANDIDATES}
+        SQL
+      end
+
+      # The HNSW index's expression (Schema::VectorSearch) in ORDER BY, so the planner
+      # may use it; the similarity itself from the float32 embedding.
+      def hnsw_sql(connection, dim)
+        order = ActiveRecord::Schema::VectorSearch.indexed(:embedding, dim)
+        cast = order.sub("embedding", "$2")
+        <<~SQL
+          SELECT value, 1 - (embedding::vector(#{dim}) <=> $2::vector(#{dim})) AS similarity
+          FROM #{connection.quote_table_name(model.table_name)}
+          WHERE partition_key = $1 AND dimensions = #{dim}
+          ORDER BY #{order} <=> #{cast} LIMIT #{CANDIDATES}
+        SQL
+      end
+
+      def binds(key, query)
+        [::ActiveRecord::Relation::QueryAttribute.new("partition_key", key, ::ActiveRecord::Type::String.new),
+         ::ActiveRecord::Relation::QueryAttribute.new("vector", query, ::ActiveRecord::Type::String.new)]
+      end
+
+      # No row of this dimension: one of another is the caller's ArgumentError.
+      def check_dimension(key, dim)
+        other = model.where(partition_key: key).where.not(dimensions: dim).limit(1).pick(:dimensions)
+        raise ArgumentError, "the partition holds vectors of another dimension (#{other}, not #{dim})" if other
+      end
+    end
+  end
+end
