@@ -4,6 +4,7 @@ require "digest/sha2"
 require "securerandom"
 require_relative "shared_index"
 require_relative "../active_record"
+require_relative "../active_record/schema"
 
 module LlmFailover
   # The semantic cache's vectors shared through the app's database (the
@@ -26,9 +27,6 @@ module LlmFailover
     PRUNE_EVERY = 100
     # The partition_key of the clear row: never a SHA-256 in hex.
     CLEARED = "cleared"
-    # pgvector's first release with iterative index scans: a filtered HNSW search
-    # that finds a partition's rows however few the table holds.
-    PGVECTOR = Gem::Version.new("0.8.0")
 
     # @param model [Class] a VectorEntry (sub)class: its table and connection are used
     #   (nil: VectorEntry, looked up at first use)
@@ -103,13 +101,15 @@ module LlmFailover
       [::ActiveRecord::ActiveRecordError]
     end
 
-    # PostgreSQL with pgvector 0.8 or later, and the table with its embedding column.
+    # PostgreSQL with pgvector 0.8 or later installed in the database, and the table
+    # with its embedding column (Schema::VectorSearch).
     def server_searches?
       model.connection_pool.with_connection do |c|
         next false unless c.adapter_name.match?(/postg/i) && c.column_exists?(model.table_name, :embedding)
 
-        version = c.select_value("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-        !version.nil? && Gem::Version.new(version) >= PGVECTOR
+        ::LlmFailover::ActiveRecord::Schema::VectorSearch.usable?(
+          c.select_value("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        )
       end
     end
 

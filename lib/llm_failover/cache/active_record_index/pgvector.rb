@@ -118,13 +118,12 @@ module LlmFailover
       # The HNSW index's expression (Schema::VectorSearch) in ORDER BY, so the planner
       # may use it; the similarity itself from the float32 embedding.
       def hnsw_sql(connection, dim)
-        order = ActiveRecord::Schema::VectorSearch.indexed(:embedding, dim)
-        cast = order.sub("embedding", "$2")
+        search = ::LlmFailover::ActiveRecord::Schema::VectorSearch
         <<~SQL
           SELECT value, 1 - (embedding::vector(#{dim}) <=> $2::vector(#{dim})) AS similarity
           FROM #{connection.quote_table_name(model.table_name)}
           WHERE partition_key = $1 AND dimensions = #{dim}
-          ORDER BY #{order} <=> #{cast} LIMIT #{CANDIDATES}
+          ORDER BY #{search.cast(search::COLUMN, dim)} <=> #{search.cast('$2', dim)} LIMIT #{CANDIDATES}
         SQL
       end
 
