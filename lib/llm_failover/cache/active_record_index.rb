@@ -114,12 +114,10 @@ module LlmFailover
     end
 
     def server_engine(outage)
-      require_relative "active_record_index/pgvector"
       Pgvector.new(table: self, outage: outage)
     end
 
     def mirror_engine(mirror, outage)
-      require_relative "active_record_index/rows"
       Rows.new(table: self, mirror: mirror, outage: outage)
     end
 
@@ -131,3 +129,6 @@ module LlmFailover
     end
   end
 end
+
+require_relative "active_record_index/pgvector"
+require_relative "active_record_index/rows"

@@ -90,13 +90,14 @@ module LlmFailover
     end
 
     def server_engine(outage)
-      require_relative "redis_index/vector_sets"
       VectorSets.new(redis: self, outage: outage)
     end
 
     def mirror_engine(mirror, outage)
-      require_relative "redis_index/streams"
       Streams.new(redis: self, mirror: mirror, outage: outage)
     end
   end
 end
+
+require_relative "redis_index/vector_sets"
+require_relative "redis_index/streams"

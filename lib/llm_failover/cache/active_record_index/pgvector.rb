@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "../memory_index"
-require_relative "../active_record_index"
 require_relative "../../active_record/schema"
 
 module LlmFailover
@@ -119,11 +118,12 @@ module LlmFailover
       # may use it; the similarity itself from the float32 embedding.
       def hnsw_sql(connection, dim)
         search = ::LlmFailover::ActiveRecord::Schema::VectorSearch
+        query = "$2::vector(#{dim})" # one type for the parameter; halfvec's is cast from it
         <<~SQL
-          SELECT value, 1 - (embedding::vector(#{dim}) <=> $2::vector(#{dim})) AS similarity
+          SELECT value, 1 - (embedding::vector(#{dim}) <=> #{query}) AS similarity
           FROM #{connection.quote_table_name(model.table_name)}
           WHERE partition_key = $1 AND dimensions = #{dim}
-          ORDER BY #{search.cast(search::COLUMN, dim)} <=> #{search.cast('$2', dim)} LIMIT #{CANDIDATES}
+          ORDER BY #{search.cast(search::COLUMN, dim)} <=> #{search.cast("(#{query})", dim)} LIMIT #{CANDIDATES}
         SQL
       end
 

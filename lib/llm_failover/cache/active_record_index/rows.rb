@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "../mirrored_index"
-require_relative "../active_record_index"
 
 module LlmFailover
   class ActiveRecordIndex

@@ -2,7 +2,6 @@
 
 require "digest/sha2"
 require_relative "../mirrored_index"
-require_relative "../redis_index"
 
 module LlmFailover
   class RedisIndex

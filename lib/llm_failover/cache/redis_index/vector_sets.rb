@@ -3,7 +3,6 @@
 require "digest/sha1"
 require "digest/sha2"
 require_relative "../memory_index"
-require_relative "../redis_index"
 
 module LlmFailover
   class RedisIndex
