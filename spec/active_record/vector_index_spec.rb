@@ -106,7 +106,11 @@ RSpec.describe "LlmFailover::ActiveRecordIndex searched by PostgreSQL (pgvector)
     expect(here.nearest(partition: "t", vector: [1.0, 29.0], threshold: 0.9999)&.first).to eq("29")
   end
 
-  it "reads a small partition whole in one query, and searches a large one through its HNSW index" do
+  # Whether PostgreSQL takes the HNSW index for a partition is its planner's choice
+  # (a seq scan and a sort for a table of a thousand rows); with sorting forbidden,
+  # only an index that gives the query's order can answer: the HNSW index, if the
+  # query's ORDER BY and WHERE match its expression and predicate.
+  it "reads a small partition whole in one query, and searches a large one by an ORDER BY its HNSW index serves" do
     rng = Random.new(3)
     here = new_index
     vectors = Array.new(engine::EXACT_UP_TO + 50) { Array.new(1536) { rng.rand - 0.5 } }
@@ -121,13 +125,17 @@ RSpec.describe "LlmFailover::ActiveRecordIndex searched by PostgreSQL (pgvector)
     subscriber = ActiveSupport::Notifications.subscribe("sql.active_record") do |*, payload|
       next unless payload[:name].to_s.end_with?("HNSW")
 
-      plans << ActiveRecord::Base.connection.select_values("EXPLAIN #{payload[:sql]}", "EXPLAIN", payload[:binds]).join("\n")
+      connection = ActiveRecord::Base.connection
+      plans << connection.transaction(requires_new: true) do
+        connection.execute("SET LOCAL enable_sort = off")
+        connection.select_values("EXPLAIN #{payload[:sql]}", "EXPLAIN", payload[:binds]).join("\n")
+      end
     end
     begin
       expect(here.nearest(partition: "large", vector: vectors[700], threshold: 0.99)&.first).to eq("large 700")
     ensure
       ActiveSupport::Notifications.unsubscribe(subscriber)
     end
-    expect(plans.sole).to include("index_llm_failover_vectors_on_embedding_1536")
+    expect(plans.sole).to match(/Index Scan using index_llm_failover_vectors_on_embedding_1536/)
   end
 end
