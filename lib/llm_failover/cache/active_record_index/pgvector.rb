@@ -104,15 +104,19 @@ module LlmFailover
         end
       end
 
-      # Every row of the partition up to EXACT_UP_TO + 1, ranked exactly: the third
-      # column says how many were read (more than EXACT_UP_TO: the partition is large).
+      # The partition's rows ranked exactly when it holds up to EXACT_UP_TO of them; the
+      # third column says how many it holds (past EXACT_UP_TO: EXACT_UP_TO + 1, and no
+      # similarity computed, so no embedding read).
       def exact_sql(connection, dim)
+        table = connection.quote_table_name(model.table_name)
         <<~SQL
-          SELECT value, similarity, n FROM (
-            SELECT value, 1 - (embedding::vector(#{dim}) <=> $2::vector(#{dim})) AS similarity, count(*) OVER () AS n
-            FROM (SELECT value, embedding FROM #{connection.quote_table_name(model.table_name)}
-                  WHERE partition_key = $1 AND dimensions = #{dim} LIMIT #{EXACT_UP_TO + 1}) AS partition_rows
-          ) AS ranked ORDER BY similarity DESC LIMIT #{CANDIDATES}
+          WITH partition_rows AS (
+            SELECT id FROM #{table} WHERE partition_key = $1 AND dimensions = #{dim} LIMIT #{EXACT_UP_TO + 1}
+          ), counted AS (SELECT count(*) AS n FROM partition_rows)
+          SELECT value, CASE WHEN n <= #{EXACT_UP_TO} THEN 1 - (embedding::vector(#{dim}) <=> $2::vector(#{dim})) END
+                 AS similarity, n
+          FROM partition_rows JOIN #{table} USING (id) CROSS JOIN counted
+          ORDER BY similarity DESC NULLS LAST LIMIT #{CANDIDATES}
         SQL
       end
 
@@ -134,10 +138,11 @@ module LlmFailover
          ::ActiveRecord::Relation::QueryAttribute.new("vector", query, ::ActiveRecord::Type::String.new)]
       end
 
-      # No row of this dimension: one of another is the caller's ArgumentError.
+      # A partition's rows share one dimension: its first row's (the (partition_key, id)
+      # index finds it) if another is the caller's ArgumentError.
       def check_dimension(key, dim)
-        other = model.where(partition_key: key).where.not(dimensions: dim).limit(1).pick(:dimensions)
-        raise ArgumentError, "the partition holds vectors of another dimension (#{other}, not #{dim})" if other
+        first = model.where(partition_key: key).order(:id).limit(1).pick(:dimensions)
+        raise ArgumentError, "the partition holds vectors of another dimension (#{first}, not #{dim})" if first && first != dim
       end
     end
   end
