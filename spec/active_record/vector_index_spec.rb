@@ -106,10 +106,9 @@ RSpec.describe "LlmFailover::ActiveRecordIndex searched by PostgreSQL (pgvector)
     expect(here.nearest(partition: "t", vector: [1.0, 29.0], threshold: 0.9999)&.first).to eq("29")
   end
 
-  # Whether PostgreSQL takes the HNSW index for a partition is its planner's choice
-  # (a seq scan and a sort for a table of a thousand rows); with sorting forbidden,
-  # only an index that gives the query's order can answer: the HNSW index, if the
-  # query's ORDER BY and WHERE match its expression and predicate.
+  # The engine forbids sorting for a large partition's query (Pgvector::HNSW_SETTINGS):
+  # then only an index that gives the query's order can answer, the HNSW index, if
+  # the query's ORDER BY and WHERE match its expression and predicate.
   it "reads a small partition whole in one query, and searches a large one by an ORDER BY its HNSW index serves" do
     rng = Random.new(3)
     here = new_index
@@ -132,7 +131,7 @@ RSpec.describe "LlmFailover::ActiveRecordIndex searched by PostgreSQL (pgvector)
 
       connection = ActiveRecord::Base.connection
       plans << connection.transaction(requires_new: true) do
-        connection.execute("SET LOCAL enable_sort = off")
+        connection.execute(LlmFailover::ActiveRecordIndex::Pgvector::HNSW_SETTINGS)
         connection.select_values("EXPLAIN #{payload[:sql]}", "EXPLAIN", payload[:binds]).join("\n")
       end
     end
