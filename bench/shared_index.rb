@@ -7,7 +7,9 @@
 # fresh index and answers QUERIES lookups. Printed: that process's first lookup (a
 # mirror reads the whole partition then), the median of the others (hits and misses
 # apart), what its RSS grew by, the hits found (recall against the entry each hit
-# query was made from), the add time and the server's bytes per entry.
+# query was made from), the add time and the server's bytes per entry. PostgreSQL's
+# partitions of BULK_FROM entries or more are written in bulk instead of through
+# #add (the add time is then "-").
 #
 #   SHARED=redis,postgresql SHARED_SIZES=10000,100000 (the defaults; an engine whose
 #   server is not installed is left out, saying so)
@@ -22,6 +24,8 @@ require_relative "../spec/support/postgres_server"
 
 SHARED_ENGINES = ENV.fetch("SHARED", "redis,postgresql").split(",").map(&:to_sym)
 SHARED_SIZES = ENV.fetch("SHARED_SIZES", "10000,100000").split(",").map { |s| Integer(s) }
+# From this size on PostgreSQL's partition is written in bulk (Postgres#bulk_load).
+BULK_FROM = Integer(ENV.fetch("BULK_FROM", 50_000))
 
 # The vector of entry i, made again from its seed wherever it is needed (no process
 # holds all of them).
@@ -114,6 +118,26 @@ class SharedEngine
       LlmFailover::ActiveRecordIndex.new(search: search, max_per_partition: n, prune_every: n + 1, mirror: mirror)
     end
 
+    # The rows #add would write, 1,000 a statement, the HNSW indexes built after them
+    # (one HNSW insert at 1,536 dimensions costs ~10 ms here: 100,000 adds ~30 min).
+    def bulk_load(way, partition, n)
+      table = LlmFailover::ActiveRecord::VectorEntry
+      c = ActiveRecord::Base.connection
+      search = LlmFailover::ActiveRecord::Schema::VectorSearch
+      search.indexes(table.table_name).each { |_, o| c.remove_index(table.table_name, name: o[:name], if_exists: true) }
+      key = Digest::SHA256.hexdigest(partition)
+      (0...n).each_slice(1000) do |ids|
+        table.insert_all!(ids.map do |i|
+          normalised = LlmFailover::MemoryIndex.normalise(entry_vector(i))
+          row = { partition_key: key, value: i.to_s, created_at: Time.now.utc, dimensions: DIM }
+          way == :server ? row.merge(vector: "", embedding: "{#{normalised.unpack('f*').join(',')}}") : row.merge(vector: normalised.unpack("f*").pack("e*"))
+        end)
+      end
+      c.execute("SET maintenance_work_mem = '2GB'")
+      LlmFailover::ActiveRecord::Schema.define_vector_search(c, table.table_name)
+      c.execute("RESET maintenance_work_mem")
+    end
+
     def server_bytes
       ActiveRecord::Base.connection.execute("VACUUM ANALYZE llm_failover_vectors")
       ActiveRecord::Base.connection.select_value("SELECT pg_total_relation_size('llm_failover_vectors')").to_i
@@ -157,8 +181,13 @@ def shared_row(engine, way, n)
   loader.clear
   before = engine.server_bytes
   t0 = now
-  n.times { |i| loader.add(partition: partition, vector: entry_vector(i), value: i.to_s) }
-  add_s = (now - t0) / n
+  if n >= BULK_FROM && engine.respond_to?(:bulk_load)
+    engine.bulk_load(way, partition, n)
+    add_s = nil
+  else
+    n.times { |i| loader.add(partition: partition, vector: entry_vector(i), value: i.to_s) }
+    add_s = (now - t0) / n
+  end
   server = (engine.server_bytes - before) / n
   queries = shared_queries(n, Random.new(n))
   result = in_child do
