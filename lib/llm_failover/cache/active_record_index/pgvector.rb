@@ -23,8 +23,9 @@ module LlmFailover
     # @api private: ActiveRecordIndex's engine when PostgreSQL searches
     class Pgvector
       MEANWHILE = "lookups miss and adds are dropped until it answers"
-      EXACT_UP_TO = 1_000
-      EF = 200
+      # RedisIndex::VectorSets' rule and breadth (its comments say why).
+      EXACT_UP_TO = 500
+      EF = 50
       CANDIDATES = 8
       # For the large partition's query only. Sorting is ruled out because PostgreSQL's
       # costs ignore what reading and casting an embedding takes: it would rank a few

@@ -24,15 +24,20 @@ module LlmFailover
     # whole (VSIM TRUTH), so it answers what MemoryIndex would; a larger one is searched
     # through the HNSW graph with EF candidates kept, which may miss an entry (a miss
     # costs one provider call; a wrong hit would serve another question's answer).
+    # In a script VSIM runs on Redis's main thread, not on a thread of its own: the
+    # price of one round trip and an atomic read of the set and its values.
     #
     # @api private: RedisIndex's engine when Redis searches
     class VectorSets
       MEANWHILE = "lookups miss and adds are dropped until it answers"
-      # Entries up to which a partition is scanned exactly (about 0.5 ms of Redis's
-      # time at 1,536 dimensions; bench/semantic_index.rb).
-      EXACT_UP_TO = 1_000
-      # The HNSW search's breadth (VSIM EF) and the candidates it returns.
-      EF = 200
+      # Entries up to which a partition is scanned exactly: about where a scan (4 µs an
+      # entry at 1,536 dimensions, on a busy 2-core machine) costs what the graph's
+      # search does (2 to 7 ms at 10,000 entries with EF).
+      EXACT_UP_TO = 500
+      # The graph search's breadth (VSIM EF) and the candidates it returns. A hit is a
+      # near duplicate (cosine 0.92 and up), which the graph finds at a small breadth:
+      # every one of the bench's at EF 20, where 200 costs eight times as much.
+      EF = 50
       CANDIDATES = 8
 
       # KEYS: the set, its values, its order. ARGV: the vector (FP32), the element, the
