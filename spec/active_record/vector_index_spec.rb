@@ -136,7 +136,7 @@ RSpec.describe "LlmFailover::ActiveRecordIndex searched by PostgreSQL (pgvector)
       end
     end
     begin
-      expect(here.nearest(partition: "large", vector: vectors[700], threshold: 0.99)&.first).to eq("large 700")
+      expect(here.nearest(partition: "large", vector: vectors[520], threshold: 0.99)&.first).to eq("large 520")
     ensure
       ActiveSupport::Notifications.unsubscribe(subscriber)
     end
