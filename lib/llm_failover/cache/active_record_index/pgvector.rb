@@ -8,7 +8,7 @@ module LlmFailover
     # The table's rows searched by PostgreSQL with pgvector: no process keeps a copy.
     #
     # A row holds the normalised vector in its embedding column (float4[]; the vector
-    # column stays empty). Schema::VectorSearch gives the table an HNSW index per common
+    # column stays empty). Rows a mirroring process wrote (no embedding) are not read. Schema::VectorSearch gives the table an HNSW index per common
     # dimension, on the embedding cast to pgvector's type, beside the (partition_key,
     # id) index the partition's rows are found by.
     #
@@ -119,7 +119,8 @@ module LlmFailover
         table = connection.quote_table_name(model.table_name)
         <<~SQL
           WITH partition_rows AS (
-            SELECT id FROM #{table} WHERE partition_key = $1 AND dimensions = #{dim} LIMIT #{EXACT_UP_TO + 1}
+            SELECT id FROM #{table}
+            WHERE partition_key = $1 AND dimensions = #{dim} AND embedding IS NOT NULL LIMIT #{EXACT_UP_TO + 1}
           ), counted AS (SELECT count(*) AS n FROM partition_rows)
           SELECT value, CASE WHEN n <= #{EXACT_UP_TO} THEN 1 - (embedding::vector(#{dim}) <=> $2::vector(#{dim})) END
                  AS similarity, n
@@ -136,7 +137,7 @@ module LlmFailover
         <<~SQL
           SELECT value, 1 - (embedding::vector(#{dim}) <=> #{query}) AS similarity
           FROM #{connection.quote_table_name(model.table_name)}
-          WHERE partition_key = $1 AND dimensions = #{dim}
+          WHERE partition_key = $1 AND dimensions = #{dim} AND embedding IS NOT NULL
           ORDER BY #{search.cast(search::COLUMN, dim)} <=> #{search.cast("(#{query})", dim)} LIMIT #{CANDIDATES}
         SQL
       end
