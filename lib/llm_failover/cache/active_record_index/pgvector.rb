@@ -25,7 +25,7 @@ module LlmFailover
       MEANWHILE = "lookups miss and adds are dropped until it answers"
       # RedisIndex::VectorSets' rule and breadth (its comments say why).
       EXACT_UP_TO = 500
-      EF = 50
+      EF = 200
       CANDIDATES = 8
       # For the large partition's query only. Sorting is ruled out because PostgreSQL's
       # costs ignore what reading and casting an embedding takes: it would rank a few

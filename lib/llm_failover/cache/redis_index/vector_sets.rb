@@ -30,14 +30,15 @@ module LlmFailover
     # @api private: RedisIndex's engine when Redis searches
     class VectorSets
       MEANWHILE = "lookups miss and adds are dropped until it answers"
-      # Entries up to which a partition is scanned exactly: about where a scan (4 µs an
-      # entry at 1,536 dimensions, on a busy 2-core machine) costs what the graph's
-      # search does (2 to 7 ms at 10,000 entries with EF).
+      # Entries up to which a partition is scanned exactly: a scan costs about 4 µs an
+      # entry at 1,536 dimensions on a busy 2-core machine, about what the graph's
+      # search costs at this size.
       EXACT_UP_TO = 500
-      # The graph search's breadth (VSIM EF) and the candidates it returns. A hit is a
-      # near duplicate (cosine 0.92 and up), which the graph finds at a small breadth:
-      # every one of the bench's at EF 20, where 200 costs eight times as much.
-      EF = 50
+      # The graph search's breadth (VSIM EF) and the candidates it returns. At EF 50 the
+      # bench's graph found every near duplicate (cosine ~0.99) among 10,000 random
+      # vectors but 17 of 20 among 100,000 (pgvector: 14 of 20), so 200, at several
+      # times the cost (a miss is a provider call).
+      EF = 200
       CANDIDATES = 8
 
       # KEYS: the set, its values, its order. ARGV: the vector (FP32), the element, the
