@@ -84,8 +84,10 @@ module LlmFailover
       # @return [Array<String>]
       def remove_vector_search(table)
         column = Schema::VectorSearch::COLUMN
-        ["if connection.adapter_name.match?(/postg/i)",
-         *Schema::VectorSearch.indexes(table).map { |_, o| "  remove_index :#{table}, name: #{o[:name].inspect}, if_exists: true" },
+        removals = Schema::VectorSearch.indexes(table).map do |_, options|
+          "  remove_index :#{table}, name: #{options[:name].inspect}, if_exists: true"
+        end
+        ["if connection.adapter_name.match?(/postg/i)", *removals,
          "  remove_column :#{table}, :#{column} if column_exists?(:#{table}, :#{column})", "end"]
       end
 

@@ -78,7 +78,8 @@ module LlmFailover
         LlmFailover::ActiveRecord::Schema::ADDED.map do |role, name|
           table = tables.fetch(role)
           next Table.new(table) unless name
-          next VectorSearch.new(table) if role == :vectors && name == LlmFailover::ActiveRecord::Schema::VectorSearch::COLUMN
+          search = LlmFailover::ActiveRecord::Schema::VectorSearch
+          next VectorSearch.new(table) if role == :vectors && name == search::COLUMN
 
           Column.new(table, table.columns.find { |column| column.name == name } ||
                             raise(KeyError, "Schema::ADDED names #{role}.#{name}, which Schema::TABLES lacks"))
