@@ -11,13 +11,12 @@
 # DIR/RELEASE and lays every later run's changes over it (overlayfs). With CI=true the
 # root is always made afresh.
 set -euo pipefail
-ROOT_RELEASE="${1:-trixie}"
-cd "$(dirname "$0")/.."
-
 # Every mount of the leg lives in a mount namespace of its own.
 if [ -z "${LF_IN_MOUNT_NS:-}" ]; then
   LF_IN_MOUNT_NS=1 exec unshare --mount --propagation private "$0" "$@"
 fi
+ROOT_RELEASE="${1:-trixie}"
+cd "$(dirname "$0")/.."
 . .ci/phase.sh
 . .ci/root.sh
 
