@@ -11,6 +11,8 @@ Gem::Specification.new do |spec|
                      "and records every attempt."
   spec.authors = ["llm_failover authors"]
   spec.license = "MIT"
+  # The oldest Ruby CI tests (Debian 12's 3.1; Debian 13's 3.3 too). The system
+  # libraries' minimums (libcurl 7.88.1, json-c 0.16) are checked by extconf.rb.
   spec.required_ruby_version = ">= 3.1"
 
   spec.files = Dir["lib/**/*.{rb,rake,tt,css}", "ext/**/*.{c,h,rb}", "exe/*", "README.md", "doc/**/*.md", "LICENSE"]

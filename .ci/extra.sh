@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Called by .ci/run after the main test command:
+# Called by .ci/debian12.sh after the main test command:
 # - a short pass of every libFuzzer target (10 s each, seeded from the recorded
-#   traffic; needs clang-14 and its libFuzzer runtime: bin/setup --fuzz);
+#   traffic; needs clang and its libFuzzer runtime: bin/setup --fuzz);
 # - the specs that reach the extension against an ASan/UBSan build of it (rake sanitize:spec,
 #   a few minutes), so that the binding's memory errors stop a change, not only the core's.
 # Left out of CI: `rake spec:valgrind` (12 min idle, far longer loaded; needs the bench group; its leak check

@@ -2,7 +2,7 @@
 
 require "etc"
 
-# `rake fuzz`: every libFuzzer target fuzz/fuzz_NAME.c, built with clang-14
+# `rake fuzz`: every libFuzzer target fuzz/fuzz_NAME.c, built with clang
 # (-fsanitize=fuzzer,address,undefined) against the whole C core, seeded from the
 # recorded traffic by its seed script, first replays the inputs that once crashed
 # it (test/c/fuzz/NAME/), then runs for FUZZ_SECONDS (default 30) each.
@@ -23,10 +23,13 @@ module LfFuzz
 
   module_function
 
+  # FUZZ_CC, else clang, else the newest clang-NN on PATH (Debian 12 installs clang-14 alone).
   def clang
-    ENV["FUZZ_CC"] || %w[clang-14 clang].find { |c| system("command -v #{c} >/dev/null 2>&1") } ||
-      abort("rake fuzz: clang-14 not found; on Debian: apt-get install clang-14 libclang-rt-14-dev " \
-            "(bin/setup --fuzz)")
+    versioned = ENV["PATH"].split(File::PATH_SEPARATOR).flat_map { |d| Dir[File.join(d, "clang-[0-9]*")] }
+                           .map { |f| File.basename(f) }.grep(/\Aclang-\d+\z/).uniq
+                           .sort_by { |c| -c.delete_prefix("clang-").to_i }
+    ENV["FUZZ_CC"] || ["clang", *versioned].find { |c| system("command -v #{c} >/dev/null 2>&1") } ||
+      abort("rake fuzz: clang not found; on Debian: apt-get install clang libclang-rt-dev (bin/setup --fuzz)")
   end
 
   def targets

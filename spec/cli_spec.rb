@@ -25,11 +25,14 @@ RSpec.describe "exe/llm_failover", :ruby_only do
     [out, err, status.exitstatus]
   end
 
-  # Output of the command under a pseudo-terminal, and its exit code.
+  # Output of the command under a pseudo-terminal, and its exit code. The terminal is
+  # this spec's own, which shows colors, whatever TERM the suite runs under (a CI's may
+  # be dumb).
   define_method(:cli_on_tty) do |*args, env: {}|
     output = +""
     code = nil
-    PTY.spawn(clean_env.merge(env), RbConfig.ruby, exe, *args, chdir: root) do |reader, _writer, pid|
+    PTY.spawn(clean_env.merge("TERM" => "xterm-256color", **env), RbConfig.ruby, exe, *args,
+              chdir: root) do |reader, _writer, pid|
       begin
         loop { output << reader.readpartial(4096) }
       rescue EOFError, Errno::EIO

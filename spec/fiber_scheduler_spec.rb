@@ -298,9 +298,14 @@ RSpec.describe "calls under a Fiber scheduler (Async)", :fiber_scheduler do
     Async do
       expect(openai_chat.ask("before").content).to eq("Hello from FakeProvider")
       pid = fork do
-        # A reactor of its own: the inherited one shares its epoll instance with the
-        # parent's (async's business, not the gem's).
-        ok = Thread.new { Async { openai_chat.ask("in the child") { |_| nil }.content }.wait }.value
+        # The inherited reactor shares its epoll instance with the parent's (async's
+        # business, not the gem's): a wakeup meant for it may be taken by the parent's
+        # reactor, and a wait through it then never ends. So the call runs under a
+        # reactor of its own in a new thread, and this thread waits for that one
+        # outside the inherited scheduler (a blocking fiber).
+        ok = Fiber.new(blocking: true) do
+          Thread.new { Async { openai_chat.ask("in the child") { |_| nil }.content }.wait }.value
+        end.resume
         exit!(ok == "Hello from FakeProvider" ? 0 : 1)
       ensure
         exit!(2) # never back into the parent's examples

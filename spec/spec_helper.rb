@@ -6,6 +6,7 @@ require "json"
 require "logger"
 require "stringio"
 require "pp"
+require_relative "support/gem_warnings"
 require "llm_failover"
 require "llm_failover/testing"
 require_relative "support/list_store"
@@ -23,6 +24,16 @@ module SpecTime
   # @return [Float] +seconds+ stretched by the run's slowdown
   def self.scaled(seconds)
     seconds * SLOWDOWN
+  end
+end
+
+# GC.verify_compaction_references, moving every object it can: the option that grows the
+# heap first is expand_heap since Ruby 3.2 (double_heap, deprecated there) and
+# double_heap before.
+module SpecGC
+  def self.compact_everything
+    grow = GC.method(:verify_compaction_references).parameters.include?(%i[key expand_heap]) ? :expand_heap : :double_heap
+    GC.verify_compaction_references(grow => true, toward: :empty)
   end
 end
 

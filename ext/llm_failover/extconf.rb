@@ -20,15 +20,31 @@ end
 dir_config("curl")
 dir_config("json-c")
 
+# The oldest versions CI builds and tests the gem with (Debian 12's): libcurl 7.88.1,
+# json-c 0.16. Checked against the headers the build will use.
+def lf_at_least?(what, header, macro, minimum)
+  checking_for("#{what} >= #{minimum[:name]}") do
+    try_compile(<<~C)
+      #include <#{header}>
+      #if #{macro} < #{minimum[:number]}
+      #error too old
+      #endif
+      int main(void) { return 0; }
+    C
+  end
+end
+
 found_curl = pkg_config("libcurl") ||
              (have_header("curl/curl.h") && have_library("curl", "curl_easy_init"))
 lf_missing!("libcurl (with headers)", "libcurl4-openssl-dev", "curl") unless found_curl
-lf_missing!("curl_multi_poll/curl_multi_wakeup (libcurl >= 7.68)", "libcurl4-openssl-dev", "curl") unless
-  have_func("curl_multi_wakeup", "curl/curl.h")
+lf_missing!("libcurl >= 7.88.1", "libcurl4-openssl-dev", "curl") unless
+  lf_at_least?("libcurl", "curl/curl.h", "LIBCURL_VERSION_NUM", name: "7.88.1", number: "0x075801")
 
 found_json = pkg_config("json-c") ||
              (have_header("json-c/json.h") && have_library("json-c", "json_tokener_parse_ex"))
 lf_missing!("json-c (with headers)", "libjson-c-dev", "json-c") unless found_json
+lf_missing!("json-c >= 0.16", "libjson-c-dev", "json-c") unless
+  lf_at_least?("json-c", "json-c/json.h", "JSON_C_VERSION_NUM", name: "0.16", number: "((0 << 16) | (16 << 8))")
 
 have_func("rb_gc_mark_movable", "ruby.h")
 

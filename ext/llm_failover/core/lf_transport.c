@@ -241,7 +241,6 @@ size_t lf_pool_idle_count(lf_pool *p)
     return n;
 }
 
-#if LIBCURL_VERSION_NUM >= 0x075000
 /* Called by libcurl each time it is about to send the request on a
  * connection. When a reused keep-alive connection turns out dead, libcurl
  * sends the same POST again on a new connection by itself. Two cases:
@@ -276,7 +275,6 @@ static int lf_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_
     r->resend_refused = 1;
     return CURL_PREREQFUNC_ABORT;
 }
-#endif
 
 /* The options every request shares, set once per handle: the handle is never
  * reset, so these hold for its whole life, and lf_transfer_start sets every
@@ -293,11 +291,7 @@ static void lf_conn_setup(lf_conn *c)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
     /* TLS verification stays on: these are the library defaults, set
      * explicitly so that no environment can turn them off. */
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -307,10 +301,8 @@ static void lf_conn_setup(lf_conn *c)
      * comes from lf_transport_default_headers instead. */
     curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, c); /* the hub finds the slot of a transfer */
-#if LIBCURL_VERSION_NUM >= 0x075000
     curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, lf_on_prereq);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, c);
-#endif
 }
 
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)

@@ -10,6 +10,12 @@ module LlmFailover
     class HealthCommand < Command
       NAME = "health"
 
+      # Where the store's outage warnings go: one line each on stderr. Not a Logger: from
+      # Ruby 3.5 on, logger is a bundled gem an app's bundle may lack.
+      ErrLines = Struct.new(:io) do
+        def warn(message) = io.puts(message)
+      end
+
       def parser(opts)
         OptionParser.new do |o|
           o.banner = "Usage: llm_failover health [--redis-url URL] [--namespace NAME]\n\n" \
@@ -30,10 +36,9 @@ module LlmFailover
         raise UsageError, "no Redis to read: pass --redis-url or set REDIS_URL" if url.nil? || url.empty?
 
         load_gem
-        require "logger"
         require_relative "../report/table"
         store = LlmFailover::RedisStateStore.new(url: url, namespace: opts[:namespace] || "llm_failover",
-                                                 logger: Logger.new(@err, formatter: ->(*, msg) { "#{msg}\n" }))
+                                                 logger: ErrLines.new(@err))
         targets = store.health
         return FAILED unless store.connected? # the store's warning said why, on stderr
         at = ->(t) { t&.utc&.strftime("%Y-%m-%d %H:%M:%S") }

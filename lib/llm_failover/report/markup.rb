@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "cgi"
+require "cgi/escape" # CGI.escapeHTML alone: Ruby 4.0 keeps only this part of cgi
 
 module LlmFailover
   class Report
