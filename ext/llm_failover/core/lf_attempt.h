@@ -45,6 +45,7 @@ typedef struct lf_call {
     long need;                  /* tokens the request may be counted for (lf_headroom_wait) */
     unsigned tried;             /* bit i: targets[i] was sent to, or passed over, in this call */
     double health_mono;         /* when the call's view of its targets' headroom was last aged */
+    int tier_sends;             /* targets of the current tier sent to */
     /* JSON mode or a schema: every answer must pass lf_json_answer_check. */
     int want_json;
     /* An embeddings request: its answer must hold this many vectors; 0 for chat. */

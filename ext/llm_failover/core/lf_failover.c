@@ -319,15 +319,20 @@ static int lf_first_attempt(lf_call *c, size_t ti, lf_health *health, lf_attempt
 
 /* Sends to target ti, retrying as the policy and its circuit allow; with
  * `sibling` (another host of its pool may take the call), a failure that
- * host may fix moves there instead. Returns LF_NEXT_HOST, LF_NEXT_TARGET to
+ * host may fix moves there instead, and the hosts tried before count as
+ * retries of the tier (a pool's attempts are one per host, or the policy's,
+ * whichever is more). Returns LF_NEXT_HOST, LF_NEXT_TARGET to
  * fail over (with *carry set when a hedge's backup attempt goes on there:
  * already run, its record still to make), or LF_CALL_DONE with the outcome
  * filled. */
 static int lf_try_target(lf_call *c, size_t ti, lf_health *health, lf_outcome *o, lf_attempt *carry, int *carried,
                          int sibling)
 {
-    int max_retries = health[ti].route == LF_ROUTE_PROBE || sibling ? 0 : c->pol->max_retries; /* one probe request */
+    /* One probe request; the pool's hosts tried before this one were its tier's retries. */
+    int max_retries = health[ti].route == LF_ROUTE_PROBE || sibling ? 0 : c->pol->max_retries - (c->tier_sends - 1);
     int retry;
+
+    if (max_retries < 0) max_retries = 0;
 
     c->current = (int)ti;
     for (retry = 0; retry <= max_retries; retry++) {
@@ -426,6 +431,7 @@ static int lf_choose(lf_call *c, size_t t, lf_health *health)
  * unless it returns LF_NEXT_TARGET. */
 static int lf_try_tier(lf_call *c, size_t t, lf_health *health, lf_outcome *o, lf_attempt *carry, int *carried)
 {
+    c->tier_sends = 0;
     for (;;) {
         int ti, rc;
 
@@ -450,6 +456,7 @@ static int lf_try_tier(lf_call *c, size_t t, lf_health *health, lf_outcome *o, l
             if (c->delivered && lf_withdraw(c, (size_t)ti) != 0) break;
         }
         c->tried |= 1u << ti;
+        c->tier_sends++;
         rc = lf_try_target(c, (size_t)ti, health, o, carry, carried, lf_has_sibling(c, t, health));
         if (rc != LF_NEXT_HOST) return rc;
     }
