@@ -600,6 +600,7 @@ void lf_init_engine_request(VALUE engine)
     rb_global_variable(&lf_cRequest);
     rb_global_variable(&lf_cTarget);
     rb_global_variable(&lf_cPool);
+    rb_define_const(engine, "MAX_POOL_HOSTS", INT2FIX(LF_MAX_POOL_HOSTS));
     rb_global_variable(&lf_cPolicy);
     rb_global_variable(&lf_cAttachment);
     rb_define_method(lf_cTarget, "inspect", lf_target_inspect, 0);
