@@ -240,6 +240,12 @@ RSpec.describe "Pools" do
       10.times { expect(pool_chat.ask("here").host).to eq(:backup) }
       expect(east.request_count).to eq(sent + 1)
       expect(LlmFailover.health.find { |h| h[:provider] == :east }[:headroom]).to include(requests: 0)
+      require "llm_failover/cli"
+      out = StringIO.new
+      code = LlmFailover::CLI.run(["health", "--redis-url", @redis.url, "--namespace",
+                                   LlmFailover.configuration.state_store.namespace], out: out, err: StringIO.new, env: {})
+      expect(code).to eq(0)
+      expect(out.string).to match(/^east\s+gpt-4o\s+closed\s+0\s.*0 requests until \d{4}-\d\d-\d\d /)
     end
 
     it "costs one round trip for a call a pool answers; a host left dry is one write more" do
