@@ -3,12 +3,16 @@
 # The semantic cache's index: lookup time and memory per entry of MemoryIndex (the C
 # core's int8 scan with float rescoring) for 1k, 10k and 100k entries of 1,536
 # dimensions in one partition, beside the same exact search as a plain Ruby scan and,
-# when the numo-narray gem loads, as a Numo::SFloat matrix product. Figures are
+# when the numo-narray gem loads, as a Numo::SFloat matrix product. Then the shared
+# indexes (RedisIndex, ActiveRecordIndex on PostgreSQL), searched by the server and
+# mirrored, on servers of the bench's own (bench/shared_index.rb). Figures are
 # printed, never asserted.
 #
 #   bundle exec ruby bench/semantic_index.rb              # SIZES=1000,10000,100000
 #   SIZES=10000 QUERIES=50 bundle exec ruby bench/semantic_index.rb
 #   BASELINE=0.8 bundle exec ruby bench/semantic_index.rb # unrelated vectors at cosine ~0.8
+#   SIZES= SHARED=redis SHARED_SIZES=10000 bundle exec ruby bench/semantic_index.rb
+#                                 # the shared part alone (SHARED=none: without it)
 #
 # Data: random vectors (components roughly normal), or with BASELINE a shared
 # direction added so that two unrelated vectors have about that cosine, as the
@@ -183,3 +187,5 @@ rows.each do |r|
   puts format("| %d | %s | %s | %d / %d | %s | %s |", r[:n], fmt_ms(r[:hit]), fmt_ms(r[:miss]), r[:per_entry],
               r[:rss_per_entry], fmt_ms(r[:ruby]), fmt_ms(r[:numo]))
 end
+
+require_relative "shared_index" unless ENV["SHARED"] == "none"

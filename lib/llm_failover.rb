@@ -53,6 +53,7 @@ module LlmFailover
   # The semantic cache's shared indexes, loaded on first use (redis-client, ActiveRecord).
   autoload :RedisIndex, File.expand_path("llm_failover/cache/redis_index", __dir__)
   autoload :ActiveRecordIndex, File.expand_path("llm_failover/cache/active_record_index", __dir__)
+  autoload :SharedIndex, File.expand_path("llm_failover/cache/shared_index", __dir__)
   autoload :MirroredIndex, File.expand_path("llm_failover/cache/mirrored_index", __dir__)
   # Loaded on first use (it loads ActiveRecord): config/routes.rb names Report::Engine.
   autoload :Report, File.expand_path("llm_failover/report", __dir__)

@@ -124,6 +124,15 @@ RSpec.describe LlmFailover::MemoryIndex do
     expect(index.nearest(partition: "t", vector: [1, 1], threshold: 0.9)&.first).to eq("second")
   end
 
+  it "gives a vector as every index keeps it, normalised, by the rule #add applies (the searching stores send it)" do
+    expect(described_class.normalise([3, 4.0]).unpack("f*")).to eq([0.6, 0.8].pack("f*").unpack("f*"))
+    expect(described_class.normalise([1e-45, 0.0]).unpack("f*")).to eq([1.0, 0.0])
+    [[], [0.0, 0.0], [1.0, Float::NAN], [Float::INFINITY], Array.new(described_class::MAX_DIMENSIONS + 1, 1.0)]
+      .each { |bad| expect { described_class.normalise(bad) }.to raise_error(ArgumentError), bad.first(3).inspect }
+    expect { described_class.normalise([1.0, "x"]) }.to raise_error(TypeError)
+    expect { described_class.normalise(nil) }.to raise_error(TypeError)
+  end
+
   it "clears" do
     index = described_class.new
     index.add(partition: "t", vector: [1, 2], value: "a")

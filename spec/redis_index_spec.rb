@@ -4,6 +4,8 @@ require "spec_helper"
 require_relative "support/redis_server"
 require_relative "support/shared_index_examples"
 
+# RedisIndex on a real redis-server: searched by Redis where it has vector sets
+# (Redis 8), mirrored in each process otherwise (and wherever search: :mirror says).
 RSpec.describe "LlmFailover::RedisIndex" do
   before(:all) do
     skip "redis-server is not installed (bin/setup installs it)" unless RedisServer.available?
@@ -16,61 +18,155 @@ RSpec.describe "LlmFailover::RedisIndex" do
   let(:log) { StringIO.new }
   let(:logger) { Logger.new(log) }
 
-  def new_index
-    LlmFailover::RedisIndex.new(url: @redis.url, namespace: namespace, logger: logger)
-  end
-
   def reconnect; end # each RedisIndex makes its own connections in its process
 
+  def client
+    c = RedisClient.new(url: @redis.url)
+    yield c
+  ensure
+    c&.close
+  end
+
   def remove_from_store_behind_the_index
-    client = RedisClient.new(url: @redis.url)
-    client.call("SCAN", "0", "MATCH", "#{namespace}:vindex:*", "COUNT", 1000)[1].each { |k| client.call("DEL", k) }
-    client.close
+    client { |c| c.call("SCAN", "0", "MATCH", "#{namespace}:*", "COUNT", 1000)[1].each { |k| c.call("DEL", k) } }
   end
 
-  include_examples "a shared semantic index"
-
-  it "drops another process's mirror when one process clears the index" do
-    here = new_index
-    here.add(partition: "t", vector: [1.0, 0.0], value: "before")
-    other = new_index
-    expect(other.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("before")
-    here.clear
-    expect(other.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)).to be_nil
-    expect(other.mirror.size).to eq(0)
-    here.add(partition: "t", vector: [0.0, 1.0], value: "after")
-    expect(other.nearest(partition: "t", vector: [0.0, 1.0], threshold: 0.9)&.first).to eq("after")
+  it "asks Redis once which way it searches: Redis 8 itself, an older one through a mirror" do
+    index = LlmFailover::RedisIndex.new(url: @redis.url, namespace: namespace, logger: logger)
+    expect(index.search).to eq(RedisServer.major_version >= 8 ? :server : :mirror)
+    expect(index.inspect).to include("search=#{index.search}")
   end
 
-  it "answers from the mirror while Redis is down, with one warning, and mirrors again once it is back" do
-    here = new_index
-    here.add(partition: "t", vector: [1.0, 0.0], value: "kept")
+  it "says so at the first use when told to search on a Redis that cannot" do
+    skip "redis-server #{RedisServer.version} has vector sets" if RedisServer.vector_sets?
+
+    index = LlmFailover::RedisIndex.new(url: @redis.url, namespace: namespace, search: :server)
+    expect { index.nearest(partition: "t", vector: [1.0], threshold: 0.9) }
+      .to raise_error(LlmFailover::ConfigurationError, /cannot search/)
+  end
+
+  it "misses, warns once and asks again while Redis is down at its first use" do
     @redis.stop
     begin
-      3.times { expect(here.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("kept") }
-      here.add(partition: "t", vector: [0.0, 1.0], value: "local only")
-      expect(here.nearest(partition: "t", vector: [0.0, 1.0], threshold: 0.9)&.first).to eq("local only")
+      index = LlmFailover::RedisIndex.new(url: @redis.url, namespace: namespace, logger: logger)
+      2.times { expect(index.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)).to be_nil }
+      expect(index.add(partition: "t", vector: [1.0, 0.0], value: "dropped")).to be_nil
+      expect { index.add(partition: "t", vector: [0.0, 0.0], value: "bad") }.to raise_error(ArgumentError)
+      expect(index.search).to be_nil
       expect(log.string.lines.grep(/store failed/).size).to eq(1)
     ensure
       @redis.start
     end
-    other = new_index
-    other.add(partition: "t", vector: [0.6, 0.8], value: "after")
-    expect(here.nearest(partition: "t", vector: [0.6, 0.8], threshold: 0.99)&.first).to eq("after")
+    index.add(partition: "t", vector: [1.0, 0.0], value: "after")
+    expect(index.search).not_to be_nil
+    expect(index.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("after")
     expect(log.string.lines.grep(/answers again/).size).to eq(1)
   end
 
-  it "keeps the vectors as float32 in a stream per partition, under its namespace" do
-    here = new_index
-    here.add(partition: "acme|m|d", vector: [0.5, 0.25], value: "v")
-    client = RedisClient.new(url: @redis.url)
-    keys = client.call("SCAN", "0", "MATCH", "#{namespace}:*", "COUNT", 1000)[1]
-    expect(keys.size).to eq(1)
-    entries = client.call("XRANGE", keys.first, "-", "+")
-    fields = entries.first[1].each_slice(2).to_h
-    expect(fields["v"].unpack("e*")).to eq([0.5, 0.25])
-    expect(fields["x"]).to eq("v")
-    expect(client.call("TTL", keys.first)).to be > 0
-    client.close
+  describe "mirrored (streams)" do
+    def new_index(**options)
+      LlmFailover::RedisIndex.new(url: @redis.url, namespace: namespace, search: :mirror, logger: logger, **options)
+    end
+
+    include_examples "a shared semantic index"
+    include_examples "a mirrored semantic index"
+
+    it "answers from the mirror while Redis is down, with one warning, and mirrors again once it is back" do
+      here = new_index
+      here.add(partition: "t", vector: [1.0, 0.0], value: "kept")
+      @redis.stop
+      begin
+        3.times { expect(here.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("kept") }
+        here.add(partition: "t", vector: [0.0, 1.0], value: "local only")
+        expect(here.nearest(partition: "t", vector: [0.0, 1.0], threshold: 0.9)&.first).to eq("local only")
+        expect(log.string.lines.grep(/store failed/).size).to eq(1)
+      ensure
+        @redis.start
+      end
+      other = new_index
+      other.add(partition: "t", vector: [0.6, 0.8], value: "after")
+      expect(here.nearest(partition: "t", vector: [0.6, 0.8], threshold: 0.99)&.first).to eq("after")
+      expect(log.string.lines.grep(/answers again/).size).to eq(1)
+    end
+
+    it "keeps the vectors as float32 in a stream per partition, under its namespace" do
+      new_index.add(partition: "acme|m|d", vector: [0.5, 0.25], value: "v")
+      client do |c|
+        keys = c.call("SCAN", "0", "MATCH", "#{namespace}:*", "COUNT", 1000)[1]
+        expect(keys.size).to eq(1)
+        fields = c.call("XRANGE", keys.first, "-", "+").first[1].each_slice(2).to_h
+        expect(fields["v"].unpack("e*")).to eq([0.5, 0.25])
+        expect(fields["x"]).to eq("v")
+        expect(c.call("TTL", keys.first)).to be > 0
+      end
+    end
+  end
+
+  describe "searched by Redis (vector sets)" do
+    before(:all) do
+      unless RedisServer.vector_sets?
+        skip "redis-server #{RedisServer.version} has no vector sets (VADD, Redis 8): the server-side " \
+             "RedisIndex specs are SKIPPED here; the Debian 13 leg of CI runs them"
+      end
+    end
+
+    def new_index(**options)
+      LlmFailover::RedisIndex.new(url: @redis.url, namespace: namespace, logger: logger, **options)
+    end
+
+    def engine
+      LlmFailover::RedisIndex::VectorSets
+    end
+
+    def graph_dimensions
+      24
+    end
+
+    include_examples "a shared semantic index"
+    include_examples "a searching semantic index"
+
+    it "keeps a float32 vector set (normalised), its values and their order per partition, all expiring ttl after the last add" do
+      new_index(ttl: 600).add(partition: "acme|m|d", vector: [3.0, 4.0], value: "v")
+      client do |c|
+        keys = c.call("SCAN", "0", "MATCH", "#{namespace}:*", "COUNT", 1000)[1].sort
+        tag = "{#{Digest::SHA256.hexdigest('acme|m|d')[0, 32]}}"
+        expect(keys).to eq(%W[#{namespace}:vset-order:#{tag} #{namespace}:vset-values:#{tag} #{namespace}:vset:#{tag}])
+        set = "#{namespace}:vset:#{tag}"
+        expect(c.call("VINFO", set)).to include("quant-type" => "f32", "vector-dim" => 2)
+        element = c.call("VRANDMEMBER", set)
+        expect(c.call("HGET", "#{namespace}:vset-values:#{tag}", element)).to eq("v")
+        expect(c.call("VEMB", set, element).map { |x| Float(x) }).to match([be_within(1e-6).of(0.6), be_within(1e-6).of(0.8)])
+        keys.each { |k| expect(c.call("TTL", k)).to be_between(1, 600) }
+      end
+    end
+
+    it "keeps a partition's newest max_per_partition entries, and one entry per vector" do
+      here = new_index(max_per_partition: 5)
+      12.times { |i| here.add(partition: "t", vector: [1.0, i.to_f], value: "entry #{i}") }
+      here.add(partition: "t", vector: [2.0, 22.0], value: "entry 11 again") # the same direction as entry 11
+      here.add(partition: "u", vector: [1.0, 0.0], value: "u")
+      expect(here.size).to eq(6)
+      expect(here.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.999)).to be_nil # entry 0 is gone
+      expect(here.nearest(partition: "t", vector: [1.0, 7.0], threshold: 0.99999)&.first).to eq("entry 7")
+      expect(here.nearest(partition: "t", vector: [1.0, 11.0], threshold: 0.99999)&.first).to eq("entry 11 again")
+      expect(here.nearest(partition: "u", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("u")
+    end
+
+    it "misses while Redis is down, with one warning, and searches again once it is back" do
+      here = new_index
+      here.add(partition: "t", vector: [1.0, 0.0], value: "kept by Redis")
+      @redis.stop
+      begin
+        3.times { expect(here.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)).to be_nil }
+        expect(here.add(partition: "t", vector: [0.0, 1.0], value: "dropped")).to be_nil
+        expect(here.size).to eq(0)
+        expect(log.string.lines.grep(/store failed/).size).to eq(1)
+      ensure
+        @redis.start
+      end
+      here.add(partition: "t", vector: [0.0, 1.0], value: "after")
+      expect(here.nearest(partition: "t", vector: [0.0, 1.0], threshold: 0.9)&.first).to eq("after")
+      expect(log.string.lines.grep(/answers again/).size).to eq(1)
+    end
   end
 end

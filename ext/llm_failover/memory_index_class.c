@@ -228,6 +228,22 @@ static VALUE lf_mi_s_entry_bytes(VALUE klass, VALUE dim, VALUE value_len)
     return SIZET2NUM(lf_vindex_entry_bytes(NUM2SIZET(dim), NUM2SIZET(value_len)));
 }
 
+/* @overload normalise(vector) see MemoryIndex.normalise */
+static VALUE lf_mi_s_normalise(VALUE klass, VALUE vector)
+{
+    size_t dim = lf_mi_dim(vector);
+    VALUE buf = 0, out;
+    float *vec = ALLOCV_N(float, buf, dim);
+    int status;
+
+    lf_mi_floats(vector, vec, dim);
+    out = rb_str_new(NULL, (long)(dim * sizeof(float)));
+    status = lf_vindex_normalise(vec, dim, (float *)RSTRING_PTR(out));
+    ALLOCV_END(buf);
+    if (status != LF_VINDEX_OK) lf_mi_raise(status);
+    return out;
+}
+
 /* @return [String] the scan kernel the CPU runs: "avx512bw", "avx2", "sse2" or "generic" */
 static VALUE lf_mi_s_kernel(VALUE klass)
 {
@@ -247,5 +263,6 @@ void lf_init_memory_index(VALUE mod)
     rb_define_method(k, "stats", lf_mi_stats, 0);
     rb_define_singleton_method(k, "entry_bytes", lf_mi_s_entry_bytes, 2);
     rb_define_singleton_method(k, "kernel", lf_mi_s_kernel, 0);
+    rb_define_singleton_method(k, "normalise", lf_mi_s_normalise, 1);
     rb_define_const(k, "MAX_DIMENSIONS", INT2FIX(LF_VINDEX_MAX_DIM));
 }

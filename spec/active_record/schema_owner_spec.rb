@@ -28,9 +28,9 @@ RSpec.describe LlmFailover::ActiveRecord::Schema do
     "class CreateLlmFailoverTables < ActiveRecord::Migration[7.2]\n  def change\n#{body.join("\n\n")}\n  end\nend\n"
   end
 
-  def upgrade_from(source)
+  def upgrade_from(source, db)
     FileUtils.rm_rf(File.join(dir, "db"))
-    GeneratorSpec::App.establish_connection(fresh_database(:sqlite, "app#{rand(1 << 30)}"))
+    GeneratorSpec::App.establish_connection(fresh_database(db, "app#{rand(1 << 30)}"))
     install_first_version(source)
     before = shape(GeneratorSpec::App)
     generate(generator: LlmFailover::Generators::UpgradeGenerator)
@@ -63,13 +63,18 @@ RSpec.describe LlmFailover::ActiveRecord::Schema do
     expect(shape(GeneratorSpec::App)).to eq(first)
   end
 
-  it "upgrades every earlier install to the tables Schema.define makes, and back" do
-    current = created_shape(:sqlite)
-    (0...described_class::ADDED.size).each do |count|
-      before, after, down = upgrade_from(earlier_install(count))
-      expect(before).not_to eq(current)
-      expect(after).to eq(current), "upgrading the install that had ADDED's first #{count} entries"
-      expect(down).to eq(before), "the down of the upgrade from ADDED's first #{count} entries"
+  ArSpec::DATABASES.each do |db|
+    it "upgrades every earlier install to the tables Schema.define makes on #{db}, and back",
+       skip: (db == :postgresql ? PostgresServer.missing_reason : nil) do
+      current = created_shape(db)
+      (0...described_class::ADDED.size).each do |count|
+        before, after, down = upgrade_from(earlier_install(count), db)
+        # SQLite has no part of the vector search (PostgreSQL's): such an install lacks nothing there.
+        postgresql_only = described_class::ADDED.drop(count) == [[:vectors, described_class::VectorSearch::COLUMN]]
+        expect(before).not_to eq(current) unless db == :sqlite && postgresql_only
+        expect(after).to eq(current), "upgrading the install that had ADDED's first #{count} entries"
+        expect(down).to eq(before), "the down of the upgrade from ADDED's first #{count} entries"
+      end
     end
   end
 end

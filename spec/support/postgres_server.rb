@@ -32,6 +32,25 @@ module PostgresServer
         "run bin/setup (apt-get install postgresql); the PostgreSQL specs are SKIPPED"
     end
 
+    # @return [String, nil] the pgvector release this server would install ("0.8.0")
+    def pgvector_version
+      return nil unless available?
+
+      control = "/usr/share/postgresql/#{bin_dir[%r{/(\d+)/bin}, 1]}/extension/vector.control"
+      File.exist?(control) ? File.read(control)[/default_version\s*=\s*'([^']+)'/, 1] : nil
+    end
+
+    # Why the specs of PostgreSQL searching vectors itself are skipped (nil when they
+    # are not): they need pgvector 0.8 or later.
+    def pgvector_missing_reason
+      return missing_reason if missing_reason
+      return nil if LlmFailover::ActiveRecord::Schema::VectorSearch.usable?(pgvector_version)
+
+      found = pgvector_version ? "pgvector #{pgvector_version}" : "no pgvector"
+      "PostgreSQL #{bin_dir[%r{/(\d+)/bin}, 1]} here has #{found} (0.8 or later: apt-get install " \
+        "postgresql-NN-pgvector): the server-side ActiveRecordIndex specs are SKIPPED; the Debian 13 leg of CI runs them"
+    end
+
     # Starts the cluster once; later calls return the same settings.
     # @return [Hash] ActiveRecord connection settings (host, port, database, username)
     def config

@@ -14,6 +14,22 @@ class RedisServer
     system("#{BINARY} --version", out: File::NULL, err: File::NULL)
   end
 
+  # @return [String, nil] "7.0.15"
+  def self.version
+    return @version if defined?(@version)
+
+    @version = (`#{BINARY} --version 2>/dev/null`[/\bv=(\d+(?:\.\d+)*)/, 1] if available?)
+  end
+
+  def self.major_version
+    version.to_s.split(".").first.to_i
+  end
+
+  # Redis 8 brings vector sets (VADD, VSIM) built in.
+  def self.vector_sets?
+    major_version >= 8
+  end
+
   attr_reader :port
 
   def initialize

@@ -68,6 +68,11 @@ int lf_vindex_add(lf_vindex *ix, const char *part, size_t part_len, const float 
 int lf_vindex_nearest(lf_vindex *ix, const char *part, size_t part_len, const float *vec, size_t dim,
                       double threshold, lf_vindex_hit *hit);
 
+/* What the index would store of vec: dim floats of norm 1 into out (room for
+ * dim), or LF_VINDEX_EVECTOR (the rule every add and lookup applies). The
+ * shared indexes that search on a server check and normalise with it. */
+int lf_vindex_normalise(const float *in, size_t dim, float *out);
+
 void lf_vindex_clear(lf_vindex *ix);
 
 /* Entries in all partitions. */

@@ -143,11 +143,9 @@ size_t lf_vi_head_bytes(size_t cstride)
     return lf_vi_round_up(cstride / 4, LF_VI_CODE_PAD);
 }
 
-/* Normalises and quantises in into v (whose f and c have room for the padded
- * sizes). LF_VINDEX_OK or LF_VINDEX_EVECTOR. */
-int lf_vi_prepare(const float *in, size_t dim, size_t fstride, size_t cstride, lf_vi_vec *v)
+int lf_vindex_normalise(const float *in, size_t dim, float *out)
 {
-    double sum = 0, rsum = 0, norm;
+    double sum = 0, norm;
     float maxabs = 0;
 
     if (dim == 0 || dim > LF_VINDEX_MAX_DIM) return LF_VINDEX_EVECTOR;
@@ -157,13 +155,28 @@ int lf_vi_prepare(const float *in, size_t dim, size_t fstride, size_t cstride, l
     }
     if (!(sum > 0) || !isfinite(sum)) return LF_VINDEX_EVECTOR;
     norm = sqrt(sum);
-    memset(v->f, 0, fstride * sizeof(float));
-    memset(v->c, 0, cstride);
     for (size_t i = 0; i < dim; i++) {
-        v->f[i] = (float)(in[i] / norm);
-        if (fabsf(v->f[i]) > maxabs) maxabs = fabsf(v->f[i]);
+        out[i] = (float)(in[i] / norm);
+        if (fabsf(out[i]) > maxabs) maxabs = fabsf(out[i]);
     }
     if (!(maxabs > 0)) return LF_VINDEX_EVECTOR; /* components too small for a float once normalised */
+    return LF_VINDEX_OK;
+}
+
+/* Normalises and quantises in into v (whose f and c have room for the padded
+ * sizes). LF_VINDEX_OK or LF_VINDEX_EVECTOR. */
+int lf_vi_prepare(const float *in, size_t dim, size_t fstride, size_t cstride, lf_vi_vec *v)
+{
+    double rsum = 0;
+    float maxabs = 0;
+    int rc;
+
+    memset(v->f, 0, fstride * sizeof(float));
+    memset(v->c, 0, cstride);
+    if ((rc = lf_vindex_normalise(in, dim, v->f)) != LF_VINDEX_OK) return rc;
+    for (size_t i = 0; i < dim; i++) {
+        if (fabsf(v->f[i]) > maxabs) maxabs = fabsf(v->f[i]);
+    }
     v->scale = maxabs / 127.0f;
     for (size_t i = 0; i < dim; i++) {
         long q = lrintf(v->f[i] / v->scale);

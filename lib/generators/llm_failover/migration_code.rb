@@ -60,6 +60,37 @@ module LlmFailover
         end + ["remove_column :#{table.name}, :#{column.name} if column_exists?(:#{table.name}, :#{column.name})"]
       end
 
+      # Schema::VectorSearch on PostgreSQL: the embedding column, and where pgvector is
+      # there its extension and indexes. An install's (in change: the extension stays
+      # on the way down, other tables may use it) or, with +upgrade+, an upgrade's up.
+      # @return [Array<String>]
+      def vector_search(table, upgrade: false)
+        search = Schema::VectorSearch
+        add = "add_column :#{table}, :#{search::COLUMN}, :float, array: true"
+        add = "#{add} unless column_exists?(:#{table}, :#{search::COLUMN})" if upgrade
+        indexes = search.indexes(table).flat_map do |expression, options|
+          options = options.merge(if_not_exists: true) if upgrade
+          ["add_index :#{table}, #{expression.inspect},", "          #{options(options)}"]
+        end
+        enable = upgrade ? 'enable_extension "vector"' : 'reversible { |dir| dir.up { enable_extension "vector" } }'
+        comment(search::ABOVE) +
+          ["if connection.adapter_name.match?(/postg/i)", "  #{add}",
+           "  pgvector = select_value(#{search::AVAILABLE.inspect})",
+           "  if pgvector && Gem::Version.new(pgvector) >= Gem::Version.new(#{search::MIN_VERSION.inspect})",
+           "    #{enable}", *indexes.map { |line| "    #{line}" }, "  end", "end"]
+      end
+
+      # What takes an upgrade's vector_search away (the extension stays).
+      # @return [Array<String>]
+      def remove_vector_search(table)
+        column = Schema::VectorSearch::COLUMN
+        removals = Schema::VectorSearch.indexes(table).map do |_, options|
+          "  remove_index :#{table}, name: #{options[:name].inspect}, if_exists: true"
+        end
+        ["if connection.adapter_name.match?(/postg/i)", *removals,
+         "  remove_column :#{table}, :#{column} if column_exists?(:#{table}, :#{column})", "end"]
+      end
+
       def covering(table, column)
         table.indexes.select { |index| index.columns.include?(column.name) }
       end

@@ -76,9 +76,9 @@ module LlmFailover
 
       # The create_table blocks and indexes of the install's migration (its change).
       def create_tables_code
-        LlmFailover::ActiveRecord::Schema.tables(schema_names).map do |table|
-          MigrationCode.create_table(table).map { |line| "    #{line}".rstrip }.join("\n")
-        end.join("\n\n")
+        steps = LlmFailover::ActiveRecord::Schema.tables(schema_names).map { |table| MigrationCode.create_table(table) }
+        steps << MigrationCode.vector_search(schema_names.fetch(:vectors))
+        steps.map { |lines| lines.map { |line| "    #{line}".rstrip }.join("\n") }.join("\n\n")
       end
     end
   end

@@ -68,7 +68,22 @@ module LlmFailover
         # Tool calls reference messages, messages chats: drop them first.
         created.reverse_each { |table| connection.drop_table(table.name, if_exists: true) } if force
         created.each { |table| create(connection, table, if_not_exists: if_not_exists && !force) }
+        define_vector_search(connection, created.find { |table| table.role == :vectors }.name)
         nil
+      end
+
+      # VectorSearch on PostgreSQL: the embedding column, and with pgvector its indexes.
+      def define_vector_search(connection, table)
+        return unless connection.adapter_name.match?(/postg/i)
+
+        column = VectorSearch::COLUMN
+        connection.add_column(table, column, :float, array: true) unless connection.column_exists?(table, column)
+        return unless VectorSearch.usable?(connection.select_value(VectorSearch::AVAILABLE))
+
+        connection.enable_extension("vector")
+        VectorSearch.indexes(table).each do |expression, options|
+          connection.add_index(table, expression, **options, if_not_exists: true)
+        end
       end
 
       # @param table [Created]

@@ -2,30 +2,28 @@
 
 require "digest/sha2"
 require "securerandom"
-require_relative "mirrored_index"
+require_relative "shared_index"
 require_relative "../active_record"
+require_relative "../active_record/schema"
 
 module LlmFailover
   # The semantic cache's vectors shared through the app's database (the
   # llm_failover_vectors table `rails g llm_failover:install` writes, or
-  # `llm_failover:upgrade` on an older install; PostgreSQL, SQLite, MySQL), each
-  # process scanning its own mirror (a MemoryIndex: see MirroredIndex).
+  # `llm_failover:upgrade` on an older install; PostgreSQL, SQLite, MySQL).
   #
   #   LlmFailover::SemanticCache.new(..., index: LlmFailover::ActiveRecordIndex.new)
   #
-  # One row per add (partition_key: SHA-256 of the partition; the vector as
-  # little-endian float32; the value). A lookup costs one indexed query: the
-  # partition's rows after the last id this process mirrored (none, mostly). An add
-  # is an insert, and every prune_every adds to a partition a delete of its rows past
-  # max_per_partition (oldest first).
+  # PostgreSQL with pgvector 0.8 or later searches them itself (the table's
+  # embedding column and its HNSW indexes: ActiveRecordIndex::Pgvector); elsewhere
+  # each process mirrors and scans them (ActiveRecordIndex::Rows). Which one is asked
+  # once, at the first use, or given with search:.
   #
-  # #clear deletes every row and writes, in the same transaction, one row of its own
-  # (partition_key CLEARED, a random value: the epoch); the lookup's query also
-  # reads that row, so a process that sees another value drops its mirror and reads
-  # the partition again (MirroredIndex). Deleted rows leave nothing a query for the
-  # rows after a cursor would see, hence the row.
-  class ActiveRecordIndex < MirroredIndex
-    BATCH = 500
+  # One row per add (partition_key: SHA-256 of the partition; the vector; the value).
+  # Every prune_every adds to a partition (in this process) its rows past
+  # max_per_partition are deleted, oldest first. #clear deletes every row and writes,
+  # in the same transaction, one row of its own (partition_key CLEARED, a random
+  # value: the epoch a mirroring process follows).
+  class ActiveRecordIndex < SharedIndex
     PRUNE_EVERY = 100
     # The partition_key of the clear row: never a SHA-256 in hex.
     CLEARED = "cleared"
@@ -35,11 +33,12 @@ module LlmFailover
     # @param max_per_partition [Integer] rows a partition keeps (about: pruned every
     #   prune_every adds in this process)
     # @param prune_every [Integer] adds to a partition (in this process) between prunes
-    # @param mirror [MemoryIndex] this process's copy (its own bounds)
+    # @param search [Symbol] :auto (ask the database), :server (pgvector) or :mirror
+    # @param mirror [MemoryIndex, nil] this process's copy when it mirrors (its own bounds)
     # @param logger [#warn, nil] where outage warnings go (c.logger when nil)
-    def initialize(model: nil, max_per_partition: 10_000, prune_every: PRUNE_EVERY, mirror: MemoryIndex.new,
+    def initialize(model: nil, max_per_partition: 10_000, prune_every: PRUNE_EVERY, search: :auto, mirror: nil,
                    logger: nil)
-      super(mirror: mirror, logger: logger)
+      super(search: search, mirror: mirror, logger: logger)
       unless max_per_partition.is_a?(Integer) && max_per_partition.positive?
         raise ConfigurationError, "max_per_partition must be a positive Integer, got #{max_per_partition.inspect}"
       end
@@ -48,73 +47,37 @@ module LlmFailover
       @max_per_partition = max_per_partition
       @prune_every = prune_every
       @adds = Hash.new(0) # partition_key => adds since its last prune, this process
+      @adds_lock = Mutex.new
     end
 
     def inspect
-      "#<#{self.class.name} table=#{@model ? @model.table_name : 'llm_failover_vectors'} mirror=#{mirror.size} entries>"
+      copy = @engine&.mirror ? " mirror=#{@engine.mirror.size} entries" : ""
+      "#<#{self.class.name} table=#{@model ? @model.table_name : 'llm_failover_vectors'} " \
+        "search=#{@engine&.search || 'unknown'}#{copy}>"
     end
 
-    private
-
+    # @api private: the row model (VectorEntry unless given)
     def model
       @model ||= LlmFailover::ActiveRecord::VectorEntry
     end
 
-    def store_errors
-      [::ActiveRecord::ActiveRecordError]
-    end
-
+    # @api private: the partition_key of +partition+
     def key(partition)
       Digest::SHA256.hexdigest(partition)
     end
 
-    # Yields each row after +cursor+ (an id) as (vector, value); the last id. The
-    # clear row comes with the partition's rows in every batch whose id range holds
-    # it, and surely in the last one (fewer than BATCH rows: all that is left).
-    def fetch_after(partition, cursor)
-      key = key(partition)
-      last = cursor
-      table = model.arel_table
-      model.connection_pool.with_connection do
-        loop do
-          rows = model.where(table[:partition_key].eq(key).and(table[:id].gt(last || 0))
-                               .or(table[:partition_key].eq(CLEARED)))
-                      .order(:id).limit(BATCH).pluck(:id, :partition_key, :vector, :value)
-          done = rows.size < BATCH
-          # Cleared since this mirror began: it was dropped; read the partition again.
-          if done && follow_epoch(rows.reverse_each.find { |row| row[1] == CLEARED }&.last) && last
-            last = nil
-            next
-          end
-          rows.each do |id, row_key, vector, value|
-            next if row_key == CLEARED
-
-            yield vector.unpack("e*"), value
-            last = id
-          end
-          return last if done
-        end
-      end
+    # @api private: one row, and every prune_every of them in a partition a prune.
+    # Runs on a connection of the model's pool (the caller holds one).
+    def insert(key, dimensions:, vector:, value:, **columns)
+      model.insert_all!([{ partition_key: key, dimensions: dimensions, vector: vector, value: value,
+                           created_at: Time.now.utc, **columns }])
+      prune(key) if (@adds_lock.synchronize { @adds[key] += 1 } % @prune_every).zero?
+      @adds_lock.synchronize { @adds.shift while @adds.size > MirroredIndex::MAX_CURSORS }
     end
 
-    def append(partition, packed, dim, value)
-      key = key(partition)
-      model.connection_pool.with_connection do
-        model.insert_all!([{ partition_key: key, dimensions: dim, vector: packed, value: value,
-                             created_at: Time.now.utc }])
-        prune(key) if (@lock.synchronize { @adds[key] += 1 } % @prune_every).zero?
-      end
-      @lock.synchronize { @adds.shift while @adds.size > MAX_CURSORS }
-    end
-
-    # Deletes the partition's rows past the newest max_per_partition.
-    def prune(key)
-      rows = model.where(partition_key: key)
-      cutoff = rows.order(id: :desc).offset(@max_per_partition).limit(1).pick(:id)
-      rows.where(model.arel_table[:id].lteq(cutoff)).delete_all if cutoff
-    end
-
-    def clear_store
+    # @api private: deletes every row and writes the clear row
+    # @return [String] the epoch it wrote
+    def clear_rows
       epoch = SecureRandom.uuid
       model.connection_pool.with_connection do
         model.transaction do
@@ -123,11 +86,49 @@ module LlmFailover
                                created_at: Time.now.utc }])
         end
       end
-      cleared_to(epoch)
+      epoch
     end
 
-    def store_size
+    # @api private
+    # @return [Integer] the rows but the clear row
+    def row_count
       model.connection_pool.with_connection { model.where.not(partition_key: CLEARED).count }
+    end
+
+    private
+
+    def store_errors
+      [::ActiveRecord::ActiveRecordError]
+    end
+
+    # PostgreSQL with pgvector 0.8 or later installed in the database, and the table
+    # with its embedding column (Schema::VectorSearch).
+    def server_searches?
+      model.connection_pool.with_connection do |c|
+        next false unless c.adapter_name.match?(/postg/i) && c.column_exists?(model.table_name, :embedding)
+
+        ::LlmFailover::ActiveRecord::Schema::VectorSearch.usable?(
+          c.select_value("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        )
+      end
+    end
+
+    def server_engine(outage)
+      Pgvector.new(table: self, outage: outage)
+    end
+
+    def mirror_engine(mirror, outage)
+      Rows.new(table: self, mirror: mirror, outage: outage)
+    end
+
+    # Deletes the partition's rows past the newest max_per_partition.
+    def prune(key)
+      rows = model.where(partition_key: key)
+      cutoff = rows.order(id: :desc).offset(@max_per_partition).limit(1).pick(:id)
+      rows.where(model.arel_table[:id].lteq(cutoff)).delete_all if cutoff
     end
   end
 end
+
+require_relative "active_record_index/pgvector"
+require_relative "active_record_index/rows"

@@ -61,6 +61,14 @@ module LlmFailover
       add_entry(partition, vector, value)
     end
 
+    # @!method self.normalise(vector)
+    #   The vector as every index keeps it (norm 1), checked by the rule #add applies:
+    #   the shared indexes that search on a server send this.
+    #   @param vector [Array<Float>]
+    #   @return [String] native-endian float32 (String#unpack("f*"))
+    #   @raise [ArgumentError] an empty, zero or non-finite vector, or one too long
+    #   @raise [TypeError] a component that is not a number
+
     # @param threshold [Float] the least cosine similarity that counts
     # @return [Array(String, Float), nil] the value and similarity of the partition's
     #   most similar entry at or above threshold (now the most recently used), or nil

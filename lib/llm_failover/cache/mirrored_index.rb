@@ -1,12 +1,10 @@
 # frozen_string_literal: true
 
 require_relative "memory_index"
-require_relative "../errors"
-require_relative "../records/warnings"
 
 module LlmFailover
-  # What RedisIndex and ActiveRecordIndex share: the vectors live in a shared store
-  # and each process keeps a mirror of them in a MemoryIndex, brought up to date
+  # The way a shared index (SharedIndex) answers from a store that cannot search:
+  # each process keeps a mirror of the vectors in a MemoryIndex, brought up to date
   # incrementally before each lookup (only the entries after the partition's cursor:
   # a stream id, a row id), so a lookup scans local memory and never fetches a
   # tenant's vectors over the network once the mirror holds them. A subclass
@@ -26,24 +24,28 @@ module LlmFailover
   # ...)); an entry it evicts comes back only if the partition's cursor is forgotten
   # (also bounded: MAX_CURSORS partitions), which refetches that partition whole.
   #
+  # @api private: made by SharedIndex, which checks the partition and value first
   # @abstract
   class MirroredIndex
     MAX_CURSORS = 100_000
+    MEANWHILE = "lookups use this process's mirror as it is until it answers"
 
     # @return [MemoryIndex] this process's copy
     attr_reader :mirror
 
     # @param mirror [MemoryIndex] where this process keeps the vectors
-    # @param logger [#warn, nil] where outage warnings go (c.logger when nil)
-    def initialize(mirror:, logger:)
-      raise ConfigurationError, "mirror must be a MemoryIndex, got #{mirror.inspect}" unless mirror.is_a?(MemoryIndex)
-
+    # @param outage [StoreOutage] the index's outage rule
+    def initialize(mirror:, outage:)
       @mirror = mirror
-      @logger = logger
+      @outage = outage
       @cursors = {} # partition => the last id mirrored; insertion order is recency
       @lock = Mutex.new
-      @down = false
       @epoch = :unknown # the store's epoch this mirror follows (nil: never cleared)
+    end
+
+    # @return [Symbol] :mirror
+    def search
+      :mirror
     end
 
     # Adds an entry to the shared store and to this process's mirror.
@@ -54,7 +56,6 @@ module LlmFailover
     # @raise [ArgumentError] another dimension than the partition's, a bad vector
     # @raise [TypeError] a partition or value that is not a String
     def add(partition:, vector:, value:)
-      check_strings(partition, value)
       sync(partition)
       @mirror.add(partition: partition, vector: vector, value: value) # validates before the store sees it
       shared { append(partition, vector.pack("e*"), vector.size, value) }
@@ -64,7 +65,6 @@ module LlmFailover
     # @return [Array(String, Float), nil] see MemoryIndex#nearest; the partition's new
     #   entries in the store are mirrored first
     def nearest(partition:, vector:, threshold:)
-      check_strings(partition)
       sync(partition)
       @mirror.nearest(partition: partition, vector: vector, threshold: threshold)
     end
@@ -86,10 +86,6 @@ module LlmFailover
     end
 
     private
-
-    def check_strings(*strings)
-      strings.each { |s| raise TypeError, "expected a String, got #{s.class}" unless s.is_a?(String) }
-    end
 
     # Mirrors the partition's entries after its cursor.
     def sync(partition)
@@ -143,24 +139,8 @@ module LlmFailover
 
     # Runs the block against the store; a failure is one warning per outage and the
     # fallback's answer.
-    def shared(fallback: nil)
-      result = yield
-      if @down
-        @down = false
-        Warnings.warn("#{self.class.name}: the store answers again; mirroring resumes", logger: logger)
-      end
-      result
-    rescue *store_errors => e
-      unless @down
-        @down = true
-        Warnings.warn("#{self.class.name}: the store failed (#{e.class}: #{e.message.lines.first&.strip}); " \
-                      "lookups use this process's mirror as it is until it answers", logger: logger)
-      end
-      fallback
-    end
-
-    def logger
-      @logger || LlmFailover.configuration.logger
+    def shared(fallback: nil, &block)
+      @outage.guard(meanwhile: MEANWHILE, fallback: fallback, &block)
     end
 
     # Whether cursor a is after b (nil: none yet).

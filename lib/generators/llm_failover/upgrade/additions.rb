@@ -50,6 +50,25 @@ module LlmFailover
         end
       end
 
+      # Schema::VectorSearch on an install that lacks it.
+      VectorSearch = Struct.new(:table) do
+        # @return [Boolean] whether the app's migrations never add the embedding column
+        #   (an upgrade that creates the vectors table adds it after)
+        def missing?(known)
+          !Array(known[table.name]).include?(LlmFailover::ActiveRecord::Schema::VectorSearch::COLUMN.to_s)
+        end
+
+        # @return [Array<String>] lines of the migration's up
+        def up
+          MigrationCode.vector_search(table.name, upgrade: true)
+        end
+
+        # @return [Array<String>] lines of the migration's down
+        def down
+          MigrationCode.remove_vector_search(table.name)
+        end
+      end
+
       # Schema::ADDED under the app's table names, in its order (an upgrade applies
       # them in this order, and its down takes them away in the reverse order).
       # @param names [LlmFailover::ActiveRecord::Schema::Names]
@@ -59,6 +78,8 @@ module LlmFailover
         LlmFailover::ActiveRecord::Schema::ADDED.map do |role, name|
           table = tables.fetch(role)
           next Table.new(table) unless name
+          search = LlmFailover::ActiveRecord::Schema::VectorSearch
+          next VectorSearch.new(table) if role == :vectors && name == search::COLUMN
 
           Column.new(table, table.columns.find { |column| column.name == name } ||
                             raise(KeyError, "Schema::ADDED names #{role}.#{name}, which Schema::TABLES lacks"))

@@ -198,9 +198,63 @@ module LlmFailover
         end
       ].freeze
 
+      # PostgreSQL searches the semantic cache's vectors itself where pgvector 0.8 or later
+      # is installed (ActiveRecordIndex::Pgvector). On PostgreSQL the vectors table gets an
+      # embedding column (float4[]: a type Rails dumps to schema.rb without pgvector's
+      # gem), and where pgvector is there an HNSW index per DIMENSIONS on it cast to
+      # pgvector's type, partial (WHERE dimensions = N) beside the partition_key index.
+      # Not in TABLES: SQLite and MySQL have no arrays; there each process mirrors.
+      module VectorSearch
+        COLUMN = :embedding
+        # text-embedding-3-small (and ada-002), text-embedding-3-large. Another
+        # dimension is searched without an index: exactly, row by row.
+        DIMENSIONS = [1536, 3072].freeze
+        # The first pgvector with iterative index scans: a filtered HNSW search finds a
+        # partition's rows however many others the table holds.
+        MIN_VERSION = "0.8.0"
+        # The pgvector release the server would install (nil: none).
+        AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+        ABOVE = "PostgreSQL searches the semantic cache's vectors itself where pgvector #{MIN_VERSION} or later\n" \
+                "is installed (LlmFailover::ActiveRecordIndex); elsewhere each process mirrors them. pgvector\n" \
+                "is not a trusted extension: without a superuser's rights, have one run CREATE EXTENSION vector."
+
+        module_function
+
+        # @param version [String, nil] a pgvector release
+        # @return [Boolean] whether it is MIN_VERSION or later
+        def usable?(version)
+          !version.nil? && Gem::Version.new(version) >= Gem::Version.new(MIN_VERSION)
+        end
+
+        # pgvector's type an HNSW index takes at +dim+ (vector to 2,000, halfvec to
+        # 4,000), nil past them.
+        def type(dim)
+          if dim <= 2000 then "vector"
+          elsif dim <= 4000 then "halfvec"
+          end
+        end
+
+        # +expression+ as the index of +dim+ reads it: the planner uses the index for an
+        # ORDER BY cast(COLUMN, dim) <=> cast(query, dim).
+        # @return [String]
+        def cast(expression, dim)
+          "#{expression}::#{type(dim) || 'vector'}(#{dim})"
+        end
+
+        # The indexes of +table+: [expression, add_index options] each.
+        # @return [Array<Array(String, Hash)>]
+        def indexes(table)
+          DIMENSIONS.map do |dim|
+            ["(#{cast(COLUMN, dim)}) #{type(dim)}_cosine_ops",
+             { using: :hnsw, where: "dimensions = #{dim}", name: Schema.index_name(table, "#{COLUMN}_#{dim}") }]
+          end
+        end
+      end
+
       # What an install creates that the first release's did not
       # (spec/fixtures/migrations holds that one), in the order it came: [role, column]
-      # for a column (with the indexes that cover it), [role] for a table.
+      # for a column (with the indexes that cover it), [role] for a table, and
+      # [:vectors, VectorSearch::COLUMN] for VectorSearch.
       # llm_failover:upgrade adds those an app's migrations lack, in this order.
       ADDED = [
         %i[chats cancel_requested_at], %i[messages idempotency_key], %i[attempts cached], %i[attempts cancelled],
@@ -208,7 +262,7 @@ module LlmFailover
         %i[attempts turn_id], %i[circuit_events], %i[messages tool_call_id], %i[tool_calls], %i[vectors],
         %i[attempts cache_tier], %i[attempts similarity], %i[messages attachments_data], %i[messages claimed_by],
         %i[attempts cached_input_tokens], %i[attempts cache_write_tokens], %i[attempts cost], %i[attempts cost_saved],
-        %i[attempts host]
+        %i[vectors embedding], %i[attempts host]
       ].freeze
     end
   end
