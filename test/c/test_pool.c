@@ -72,6 +72,12 @@ static void test_anthropic_azure_and_retry_after(void)
     LF_CHECK(r.requests_for == LF_HEADROOM_UNSAID_RESET && r.tokens_for == LF_HEADROOM_UNSAID_RESET);
     r = lf_headroom_read(&junk, -1, 1000);
     LF_CHECK(!lf_headroom_said(&r));
+    /* fuzz_headroom's find: a second too large for a time is no time (it overflowed tm_sec). */
+    r = lf_headroom_read(&(lf_rate_headers){ .requests = "0", .requests_reset = "2025-05-01T12:00:34444444444444430Z" },
+                         -1, 1000);
+    LF_CHECK(r.requests_for == LF_HEADROOM_UNSAID_RESET);
+    r = lf_headroom_read(&(lf_rate_headers){ .requests = "0", .requests_reset = "2025-13-01T12:00:00Z" }, -1, 1000);
+    LF_CHECK(r.requests_for == LF_HEADROOM_UNSAID_RESET);
     r = LF_HEADROOM_UNSAID;
     LF_CHECK(!lf_headroom_said(&r));
 }

@@ -74,6 +74,10 @@ static double lf_time_after(const char *s, time_t now)
     time_t t;
 
     if (sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || !n) return -1;
+    /* The fields of a time, or not one (a second past 60 would not fit tm_sec). */
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+        !(sec >= 0 && sec < 61))
+        return -1;
     p = s + n;
     if (*p == '+' || *p == '-') {
         sign = *p == '-' ? -1 : 1;
