@@ -138,6 +138,16 @@ RSpec.describe "Pools" do
     expect(chat.messages.last.content).to eq(reply.content)
   end
 
+  it "hedges a pool host's late first token to the backup" do
+    [east, west, claude].each { |h| h.default = { text: "late", delay_first_token: SpecTime.scaled(5) } }
+    backup.default = { text: "from the backup" }
+    reply = pool_chat(hedge_after: 0.3).ask("hello") { |_| }
+    expect(reply.host).to eq(:backup)
+    expect(reply.attempts.map(&:hedged?)).to eq([true, true])
+    expect(reply.attempts.first.cancelled?).to be(true) # the pool's host, cut
+    expect(%i[east west claude]).to include(reply.attempts.first.host)
+  end
+
   it "keeps a tool loop's later turns on the host the ask started on" do
     weather = Class.new(LlmFailover::Tool) do
       tool_name "weather"
