@@ -14,6 +14,10 @@
 # worker calling back to back (a backlog), all of them starting at the instant the
 # outage begins, so PROCS x THREADS requests are in flight at once.
 #
+# Then the primary as a pool of three hosts (c.pool: three FakeProviders, equal weights)
+# of which one dies the same way while its two siblings stay healthy, with each store:
+# the dead host's requests and the calls' latency next to the single-host primary's.
+#
 # Default policy (3 retries, 0.1 s backoff doubling), circuit_threshold 5,
 # circuit_cooldown COOLDOWN and circuit_first_probe FIRST_PROBE (scaled down from 60 s and
 # 5 s like the outage: the adaptive recovery schedule, lf_circuit_interval). Then
@@ -39,7 +43,8 @@
 #
 # Environment: PROCS (4), THREADS (4), RATE (12 calls/s), WARMUP (2 s), OUTAGE (12 s),
 # LONG_OUTAGE (20 s), TAIL (6 s), COOLDOWN (2 s), FIRST_PROBE (COOLDOWN / 12), PRIMARY_MS
-# (100), BACKUP_MS (50), STORE_N (5000 happy-path store calls timed).
+# (100), BACKUP_MS (50), STORE_N (5000 happy-path store calls timed), ONLY (a regexp: run
+# only the modes whose name matches, e.g. '^(MemoryStateStore|RedisStateStore|pool.*)$').
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "delegate"
@@ -62,7 +67,10 @@ module OutageDrill
   BACKUP_MS = Integer(ENV.fetch("BACKUP_MS", "50"))
   STORE_N = Integer(ENV.fetch("STORE_N", "5000"))
   THRESHOLD = 5
-  PRIMARY_KEY = "primary:gpt-4o"
+  ONLY = ENV["ONLY"] && Regexp.new(ENV["ONLY"])
+  # The host that dies: the primary itself, or the first of the pool's three.
+  DEAD = { single: :primary, pool: :east }.freeze
+  POOL_HOSTS = %i[east west north].freeze
   CAUSES = %w[threshold in_flight late_retry late_start probe local other].freeze
 
   module_function
@@ -72,12 +80,17 @@ module OutageDrill
   end
 
   # The process's state store, wrapped to remember (per thread) what it last answered
-  # about the primary: the route, when, and whether Redis answered it.
+  # about the dead host: the route, when, and whether Redis answered it.
   class Tap < SimpleDelegator
+    def initialize(store, dead_key)
+      super(store)
+      @dead_key = dead_key
+    end
+
     def admit(keys, *rest)
       asked = Time.now.to_f # before the store saw it: an answer given after an opening is never earlier
       entries = super
-      i = keys.index(PRIMARY_KEY)
+      i = keys.index(@dead_key)
       if i
         local = __getobj__.respond_to?(:connected?) && !__getobj__.connected?
         Thread.current[:drill_admit] = [entries[i][0], asked, local]
@@ -86,20 +99,28 @@ module OutageDrill
     end
   end
 
-  def configure(primary, backup, store, events, requests, first_probe)
+  # +primaries+: the primary's FakeProvider, or the pool's three (the first dies).
+  def configure(primaries, backup, store, events, requests, first_probe)
+    dead = primaries.size > 1 ? DEAD[:pool] : DEAD[:single]
     LlmFailover.reset_configuration!
     LlmFailover.configure do |c|
-      c.provider :primary, api: :openai, api_key: "sk-drill", base_url: primary.base_url(:openai)
+      if primaries.size > 1
+        POOL_HOSTS.zip(primaries) { |name, fp| c.provider name, api: :openai, api_key: "sk-drill-#{name}", base_url: fp.base_url(:openai) }
+        c.pool :primary, hosts: POOL_HOSTS.map { |name| { provider: name } }
+      else
+        c.provider :primary, api: :openai, api_key: "sk-drill", base_url: primaries.first.base_url(:openai)
+      end
       c.provider :backup, api: :anthropic, api_key: "sk-drill", base_url: backup.base_url(:anthropic)
+      c.prices = nil # the pool's loopback hosts have no price: no warning per host and process
       c.circuit_threshold = store ? THRESHOLD : 0
       c.circuit_cooldown = COOLDOWN
       c.circuit_first_probe = first_probe
-      c.state_store = Tap.new(store) if store
+      c.state_store = Tap.new(store, "#{dead}:gpt-4o") if store
       c.on_circuit_change = lambda do |e|
-        events << [e.at.to_f, e.from, e.to, e.reason] if e.provider == :primary
+        events << [e.at.to_f, e.from, e.to, e.reason] if e.provider == dead
       end
       c.usage_log = lambda do |rec|
-        next unless rec.provider == :primary && rec.http_status == 503 # the dead primary's answer
+        next unless rec.host == dead && rec.http_status == 503 # the dead host's answer
 
         route, admitted_at, local = Thread.current[:drill_admit]
         requests << [rec.started_at.to_f, rec.attempt, route, admitted_at, local]
@@ -107,8 +128,9 @@ module OutageDrill
     end
   end
 
-  # One process. Returns its calls ([arrived, started, latency, provider or nil], times
-  # in s since the outage began), its circuit events and its requests to the primary.
+  # One process. Returns its calls ([arrived, started, latency, provider or nil, host or
+  # nil], times in s since the outage began), its circuit events and its requests to the
+  # dead host.
   def worker(t0, stop_at, burst)
     calls = Queue.new
     queue = Queue.new
@@ -120,12 +142,12 @@ module OutageDrill
           break if arrived.nil? || arrived >= stop_at
 
           started = now
-          provider = begin
-            chat.ask("drill").provider
+          reply = begin
+            chat.ask("drill")
           rescue LlmFailover::Error
             nil
           end
-          calls << [arrived - t0, started - t0, now - arrived, provider]
+          calls << [arrived - t0, started - t0, now - arrived, reply&.provider, reply&.host]
         end
       end
     end
@@ -149,10 +171,14 @@ module OutageDrill
     end
   end
 
-  def run_mode(name, store_factory, burst: false, outage: OUTAGE, first_probe: FIRST_PROBE)
-    primary = LlmFailover::Testing::FakeProvider.start
+  def run_mode(name, store_factory, burst: false, outage: OUTAGE, first_probe: FIRST_PROBE, pool: false)
+    return nil if ONLY && !ONLY.match?(name)
+
+    primaries = Array.new(pool ? POOL_HOSTS.size : 1) { LlmFailover::Testing::FakeProvider.start }
+    primary = primaries.first # the one that dies
     backup = LlmFailover::Testing::FakeProvider.start
     healthy = { text: "primary", delay_headers: PRIMARY_MS / 1000.0 }
+    primaries.each { |fp| fp.default = healthy }
     primary.default = burst ? { error: :unavailable } : healthy
     backup.default = { text: "from the backup", delay_headers: BACKUP_MS / 1000.0 }
     store_factory&.call&.clear
@@ -166,7 +192,7 @@ module OutageDrill
         reader.close
         events = []
         requests = Queue.new
-        configure(primary, backup, store_factory&.call, events, requests, first_probe)
+        configure(primaries, backup, store_factory&.call, events, requests, first_probe)
         sleep [t0 - warmup - now, 0].max
         calls = worker(t0, stop_at, burst)
         writer.write(JSON.generate(calls: calls, events: events, requests: Array.new(requests.size) { requests.pop }))
@@ -183,9 +209,9 @@ module OutageDrill
     results = children.map do |pid, reader|
       JSON.parse(reader.read).tap { Process.wait(pid) } # not waitall: redis-server is a child too
     end
-    primary.stop
+    primaries.each(&:stop)
     backup.stop
-    summarize(name, results, wall_t0, outage, shared: store_factory&.call&.shared?)
+    summarize(name, results, wall_t0, outage, shared: store_factory&.call&.shared?, dead: pool ? DEAD[:pool] : DEAD[:single])
   end
 
   def percentile(sorted, p)
@@ -194,15 +220,16 @@ module OutageDrill
     sorted[[(sorted.size * p).ceil - 1, 0].max]
   end
 
-  def summarize(name, results, wall_t0, outage, shared:)
+  def summarize(name, results, wall_t0, outage, shared:, dead:)
     calls = results.flat_map { |r| r["calls"] }
     dead_requests = results.sum { |r| r["requests"].size }
-    during = calls.select { |arrived, _, _, _| arrived >= 0 && arrived < outage }.map { |c| c[2] }.sort
+    during = calls.select { |arrived, _, _, _, _| arrived >= 0 && arrived < outage }
+    latencies = during.map { |c| c[2] }.sort
     failed = calls.count { |c| c[3].nil? }
-    back = calls.select { |_, started, _, provider| started >= outage && provider == "primary" }.map { |c| c[1] }.min
+    back = calls.select { |_, started, _, _, host| started >= outage && host == dead.to_s }.map { |c| c[1] }.min
     { mode: name, outage_s: outage, calls: calls.size, dead_requests: dead_requests,
-      p50_ms: (percentile(during, 0.5) * 1000).round, p99_ms: (percentile(during, 0.99) * 1000).round,
-      failed: failed, recover_s: back && (back - outage).round(2),
+      p50_ms: (percentile(latencies, 0.5) * 1000).round, p99_ms: (percentile(latencies, 0.99) * 1000).round,
+      to_backup: during.count { |c| c[3] == "backup" }, failed: failed, recover_s: back && (back - outage).round(2),
       causes: shared.nil? ? nil : causes(results, wall_t0, shared) }
   end
 
@@ -286,8 +313,12 @@ module OutageDrill
     results << run_mode("RedisStateStore, fixed", redis_store, first_probe: COOLDOWN)
     results << run_mode("RedisStateStore, long", redis_store, outage: LONG_OUTAGE)
     results << run_mode("RedisStateStore, long, fixed", redis_store, outage: LONG_OUTAGE, first_probe: COOLDOWN)
-    columns = %i[mode outage_s calls dead_requests p50_ms p99_ms failed recover_s]
-    puts table(%w[mode outage_s calls requests_to_dead_primary p50_ms_during p99_ms_during failed_calls recovered_after_s],
+    results << run_mode("pool of 3, MemoryStateStore", -> { LlmFailover::MemoryStateStore.new }, pool: true)
+    results << run_mode("pool of 3, RedisStateStore", redis_store, pool: true)
+    results.compact!
+    columns = %i[mode outage_s calls dead_requests p50_ms p99_ms to_backup failed recover_s]
+    puts table(%w[mode outage_s calls requests_to_dead_host p50_ms_during p99_ms_during to_backup_during failed_calls
+                  recovered_after_s],
                results.map { |r| r.values_at(*columns) })
     puts
     puts "requests to the dead primary by cause (target with Redis: threshold + one probe per wait = " \

@@ -117,7 +117,7 @@ module CircuitTransitions
 
   def answer(store, op, args)
     case op
-    when :admit then store.admit([KEY], 5, args).first
+    when :admit then store.admit([KEY], 5, args).first.first(3)
     when :peek then store.peek([KEY], args).first.first(2)
     when :fail
       store.record(KEY, threshold: THRESHOLD, cooldown: COOLDOWN, first_probe: COOLDOWN, success: false,

@@ -17,7 +17,8 @@ RSpec.describe "the documentation's Ruby examples", :ruby_only do
   # Fake keys: a developer's real ones must never turn a page into a live call.
   # REDIS_URL: a redis-server of the spec's own, for the pages' RedisStateStore.
   env = { "OPENAI_API_KEY" => "sk-docs-fake-openai", "ANTHROPIC_API_KEY" => "sk-ant-docs-fake",
-          "GROQ_API_KEY" => "gsk_docs_fake", "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
+          "GROQ_API_KEY" => "gsk_docs_fake", "OPENAI_API_KEY_B" => "sk-docs-fake-openai-b",
+          "OPENAI_API_KEY_EU" => "sk-docs-fake-openai-eu", "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
   redis = nil
 
   before(:all) do

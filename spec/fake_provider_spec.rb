@@ -440,6 +440,52 @@ RSpec.describe LlmFailover::Testing::FakeProvider, :ruby_only do
     end
   end
 
+  describe "rate limits (rate_limit)" do
+    def post_to(path, body, headers = {})
+      http { |h| h.post(path, JSON.generate(body), { "Content-Type" => "application/json" }.merge(headers)) }
+    end
+
+    it "says what is left in OpenAI's headers, counting down, and answers a 429 past the window" do
+      fp.rate_limit(requests: 2, tokens: 10_000, per: 30)
+      first = post_to("/v1/chat/completions", openai_body(max_tokens: 100))
+      expect(first["x-ratelimit-limit-requests"]).to eq("2")
+      expect(first["x-ratelimit-remaining-requests"]).to eq("1")
+      expect(first["x-ratelimit-limit-tokens"]).to eq("10000")
+      expect(Integer(first["x-ratelimit-remaining-tokens"])).to be_between(10_000 - 200, 10_000 - 100)
+      expect(first["x-ratelimit-reset-requests"]).to match(/\A\d+(\.\d+)?s\z/)
+      expect(post_to("/v1/chat/completions", openai_body)["x-ratelimit-remaining-requests"]).to eq("0")
+      past = post_to("/v1/chat/completions", openai_body)
+      expect(past.code).to eq("429")
+      expect(JSON.parse(past.body).dig("error", "code")).to eq("rate_limit_exceeded")
+      expect(Integer(past["retry-after"])).to be_between(1, 30)
+      expect(fp.request_count).to eq(3)
+    end
+
+    it "speaks each host's own names: Anthropic's with RFC 3339 resets, Azure's counts alone, Gemini none" do
+      fp.rate_limit(requests: 5, per: 60)
+      anthropic = post_to("/v1/messages", anthropic_body)
+      expect(anthropic["anthropic-ratelimit-requests-remaining"]).to eq("4")
+      expect(Time.iso8601(anthropic["anthropic-ratelimit-requests-reset"])).to be_between(Time.now, Time.now + 61)
+      expect(anthropic["x-ratelimit-remaining-requests"]).to be_nil
+      azure = post_to("/openai/v1/chat/completions", openai_body, "api-key" => "azure-key")
+      expect(azure["x-ratelimit-remaining-requests"]).to eq("3")
+      expect(azure["x-ratelimit-reset-requests"]).to be_nil
+      gemini = post_to("/v1beta/models/gemini-2.5-flash:generateContent", { contents: [{ parts: [{ text: "Hi" }] }] })
+      expect(gemini.code).to eq("200")
+      expect(gemini.to_hash.keys.grep(/ratelimit/)).to be_empty
+    end
+
+    it "keeps a lane's window its own, and reset drops them" do
+      fp.on(:east).rate_limit(requests: 1, per: 60)
+      expect(post_to("/providers/east/v1/chat/completions", openai_body).code).to eq("200")
+      expect(post_to("/providers/east/v1/chat/completions", openai_body).code).to eq("429")
+      expect(post_to("/v1/chat/completions", openai_body)["x-ratelimit-remaining-requests"]).to be_nil
+      fp.reset
+      expect(post_to("/providers/east/v1/chat/completions", openai_body).code).to eq("200")
+      expect { fp.rate_limit(per: 60) }.to raise_error(ArgumentError, /needs requests: or tokens:/)
+    end
+  end
+
   describe "default step" do
     it "answers with the default when the queue is empty, and default= changes it" do
       expect(fp.default).to eq(text: "Hello from FakeProvider")

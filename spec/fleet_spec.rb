@@ -297,8 +297,8 @@ RSpec.describe "A fleet sharing a RedisStateStore", :ruby_only do
       3.times { failover_chat.ask("open it") }
       code, out, = run_cli("health", "--namespace", store.namespace, env: { "REDIS_URL" => @redis.url })
       expect(code).to eq(0)
-      expect(out.lines.first.split).to eq(%w[provider model state failures opened_at cooldown_until last_error])
-      expect(out).to match(/^openai\s+gpt-4o\s+open\s+3\s+\S+ \S+\s+\S+ \S+\s+ServiceUnavailableError$/)
+      expect(out.lines.first.split).to eq(%w[provider model state failures opened_at cooldown_until last_error headroom])
+      expect(out).to match(/^openai\s+gpt-4o\s+open\s+3\s+\S+ \S+\s+\S+ \S+\s+ServiceUnavailableError\s+-$/)
     end
 
     it "needs a Redis, and says when it cannot reach it" do

@@ -19,7 +19,7 @@ RSpec.shared_examples "a state store" do
   end
 
   it "sends to an unknown target, with no failures" do
-    expect(store.admit([key, other], 0.5)).to eq([[0, 0, nil], [0, 0, nil]])
+    expect(store.admit([key, other], 0.5)).to eq([[0, 0, nil, nil, nil], [0, 0, nil, nil, nil]])
   end
 
   it "answers with the route codes the C core owns (Circuit::SEND, SKIP, PROBE)" do
@@ -34,7 +34,7 @@ RSpec.shared_examples "a state store" do
     2.times { expect(report(key, threshold: 3, cooldown: 60, success: false, error_class: "LlmFailover::ServerError")).to eq([false, nil]) }
     expect(report(key, threshold: 3, cooldown: 60, success: true)).to eq([false, nil])
     2.times { report(key, threshold: 3, cooldown: 60, success: false, error_class: "LlmFailover::ServerError") }
-    expect(store.admit([key], 0.5)).to eq([[0, 2, nil]])
+    expect(store.admit([key], 0.5)).to eq([[0, 2, nil, nil, nil]])
     expect(report(key, threshold: 3, cooldown: 60, success: false, error_class: "LlmFailover::ServerError")).to eq([true, %i[closed open threshold]])
     expect(routes([key, other])).to eq([1, 0])
     h = store.health.find { |t| t[:model] == "gpt-4o" }
@@ -182,7 +182,7 @@ RSpec.shared_examples "a state store" do
   end
 
   it "peeks without taking the probe or moving the circuit" do
-    expect(store.peek([key, other])).to eq([[0, 0, nil], [0, 0, nil]])
+    expect(store.peek([key, other])).to eq([[0, 0, nil, nil, nil], [0, 0, nil, nil, nil]])
     report(key, threshold: 1, cooldown: 0.3, success: false, error_class: "LlmFailover::ServerError")
     expect(store.peek([key]).map(&:first)).to eq([1])
     sleep 0.35
@@ -292,7 +292,9 @@ RSpec.describe "LlmFailover::RedisStateStore" do
     @redis.stop
     begin
       # the fallback's own view, which kept what Redis last said: open, one failure
-      expect(store.admit(["openai:gpt-4o"], 1)).to eq([[1, 1, nil]])
+      route, failures, change, open_for = store.admit(["openai:gpt-4o"], 1).first
+      expect([route, failures, change]).to eq([1, 1, nil])
+      expect(open_for).to be > 0 # seconds the skip holds
       3.times { store.record("openai:gpt-4o", threshold: 5, cooldown: 60, success: false, hold: 0, error_class: "LlmFailover::ServerError") }
       sleep 1.1 # past the retry interval: it tries Redis again, still down, no second warning
       store.admit(["openai:gpt-4o"], 1)
@@ -301,7 +303,7 @@ RSpec.describe "LlmFailover::RedisStateStore" do
       @redis.start
     end
     sleep 1.1
-    expect(store.admit(["openai:gpt-4o"], 1)).to eq([[0, 0, nil]]) # a new Redis: empty, but reached
+    expect(store.admit(["openai:gpt-4o"], 1)).to eq([[0, 0, nil, nil, nil]]) # a new Redis: empty, but reached
     expect(store.connected?).to be(true)
     expect(log.string.scan(/unreachable/).size).to eq(1)
     expect(log.string).to include("sharing resumed")

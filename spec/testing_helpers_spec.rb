@@ -129,6 +129,21 @@ RSpec.describe LlmFailover::Testing, :ruby_only do
       expect(described_class.fake).to equal(parent)
     end
 
+    it "points a pool's hosts at their own lanes, and leaves the app's pool as it was" do
+      LlmFailover.configure do |c|
+        c.provider :openai_b, api: :openai, api_key: "sk-app-b", base_url: "https://api.openai.com/v1"
+        c.pool :gpt, hosts: [{ provider: :openai }, { provider: :openai_b }]
+      end
+      described_class.isolate do |fake|
+        fake.on(:openai).rate_limit(requests: 0, per: 60) # refused: its calls move to openai_b
+        hosts = Array.new(4) { |i| LlmFailover.chat(model: "gpt-4o", provider: :gpt).ask("Hi #{i}").host }
+        expect(hosts).to all(eq(:openai_b))
+        expect(fake.on(:openai_b).request_count).to eq(4)
+      end
+      hosts = LlmFailover.configuration.pools[:gpt].hosts.map(&:provider)
+      expect(hosts.map(&:base_url)).to all(eq("https://api.openai.com/v1"))
+    end
+
     it "leaves the cache off when the app has none" do
       LlmFailover.configure { |c| c.cache = nil }
       described_class.isolate { expect(LlmFailover.configuration.cache).to be_nil }

@@ -15,7 +15,7 @@ static VALUE lf_sym_states[3], lf_sym_reasons[6];
 
 /* #record's keywords, in this order: the required ones, then the optional. */
 enum { LF_KW_THRESHOLD, LF_KW_COOLDOWN, LF_KW_SUCCESS, LF_KW_HOLD, LF_N_REQUIRED_KW,
-       LF_KW_ERROR_CLASS = LF_N_REQUIRED_KW, LF_KW_TOKEN, LF_KW_FIRST_PROBE, LF_N_KW };
+       LF_KW_ERROR_CLASS = LF_N_REQUIRED_KW, LF_KW_TOKEN, LF_KW_FIRST_PROBE, LF_KW_HEADROOM, LF_N_KW };
 static ID lf_record_kw[LF_N_KW];
 
 static void lf_table_free(void *p)
@@ -74,9 +74,18 @@ static VALUE lf_change_value(const lf_circuit_change *chg)
     return rb_ary_new_from_args(3, lf_sym_states[chg->from], lf_sym_states[chg->to], lf_sym_reasons[chg->reason]);
 }
 
+/* [route, failures, change, open_for, headroom]: one key's answer. */
+static VALUE lf_entry_value(const lf_health *h, const lf_circuit_change *chg)
+{
+    return rb_ary_new_from_args(5, INT2FIX(h->route), INT2FIX(h->failures), chg ? lf_change_value(chg) : Qnil,
+                                h->open_for > 0 ? DBL2NUM(h->open_for) : Qnil, lf_headroom_value(&h->headroom, 0));
+}
+
 /* @overload admit(keys, probe_ttl, token = nil)
- *   @return [Array<Array(Integer, Integer, Array, nil)>] per key: route (Circuit::SEND,
- *     SKIP, or PROBE: +token+'s caller holds the probe for probe_ttl s), failures, change */
+ *   @return [Array<Array>] per key: route (Circuit::SEND, SKIP, or PROBE: +token+'s
+ *     caller holds the probe for probe_ttl s), failures, change, seconds a skip holds
+ *     (nil: none), what the host last said of its headroom (an Engine::Headroom, as
+ *     of now, or nil) */
 static VALUE lf_table_admit(int argc, VALUE *argv, VALUE self)
 {
     lf_circuits *t = lf_circuit_table_get(self);
@@ -89,17 +98,17 @@ static VALUE lf_table_admit(int argc, VALUE *argv, VALUE self)
     out = rb_ary_new_capa(RARRAY_LEN(keys));
     for (i = 0; i < RARRAY_LEN(keys); i++) {
         lf_circuit_change chg;
-        int failures;
-        lf_route route = lf_circuits_admit(t, lf_key(RARRAY_AREF(keys, i)), lf_token(token), now, NUM2DBL(ttl),
-                                           &failures, &chg);
-        rb_ary_push(out, rb_ary_new_from_args(3, INT2FIX(route), INT2FIX(failures), lf_change_value(&chg)));
+        lf_health h;
+
+        lf_circuits_admit(t, lf_key(RARRAY_AREF(keys, i)), lf_token(token), now, NUM2DBL(ttl), &h, &chg);
+        rb_ary_push(out, lf_entry_value(&h, &chg));
     }
     return out;
 }
 
 /* @overload peek(keys, token = nil)
- *   @return [Array<Array(Integer, Integer, nil)>] what #admit would answer, changing
- *     nothing (PROBE: the probe is free, or +token+ holds it) */
+ *   @return [Array<Array>] what #admit would answer, changing nothing (PROBE: the
+ *     probe is free, or +token+ holds it; change nil) */
 static VALUE lf_table_peek(int argc, VALUE *argv, VALUE self)
 {
     lf_circuits *t = lf_circuit_table_get(self);
@@ -111,14 +120,17 @@ static VALUE lf_table_peek(int argc, VALUE *argv, VALUE self)
     Check_Type(keys, T_ARRAY);
     out = rb_ary_new_capa(RARRAY_LEN(keys));
     for (i = 0; i < RARRAY_LEN(keys); i++) {
-        int failures;
-        lf_route route = lf_circuits_peek(t, lf_key(RARRAY_AREF(keys, i)), lf_token(token), now, &failures);
-        rb_ary_push(out, rb_ary_new_from_args(3, INT2FIX(route), INT2FIX(failures), Qnil));
+        lf_health h;
+
+        lf_circuits_peek(t, lf_key(RARRAY_AREF(keys, i)), lf_token(token), now, &h);
+        rb_ary_push(out, lf_entry_value(&h, NULL));
     }
     return out;
 }
 
-/* @overload record(key, threshold:, cooldown:, success:, hold:, error_class: nil, token: nil, first_probe: nil)
+/* @overload record(key, threshold:, cooldown:, success:, hold:, error_class: nil, token: nil, first_probe: nil,
+ *                  headroom: nil)
+ *   headroom: an Engine::Headroom, what a pool host's answer said (kept)
  *   @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change (nil: none) */
 static VALUE lf_table_record(int argc, VALUE *argv, VALUE self)
 {
@@ -127,6 +139,7 @@ static VALUE lf_table_record(int argc, VALUE *argv, VALUE self)
     lf_circuit_rules rules;
     lf_circuits_outcome out;
     lf_circuit_change chg;
+    lf_headroom headroom;
     int open, i;
 
     rb_scan_args(argc, argv, "1:", &key, &opts);
@@ -145,6 +158,8 @@ static VALUE lf_table_record(int argc, VALUE *argv, VALUE self)
         .hold = NUM2DBL(v[LF_KW_HOLD]),
         .token = lf_token(v[LF_KW_TOKEN]),
     };
+    headroom = lf_headroom_from(v[LF_KW_HEADROOM]);
+    out.headroom = &headroom;
     open = lf_circuits_record(t, lf_key(key), &rules, &out, &chg);
     return rb_ary_new_from_args(2, open ? Qtrue : Qfalse, lf_change_value(&chg));
 }
@@ -163,6 +178,15 @@ static VALUE lf_table_adopt(VALUE self, VALUE key, VALUE failures, VALUE open_fo
     return Qnil;
 }
 
+/* What a host said of its headroom (an Engine::Headroom, or nil: nothing), as of now. */
+static VALUE lf_table_note_headroom(VALUE self, VALUE key, VALUE headroom)
+{
+    lf_headroom h = lf_headroom_from(headroom);
+
+    lf_circuits_note_headroom(lf_circuit_table_get(self), lf_key(key), lf_now_wall(), &h);
+    return Qnil;
+}
+
 /* Whether a success on +key+ has anything to reset. */
 static VALUE lf_table_unsettled(VALUE self, VALUE key)
 {
@@ -176,20 +200,21 @@ static VALUE lf_epoch_or_nil(double t)
 
 /* @return [Array<Array>] each known target: [key, state, failures, probes_failed,
  *   opened_at (epoch s or nil), cooldown_until (epoch s, nil when closed), last
- *   error class or nil]; an open circuit whose cooldown is over reads half-open,
- *   as the next call will find it (lf_circuit_peek) */
+ *   error class or nil, headroom (an Engine::Headroom as of now, or nil)]; an open
+ *   circuit whose cooldown is over reads half-open, as the next call will find it
+ *   (lf_circuit_peek) */
 static VALUE lf_table_rows(VALUE self)
 {
     lf_circuits_view *v;
-    long n = lf_circuits_snapshot(lf_circuit_table_get(self), &v), i;
     double now = lf_now_wall();
+    long n = lf_circuits_snapshot(lf_circuit_table_get(self), now, &v), i;
     VALUE rows;
 
     if (n < 0) rb_raise(rb_eNoMemError, "llm_failover: out of memory reading the circuits");
     rows = rb_ary_new_capa(n);
     for (i = 0; i < n; i++) {
         const lf_circuit *c = &v[i].circuit;
-        VALUE row[7];
+        VALUE row[8];
         row[0] = rb_utf8_str_new_cstr(v[i].key);
         row[1] = lf_sym_states[c->state == LF_CIRCUIT_OPEN && lf_circuit_peek(c, now) != LF_ROUTE_SKIP
                                    ? LF_CIRCUIT_HALF_OPEN : c->state];
@@ -198,7 +223,8 @@ static VALUE lf_table_rows(VALUE self)
         row[4] = lf_epoch_or_nil(c->opened_at);
         row[5] = c->state == LF_CIRCUIT_CLOSED ? Qnil : lf_epoch_or_nil(c->until);
         row[6] = v[i].last_kind == LF_OK ? Qnil : lf_error_class_for(v[i].last_kind);
-        rb_ary_push(rows, rb_ary_new_from_values(7, row));
+        row[7] = lf_headroom_value(&v[i].headroom, 0);
+        rb_ary_push(rows, rb_ary_new_from_values(8, row));
     }
     lf_circuits_views_free(v, n);
     return rows;
@@ -216,7 +242,7 @@ static VALUE lf_table_reopens_at(VALUE self, VALUE keys)
     out = rb_ary_new_capa(RARRAY_LEN(keys));
     for (i = 0; i < RARRAY_LEN(keys); i++) {
         lf_circuits_view v;
-        int known = lf_circuits_get(t, lf_key(RARRAY_AREF(keys, i)), &v);
+        int known = lf_circuits_get(t, lf_key(RARRAY_AREF(keys, i)), lf_now_wall(), &v);
         rb_ary_push(out, known && v.circuit.state != LF_CIRCUIT_CLOSED ? lf_epoch_or_nil(v.circuit.until) : Qnil);
     }
     return out;
@@ -246,6 +272,7 @@ void lf_init_circuit_table(VALUE mod)
     rb_define_method(lf_cCircuitTable, "release", lf_table_release, 2);
     rb_define_method(lf_cCircuitTable, "adopt", lf_table_adopt, 3);
     rb_define_method(lf_cCircuitTable, "unsettled?", lf_table_unsettled, 1);
+    rb_define_method(lf_cCircuitTable, "note_headroom", lf_table_note_headroom, 2);
     rb_define_method(lf_cCircuitTable, "rows", lf_table_rows, 0);
     rb_define_method(lf_cCircuitTable, "reopens_at", lf_table_reopens_at, 1);
     rb_define_method(lf_cCircuitTable, "clear", lf_table_clear, 0);
@@ -260,4 +287,5 @@ void lf_init_circuit_table(VALUE mod)
     lf_record_kw[LF_KW_ERROR_CLASS] = rb_intern("error_class");
     lf_record_kw[LF_KW_TOKEN] = rb_intern("token");
     lf_record_kw[LF_KW_FIRST_PROBE] = rb_intern("first_probe");
+    lf_record_kw[LF_KW_HEADROOM] = rb_intern("headroom");
 }

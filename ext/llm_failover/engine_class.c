@@ -115,6 +115,10 @@ static VALUE lf_engine_perform(VALUE arg)
                     .pool = c->engine->pool,
                     .targets = c->args.targets,
                     .n_targets = c->args.n_targets,
+                    .tiers = c->args.tiers,
+                    .n_tiers = c->args.n_tiers,
+                    .stay = c->args.stay,
+                    .tokens = c->args.tokens,
                     .params = &c->args.params,
                     .policy = &c->args.policy,
                     .listener = &c->l,
@@ -212,5 +216,5 @@ void lf_init_engine(VALUE mod)
     rb_define_singleton_method(cEngine, "uuid", lf_engine_s_uuid, 0);
     lf_init_engine_request(cEngine);
     lf_init_engine_result(cEngine);
-    lf_init_engine_listener();
+    lf_init_engine_listener(cEngine);
 }

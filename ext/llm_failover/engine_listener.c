@@ -2,7 +2,8 @@
  * on_reset(target), on_attempt(Engine::Attempt), on_circuit_change(target,
  * from, to, reason, error_class); and the call's breaker: a CircuitTable's,
  * which the core runs itself, or a Ruby breaker object's health, admit and
- * report. Targets are the request's Engine::Targets. Its waits are
+ * report, whose answers are Engine::Health and Engine::Headroom, defined
+ * here. Targets are the request's Engine::Targets (a pool's hosts each). Its waits are
  * engine_wait.c's, the values it hands over engine_result.c's.
  *
  * Ruby is called only from the listener's callbacks, which the core makes
@@ -17,6 +18,57 @@
 static ID lf_id_on_chunk, lf_id_on_reset, lf_id_on_attempt, lf_id_on_circuit_change, lf_id_health, lf_id_admit,
     lf_id_report;
 static VALUE lf_sym_states[3], lf_sym_reasons[6];
+static VALUE lf_cHealth, lf_cHeadroom;
+
+/* Engine::Headroom: what a pool's host said is left of its window (nil:
+ * not said) and in how many seconds each refills; dry: it cannot take
+ * another call like the one that heard it before then. */
+enum { LF_HR_REQUESTS, LF_HR_REQUESTS_FOR, LF_HR_TOKENS, LF_HR_TOKENS_FOR, LF_HR_DRY, LF_HR_COUNT };
+static const char *const lf_headroom_members[LF_HR_COUNT] = { "requests", "requests_for", "tokens", "tokens_for",
+                                                              "dry" };
+
+/* Engine::Health: a target as a Ruby breaker's store sees it: its route
+ * (Circuit::SEND, SKIP or PROBE), its counted failures, for how many
+ * seconds a skip holds (nil: not said), its Engine::Headroom or nil. */
+enum { LF_HE_ROUTE, LF_HE_FAILURES, LF_HE_OPEN_FOR, LF_HE_HEADROOM, LF_HE_COUNT };
+static const char *const lf_health_members[LF_HE_COUNT] = { "route", "failures", "open_for", "headroom" };
+
+VALUE lf_headroom_value(const lf_headroom *h, int dry)
+{
+    VALUE v;
+
+    if (!lf_headroom_said(h)) return Qnil;
+    v = rb_obj_alloc(lf_cHeadroom); /* keyword_init: its members set one by one */
+    RSTRUCT_SET(v, LF_HR_REQUESTS, h->requests >= 0 ? LONG2NUM(h->requests) : Qnil);
+    RSTRUCT_SET(v, LF_HR_REQUESTS_FOR, h->requests_for >= 0 ? DBL2NUM(h->requests_for) : Qnil);
+    RSTRUCT_SET(v, LF_HR_TOKENS, h->tokens >= 0 ? LONG2NUM(h->tokens) : Qnil);
+    RSTRUCT_SET(v, LF_HR_TOKENS_FOR, h->tokens_for >= 0 ? DBL2NUM(h->tokens_for) : Qnil);
+    RSTRUCT_SET(v, LF_HR_DRY, dry ? Qtrue : Qfalse);
+    return v;
+}
+
+static long lf_count_or_unsaid(VALUE v)
+{
+    return NIL_P(v) ? -1 : NUM2LONG(v);
+}
+
+static double lf_seconds_or_unsaid(VALUE v)
+{
+    return NIL_P(v) ? -1 : NUM2DBL(v);
+}
+
+lf_headroom lf_headroom_from(VALUE v)
+{
+    lf_headroom h = LF_HEADROOM_UNSAID;
+
+    if (NIL_P(v)) return h;
+    if (!rb_obj_is_kind_of(v, lf_cHeadroom)) rb_raise(rb_eTypeError, "llm_failover: a headroom must be an Engine::Headroom");
+    h.requests = lf_count_or_unsaid(RSTRUCT_GET(v, LF_HR_REQUESTS));
+    h.requests_for = lf_seconds_or_unsaid(RSTRUCT_GET(v, LF_HR_REQUESTS_FOR));
+    h.tokens = lf_count_or_unsaid(RSTRUCT_GET(v, LF_HR_TOKENS));
+    h.tokens_for = lf_seconds_or_unsaid(RSTRUCT_GET(v, LF_HR_TOKENS_FOR));
+    return h;
+}
 
 int lf_ruby_stop(int *state)
 {
@@ -207,17 +259,27 @@ typedef struct lf_health_args {
     lf_health *out;
 } lf_health_args;
 
-/* health(n) -> [route, failures, ...], a pair per target. */
+/* An Engine::Health into *out. */
+static void lf_health_from(VALUE v, lf_health *out)
+{
+    VALUE open_for;
+
+    if (!rb_obj_is_kind_of(v, lf_cHealth)) rb_raise(rb_eTypeError, "llm_failover: a breaker answers Engine::Health");
+    out->route = lf_route_of(RSTRUCT_GET(v, LF_HE_ROUTE));
+    out->failures = NUM2INT(RSTRUCT_GET(v, LF_HE_FAILURES));
+    open_for = RSTRUCT_GET(v, LF_HE_OPEN_FOR);
+    out->open_for = NIL_P(open_for) ? 0 : NUM2DBL(open_for);
+    out->headroom = lf_headroom_from(RSTRUCT_GET(v, LF_HE_HEADROOM));
+}
+
+/* health(n) -> [Engine::Health, ...], one per target. */
 static VALUE lf_call_health(VALUE arg)
 {
     lf_health_args *a = (lf_health_args *)arg;
     VALUE r = rb_funcall(a->rl->breaker_object, lf_id_health, 1, SIZET2NUM(a->n));
     size_t i;
     Check_Type(r, T_ARRAY);
-    for (i = 0; i < a->n && (long)(2 * i + 1) < RARRAY_LEN(r); i++) {
-        a->out[i].route = lf_route_of(RARRAY_AREF(r, (long)(2 * i)));
-        a->out[i].failures = NUM2INT(RARRAY_AREF(r, (long)(2 * i + 1)));
-    }
+    for (i = 0; i < a->n && (long)i < RARRAY_LEN(r); i++) lf_health_from(RARRAY_AREF(r, (long)i), &a->out[i]);
     return Qnil;
 }
 
@@ -235,15 +297,11 @@ typedef struct lf_admit_args {
     lf_health *out;
 } lf_admit_args;
 
-/* admit(target) -> [route, failures] */
+/* admit(target) -> Engine::Health */
 static VALUE lf_call_admit(VALUE arg)
 {
     lf_admit_args *a = (lf_admit_args *)arg;
-    VALUE r = rb_funcall(a->rl->breaker_object, lf_id_admit, 1, lf_target_value(a->rl, a->target));
-    Check_Type(r, T_ARRAY);
-    if (RARRAY_LEN(r) < 2) return Qnil;
-    a->out->route = lf_route_of(RARRAY_AREF(r, 0));
-    a->out->failures = NUM2INT(RARRAY_AREF(r, 1));
+    lf_health_from(rb_funcall(a->rl->breaker_object, lf_id_admit, 1, lf_target_value(a->rl, a->target)), a->out);
     return Qnil;
 }
 
@@ -261,14 +319,15 @@ typedef struct lf_report_args {
     int open;
 } lf_report_args;
 
-/* report(target, success, error_class, hold) -> whether it is open now. */
+/* report(target, success, error_class, hold, headroom) -> whether it is open
+ * now; headroom an Engine::Headroom or nil. */
 static VALUE lf_call_report(VALUE arg)
 {
     lf_report_args *a = (lf_report_args *)arg;
     const lf_circuit_report *r = a->r;
-    VALUE open = rb_funcall(a->rl->breaker_object, lf_id_report, 4, lf_target_value(a->rl, r->target),
+    VALUE open = rb_funcall(a->rl->breaker_object, lf_id_report, 5, lf_target_value(a->rl, r->target),
                             r->success ? Qtrue : Qfalse, r->success ? Qnil : lf_error_class_for(r->kind),
-                            DBL2NUM(r->hold));
+                            DBL2NUM(r->hold), lf_headroom_value(&r->headroom, r->dry));
     a->open = RTEST(open);
     return Qnil;
 }
@@ -323,10 +382,14 @@ void lf_ruby_listener_init(lf_ruby_listener *rl, VALUE listener, VALUE targets, 
     lf_ruby_listener_waits(rl, l);
 }
 
-void lf_init_engine_listener(void)
+void lf_init_engine_listener(VALUE engine)
 {
     int i;
 
+    lf_cHeadroom = lf_engine_struct(engine, "Headroom", lf_headroom_members, LF_HR_COUNT, 1);
+    lf_cHealth = lf_engine_struct(engine, "Health", lf_health_members, LF_HE_COUNT, 1);
+    rb_global_variable(&lf_cHeadroom);
+    rb_global_variable(&lf_cHealth);
     lf_id_on_chunk = rb_intern("on_chunk");
     lf_id_on_reset = rb_intern("on_reset");
     lf_id_on_attempt = rb_intern("on_attempt");

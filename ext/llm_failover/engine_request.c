@@ -1,5 +1,5 @@
-/* The seam's way in: LlmFailover::Engine::Request, ::Target, ::Policy and
- * ::Attachment, Structs whose members are listed here once (doc/architecture.md,
+/* The seam's way in: LlmFailover::Engine::Request, ::Target, ::Pool, ::Policy
+ * and ::Attachment, Structs whose members are listed here once (doc/architecture.md,
  * "The seam", describes them), and their conversion into the core's
  * lf_engine_request. Types only: the values were validated by Ruby
  * (Configuration, Chat), which owns those rules and their messages. */
@@ -12,11 +12,11 @@
 #include "lf_banned.h"
 
 static VALUE lf_sym_openai, lf_sym_anthropic, lf_sym_auto, lf_sym_required, lf_sym_none;
-static VALUE lf_cRequest, lf_cTarget, lf_cPolicy, lf_cAttachment;
+static VALUE lf_cRequest, lf_cTarget, lf_cPool, lf_cPolicy, lf_cAttachment;
 
 /* Engine::Request: one call. */
 enum {
-    LF_RQ_TARGETS,             /* [Target, ...]: 1 or 2, in the order to try */
+    LF_RQ_TARGETS,             /* [Target or Pool, ...]: 1 or 2, in the order to try */
     LF_RQ_MESSAGES,            /* [[role, content], ...]; an assistant's with tool calls
                                   ["assistant", content, [[id, name, arguments JSON], ...]];
                                   a tool result ["tool", content, call_id, is_error] */
@@ -36,11 +36,15 @@ enum {
                                   object: health(n), admit(target), report(target, success,
                                   error_class, hold) */
     LF_RQ_TOKEN,               /* the call's own (its request id): whose probe a probe is */
+    LF_RQ_STAY,                /* nil, or a Pool's host (its Target) the call goes to first while
+                                  it has headroom: the one the chat's turn started on */
+    LF_RQ_TOKENS,              /* nil, or the most tokens the request may be counted for (a pool
+                                  host's headroom is weighed against it) */
     LF_RQ_COUNT
 };
 static const char *const lf_request_members[LF_RQ_COUNT] = {
     "targets", "messages", "attachments", "inputs", "temperature", "max_tokens", "stream", "json", "schema",
-    "schema_name", "tools", "tool_choice", "parallel_tool_calls", "policy", "circuits", "token",
+    "schema_name", "tools", "tool_choice", "parallel_tool_calls", "policy", "circuits", "token", "stay", "tokens",
 };
 
 /* Engine::Target: a model asked of a provider, built once per provider and model. */
@@ -62,6 +66,11 @@ static const char *const lf_target_members[LF_TG_COUNT] = {
     "key", "api", "base_url", "api_key", "model", "headers", "images", "documents", "attachment_urls",
     "max_attachment_bytes", "max_attachments",
 };
+
+/* Engine::Pool: one target served by several hosts, each an Engine::Target
+ * with its own key, picked by weight among those with headroom. */
+enum { LF_PL_KEY, LF_PL_HOSTS, LF_PL_WEIGHTS, LF_PL_COUNT };
+static const char *const lf_pool_members[LF_PL_COUNT] = { "key", "hosts", "weights" };
 
 /* Engine::Policy: seconds where they are times; built once per configuration. */
 enum {
@@ -233,6 +242,41 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
         target->headers = (const char *const *)r->headers[i];
         if (w.cap > 0) rb_hash_foreach(headers, lf_copy_header, (VALUE)&w);
     }
+}
+
+/* One entry of :targets, a Target or a Pool, as tier t: its hosts appended
+ * to the request's flat list, which the callbacks name them by. */
+static void lf_fill_tier(lf_engine_request *r, size_t t, VALUE entry)
+{
+    lf_tier *tier = &r->tiers[t];
+    VALUE hosts, weights;
+    long k;
+
+    tier->first = r->n_targets;
+    if (!rb_obj_is_kind_of(entry, lf_cPool)) {
+        lf_fill_target(r, r->n_targets, entry);
+        r->n_targets++;
+        rb_ary_push(r->targets_value, entry);
+        tier->n_hosts = 1;
+        return;
+    }
+    hosts = lf_required(entry, LF_PL_HOSTS, lf_pool_members, "pool");
+    weights = lf_required(entry, LF_PL_WEIGHTS, lf_pool_members, "pool");
+    Check_Type(hosts, T_ARRAY);
+    Check_Type(weights, T_ARRAY);
+    if (RARRAY_LEN(hosts) < 1 || RARRAY_LEN(hosts) > LF_MAX_POOL_HOSTS || RARRAY_LEN(weights) != RARRAY_LEN(hosts))
+        rb_raise(rb_eArgError, "llm_failover: a pool has 1 to %d hosts and a weight each", LF_MAX_POOL_HOSTS);
+    for (k = 0; k < RARRAY_LEN(hosts); k++) {
+        double w = NUM2DBL(RARRAY_AREF(weights, k));
+        if (!(w > 0)) rb_raise(rb_eArgError, "llm_failover: a pool host's weight must be positive");
+        r->weights[r->n_targets] = w;
+        lf_fill_target(r, r->n_targets, RARRAY_AREF(hosts, k));
+        r->n_targets++;
+        rb_ary_push(r->targets_value, RARRAY_AREF(hosts, k));
+    }
+    tier->n_hosts = (size_t)RARRAY_LEN(hosts);
+    tier->pooled = 1;
+    tier->weights = &r->weights[tier->first];
 }
 
 /* An assistant message's tool calls: [[id, name, arguments JSON], ...]. */
@@ -423,6 +467,19 @@ static void lf_fill_circuits(lf_engine_request *r, VALUE request)
     lf_circuits_bind(cc, &r->breaker);
 }
 
+/* :stay, one of the request's pool hosts or nil; :tokens, nil or a count. */
+static void lf_fill_stay(lf_engine_request *r, VALUE request)
+{
+    VALUE stay = LF_FIELD(request, LF_RQ_STAY), tokens = LF_FIELD(request, LF_RQ_TOKENS);
+    long i;
+
+    if (!NIL_P(tokens)) r->tokens = NUM2LONG(tokens);
+    if (NIL_P(stay)) return;
+    for (i = 0; i < RARRAY_LEN(r->targets_value); i++)
+        if (RARRAY_AREF(r->targets_value, i) == stay) r->stay = &r->targets[i];
+    if (!r->stay) rb_raise(rb_eArgError, "llm_failover: :stay must be one of the request's targets");
+}
+
 void lf_engine_request_fill(lf_engine_request *r, VALUE request)
 {
     VALUE targets, schema, schema_name, temperature, max_tokens, inputs;
@@ -431,11 +488,13 @@ void lf_engine_request_fill(lf_engine_request *r, VALUE request)
     lf_check_struct(request, lf_cRequest, "the request");
     targets = lf_required(request, LF_RQ_TARGETS, lf_request_members, "request");
     Check_Type(targets, T_ARRAY);
-    if (RARRAY_LEN(targets) < 1 || RARRAY_LEN(targets) > LF_MAX_TARGETS)
-        rb_raise(rb_eArgError, "llm_failover: 1 or %d targets, got %ld", LF_MAX_TARGETS, RARRAY_LEN(targets));
-    for (i = 0; i < RARRAY_LEN(targets); i++) lf_fill_target(r, (size_t)i, RARRAY_AREF(targets, i));
-    r->n_targets = (size_t)RARRAY_LEN(targets);
-    r->targets_value = targets;
+    if (RARRAY_LEN(targets) < 1 || RARRAY_LEN(targets) > LF_MAX_TIERS)
+        rb_raise(rb_eArgError, "llm_failover: 1 or %d targets, got %ld", LF_MAX_TIERS, RARRAY_LEN(targets));
+    r->targets_value = rb_ary_new();
+    for (i = 0; i < RARRAY_LEN(targets); i++) lf_fill_tier(r, (size_t)i, RARRAY_AREF(targets, i));
+    r->n_tiers = (size_t)RARRAY_LEN(targets);
+    rb_obj_freeze(r->targets_value);
+    lf_fill_stay(r, request);
     inputs = LF_FIELD(request, LF_RQ_INPUTS);
     if (NIL_P(inputs)) {
         lf_fill_messages(r, lf_required(request, LF_RQ_MESSAGES, lf_request_members, "request"));
@@ -535,10 +594,13 @@ void lf_init_engine_request(VALUE engine)
 {
     lf_cRequest = lf_engine_struct(engine, "Request", lf_request_members, LF_RQ_COUNT, 1);
     lf_cTarget = lf_engine_struct(engine, "Target", lf_target_members, LF_TG_COUNT, 1);
+    lf_cPool = lf_engine_struct(engine, "Pool", lf_pool_members, LF_PL_COUNT, 1);
     lf_cPolicy = lf_engine_struct(engine, "Policy", lf_policy_members, LF_PO_COUNT, 1);
     lf_cAttachment = lf_engine_struct(engine, "Attachment", lf_attachment_members, LF_AT_COUNT, 1);
     rb_global_variable(&lf_cRequest);
     rb_global_variable(&lf_cTarget);
+    rb_global_variable(&lf_cPool);
+    rb_define_const(engine, "MAX_POOL_HOSTS", INT2FIX(LF_MAX_POOL_HOSTS));
     rb_global_variable(&lf_cPolicy);
     rb_global_variable(&lf_cAttachment);
     rb_define_method(lf_cTarget, "inspect", lf_target_inspect, 0);

@@ -15,9 +15,14 @@
 /* A request in the core's terms. Every string is a C copy: the Ruby Strings
  * may move (compaction) or change while the loop runs Ruby code. */
 typedef struct lf_engine_request {
-    lf_target targets[LF_MAX_TARGETS];
+    lf_target targets[LF_MAX_TARGETS]; /* every host of the tiers, in order */
     size_t n_targets;
-    VALUE targets_value;              /* the request's Array of Engine::Targets */
+    lf_tier tiers[LF_MAX_TIERS];       /* a Target's one host, or a Pool's */
+    size_t n_tiers;
+    double weights[LF_MAX_TARGETS];    /* a pool host's weight */
+    const lf_target *stay;            /* :stay's host, or NULL */
+    long tokens;                      /* :tokens, or 0 */
+    VALUE targets_value;              /* every host's Engine::Target, flat: what callbacks name */
     char **headers[LF_MAX_TARGETS];   /* "Name: value" lines of each target */
     lf_message *messages;
     size_t n_messages;
@@ -72,6 +77,11 @@ void lf_ruby_listener_unwind(lf_ruby_listener *rl);
  * error_class, hold). */
 const lf_breaker *lf_ruby_listener_breaker(lf_ruby_listener *rl, lf_engine_request *r);
 
+/* An Engine::Headroom for h (nil when it says nothing), with `dry`; and
+ * one (or nil) as the core's. */
+VALUE lf_headroom_value(const lf_headroom *h, int dry);
+lf_headroom lf_headroom_from(VALUE v);
+
 /* Fills the core's waits (wait, wait_fd, wake_fd, on_wake) for rl. */
 void lf_ruby_listener_waits(lf_ruby_listener *rl, lf_listener *l);
 
@@ -94,7 +104,7 @@ lf_circuits *lf_circuit_table_get(VALUE v);
 VALUE lf_engine_struct(VALUE engine, const char *name, const char *const *members, int n, int keyword_init);
 
 void lf_init_engine_request(VALUE engine);
-void lf_init_engine_listener(void);
+void lf_init_engine_listener(VALUE engine);
 void lf_init_engine_wait(void);
 void lf_init_engine_result(VALUE engine);
 

@@ -21,8 +21,8 @@ require_relative "report/spending"
 
 module LlmFailover
   # What the attempts table says about a period: failure rates per provider and model,
-  # the calls failover saved, the features that fail over, incident windows, the
-  # tokens spent and what they cost (failed attempts included: a provider may bill a
+  # traffic, failures and spend per host (a pool's hosts), the calls failover saved,
+  # the features that fail over, incident windows, the tokens spent and what they cost (failed attempts included: a provider may bill a
   # call that failed), the failover premium and what the cache saved.
   #
   #   puts LlmFailover::Report.new(from: 7.days.ago)
@@ -140,6 +140,26 @@ module LlmFailover
       @saves ||= calls.select(&:save?).map do |c|
         Save.new(request_id: c.request_id, feature: c.to_feature, from: c.from, to: c.to, attempts: c.won_at)
       end
+    end
+
+    # @return [Array<HostUse>] per provider, host and model, for the attempts sent to a
+    #   host (cache hits and skips sent nothing), in provider and host order
+    def hosts
+      @hosts ||= groups.select(&:host).group_by { |g| [g.provider, g.host, g.model] }
+                       .filter_map do |(provider, host, model), list|
+        attempts = list.sum(&:sent)
+        next if attempts.zero?
+
+        HostUse.new(provider: provider, host: host, model: model, attempts: attempts, failures: list.sum(&:failures),
+                    input: list.sum(&:input), output: list.sum(&:output), cost: list.sum(BigDecimal("0"), &:cost),
+                    failed: list.sum(BigDecimal("0"), &:failed_cost))
+      end.sort_by { |h| [h.provider.to_s, h.model.to_s, -h.attempts, h.host.to_s] }
+    end
+
+    # @return [Boolean] whether a pool served any attempt of the period (a host other
+    #   than its provider)
+    def pooled?
+      hosts.any? { |h| h.host != h.provider }
     end
 
     # @return [Array<Array(String, String, Integer)>] from, to, count: where saves went

@@ -30,11 +30,11 @@ static void test_unknown_targets_send_and_cost_nothing(void)
 {
     lf_circuits *t = lf_circuits_new();
     lf_circuit_change chg;
-    int failures = -1;
+    lf_health hl;
 
-    LF_CHECK_INT(lf_circuits_peek(t, KEY, NULL, 1000, &failures), LF_ROUTE_SEND);
-    LF_CHECK_INT(failures, 0);
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "a", 1000, 5, &failures, &chg), LF_ROUTE_SEND);
+    LF_CHECK_INT(lf_circuits_peek(t, KEY, NULL, 1000, &hl), LF_ROUTE_SEND);
+    LF_CHECK_INT(hl.failures, 0);
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "a", 1000, 5, &hl, &chg), LF_ROUTE_SEND);
     LF_CHECK_INT(chg.reason, LF_REASON_NONE);
     /* a success on a target with nothing counted makes no entry */
     LF_CHECK_INT(succeed(t, KEY, 1000, NULL, &chg), 0);
@@ -47,7 +47,7 @@ static void test_threshold_opens_and_a_success_resets(void)
     lf_circuits *t = lf_circuits_new();
     lf_circuit_change chg;
     lf_circuits_view v;
-    int failures;
+    lf_health hl;
 
     LF_CHECK_INT(fail(t, KEY, 1000, NULL, &chg), 0);
     LF_CHECK(lf_circuits_unsettled(t, KEY));
@@ -56,12 +56,12 @@ static void test_threshold_opens_and_a_success_resets(void)
     LF_CHECK_INT(fail(t, KEY, 1000, NULL, &chg), 0);
     LF_CHECK_INT(fail(t, KEY, 1001, NULL, &chg), 1);
     LF_CHECK_INT(chg.reason, LF_REASON_THRESHOLD);
-    LF_CHECK_INT(lf_circuits_peek(t, KEY, NULL, 1002, &failures), LF_ROUTE_SKIP);
-    LF_CHECK_INT(failures, 2);
-    LF_CHECK_INT(lf_circuits_get(t, KEY, &v), 1);
+    LF_CHECK_INT(lf_circuits_peek(t, KEY, NULL, 1002, &hl), LF_ROUTE_SKIP);
+    LF_CHECK_INT(hl.failures, 2);
+    LF_CHECK_INT(lf_circuits_get(t, KEY, 1000, &v), 1);
     LF_CHECK_INT(v.circuit.state, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(v.last_kind, LF_E_SERVER);
-    LF_CHECK_INT(lf_circuits_get(t, "other:model", &v), 0);
+    LF_CHECK_INT(lf_circuits_get(t, "other:model", 1000, &v), 0);
     lf_circuits_free(t);
 }
 
@@ -72,22 +72,22 @@ static void test_one_holder_of_the_probe(void)
 {
     lf_circuits *t = lf_circuits_new();
     lf_circuit_change chg;
-    int failures;
+    lf_health hl;
 
     fail(t, KEY, 1000, NULL, &chg);
     fail(t, KEY, 1000, NULL, &chg);
-    LF_CHECK_INT(lf_circuits_peek(t, KEY, "a", 1061, &failures), LF_ROUTE_PROBE); /* free */
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "a", 1061, 5, &failures, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuits_peek(t, KEY, "a", 1061, &hl), LF_ROUTE_PROBE); /* free */
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "a", 1061, 5, &hl, &chg), LF_ROUTE_PROBE);
     LF_CHECK_INT(chg.reason, LF_REASON_COOLDOWN);
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1061, 5, &failures, &chg), LF_ROUTE_SKIP);
-    LF_CHECK_INT(lf_circuits_peek(t, KEY, "b", 1061, &failures), LF_ROUTE_SKIP);
-    LF_CHECK_INT(lf_circuits_peek(t, KEY, "a", 1061, &failures), LF_ROUTE_PROBE); /* its own */
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "a", 1065, 5, &failures, &chg), LF_ROUTE_PROBE); /* renewed */
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1068, 5, &failures, &chg), LF_ROUTE_SKIP); /* to 1070 */
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1061, 5, &hl, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuits_peek(t, KEY, "b", 1061, &hl), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuits_peek(t, KEY, "a", 1061, &hl), LF_ROUTE_PROBE); /* its own */
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "a", 1065, 5, &hl, &chg), LF_ROUTE_PROBE); /* renewed */
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1068, 5, &hl, &chg), LF_ROUTE_SKIP); /* to 1070 */
     lf_circuits_release(t, KEY, "b");
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1068, 5, &failures, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1068, 5, &hl, &chg), LF_ROUTE_SKIP);
     lf_circuits_release(t, KEY, "a");
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1068, 5, &failures, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "b", 1068, 5, &hl, &chg), LF_ROUTE_PROBE);
     lf_circuits_free(t);
 }
 
@@ -98,24 +98,24 @@ static void test_only_the_probe_reopens(void)
     lf_circuits *t = lf_circuits_new();
     lf_circuit_change chg;
     lf_circuits_view v;
-    int failures;
+    lf_health hl;
 
     fail(t, KEY, 1000, NULL, &chg);
     fail(t, KEY, 1000, NULL, &chg);
-    lf_circuits_admit(t, KEY, "probe", 1061, 5, &failures, &chg);
+    lf_circuits_admit(t, KEY, "probe", 1061, 5, &hl, &chg);
     LF_CHECK_INT(fail(t, KEY, 1062, "late", &chg), 1);
     LF_CHECK_INT(chg.reason, LF_REASON_NONE);
     LF_CHECK_INT(fail(t, KEY, 1062, "probe", &chg), 1);
     LF_CHECK_INT(chg.reason, LF_REASON_PROBE_FAILED);
-    lf_circuits_get(t, KEY, &v);
+    lf_circuits_get(t, KEY, 1000, &v);
     LF_CHECK_INT(v.circuit.state, LF_CIRCUIT_OPEN);
     LF_CHECK_INT(v.circuit.failures, 4);
     LF_CHECK_INT(v.circuit.probes_failed, 1);
     /* the next probe, after the schedule's wait, succeeds */
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "next", 2000, 5, &failures, &chg), LF_ROUTE_PROBE);
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "next", 2000, 5, &hl, &chg), LF_ROUTE_PROBE);
     LF_CHECK_INT(succeed(t, KEY, 2001, "next", &chg), 0);
     LF_CHECK_INT(chg.reason, LF_REASON_SUCCESS);
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "other", 2001, 5, &failures, &chg), LF_ROUTE_SEND);
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "other", 2001, 5, &hl, &chg), LF_ROUTE_SEND);
     LF_CHECK(!lf_circuits_unsettled(t, KEY));
     lf_circuits_free(t);
 }
@@ -126,29 +126,30 @@ static void test_adopt_snapshot_and_clear(void)
     lf_circuits_view *v;
     lf_circuit_change chg;
     long n, i;
-    int failures, seen_open = 0;
+    lf_health hl;
+    int seen_open = 0;
     char key[32];
 
     lf_circuits_adopt(t, KEY, 1000, 0, 0); /* healthy: nothing to keep */
     LF_CHECK_INT(lf_circuits_size(t), 0);
     lf_circuits_adopt(t, KEY, 1000, 3, 30);
-    LF_CHECK_INT(lf_circuits_peek(t, KEY, NULL, 1010, &failures), LF_ROUTE_SKIP);
-    LF_CHECK_INT(failures, 3);
+    LF_CHECK_INT(lf_circuits_peek(t, KEY, NULL, 1010, &hl), LF_ROUTE_SKIP);
+    LF_CHECK_INT(hl.failures, 3);
     /* enough keys to grow the table */
     for (i = 0; i < 40; i++) {
         snprintf(key, sizeof key, "p:m%ld", i);
         fail(t, key, 1000, NULL, &chg);
     }
-    n = lf_circuits_snapshot(t, &v);
+    n = lf_circuits_snapshot(t, 1000, &v);
     LF_CHECK_INT(n, 41);
     for (i = 0; i < n; i++) seen_open += strcmp(v[i].key, KEY) == 0 && v[i].circuit.state == LF_CIRCUIT_OPEN;
     LF_CHECK_INT(seen_open, 1);
     lf_circuits_views_free(v, n);
-    LF_CHECK_INT(lf_circuits_peek(t, "p:m39", NULL, 1000, &failures), LF_ROUTE_SEND);
-    LF_CHECK_INT(failures, 1);
+    LF_CHECK_INT(lf_circuits_peek(t, "p:m39", NULL, 1000, &hl), LF_ROUTE_SEND);
+    LF_CHECK_INT(hl.failures, 1);
     lf_circuits_clear(t);
     LF_CHECK_INT(lf_circuits_size(t), 0);
-    LF_CHECK_INT(lf_circuits_snapshot(t, &v), 0);
+    LF_CHECK_INT(lf_circuits_snapshot(t, 1000, &v), 0);
     lf_circuits_views_free(v, 0);
     lf_circuits_free(t);
 }
@@ -158,21 +159,22 @@ static void test_fork_leaves_the_probe_behind(void)
 {
     lf_circuits *t = lf_circuits_new();
     lf_circuit_change chg;
-    int failures, status = 0;
+    lf_health hl;
+    int status = 0;
     pid_t pid;
 
     fail(t, KEY, 1000, NULL, &chg);
     fail(t, KEY, 1000, NULL, &chg);
-    lf_circuits_admit(t, KEY, "parent", 1061, 5, &failures, &chg);
+    lf_circuits_admit(t, KEY, "parent", 1061, 5, &hl, &chg);
     pid = fork();
     if (pid == 0) {
-        int ok = lf_circuits_admit(t, KEY, "child", 1062, 5, &failures, &chg) == LF_ROUTE_PROBE && failures == 2;
+        int ok = lf_circuits_admit(t, KEY, "child", 1062, 5, &hl, &chg) == LF_ROUTE_PROBE && hl.failures == 2;
         _exit(ok ? 0 : 1);
     }
     LF_CHECK(pid > 0);
     waitpid(pid, &status, 0);
     LF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "other", 1062, 5, &failures, &chg), LF_ROUTE_SKIP);
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "other", 1062, 5, &hl, &chg), LF_ROUTE_SKIP);
     lf_circuits_free(t);
 }
 
@@ -245,10 +247,10 @@ static void test_a_call_reports_and_hears_of_changes(void)
     LF_CHECK_INT(h[0].route, LF_ROUTE_PROBE);
     LF_CHECK_INT(seen.n, 2);
     LF_CHECK_INT(seen.chg[1].reason, LF_REASON_COOLDOWN);
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "call-3", lf_now_wall(), 5, &h[1].failures, &seen.chg[3]),
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "call-3", lf_now_wall(), 5, &h[1], &seen.chg[3]),
                  LF_ROUTE_SKIP);
     b.finish(b.ud);
-    LF_CHECK_INT(lf_circuits_admit(t, KEY, "call-3", lf_now_wall(), 5, &h[1].failures, &seen.chg[3]),
+    LF_CHECK_INT(lf_circuits_admit(t, KEY, "call-3", lf_now_wall(), 5, &h[1], &seen.chg[3]),
                  LF_ROUTE_PROBE);
     lf_circuits_free(t);
 }

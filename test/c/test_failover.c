@@ -672,9 +672,9 @@ static void test_in_process_circuits(void)
     LF_CHECK_STR(f.seen.log, "a1/t0:fail|a2/t0:fail|a3/t1:ok|");
     LF_CHECK_INT(circuits_changes, 1);
     LF_CHECK_INT(circuits_change_to, LF_CIRCUIT_OPEN); /* target 0 */
-    LF_CHECK_INT(lf_circuits_get(table, "openai:primary-model", &v), 1);
+    LF_CHECK_INT(lf_circuits_get(table, "openai:primary-model", 0, &v), 1);
     LF_CHECK_INT(v.last_kind, LF_E_SERVICE_UNAVAILABLE);
-    LF_CHECK_INT(lf_circuits_get(table, "anthropic:backup-model", &v), 0); /* its success reset nothing */
+    LF_CHECK_INT(lf_circuits_get(table, "anthropic:backup-model", 0, &v), 0); /* its success reset nothing */
 
     LF_CHECK_INT(fixture_rerun(&f, 2), 0);
     LF_CHECK_STR(f.seen.log, "a1/t0:skip|a2/t1:ok|");

@@ -41,6 +41,7 @@ void lf_attempt_init(lf_attempt *a, lf_call *c, int target_index)
     lf_buf_init(&a->message);
     lf_buf_init(&a->json);
     a->retry_after = -1;
+    a->headroom = LF_HEADROOM_UNSAID;
     a->number = ++c->attempt_no;
 }
 
@@ -562,9 +563,24 @@ static void lf_check_json(lf_call *c, lf_attempt *a)
     a->retry_after = -1;
 }
 
+/* What the host's headers said is left of its window, and a Retry-After. */
+static void lf_read_headroom(lf_attempt *a)
+{
+    const lf_response *r = &a->resp;
+    lf_rate_headers h = {
+        .requests = lf_buf_cstr(&r->rate_requests),
+        .tokens = lf_buf_cstr(&r->rate_tokens),
+        .requests_reset = lf_buf_cstr(&r->rate_requests_reset),
+        .tokens_reset = lf_buf_cstr(&r->rate_tokens_reset),
+    };
+
+    a->headroom = lf_headroom_read(&h, a->success ? -1 : a->retry_after, time(NULL));
+}
+
 void lf_attempt_judge(lf_call *c, lf_attempt *a)
 {
     lf_judge(c, a);
+    lf_read_headroom(a);
     /* JSON mode and schemas judge the final answer: a turn that asks for
      * tools is not one. */
     if (a->success && c->want_json && !lf_attempt_answer(a)->n_tool_calls) lf_check_json(c, a);

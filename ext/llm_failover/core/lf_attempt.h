@@ -39,11 +39,27 @@ typedef struct lf_call {
     int delivered;
     const lf_target *targets;   /* every target: their secrets are redacted */
     size_t n_targets;
+    const lf_tier *tiers;       /* the primary's hosts, then the backup's (lf_target.h) */
+    size_t n_tiers;
+    int stay;                   /* the turn's host, first while it has headroom; -1: none */
+    long need;                  /* tokens the request may be counted for (lf_headroom_wait) */
+    unsigned tried;             /* bit i: targets[i] was sent to, or passed over, in this call */
+    double health_mono;         /* when the call's view of its targets' headroom was last aged */
+    int tier_sends;             /* targets of the current tier sent to */
     /* JSON mode or a schema: every answer must pass lf_json_answer_check. */
     int want_json;
     /* An embeddings request: its answer must hold this many vectors; 0 for chat. */
     size_t embed_inputs;
 } lf_call;
+
+/* The tier target i belongs to. */
+static inline const lf_tier *lf_tier_of(const lf_call *c, size_t i)
+{
+    size_t t;
+
+    for (t = 0; t + 1 < c->n_tiers && i >= c->tiers[t + 1].first; t++) {}
+    return &c->tiers[t];
+}
 
 /* A callback's return value rc (lf_failover.h): nonzero stops the call,
  * LF_CANCEL also cancels it. Returns whether it stopped. */
@@ -93,6 +109,7 @@ typedef struct lf_attempt {
     lf_verdict verdict;
     int success;
     double retry_after;
+    lf_headroom headroom;     /* what the host's headers (and a Retry-After) said is left */
 } lf_attempt;
 
 /* An attempt at c's target `target_index`; c->attempt_no counts it. */
@@ -136,8 +153,9 @@ const lf_answer *lf_attempt_answer(const lf_attempt *a);
 
 /* The finish of an attempt (lf_attempt_finish.c), for the loop and the hedge
  * alike. record: the attempt's record to the listener. report: to the
- * breaker, when it bears on its target's circuit; 1 when a counted failure
- * left the circuit open. */
+ * breaker, when it bears on its target's circuit (with what a pool host's
+ * answer said of its headroom, which *h takes on too); 1 when a counted
+ * failure left the circuit open. */
 void lf_record_attempt(lf_call *c, const lf_attempt *a);
 int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h);
 /* The host cancelled the call with no attempt under way (a wait between

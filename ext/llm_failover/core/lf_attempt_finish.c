@@ -89,8 +89,11 @@ void lf_record_cancel(lf_call *c)
 int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
 {
     const lf_breaker *b = c->breaker;
+    int pooled = lf_tier_of(c, (size_t)a->target_index)->pooled && lf_headroom_said(&a->headroom);
     int counted, open = 0;
 
+    /* What the call itself now knows of a pool host's window. */
+    if (pooled) h->headroom = a->headroom;
     /* A hedge's loser was cut by the call itself: nothing about its target. */
     if (c->stopped || !b || a->lost) return 0;
     counted = !a->success && lf_circuit_counts(a->verdict.kind);
@@ -104,6 +107,8 @@ int lf_report_circuit(lf_call *c, const lf_attempt *a, lf_health *h)
             .success = a->success,
             .kind = a->success ? LF_OK : a->verdict.kind,
             .hold = hold,
+            .headroom = pooled ? a->headroom : LF_HEADROOM_UNSAID,
+            .dry = pooled && lf_headroom_wait(&a->headroom, c->need) > 0,
         };
         lf_stop(c, b->report(b->ud, &r, &open));
         h->failures = a->success ? 0 : h->failures + 1;

@@ -81,6 +81,15 @@ lf_route lf_circuit_peek(const lf_circuit *c, double now)
     }
 }
 
+double lf_circuit_open_for(const lf_circuit *c, double now)
+{
+    double until = c->until;
+
+    if (c->state == LF_CIRCUIT_CLOSED) return 0;
+    if (c->state == LF_CIRCUIT_HALF_OPEN && c->probe_until > until) until = c->probe_until;
+    return until > now ? until - now : 0;
+}
+
 int lf_circuit_record(lf_circuit *c, const lf_circuit_rules *rules, const lf_circuit_outcome *out,
                       lf_circuit_change *chg)
 {

@@ -94,6 +94,10 @@ lf_route lf_circuit_admit(lf_circuit *c, double now, double probe_ttl, lf_circui
  * answers. */
 lf_route lf_circuit_peek(const lf_circuit *c, double now);
 
+/* Seconds until lf_circuit_peek lets a request through (the cooldown's
+ * end, or a probe out elsewhere); 0 when it does now. */
+double lf_circuit_open_for(const lf_circuit *c, double now);
+
 /* The breaker's settings. */
 typedef struct lf_circuit_rules {
     int threshold;            /* consecutive counted failures that open the circuit; > 0 */

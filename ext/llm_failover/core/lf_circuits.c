@@ -17,6 +17,8 @@ typedef struct lf_circuits_entry {
     lf_circuit circuit;
     char *holder;             /* the token of the caller holding the probe, or NULL */
     lf_kind last_kind;
+    lf_headroom headroom;     /* as it was said at headroom_at (epoch seconds) */
+    double headroom_at;
 } lf_circuits_entry;
 
 struct lf_circuits {
@@ -138,6 +140,7 @@ static lf_circuits_entry *lf_find_or_add(lf_circuits *t, const char *key)
         return NULL;
     }
     memcpy(e->key, key, len + 1);
+    e->headroom = LF_HEADROOM_UNSAID;
     lf_place(t->slots, t->cap, e);
     __atomic_store_n(&t->count, t->count + 1, __ATOMIC_RELEASE);
     return e;
@@ -169,33 +172,50 @@ size_t lf_circuits_size(const lf_circuits *t)
     return __atomic_load_n(&t->count, __ATOMIC_ACQUIRE);
 }
 
-lf_route lf_circuits_peek(lf_circuits *t, const char *key, const char *token, double now, int *failures)
+/* The entry's headroom as of now. */
+static lf_headroom lf_headroom_now(const lf_circuits_entry *e, double now)
+{
+    return lf_headroom_aged(&e->headroom, now - e->headroom_at);
+}
+
+/* *out for an entry (NULL: none known): its route, failures, how long a
+ * skip holds, its headroom as of now. */
+static void lf_fill_health(const lf_circuits_entry *e, lf_route route, double now, lf_health *out)
+{
+    *out = (lf_health){ .route = route, .headroom = LF_HEADROOM_UNSAID };
+    if (!e) return;
+    out->failures = e->circuit.failures;
+    out->open_for = route == LF_ROUTE_SKIP ? lf_circuit_open_for(&e->circuit, now) : 0;
+    out->headroom = lf_headroom_now(e, now);
+}
+
+lf_route lf_circuits_peek(lf_circuits *t, const char *key, const char *token, double now, lf_health *out)
 {
     lf_circuits_entry *e;
     lf_route route = LF_ROUTE_SEND;
 
-    *failures = 0;
-    /* While no attempt has failed in this process (the usual case) there is
-     * nothing to look up. */
+    lf_fill_health(NULL, route, now, out);
+    /* While no attempt has failed or said its headroom in this process (the
+     * usual case without pools) there is nothing to look up. */
     if (!lf_circuits_size(t)) return LF_ROUTE_SEND;
     lf_lock(t);
     if ((e = lf_find(t, key))) {
         route = lf_circuit_peek(&e->circuit, now);
         if (route == LF_ROUTE_SKIP && e->circuit.state == LF_CIRCUIT_HALF_OPEN && lf_holds(e, token))
             route = LF_ROUTE_PROBE;
-        *failures = e->circuit.failures;
+        lf_fill_health(e, route, now, out);
     }
     lf_unlock(t);
     return route;
 }
 
 lf_route lf_circuits_admit(lf_circuits *t, const char *key, const char *token, double now, double probe_ttl,
-                           int *failures, lf_circuit_change *chg)
+                           lf_health *out, lf_circuit_change *chg)
 {
     lf_circuits_entry *e;
     lf_route route = LF_ROUTE_SEND;
 
-    *failures = 0;
+    lf_fill_health(NULL, route, now, out);
     lf_no_change(chg);
     if (!lf_circuits_size(t)) return LF_ROUTE_SEND;
     lf_lock(t);
@@ -204,7 +224,7 @@ lf_route lf_circuits_admit(lf_circuits *t, const char *key, const char *token, d
         if (route == LF_ROUTE_PROBE) lf_set_holder(e, token);
         else if (route == LF_ROUTE_SKIP && lf_holds(e, token) && lf_circuit_renew_probe(&e->circuit, now, probe_ttl))
             route = LF_ROUTE_PROBE; /* its holder asking again */
-        *failures = e->circuit.failures;
+        lf_fill_health(e, route, now, out);
     }
     lf_unlock(t);
     return route;
@@ -229,13 +249,19 @@ int lf_circuits_record(lf_circuits *t, const char *key, const lf_circuit_rules *
     lf_circuit_outcome o = { .now = out->now, .success = out->success, .hold = out->hold };
     int open;
 
+    int said = out->headroom && lf_headroom_said(out->headroom);
+
     lf_no_change(chg);
-    if (out->success && !lf_circuits_unsettled(t, key)) return 0;
+    if (out->success && !said && !lf_circuits_unsettled(t, key)) return 0;
     lf_lock(t);
-    e = out->success ? lf_find(t, key) : lf_find_or_add(t, key);
+    e = out->success && !said ? lf_find(t, key) : lf_find_or_add(t, key);
     if (!e) {
         lf_unlock(t);
         return 0; /* a success on nothing; or out of memory: the attempt is not counted */
+    }
+    if (said) {
+        e->headroom = *out->headroom;
+        e->headroom_at = out->now;
     }
     if (!out->success) e->last_kind = out->kind;
     o.probe = lf_holds(e, out->token);
@@ -260,6 +286,20 @@ void lf_circuits_release(lf_circuits *t, const char *key, const char *token)
     lf_unlock(t);
 }
 
+void lf_circuits_note_headroom(lf_circuits *t, const char *key, double now, const lf_headroom *h)
+{
+    lf_circuits_entry *e;
+
+    if (!lf_headroom_said(h) && !lf_circuits_size(t)) return; /* nothing to forget */
+    lf_lock(t);
+    e = lf_headroom_said(h) ? lf_find_or_add(t, key) : lf_find(t, key);
+    if (e) {
+        e->headroom = *h;
+        e->headroom_at = now;
+    }
+    lf_unlock(t);
+}
+
 void lf_circuits_adopt(lf_circuits *t, const char *key, double now, int failures, double open_for)
 {
     lf_circuits_entry *e;
@@ -275,7 +315,7 @@ void lf_circuits_adopt(lf_circuits *t, const char *key, double now, int failures
     lf_unlock(t);
 }
 
-int lf_circuits_get(lf_circuits *t, const char *key, lf_circuits_view *out)
+int lf_circuits_get(lf_circuits *t, const char *key, double now, lf_circuits_view *out)
 {
     lf_circuits_entry *e;
     int found = 0;
@@ -286,6 +326,7 @@ int lf_circuits_get(lf_circuits *t, const char *key, lf_circuits_view *out)
         out->key = NULL;
         out->circuit = e->circuit;
         out->last_kind = e->last_kind;
+        out->headroom = lf_headroom_now(e, now);
         found = 1;
     }
     lf_unlock(t);
@@ -299,7 +340,7 @@ void lf_circuits_views_free(lf_circuits_view *v, long n)
     free(v);
 }
 
-long lf_circuits_snapshot(lf_circuits *t, lf_circuits_view **out)
+long lf_circuits_snapshot(lf_circuits *t, double now, lf_circuits_view **out)
 {
     lf_circuits_view *v;
     size_t i;
@@ -325,6 +366,7 @@ long lf_circuits_snapshot(lf_circuits *t, lf_circuits_view **out)
         memcpy(v[n].key, e->key, len + 1);
         v[n].circuit = e->circuit;
         v[n].last_kind = e->last_kind;
+        v[n].headroom = lf_headroom_now(e, now);
         n++;
     }
     lf_unlock(t);
@@ -353,8 +395,7 @@ static int lf_cc_health(void *ud, size_t n, lf_health *out)
     double now = lf_now_wall();
     size_t i;
 
-    for (i = 0; i < n && i < cc->n_keys; i++)
-        out[i].route = lf_circuits_peek(cc->table, cc->keys[i], cc->token, now, &out[i].failures);
+    for (i = 0; i < n && i < cc->n_keys; i++) lf_circuits_peek(cc->table, cc->keys[i], cc->token, now, &out[i]);
     return 0;
 }
 
@@ -363,8 +404,7 @@ static int lf_cc_admit(void *ud, int target, lf_health *out)
     lf_circuits_call *cc = ud;
     lf_circuit_change chg;
 
-    out->route = lf_circuits_admit(cc->table, cc->keys[target], cc->token, lf_now_wall(), cc->probe_ttl,
-                                   &out->failures, &chg);
+    lf_circuits_admit(cc->table, cc->keys[target], cc->token, lf_now_wall(), cc->probe_ttl, out, &chg);
     if (out->route == LF_ROUTE_PROBE) cc->probes |= 1u << target;
     return lf_cc_changed(cc, target, &chg, LF_OK);
 }
@@ -379,6 +419,7 @@ static int lf_cc_report(void *ud, const lf_circuit_report *r, int *open)
         .kind = r->kind,
         .hold = r->hold,
         .token = cc->token,
+        .headroom = &r->headroom,
     };
 
     *open = lf_circuits_record(cc->table, cc->keys[r->target], &cc->rules, &out, &chg);

@@ -1,6 +1,7 @@
 /* The in-process store of circuits (MemoryStateStore's): one lf_circuit per
- * target key ("provider:model"), who holds each half-open probe, and the last
- * counted failure, under one lock. lf_circuits_bind makes it a call's breaker
+ * target key ("provider:model"), who holds each half-open probe, the last
+ * counted failure, and what a pool host last said of its headroom, under one
+ * lock. lf_circuits_bind makes it a call's breaker
  * (lf_failover.h), so that the attempt loop admits, records and probes
  * without asking its host: the host hears only of a state change.
  *
@@ -21,13 +22,14 @@ lf_circuits *lf_circuits_new(void);
 void lf_circuits_free(lf_circuits *t);
 
 /* What lf_circuits_admit would answer, changing nothing: PROBE means the
- * probe is free, or `token` holds it already. *failures: the counted ones. */
-lf_route lf_circuits_peek(lf_circuits *t, const char *key, const char *token, double now, int *failures);
+ * probe is free, or `token` holds it already. *out: the route, the counted
+ * failures, for how long a skip holds, the headroom as of now. */
+lf_route lf_circuits_peek(lf_circuits *t, const char *key, const char *token, double now, lf_health *out);
 /* Whether a call may send to the target: PROBE hands the probe to `token`'s
  * caller for probe_ttl seconds (its holder asking again gets it again,
- * renewed). *chg: the change it made (reason NONE: none). */
+ * renewed). *out as peek's; *chg: the change it made (reason NONE: none). */
 lf_route lf_circuits_admit(lf_circuits *t, const char *key, const char *token, double now, double probe_ttl,
-                           int *failures, lf_circuit_change *chg);
+                           lf_health *out, lf_circuit_change *chg);
 
 /* An attempt's outcome, as the store takes it. */
 typedef struct lf_circuits_outcome {
@@ -36,11 +38,13 @@ typedef struct lf_circuits_outcome {
     lf_kind kind;             /* a failure's (kept as the target's last error) */
     double hold;              /* a counted failure's Retry-After cooldown, else 0 */
     const char *token;        /* the reporting caller's: the probe's own outcome when it holds it */
+    const lf_headroom *headroom; /* a pool host's, as its answer said it (NULL: nothing said) */
 } lf_circuits_outcome;
 
-/* Applies an attempt's outcome (lf_circuit_record); returns 1 when the
- * circuit is not closed afterwards. A success on a target with nothing to
- * reset changes nothing and creates nothing. */
+/* Applies an attempt's outcome (lf_circuit_record) and keeps the headroom it
+ * said; returns 1 when the circuit is not closed afterwards. A success on a
+ * target with nothing to reset and no headroom said changes nothing and
+ * creates nothing. */
 int lf_circuits_record(lf_circuits *t, const char *key, const lf_circuit_rules *rules,
                        const lf_circuits_outcome *out, lf_circuit_change *chg);
 /* The probe of `key` is free again, when `token` holds it. */
@@ -48,6 +52,9 @@ void lf_circuits_release(lf_circuits *t, const char *key, const char *token);
 /* A shared store's view of the target (lf_circuit_adopt): open for
  * open_for more seconds when that is positive, else closed. */
 void lf_circuits_adopt(lf_circuits *t, const char *key, double now, int failures, double open_for);
+/* What a host said of its headroom, `now` (a shared store's view, kept for
+ * when it cannot be reached, or an answer's). */
+void lf_circuits_note_headroom(lf_circuits *t, const char *key, double now, const lf_headroom *h);
 /* Whether a success on `key` has anything to reset: a counted failure, or a
  * circuit not closed. */
 int lf_circuits_unsettled(lf_circuits *t, const char *key);
@@ -57,13 +64,14 @@ typedef struct lf_circuits_view {
     char *key;
     lf_circuit circuit;
     lf_kind last_kind;        /* the last failure's kind; LF_OK when none */
+    lf_headroom headroom;     /* as of the `now` asked for */
 } lf_circuits_view;
 
 /* A copy of one target's circuit (key left NULL): 1, or 0 when unknown. */
-int lf_circuits_get(lf_circuits *t, const char *key, lf_circuits_view *out);
+int lf_circuits_get(lf_circuits *t, const char *key, double now, lf_circuits_view *out);
 /* A copy of every known target's, taken under the lock: the count, -1 when
  * out of memory; free it with lf_circuits_views_free. */
-long lf_circuits_snapshot(lf_circuits *t, lf_circuits_view **out);
+long lf_circuits_snapshot(lf_circuits *t, double now, lf_circuits_view **out);
 void lf_circuits_views_free(lf_circuits_view *v, long n);
 /* Forgets every target. */
 void lf_circuits_clear(lf_circuits *t);

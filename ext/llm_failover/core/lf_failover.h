@@ -1,7 +1,10 @@
 /* The attempt loop: one logical call over an ordered list of targets (the
- * primary, then at most one backup). Retries a target where that helps,
- * fails over where that helps, resets partial streamed output before the
- * backup answers, and reports every attempt. It talks to its host (the Ruby
+ * primary, then at most one backup; each of them may be a pool of hosts, a
+ * tier: lf_target.h). Picks a pool's host by weight among those with
+ * headroom, moves to another of them on a failure it may fix, retries a
+ * target where that helps, fails over where that helps, resets partial
+ * streamed output before another host or the backup answers, and reports
+ * every attempt. It talks to its host (the Ruby
  * binding) only through the listener and the breaker below, and never from
  * inside libcurl. */
 #ifndef LF_FAILOVER_H
@@ -12,6 +15,7 @@
 #include "lf_buf.h"
 #include "lf_circuit.h"
 #include "lf_classify.h"
+#include "lf_headroom.h"
 #include "lf_target.h"
 #include "lf_transport.h"
 #include "lf_wire.h"
@@ -65,6 +69,8 @@ typedef struct lf_attempt_record {
 typedef struct lf_health {
     lf_route route;               /* send, skip (open), or probe (this call holds the probe; from health, free to take) */
     int failures;                 /* consecutive counted failures known so far */
+    double open_for;              /* skip: seconds until the store lets a request through again; 0: not said */
+    lf_headroom headroom;         /* a pool's host: what it last said is left (seconds from now) */
 } lf_health;
 
 /* What the loop tells the breaker of one attempt (lf_listener.report). */
@@ -73,6 +79,12 @@ typedef struct lf_circuit_report {
     int success;
     lf_kind kind;                 /* LF_OK on success */
     double hold;                  /* the Retry-After cooldown it asks for (lf_circuit_hold), 0 for none */
+    /* A pool's host: what its answer said of its headroom (LF_HEADROOM_UNSAID
+     * for other targets, or when nothing was said), and whether that leaves
+     * it unable to take another call like this one before its window refills
+     * (lf_headroom_wait): what a fleet's other calls must hear of. */
+    lf_headroom headroom;
+    int dry;
 } lf_circuit_report;
 
 /* What a callback returns: 0 goes on; LF_CANCEL cancels the call (the host's
@@ -133,8 +145,9 @@ typedef struct lf_breaker {
      * for the whole call, its PROBE a probe taken. */
     int (*admit)(void *ud, int target, lf_health *out);
     /* After an attempt that bears on its target's circuit (every success,
-     * whenever the call began, or a failure lf_circuit_counts); sets *open
-     * when the circuit is open afterwards. */
+     * whenever the call began, or a failure lf_circuit_counts), with what it
+     * said of a pool host's headroom; sets *open when the circuit is open
+     * afterwards. */
     int (*report)(void *ud, const lf_circuit_report *r, int *open);
     /* Optional: the call is over (however it ended); a probe it holds and
      * never reported on is free again. */
@@ -172,6 +185,16 @@ typedef struct lf_run_args {
     lf_pool *pool;
     const lf_target *targets;     /* the primary; targets[1], when given, is the backup */
     size_t n_targets;
+    /* The call's tiers over targets, in order (the primary's hosts, then the
+     * backup's); NULL: each target a tier of its own. */
+    const lf_tier *tiers;
+    size_t n_tiers;
+    /* NULL, or one of a pool's targets the call goes to first while it has
+     * headroom: the host the chat's turn started on (its prompt cache). */
+    const lf_target *stay;
+    /* The most tokens the request may be counted for: a pool's host that
+     * said it has fewer left has no headroom for it (0: not known, 1). */
+    long tokens;
     const lf_request_params *params; /* api and model are taken from each target */
     const lf_policy *policy;
     const lf_listener *listener;

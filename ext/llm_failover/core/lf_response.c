@@ -1,7 +1,8 @@
 /* The response of one transfer as libcurl's callbacks fill it: body bytes
  * buffered for the attempt loop (never parsed here), and the few response
  * headers the policy reads (status, Content-Type, Retry-After,
- * retry-after-ms, request ids, x-should-retry, x-amzn-errortype). */
+ * retry-after-ms, request ids, x-should-retry, x-amzn-errortype, the
+ * rate-limit headers a pool's headroom is read from). */
 #include "lf_transport_internal.h"
 
 #include <ctype.h>
@@ -20,8 +21,20 @@ void lf_response_init(lf_response *r, size_t max_bytes)
     lf_buf_init(&r->retry_after_ms);
     lf_buf_init(&r->request_id);
     lf_buf_init(&r->error_name);
+    lf_buf_init(&r->rate_requests);
+    lf_buf_init(&r->rate_tokens);
+    lf_buf_init(&r->rate_requests_reset);
+    lf_buf_init(&r->rate_tokens_reset);
     r->should_retry = -1;
     r->max_bytes = max_bytes;
+}
+
+static void lf_rate_clear(lf_response *r)
+{
+    lf_buf_clear(&r->rate_requests);
+    lf_buf_clear(&r->rate_tokens);
+    lf_buf_clear(&r->rate_requests_reset);
+    lf_buf_clear(&r->rate_tokens_reset);
 }
 
 void lf_response_reset(lf_response *r, size_t max_bytes)
@@ -34,6 +47,7 @@ void lf_response_reset(lf_response *r, size_t max_bytes)
     lf_buf_clear(&r->retry_after_ms);
     lf_buf_clear(&r->request_id);
     lf_buf_clear(&r->error_name);
+    lf_rate_clear(r);
     r->body_bytes = 0;
     r->max_bytes = max_bytes;
     r->too_large = 0;
@@ -54,6 +68,10 @@ void lf_response_free(lf_response *r)
     lf_buf_free(&r->retry_after_ms);
     lf_buf_free(&r->request_id);
     lf_buf_free(&r->error_name);
+    lf_buf_free(&r->rate_requests);
+    lf_buf_free(&r->rate_tokens);
+    lf_buf_free(&r->rate_requests_reset);
+    lf_buf_free(&r->rate_tokens_reset);
 }
 
 /* Body bytes are only buffered here: parsing and every call into the host
@@ -108,8 +126,15 @@ enum {
     LF_H_RETRY_AFTER_MS,
     LF_H_REQUEST_ID,
     LF_H_SHOULD_RETRY,
-    LF_H_ERROR_NAME
+    LF_H_ERROR_NAME,
+    LF_H_RATE_REQUESTS,
+    LF_H_RATE_TOKENS,
+    LF_H_RATE_REQUESTS_RESET,
+    LF_H_RATE_TOKENS_RESET
 };
+
+/* Longest rate-limit value kept: a count, a duration, a time. */
+#define LF_RATE_VALUE_MAX 64
 
 /* Bytes of a provider's request id kept (see lf_on_header). */
 #define LF_REQUEST_ID_MAX 200
@@ -128,6 +153,22 @@ static int lf_header_kind(const char *name, size_t len)
     case 16:
         if (lf_header_name_is(name, len, "x-amzn-requestid")) return LF_H_REQUEST_ID;
         return lf_header_name_is(name, len, "x-amzn-errortype") ? LF_H_ERROR_NAME : LF_H_OTHER;
+    case 24: return lf_header_name_is(name, len, "x-ratelimit-reset-tokens") ? LF_H_RATE_TOKENS_RESET : LF_H_OTHER;
+    case 26:
+        return lf_header_name_is(name, len, "x-ratelimit-reset-requests") ? LF_H_RATE_REQUESTS_RESET : LF_H_OTHER;
+    case 28: return lf_header_name_is(name, len, "x-ratelimit-remaining-tokens") ? LF_H_RATE_TOKENS : LF_H_OTHER;
+    case 30:
+        return lf_header_name_is(name, len, "x-ratelimit-remaining-requests") ? LF_H_RATE_REQUESTS : LF_H_OTHER;
+    case 32:
+        return lf_header_name_is(name, len, "anthropic-ratelimit-tokens-reset") ? LF_H_RATE_TOKENS_RESET : LF_H_OTHER;
+    case 34:
+        return lf_header_name_is(name, len, "anthropic-ratelimit-requests-reset") ? LF_H_RATE_REQUESTS_RESET
+                                                                                   : LF_H_OTHER;
+    case 36:
+        return lf_header_name_is(name, len, "anthropic-ratelimit-tokens-remaining") ? LF_H_RATE_TOKENS : LF_H_OTHER;
+    case 38:
+        return lf_header_name_is(name, len, "anthropic-ratelimit-requests-remaining") ? LF_H_RATE_REQUESTS
+                                                                                       : LF_H_OTHER;
     default: return LF_H_OTHER;
     }
 }
@@ -150,6 +191,7 @@ size_t lf_response_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         lf_buf_clear(&r->retry_after_ms);
         lf_buf_clear(&r->request_id);
         lf_buf_clear(&r->error_name);
+        lf_rate_clear(r);
         r->should_retry = -1;
         r->headers_done = 0;
         r->status = 0;
@@ -208,6 +250,12 @@ size_t lf_response_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         (void)lf_utf8_append_sanitized(&r->error_name, v, n < LF_REQUEST_ID_MAX ? n : LF_REQUEST_ID_MAX);
         break;
     }
+    case LF_H_RATE_REQUESTS: lf_buf_set(&r->rate_requests, v, vlen < LF_RATE_VALUE_MAX ? vlen : 0); break;
+    case LF_H_RATE_TOKENS: lf_buf_set(&r->rate_tokens, v, vlen < LF_RATE_VALUE_MAX ? vlen : 0); break;
+    case LF_H_RATE_REQUESTS_RESET:
+        lf_buf_set(&r->rate_requests_reset, v, vlen < LF_RATE_VALUE_MAX ? vlen : 0);
+        break;
+    case LF_H_RATE_TOKENS_RESET: lf_buf_set(&r->rate_tokens_reset, v, vlen < LF_RATE_VALUE_MAX ? vlen : 0); break;
     }
     return n;
 }

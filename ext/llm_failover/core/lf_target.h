@@ -1,15 +1,23 @@
 /* One target of a call: the provider's protocol, where it is (its base URL
  * and the host's layout), its key, the model, the extra header lines and the
  * provider entry's name. The request preparation (lf_prepare), the redaction
- * of secrets (lf_redact) and the attempt loop (lf_failover) all read it. */
+ * of secrets (lf_redact) and the attempt loop (lf_failover) all read it.
+ *
+ * A call tries at most two tiers, the primary and the backup; a tier is one
+ * target, or a pool's hosts (each an lf_target of its own, with its own key,
+ * circuit and headroom), consecutive in the call's list (lf_tier). */
 #ifndef LF_TARGET_H
 #define LF_TARGET_H
 
 #include <stddef.h>
 #include "lf_wire.h"
 
-/* The primary, then at most one backup. */
-#define LF_MAX_TARGETS 2
+/* The primary, then at most one backup: the tiers of a call. */
+#define LF_MAX_TIERS 2
+/* Hosts of one pool. */
+#define LF_MAX_POOL_HOSTS 8
+/* Targets of one call: every host of both tiers. */
+#define LF_MAX_TARGETS (LF_MAX_TIERS * LF_MAX_POOL_HOSTS)
 
 typedef struct lf_target {
     lf_api api;
@@ -46,5 +54,17 @@ typedef struct lf_target {
      * model; lf_request_params.encrypted_reasoning). */
     int encrypted_reasoning;
 } lf_target;
+
+/* One tier of a call: the targets[first .. first + n_hosts) of the call's
+ * list, each tried at most once before the tier's retries (lf_failover.c). */
+typedef struct lf_tier {
+    size_t first;
+    size_t n_hosts;
+    /* A pool (even of one host): a host is picked by weight among those
+     * with headroom, a retryable failure moves the call to another of its
+     * hosts before the next tier, and its hosts' headroom is kept. */
+    int pooled;
+    const double *weights;        /* one per host, > 0; NULL: equal */
+} lf_tier;
 
 #endif

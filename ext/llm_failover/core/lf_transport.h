@@ -97,6 +97,11 @@ typedef struct lf_response {
     int should_retry;        /* x-should-retry: -1 absent, 0 false, 1 true */
     lf_buf error_name;       /* x-amzn-errortype's name, before its ':' (Bedrock names an error
                               * only there: "ThrottlingException:http://internal..."); empty if none */
+    /* The host's rate-limit headers as it sent them (lf_headroom_read reads
+     * them): x-ratelimit-remaining-requests / -tokens, x-ratelimit-reset-
+     * requests / -tokens, or Anthropic's anthropic-ratelimit-requests- /
+     * -tokens- remaining and reset; empty when absent. */
+    lf_buf rate_requests, rate_tokens, rate_requests_reset, rate_tokens_reset;
     int headers_done;
     /* Both taken once per lf_transfer_step in which bytes arrived (not per
      * callback: a response's head alone is half a dozen callbacks). */

@@ -19,15 +19,20 @@ module LlmFailover
       COLUMNS = %i[request_id attempt provider model feature success error_class error_message http_status
                    failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
                    started_at provider_request_id cached cancelled scrubbed skipped hedged turn_id cache_tier
-                   similarity cached_input_tokens cache_write_tokens cost cost_saved].freeze
+                   similarity cached_input_tokens cache_write_tokens cost cost_saved host].freeze
       # Columns added after the first release: written only when the table has them,
       # so that an app that migrated before keeps logging.
       LATER_COLUMNS = %i[cached cancelled scrubbed skipped hedged turn_id cache_tier similarity cached_input_tokens
-                         cache_write_tokens cost cost_saved].freeze
+                         cache_write_tokens cost cost_saved host].freeze
 
       # @return [Boolean] whether the table has the cost column (llm_failover:upgrade adds it)
       def self.cost_column?
         column_names.include?("cost")
+      end
+
+      # @return [Boolean] whether the table has the host column (llm_failover:upgrade adds it)
+      def self.host_column?
+        column_names.include?("host")
       end
 
       # @return [Boolean] whether the table has the cached column

@@ -58,7 +58,7 @@ module LlmFailover
 
       def convert(name, value)
         case name
-        when :provider, :error_class, :cache_tier then value&.to_s
+        when :provider, :error_class, :cache_tier, :host then value&.to_s
         when :error_message then value && value.to_s[0, MAX_ERROR_MESSAGE]
         when :success, :failover_eligible, :cached, :cancelled, :skipped, :hedged then value ? true : false
         when :started_at then started_at(value)

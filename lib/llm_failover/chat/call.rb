@@ -53,6 +53,12 @@ module LlmFailover
     # @return [#call, nil] (calls, target, response_model) -> Array<ToolCall>: a tool
     #   turn's maker of the answer's calls, stored with the answer (ToolLoop)
     attr_writer :tool_calls_from
+    # @return [Symbol, nil] the host of a pool this call goes to first while it has
+    #   headroom: the one the turn started on (ToolLoop), for its prompt cache
+    attr_writer :stay_on
+    # @return [Integer, nil] the most tokens the request may be counted for (a
+    #   CallCeiling's): a pool's host that said it has fewer left is passed over
+    attr_writer :tokens
 
     # @param targets [Array<Target>] where the call starts (the quota's pick: the backup
     #   alone when the primary's quota is used up), then the backup if there is one
@@ -144,10 +150,17 @@ module LlmFailover
       request = Engine::Request.new(targets: @targets.map(&:engine), messages: @messages, attachments: @attachments,
                                     temperature: @temperature&.to_f, max_tokens: @max_tokens,
                                     stream: @delivery.streamed?, policy: engine_policy, circuits: @circuits,
-                                    token: @request_id)
+                                    token: @request_id, stay: stay_host&.engine, tokens: @tokens)
       @tool_fields&.each { |member, value| request[member] = value }
       @answer_format&.engine_fields&.each { |member, value| request[member] = value }
       request
+    end
+
+    # The pool host named by stay_on, when one of the call's targets has it.
+    def stay_host
+      return nil unless @stay_on
+
+      @targets.select(&:pool?).flat_map(&:hosts).find { |host| host.name == @stay_on }
     end
 
     # The configuration's policy; with hedge_after: :auto, this call's figure from the
@@ -190,6 +203,7 @@ module LlmFailover
 
     def succeed(result)
       target = Target.of(@targets, result.target)
+      host = Target.host_of(@targets, result.target).name
       model = result.model
       sent = result.content # with the placeholders: what the cache keeps, restored per call
       content = restored(sent)
@@ -217,7 +231,7 @@ module LlmFailover
                 request_id: @request_id, attempts: @records.to_a, failover: failover,
                 finish_reason: result.finish_reason, provider_request_id: result.provider_request_id,
                 streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, json: parsed_json(json_text),
-                tool_calls: calls)
+                tool_calls: calls, host: host)
     end
 
     # Chat#cancel! stopped the call: the partial text is kept (the stored message is

@@ -215,7 +215,9 @@ module LlmFailover
       reservation = @options.quota_reservation(@config.state_store, target: @primary_target, pricing: @config.pricing)
       running = false
       begin
-        ceiling = (call_ceiling(messages, attachments, turn, format, max_tokens) if reservation)
+        pooled = engine_targets.any?(&:pool?)
+        counted = reservation && @options.quota_by != :calls
+        ceiling = (call_ceiling(messages, attachments, turn, format, max_tokens) if counted || pooled)
         backup_first = backup_first?(reservation, ceiling) || (turn&.on_backup && backup?)
         # A target that cannot take the attachments is the core's to leave out, with a
         # skipped record (AttachmentRefusedError when none of them can).
@@ -224,6 +226,7 @@ module LlmFailover
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
                         request_id: turn&.request_id, turn_id: turn_id(conversation))
         call.answer_format = format
+        call.tokens = ceiling.tokens(nil) if pooled # what a pool host's headroom is weighed against
         call.attachments = Attachment::Selection.engine_list(attachments)
         turn&.prepare(call)
         if cache_tiers?(cache)
@@ -253,10 +256,9 @@ module LlmFailover
       raise quota_later(e) # raised from here: a RetryLater's cause is the QuotaExceededError
     end
 
-    # The most the call's request can cost, what a shared quota by :tokens or :usd holds.
+    # The most the call's request can cost, what a shared quota by :tokens or :usd holds
+    # and a pool's hosts' headroom is weighed against.
     def call_ceiling(messages, attachments, turn, format, max_tokens)
-      return nil if @options.quota_by == :calls
-
       tools = turn&.fields&.fetch(:tools, nil) || []
       texts = tools.flatten.grep(String) + (format&.engine_fields || {}).values.grep(String)
       CallCeiling.new(messages: messages, attachments: Attachment::Selection.engine_list(attachments), texts: texts,

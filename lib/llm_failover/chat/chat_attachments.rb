@@ -21,7 +21,7 @@ module LlmFailover
       private
 
       def attachments_for(with)
-        Attachment::Selection.prepare(with, targets: engine_targets, allow_private: @config.attachment_private_hosts)
+        Attachment::Selection.prepare(with, targets: engine_targets.flat_map(&:hosts), allow_private: @config.attachment_private_hosts)
       end
 
       # A stored message's attachments in canonical form (Attachment::Selection.stored).

@@ -93,7 +93,7 @@ module LlmFailover
       end
 
       def configured_names
-        names = @config.providers.keys
+        names = @config.providers.keys + @config.pools.keys
         names.empty? ? "none" : names.map(&:inspect).join(", ")
       end
 

@@ -113,7 +113,7 @@ module LlmFailover
       def check_schema_with_tools(format)
         return unless format&.schema_json && tools?
 
-        refusing = engine_targets.filter_map do |t|
+        refusing = engine_targets.flat_map(&:hosts).filter_map do |t|
           why = AnswerFormat.schema_with_tools_refusal(t.provider.api)
           [t.label, why] if why
         end

@@ -15,8 +15,12 @@ module LlmFailover
     # @return [String, nil] the model the provider says answered (often a dated
     #   snapshot of #model, e.g. "gpt-4o-2024-08-06"); nil when no answer came
     attr_reader :response_model
-    # @return [Symbol] the configured provider name that answered
+    # @return [Symbol] the configured provider name that answered (a pool's, when the
+    #   chat named one)
     attr_reader :provider
+    # @return [Symbol, nil] the provider entry that answered: one of a pool's hosts, else
+    #   #provider; nil when no host did (a cache hit, a call cancelled before it began)
+    attr_reader :host
     attr_reader :input_tokens, :output_tokens, :finish_reason, :provider_request_id
     # @return [String] UUID of the logical call, shared by its attempt records
     attr_reader :request_id
@@ -40,8 +44,9 @@ module LlmFailover
     def initialize(content:, model:, provider:, input_tokens:, output_tokens:, request_id:, attempts:,
                    failover:, finish_reason: nil, provider_request_id: nil, streamed: false, chunk_count: 0,
                    cached: false, cancelled: false, json: nil, response_model: nil, tool_calls: NO_CALLS,
-                   pending_tool_calls: NO_CALLS, cache_tier: nil, similarity: nil)
+                   pending_tool_calls: NO_CALLS, cache_tier: nil, similarity: nil, host: nil)
       @content = content
+      @host = host
       @model = model
       @response_model = response_model
       @provider = provider

@@ -4,20 +4,24 @@ require_relative "../safe_inspect"
 
 module LlmFailover
   # A target the attempt loop may try: a model asked of a configured provider, and
-  # the engine's description of it (an Engine::Target, ProviderConfig#engine_target).
-  # Built and frozen once per provider and model (ProviderConfig#target).
+  # the engine's description of it (an Engine::Target, ProviderConfig#engine_target);
+  # or a model asked of a pool (PoolConfig#target): an Engine::Pool, and its hosts,
+  # each the Target of that model asked of one host's provider entry.
+  # Built and frozen once per provider (or pool) and model.
   #
   # Public: Target.label only, the one "provider/model" form, for an app's own log
   # lines (the guides' examples use it on a Reply, an AttemptRecord or an error).
   # Everything else here is the gem's own (@api private).
-  Target = Struct.new(:model, :provider, :engine, :circuit_key) do
+  Target = Struct.new(:model, :provider, :engine, :circuit_key, :pool_hosts) do
     include SafeInspect
 
     # @api private
-    # @param engine [Engine::Target] the engine's description of it (its key is #circuit_key)
+    # @param engine [Engine::Target, Engine::Pool] the engine's description of it (its
+    #   key is #circuit_key)
+    # @param hosts [Array<Target>, nil] a pool's
     # @return [Target] frozen
-    def self.build(model, provider, engine)
-      new(model, provider, engine, engine.key).freeze
+    def self.build(model, provider, engine, hosts: nil)
+      new(model, provider, engine, engine.key, hosts).freeze
     end
 
     # @api private
@@ -44,9 +48,28 @@ module LlmFailover
 
     # @api private
     # @param engine_target [Engine::Target] one the engine named (a callback, a result)
-    # @return [Target] the one of +targets+ it describes
+    # @return [Target] the one of +targets+ it describes, or whose host it is
     def self.of(targets, engine_target)
-      targets.find { |t| t.engine.equal?(engine_target) } || targets.first
+      targets.find { |t| t.hosts.any? { |h| h.engine.equal?(engine_target) } } || targets.first
+    end
+
+    # @api private
+    # @return [Target] the host of +targets+ (a plain target is its own) +engine_target+ is
+    def self.host_of(targets, engine_target)
+      targets.each { |t| t.hosts.each { |h| return h if h.engine.equal?(engine_target) } }
+      targets.first.hosts.first
+    end
+
+    # @api private
+    # @return [Array<Target>] where a call to it may go: a pool's hosts, else itself
+    def hosts
+      pool_hosts || [self]
+    end
+
+    # @api private
+    # @return [Boolean] whether it is a pool's
+    def pool?
+      !pool_hosts.nil?
     end
 
     # @api private

@@ -36,12 +36,17 @@ module LlmFailover
       # What one turn needs of the loop (Chat#answer_turn reads it).
       # conversation: the store's conversation as this turn sends it (read once per
       # turn, with the results this process stored since appended).
-      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker, :attempts_before, :conversation) do
+      # stay_on: the pool host the ask's first answer came from (nil: none yet), where
+      # the later turns go first while it has headroom: its prompt cache holds the
+      # conversation so far.
+      Turn = Struct.new(:request_id, :scrubbing, :on_backup, :fields, :maker, :attempts_before, :conversation,
+                        :stay_on) do
         # @param call [Call] the turn's call
         def prepare(call)
           call.tool_fields = fields
           call.tool_calls_from = maker
           call.attempt_offset = attempts_before # one number per attempt of the request
+          call.stay_on = stay_on
         end
       end
 
@@ -116,7 +121,7 @@ module LlmFailover
           return finish(@replies.last, cancelled: true) if @cancellation.requested_now?
 
           reply = yield Turn.new(@request_id, @scrubbing, @on_backup, fields_for(rounds), method(:make_calls),
-                                 @replies.sum { |r| r.attempts.size }, @conversation)
+                                 @replies.sum { |r| r.attempts.size }, @conversation, @replies.first&.host)
           rounds += 1
           @replies << reply
           @on_backup ||= reply.failover?
@@ -274,7 +279,7 @@ module LlmFailover
                   finish_reason: cancelled ? "cancelled" : last&.finish_reason,
                   provider_request_id: last&.provider_request_id, streamed: !@block.nil?,
                   chunk_count: last&.chunk_count || 0, cancelled: cancelled || last&.cancelled?,
-                  json: last&.json, tool_calls: @calls.dup, pending_tool_calls: pending)
+                  json: last&.json, tool_calls: @calls.dup, pending_tool_calls: pending, host: last&.host)
       end
 
       def sum(name)

@@ -20,7 +20,7 @@ module LlmFailover
         OptionParser.new do |o|
           o.banner = "Usage: llm_failover health [--redis-url URL] [--namespace NAME]\n\n" \
                      "Each target's circuit (state, consecutive failures, opened at, cooldown until, last error)\n" \
-                     "from a RedisStateStore. A MemoryStateStore lives inside each process: ask it there\n" \
+                     "and a pool host's shared headroom (what it said is left, until when) from a RedisStateStore. A MemoryStateStore lives inside each process: ask it there\n" \
                      "with LlmFailover.health.\n\n"
           o.on("--redis-url URL", "the store's Redis (default: $REDIS_URL)") { |v| opts[:url] = v }
           o.on("--namespace NAME", "the store's namespace (default: llm_failover)") { |v| opts[:namespace] = v }
@@ -43,13 +43,23 @@ module LlmFailover
         return FAILED unless store.connected? # the store's warning said why, on stderr
         at = ->(t) { t&.utc&.strftime("%Y-%m-%d %H:%M:%S") }
         @out.puts(LlmFailover::Report::Table.new(
-          %w[provider model state failures opened_at cooldown_until last_error],
+          %w[provider model state failures opened_at cooldown_until last_error headroom],
           targets.map { |h|
             [h[:provider], h[:model], h[:state], h[:failures], at.call(h[:opened_at]), at.call(h[:cooldown_until]),
-             h[:last_error]&.delete_prefix("LlmFailover::")]
+             h[:last_error]&.delete_prefix("LlmFailover::"), headroom(h[:headroom], at)]
           }
         ).to_s)
         OK
+      end
+
+      private
+
+      # "0 requests until 12:00:30, 900 tokens until 12:01:00"; nil when nothing is shared.
+      def headroom(room, at)
+        return nil unless room
+
+        [[room[:requests], "requests", room[:requests_reset_at]], [room[:tokens], "tokens", room[:tokens_reset_at]]]
+          .select(&:first).map { |left, what, reset| "#{left} #{what} until #{at.call(reset)}" }.join(", ")
       end
     end
   end

@@ -5,6 +5,7 @@ require "llm_failover/llm_failover" # Engine::Policy
 require_relative "../health/memory_state_store"
 require_relative "../records/usage_log"
 require_relative "provider_config"
+require_relative "pool_config"
 require_relative "checks"
 require_relative "call_policy"
 require_relative "circuit_options"
@@ -81,6 +82,7 @@ module LlmFailover
 
     def initialize
       @providers = {}
+      @pools = {}
       DEFAULTS.each { |name, value| instance_variable_set(:"@#{name}", value) }
       @state_store = MemoryStateStore.new
       @prices = Prices.default
@@ -95,7 +97,29 @@ module LlmFailover
     def provider(name, api:, api_key:, base_url: nil, headers: {}, **attachments)
       config = ProviderConfig.new(name, api: api, api_key: api_key, base_url: base_url, headers: headers,
                                   **attachments)
+      raise ConfigurationError, "provider #{config.name.inspect}: a pool has that name" if @pools.key?(config.name)
+
       @providers = @providers.merge(config.name => config).freeze
+      # A pool that has it as a host takes the new entry.
+      @pools = @pools.transform_values { |pool| pool.host?(config.name) ? pool.rebuilt(@providers) : pool }.freeze
+      config
+    end
+
+    # Declares (or redeclares) a pool: one name for several configured providers, its
+    # hosts, each picked by weight (1 unless given) among those with headroom. Used
+    # wherever a provider's name is (provider:, backup_provider:).
+    # @example
+    #   c.pool :gpt, hosts: [{ provider: :azure_east, weight: 2 }, { provider: :azure_west }, { provider: :openai }]
+    # @return [PoolConfig]
+    # @raise [ConfigurationError] a host that is not a configured provider, a bad weight
+    def pool(name, hosts:)
+      unless (name.is_a?(Symbol) || name.is_a?(String)) && !name.to_s.strip.empty?
+        raise ConfigurationError, "pool name must be a non-empty Symbol or String, got #{name.class}"
+      end
+      raise ConfigurationError, "pool #{name.to_sym.inspect}: a provider has that name" if @providers.key?(name.to_sym)
+
+      config = PoolConfig.new(name.to_sym, hosts: hosts, providers: @providers)
+      @pools = @pools.merge(config.name => config).freeze
       config
     end
 
@@ -104,9 +128,15 @@ module LlmFailover
       @providers
     end
 
+    # @return [Hash{Symbol => PoolConfig}]
+    def pools
+      @pools
+    end
+
+    # @return [ProviderConfig, PoolConfig] the provider or pool of that name
     # @raise [ConfigurationError] naming the configured providers when +name+ is unknown
     def provider_config(name)
-      @providers[name] || provider_config_by_name(name) # a Symbol, nearly always
+      @providers[name] || @pools[name] || provider_config_by_name(name) # a Symbol, nearly always
     end
 
     # Seconds: the longest a call can run, every attempt on both targets taking its
@@ -171,7 +201,8 @@ module LlmFailover
 
     def inspect
       opts = OPTIONS.map { |name| "#{name}=#{summary(public_send(name))}" }.join(" ")
-      "#<#{self.class.name} providers=[#{@providers.values.map(&:inspect).join(', ')}] #{opts}>"
+      pools = @pools.empty? ? "" : " pools=[#{@pools.values.map(&:inspect).join(', ')}]"
+      "#<#{self.class.name} providers=[#{@providers.values.map(&:inspect).join(', ')}]#{pools} #{opts}>"
     end
 
     private
@@ -179,8 +210,11 @@ module LlmFailover
     def provider_config_by_name(name)
       key = name.respond_to?(:to_sym) ? name.to_sym : name
       @providers.fetch(key) do
-        known = @providers.empty? ? "none; declare one with LlmFailover.configure { |c| c.provider ... }" : @providers.keys.map(&:inspect).join(", ")
-        raise ConfigurationError, "unknown provider #{name.inspect} (configured: #{known})"
+        @pools.fetch(key) do
+          names = @providers.keys + @pools.keys
+          known = names.empty? ? "none; declare one with LlmFailover.configure { |c| c.provider ... }" : names.map(&:inspect).join(", ")
+          raise ConfigurationError, "unknown provider #{name.inspect} (configured: #{known})"
+        end
       end
     end
 

@@ -78,7 +78,7 @@ module LlmFailover
 
     # Engine listener: one HTTP attempt finished.
     def on_attempt(attempt)
-      @records.engine_attempt(attempt, Target.of(@targets, attempt.target))
+      @records.engine_attempt(attempt, Target.of(@targets, attempt.target), Target.host_of(@targets, attempt.target))
     end
 
     def inspect
@@ -87,13 +87,15 @@ module LlmFailover
 
     private
 
+    # A provider, or a pool whose hosts all are OpenAI-compatible.
     def target(name)
-      provider = @config.provider_config(name)
-      unless provider.api == :openai
-        raise ConfigurationError, "embeddings need an OpenAI-compatible provider: #{provider.name.inspect} " \
-                                  "speaks #{provider.api}"
+      target = @config.provider_config(name).target(@model)
+      wrong = target.hosts.find { |host| host.provider.api != :openai }
+      if wrong
+        raise ConfigurationError, "embeddings need an OpenAI-compatible provider: #{wrong.name.inspect} " \
+                                  "speaks #{wrong.provider.api}"
       end
-      provider.target(@model)
+      target
     end
 
     # One try per target, each within its share of the budget.

@@ -19,17 +19,18 @@ module LlmFailover
   #
   # @api private: built by Call when circuit_threshold > 0
   class CircuitBreaker
-    SEND_ALL = [Circuit::SEND, 0, Circuit::SEND, 0].freeze # [route, failures] of two targets
-    private_constant :SEND_ALL
+    SEND = Engine::Health.new(route: Circuit::SEND, failures: 0, open_for: nil, headroom: nil).freeze
+    private_constant :SEND
 
     # What a call hands the engine as its request's circuits: the in-process store's
-    # CircuitTable, a CircuitBreaker over any other store, or nil without a breaker.
+    # CircuitTable, a CircuitBreaker over any other store (its targets' hosts: a pool's
+    # each have a circuit and a headroom of their own), or nil without a breaker.
     # @return [CircuitTable, CircuitBreaker, nil]
     def self.for(config, targets, token)
       return nil unless config.circuit_threshold.positive?
 
       store = config.state_store
-      store.respond_to?(:circuit_table) ? store.circuit_table : new(config, targets, token)
+      store.respond_to?(:circuit_table) ? store.circuit_table : new(config, targets.flat_map(&:hosts), token)
     end
 
     # Tells everyone who listens of a circuit's change: the logger, ActiveSupport
@@ -78,37 +79,35 @@ module LlmFailover
       @probes = nil # the targets whose probe this call was handed
     end
 
-    # Engine breaker: [route, failures] of each target, flat. A store that can peek
-    # takes no probe here: Circuit::PROBE then says the probe is free, and the engine
-    # admits that target (#admit) just before it sends to it, so a call that its
-    # primary answers never holds its backup's probe.
+    # Engine breaker: an Engine::Health for each target (each host of a pool). A store
+    # that can peek takes no probe here: Circuit::PROBE then says the probe is free,
+    # and the engine admits that target (#admit) just before it sends to it, so a call
+    # that its primary answers never holds its backup's probe.
     def health(count)
       store = @config.state_store
       keys = @targets.map(&:circuit_key)
       peeking = store.respond_to?(:peek)
       entries = peeking ? store.peek(keys, @token) : store.admit(keys, probe_ttl, @token)
-      flat = []
-      entries.each_with_index do |(route, failures, change), i|
-        flat << route << failures
+      entries.each_with_index.map do |(route, failures, change, open_for, headroom), i|
         took(@targets[i], route, change) unless peeking
+        Engine::Health.new(route: route, failures: failures, open_for: open_for, headroom: headroom)
       end
-      flat
     rescue StandardError => e
       warn("state store failed (#{e.class}: #{e.message}); calling without circuit state")
-      SEND_ALL.first(2 * count)
+      Array.new(count, SEND)
     end
 
-    # Engine breaker: one target's [route, failures] again, before a request that is
-    # not the call's first (a retry, or the backup after a failover).
+    # Engine breaker: one target's Engine::Health again, before a request that is not
+    # the call's first (a retry, another host of a pool, or the backup).
     # @param engine_target [Engine::Target]
     def admit(engine_target)
       target = Target.of(@targets, engine_target)
-      route, failures, change = @config.state_store.admit([target.circuit_key], probe_ttl, @token).first
+      route, failures, change, open_for = @config.state_store.admit([target.circuit_key], probe_ttl, @token).first
       took(target, route, change)
-      [route, failures]
+      Engine::Health.new(route: route, failures: failures, open_for: open_for, headroom: nil)
     rescue StandardError => e
       warn("state store failed (#{e.class}: #{e.message}); calling without circuit state")
-      SEND_ALL.first(2)
+      SEND
     end
 
     # After the call, however it ended (an answer, an error, a killed thread): gives
@@ -123,16 +122,18 @@ module LlmFailover
       warn("state store failed (#{e.class}: #{e.message}); a probe lock waits for its ttl")
     end
 
-    # Engine breaker: an attempt's outcome that bears on its target.
+    # Engine breaker: an attempt's outcome that bears on its target, with what a pool
+    # host's answer said of its headroom (an Engine::Headroom, or nil).
     # @param engine_target [Engine::Target]
     # @return [Boolean] whether the target's circuit is open now
-    def report(engine_target, success, error_class, hold)
+    def report(engine_target, success, error_class, hold, headroom = nil)
       target = Target.of(@targets, engine_target)
       open, change = @config.state_store.record(target.circuit_key, threshold: @config.circuit_threshold,
                                                                     cooldown: @config.circuit_cooldown,
                                                                     success: success, hold: hold,
                                                                     error_class: error_class&.name, token: @token,
-                                                                    first_probe: @config.circuit_first_probe)
+                                                                    first_probe: @config.circuit_first_probe,
+                                                                    headroom: headroom)
       CircuitBreaker.announce(@config, target, change, error_class) if change
       open
     rescue StandardError => e

@@ -3,6 +3,7 @@
 require "llm_failover/llm_failover" # the compiled extension: Circuit and its route codes
 require_relative "../quota/quota_counters"
 require_relative "first_token_times"
+require_relative "headroom"
 
 module LlmFailover
   # Provider health kept in this process: one circuit per target in a CircuitTable,
@@ -20,15 +21,21 @@ module LlmFailover
   #
   # The state-store protocol (RedisStateStore speaks it too; any object that does may
   # be a c.state_store, asked from Ruby by CircuitBreaker):
-  #   admit(keys, probe_ttl, token = nil) -> [[route, failures, change], ...] one per
-  #                              key; route Circuit::SEND, SKIP or PROBE (the caller holds
-  #                              it for probe_ttl s; the same token asking again gets
-  #                              it again, for probe_ttl more)
+  #   admit(keys, probe_ttl, token = nil) -> [[route, failures, change, open_for,
+  #                              headroom], ...] one per key; route Circuit::SEND, SKIP
+  #                              or PROBE (the caller holds it for probe_ttl s; the same
+  #                              token asking again gets it again, for probe_ttl more);
+  #                              open_for the seconds a SKIP holds (nil: not said);
+  #                              headroom what a pool host last said is left of its
+  #                              window (an Engine::Headroom as of now, or nil)
   #   peek(keys, token = nil)    optional: admit's answer without taking anything (2:
   #                              the probe is free); a call asks so for its targets
   #                              when it starts, and admits one when it sends to it
   #   record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil,
-  #          first_probe: nil)   -> [open, change]; token: the reporting call's own, so
+  #          first_probe: nil, headroom: nil) -> [open, change]; headroom: what a pool
+  #                              host's answer said (kept; a shared store shares it
+  #                              when it is dry: the host cannot take another call like
+  #                              that one before its window refills); token: the reporting call's own, so
   #                              that while half-open only the probe's holder's failure
   #                              reopens (another call's is counted, and the probe
   #                              stays out); any success closes; every success is
@@ -97,10 +104,18 @@ module LlmFailover
     # @param first_probe [Numeric, nil] seconds before the first half-open probe, the
     #   next ones growing with the incident to +cooldown+ (lf_circuit_interval); nil:
     #   every wait +cooldown+
+    # @param headroom [Engine::Headroom, nil] what a pool host's answer said is left
     # @return [Array(Boolean, Array)] whether the circuit is open afterwards, the change
-    def record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil, first_probe: nil)
+    def record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil, first_probe: nil,
+               headroom: nil)
       @circuit_table.record(key, threshold: threshold, cooldown: cooldown, success: success, hold: hold,
-                                 error_class: error_class, token: token, first_probe: first_probe)
+                                 error_class: error_class, token: token, first_probe: first_probe, headroom: headroom)
+    end
+
+    # Takes on what a shared store said of +key+'s headroom (an Engine::Headroom as of
+    # now, or nil: nothing known).
+    def note_headroom(key, headroom)
+      @circuit_table.note_headroom(key, headroom)
     end
 
     # When each key's circuit lets a request through again: its cooldown's end (epoch
@@ -111,15 +126,16 @@ module LlmFailover
       @circuit_table.reopens_at(keys)
     end
 
-    # Each known target's circuit.
+    # Each known target's circuit (a pool's hosts each have one), and what a pool host
+    # last said of its headroom.
     # @return [Array<Hash>] :provider, :model, :state, :failures, :probes_failed, :opened_at,
-    #   :cooldown_until, :last_error
+    #   :cooldown_until, :last_error, :headroom (Health.headroom's Hash, or nil)
     def health
-      @circuit_table.rows.map do |key, state, failures, probes_failed, opened_at, cooldown_until, last_error|
+      @circuit_table.rows.map do |key, state, failures, probes_failed, opened_at, cooldown_until, last_error, room|
         provider, model = key.split(":", 2)
         { provider: provider.to_sym, model: model, state: state, failures: failures, probes_failed: probes_failed,
           opened_at: opened_at && Time.at(opened_at), cooldown_until: cooldown_until && Time.at(cooldown_until),
-          last_error: last_error&.name }
+          last_error: last_error&.name, headroom: Headroom.shown(room) }
       end
     end
 

@@ -5,6 +5,7 @@ require_relative "../errors"
 require_relative "../quota/quota_counters/in_redis"
 require_relative "first_token_times/in_redis"
 require_relative "memory_state_store"
+require_relative "headroom"
 require_relative "../config/provider_config" # ProviderConfig.shown_url
 
 begin
@@ -31,15 +32,21 @@ module LlmFailover
   #                                again renews it, its own outcome's circuit change
   #                                (or any success) deletes it, and the call deletes
   #                                it when it ends (if still its own).
+  #   NS:{provider:model}:requests a pool host's requests left, as an answer said when
+  #   NS:{provider:model}:tokens   that left it unable to take another call like it
+  #                                (dry): SET PX until its window refills, so that the
+  #                                fleet's other calls pass it over until then.
   #   NS:{alert:feature:class}     one on_chain_exhausted per window: SET NX PX.
   # The scripts (Scripts) run lf_circuit.c's transitions inside Redis, on Redis's clock
   # (TIME), so that hosts whose clocks differ agree; spec/circuit_transitions_spec.rb
   # drives them and the C table through one list of every transition. A call asks this
   # store from Ruby (CircuitBreaker), once per decision.
   #
-  # A call costs one round trip on the happy path: one pipelined EVALSHA per target,
-  # read-only while the circuit is closed; its success is written only when this
-  # process knows of something to reset (#record). When Redis is down or slower than the budget (50 ms), the call goes
+  # A call costs one round trip on the happy path: one pipelined EVALSHA per target
+  # (each host of a pool), read-only while the circuit is closed, which also reads a
+  # host's shared headroom; its success is written only when this process knows of
+  # something to reset, or when it left a pool host dry (#record: once per host and
+  # window). When Redis is down or slower than the budget (50 ms), the call goes
   # on with this process's own MemoryStateStore: one warning per outage, nothing
   # raised, sharing resumes when Redis answers again (retried at most once a second).
   # That own state is not blank: every answer from Redis about a target that is not
@@ -90,10 +97,9 @@ module LlmFailover
       ttl_ms = ms(probe_ttl)
       token = token.to_s
       shared(:admit, keys, probe_ttl, token) do |redis|
-        replies = per_key(redis, keys) { |key| ["EVALSHA", SHAS[:admit], 2, circuit_key(key), probe_key(key), ttl_ms, token] }
-        replies.each_with_index.map do |(route, failures, changed, open_for), i|
-          @fallback.adopt(keys[i], failures, open_for / 1000.0)
-          [route, failures, changed == 1 ? %i[open half_open cooldown_elapsed] : nil]
+        replies = per_key(redis, keys) { |key| ["EVALSHA", SHAS[:admit], 4, *target_keys(key), ttl_ms, token] }
+        replies.each_with_index.map do |(route, failures, changed, open_for, *room), i|
+          entry(keys[i], route, failures, changed == 1 ? %i[open half_open cooldown_elapsed] : nil, open_for, room)
         end
       end
     end
@@ -102,10 +108,9 @@ module LlmFailover
     def peek(keys, token = nil)
       token = token.to_s
       shared(:peek, keys, token) do |redis|
-        replies = per_key(redis, keys) { |key| ["EVALSHA", SHAS[:peek], 2, circuit_key(key), probe_key(key), token] }
-        replies.each_with_index.map do |(route, failures, open_for), i|
-          @fallback.adopt(keys[i], failures, open_for / 1000.0)
-          [route, failures, nil]
+        replies = per_key(redis, keys) { |key| ["EVALSHA", SHAS[:peek], 4, *target_keys(key), token] }
+        replies.each_with_index.map do |(route, failures, open_for, *room), i|
+          entry(keys[i], route, failures, nil, open_for, room)
         end
       end
     end
@@ -117,17 +122,29 @@ module LlmFailover
     # counts after that answer is reset by the next success of a call that began after
     # it (its health read tells this process).
     # @param first_probe [Numeric, nil] the recovery schedule's first wait (see RECORD)
-    def record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil, first_probe: nil)
-      return NO_CHANGE if success && !@fallback.unsettled?(key)
+    # @param headroom [Engine::Headroom, nil] what a pool host's answer said: kept by this
+    #   process, and shared with the fleet when it is dry
+    def record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil, first_probe: nil,
+               headroom: nil)
+      @fallback.note_headroom(key, headroom) if headroom
+      circuit = !success || @fallback.unsettled?(key)
+      share = headroom_writes(key, headroom)
+      return NO_CHANGE unless circuit || share
 
       key_ttl = [DAY_MS, ms(2 * (cooldown + hold))].max
       shared(:record, key, threshold: threshold, cooldown: cooldown, success: success, hold: hold,
-                           error_class: error_class, token: token, first_probe: first_probe,
-                           repair: [circuit_key(key), probe_key(key)]) do |redis|
-        from, to, reason, failures, open_for = redis.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key),
-                                                          threshold, cooldown.to_f, success ? 1 : 0, hold.to_f,
-                                                          error_class.to_s, key_ttl, token.to_s,
-                                                          (first_probe || cooldown).to_f)
+                           error_class: error_class, token: token, first_probe: first_probe, headroom: headroom,
+                           repair: target_keys(key)) do |redis|
+        replies = redis.pipelined do |p|
+          share&.each { |command| p.call(*command) }
+          if circuit
+            p.call("EVALSHA", SHAS[:record], 2, circuit_key(key), probe_key(key), threshold, cooldown.to_f,
+                   success ? 1 : 0, hold.to_f, error_class.to_s, key_ttl, token.to_s, (first_probe || cooldown).to_f)
+          end
+        end
+        next NO_CHANGE unless circuit
+
+        from, to, reason, failures, open_for = replies.last
         @fallback.adopt(key, failures, open_for / 1000.0)
         [to != "closed", reason.empty? ? nil : [from.to_sym, to.to_sym, reason.to_sym]]
       end
@@ -150,22 +167,17 @@ module LlmFailover
       nil
     end
 
-    # Every target with a circuit in this namespace, read from Redis (the process's own
-    # state when Redis cannot be reached).
+    # Every target with a circuit, or a pool host with a shared headroom, in this
+    # namespace, read from Redis (the process's own state when Redis cannot be reached).
     def health
       shared(:health) do |redis|
         now = redis.call("TIME").then { |s, us| s.to_i + us.to_i / 1e6 }
-        keys = redis.scan("MATCH", "#{@namespace}:{*}:circuit", "COUNT", 1000).to_a
-        keys.sort.map do |k|
-          h = repairing(redis, [k]) { redis.call("HGETALL", k) }
-          provider, model = k.delete_prefix("#{@namespace}:{").delete_suffix("}:circuit").split(":", 2)
-          state = (h["state"] || "closed").to_sym
-          state = :half_open if state == :open && h["until"].to_f <= now
-          { provider: provider.to_sym, model: model, state: state, failures: h["failures"].to_i,
-            probes_failed: h["probes"].to_i,
-            opened_at: time_or_nil(h["opened_at"]), cooldown_until: state == :closed ? nil : time_or_nil(h["until"]),
-            last_error: h["last_error"].to_s.empty? ? nil : h["last_error"] }
+        targets = %w[circuit requests tokens].flat_map do |kind|
+          redis.scan("MATCH", "#{@namespace}:{*}:#{kind}", "COUNT", 1000).map do |k|
+            k.delete_prefix("#{@namespace}:{").delete_suffix("}:#{kind}")
+          end
         end
+        targets.uniq.sort.map { |target| health_row(redis, target, now) }
       end
     end
 
@@ -203,6 +215,60 @@ module LlmFailover
 
     def circuit_key(key)
       "#{@namespace}:{#{key}}:circuit"
+    end
+
+    # Every key of one target (one hash tag): circuit, probe, requests, tokens.
+    def target_keys(key)
+      %w[circuit probe requests tokens].map { |kind| "#{@namespace}:{#{key}}:#{kind}" }
+    end
+
+    # One key's answer to admit and peek, the process's own state taking it on.
+    def entry(key, route, failures, change, open_for, room)
+      headroom = shared_headroom(*room)
+      @fallback.adopt(key, failures, open_for / 1000.0)
+      @fallback.note_headroom(key, headroom)
+      [route, failures, change, open_for.positive? ? open_for / 1000.0 : nil, headroom]
+    end
+
+    # HEADROOM_TAIL's four (-1: nothing shared) as an Engine::Headroom, or nil.
+    def shared_headroom(requests, requests_ms, tokens, tokens_ms)
+      return nil if requests.negative? && tokens.negative?
+
+      Engine::Headroom.new(requests: requests.negative? ? nil : requests,
+                           requests_for: requests.negative? ? nil : requests_ms / 1000.0,
+                           tokens: tokens.negative? ? nil : tokens,
+                           tokens_for: tokens.negative? ? nil : tokens_ms / 1000.0, dry: true)
+    end
+
+    # The SETs that tell the fleet a pool host is dry: what it said is left, until each
+    # window refills. nil when it is not dry (nothing to share).
+    def headroom_writes(key, headroom)
+      return nil unless headroom&.dry
+
+      _, _, requests, tokens = target_keys(key)
+      writes = []
+      writes << ["SET", requests, headroom.requests.to_s, "PX", ms(headroom.requests_for)] if headroom.requests && headroom.requests_for&.positive?
+      writes << ["SET", tokens, headroom.tokens.to_s, "PX", ms(headroom.tokens_for)] if headroom.tokens && headroom.tokens_for&.positive?
+      writes.empty? ? nil : writes
+    end
+
+    def health_row(redis, target, now)
+      circuit, _, requests, tokens = target_keys(target)
+      h = repairing(redis, [circuit]) { redis.call("HGETALL", circuit) }
+      room = redis.pipelined do |p|
+        [requests, tokens].each do |k|
+          p.call("GET", k)
+          p.call("PTTL", k)
+        end
+      end
+      provider, model = target.split(":", 2)
+      state = (h["state"] || "closed").to_sym
+      state = :half_open if state == :open && h["until"].to_f <= now
+      { provider: provider.to_sym, model: model, state: state, failures: h["failures"].to_i,
+        probes_failed: h["probes"].to_i,
+        opened_at: time_or_nil(h["opened_at"]), cooldown_until: state == :closed ? nil : time_or_nil(h["until"]),
+        last_error: h["last_error"].to_s.empty? ? nil : h["last_error"],
+        headroom: Headroom.shown(shared_headroom(*room.each_slice(2).flat_map { |v, ttl| [v ? v.to_i : -1, ttl] })) }
     end
 
     def probe_key(key)

@@ -15,7 +15,8 @@ module LlmFailover
   # server elsewhere is another host), each in the overrides (c.price) before the
   # table (c.prices); first with the model id the host is asked for, then with the
   # logical name a provider's models: maps to it. Nothing found: nil, and one
-  # warning per provider and model in this process.
+  # warning per provider and model in this process. A pool's is its dearest host's;
+  # an attempt is priced at the host that served it.
   #
   # @api private
   class Pricing
@@ -111,8 +112,18 @@ module LlmFailover
     private
 
     def lookup(target)
+      return costliest(target.hosts.map { |host| self.for(host) }) if target.pool?
+
       provider = target.provider
       find([provider.name, self.class.host_of(provider)].compact.uniq, [target.engine.model, target.model])
+    end
+
+    # A pool's price is its dearest host's (input and output per million together):
+    # the most one of its calls can cost. nil when a host has none.
+    def costliest(prices)
+      return nil if prices.include?(nil)
+
+      prices.max_by { |price| price.input + price.output }
     end
 
     def find(hosts, models)

@@ -14,14 +14,17 @@ module LlmFailover
     FIELDS = %i[request_id attempt provider model feature success error_class error_message http_status
                 failover_eligible retry_after latency_ms first_token_ms input_tokens output_tokens
                 cached_input_tokens cache_write_tokens started_at provider_request_id cached cancelled scrubbed
-                skipped hedged turn_id cache_tier similarity cost cost_saved].freeze
+                skipped hedged turn_id cache_tier similarity cost cost_saved host].freeze
 
     # @return [String] UUID shared by every attempt of one call
     attr_reader :request_id
     # @return [Integer] 1, 2, ... across the whole call
     attr_reader :attempt
-    # @return [Symbol] the configured provider name
+    # @return [Symbol] the configured provider name (a pool's, when the chat named one)
     attr_reader :provider
+    # @return [Symbol, nil] the provider entry that served it: one of a pool's hosts, or
+    #   the provider itself; nil for a cache hit (no host was asked)
+    attr_reader :host
     # @return [String] the model asked for
     attr_reader :model
     # @return [String, nil]
@@ -61,8 +64,9 @@ module LlmFailover
                    latency_ms: nil, first_token_ms: nil, input_tokens: nil, output_tokens: nil,
                    cached_input_tokens: nil, cache_write_tokens: nil, started_at: nil, provider_request_id: nil,
                    cached: false, cancelled: false, scrubbed: nil, skipped: false, hedged: false, turn_id: nil,
-                   cache_tier: nil, similarity: nil, cost: nil, cost_saved: nil)
+                   cache_tier: nil, similarity: nil, cost: nil, cost_saved: nil, host: nil)
       @request_id = request_id
+      @host = host&.to_sym
       @attempt = attempt
       @provider = provider
       @model = model
@@ -142,7 +146,7 @@ module LlmFailover
     def to_h
       FIELDS.to_h do |name|
         value = public_send(name)
-        value = value.to_s if (name == :provider || name == :cache_tier) && value
+        value = value.to_s if %i[provider cache_tier host].include?(name) && value
         value = value.utc.iso8601(3) if value.is_a?(Time)
         value = value.to_s("F") if value.is_a?(BigDecimal)
         [name, value]
@@ -162,7 +166,8 @@ module LlmFailover
       outcome += " skipped" if skipped?
       outcome = "cancelled" if cancelled?
       outcome += " hedged" if hedged?
-      "#<#{self.class.name} #{request_id} ##{attempt} #{Target.label(provider, model)} #{outcome}>"
+      via = host && host != provider ? " via #{host}" : ""
+      "#<#{self.class.name} #{request_id} ##{attempt} #{Target.label(provider, model)}#{via} #{outcome}>"
     end
   end
 end

@@ -65,6 +65,7 @@ module LlmFailover
             error_classes(m)
             tokens(m)
             spending(m)
+            hosts(m) if @report.pooled?
             cache_hits(m)
             hedges(m)
             features(m)
@@ -236,6 +237,13 @@ module LlmFailover
 
       def spend_legend
         spend_colors.map { |provider, css| [provider, css] }
+      end
+
+      # A pool's hosts: how its calls spread, what failed where, what each cost.
+      def hosts(m)
+        section(m, "hosts", "Hosts", "Each pool's attempts by the host that served them.") do
+          table(m, :hosts)
+        end
       end
 
       def cache_hits(m)

@@ -131,6 +131,12 @@ module LlmFailover
         @cancelled_column
       end
 
+      # Tables made before the host column keep working (every attempt's host its provider).
+      def host_column?
+        @host_column = @model.column_names.include?("host") if @host_column.nil?
+        @host_column
+      end
+
       # Tables made before the cost column keep working (and show no money).
       def cost_column?
         @cost_column = @model.column_names.include?("cost") if @cost_column.nil?

@@ -16,6 +16,7 @@ module LlmFailover
       TITLES = {
         summary: "Summary",
         failure_rates: "Failure rate per provider and model",
+        hosts: "Traffic, failures and spend per host (a pool's hosts; failed attempts included)",
         saves: "Failover saves (succeeded after a failed attempt)",
         features: "Features",
         incident_windows: "Incident windows (failures per #{BUCKET_SECONDS / 60}-minute bucket, UTC)",
@@ -53,6 +54,19 @@ module LlmFailover
         Table.new(%w[provider model attempts failures rate failover_eligible top_error],
                   @report.failure_rates.map { |r|
                     [r.provider, r.model, r.attempts, r.failures, percent(r.rate), r.failover_eligible, r.top_error]
+                  })
+      end
+
+      # @return [Table, Note] a note when no pool served the period (each provider is its
+      #   own host: the failure rates say it all)
+      def hosts
+        return Note.new("(no pool in this period: every provider is its own host)") unless @report.pooled?
+
+        Table.new(%w[provider host model attempts share failures rate input output spent spent_on_failed],
+                  @report.hosts.map { |h|
+                    total = @report.hosts.select { |o| o.provider == h.provider && o.model == h.model }.sum(&:attempts)
+                    [h.provider, h.host, h.model, h.attempts, percent(h.attempts.fdiv(total)), h.failures,
+                     percent(h.rate), h.input, h.output, usd(h.cost), usd(h.failed)]
                   })
       end
 

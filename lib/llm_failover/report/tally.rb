@@ -15,7 +15,9 @@ module LlmFailover
       # Money (tables with the cost column; BigDecimal USD, else 0): cost of every attempt,
       # of the unanswered ones, what cache hits saved; unpriced: attempts billed tokens at
       # a price not known (NULL cost).
-      Group = Struct.new(:provider, :model, :feature, :error_class, :attempts, :sent, :failures,
+      # host: the provider entry that served (a pool's host; nil for a cache hit, or
+      # before the host column).
+      Group = Struct.new(:provider, :model, :feature, :error_class, :host, :attempts, :sent, :failures,
                          :failed_eligible, :cached, :semantic, :paid, :paid_input, :paid_output, :input, :output,
                          :unanswered_input, :unanswered_output, :cost, :failed_cost, :saved, :unpriced,
                          keyword_init: true) do
@@ -35,8 +37,9 @@ module LlmFailover
       def groups
         @groups ||= begin
           measures = self.measures
-          @rows.scan.group(*KEYS).pluck(*KEYS, *measures.values).map do |values|
-            Group.new(**[*KEYS, *measures.keys].zip(values).to_h).tap { |g| integers(g, measures.keys) }
+          keys = @rows.host_column? ? [*KEYS, :host] : KEYS
+          @rows.scan.group(*keys).pluck(*keys, *measures.values).map do |values|
+            Group.new(**[*keys, *measures.keys].zip(values).to_h).tap { |g| integers(g, measures.keys) }
           end
         end
       end

@@ -7,7 +7,7 @@ module LlmFailover
     # The report as aligned text tables: the title, the summary, then one section per
     # table.
     class Text
-      SECTIONS = %i[failure_rates saves features incident_windows tokens spend_summary spend spend_by_feature
+      SECTIONS = %i[failure_rates hosts saves features incident_windows tokens spend_summary spend spend_by_feature
                     spend_by_day failover_premium cache_hits hedges open_circuits circuit_windows].freeze
 
       # @param report [Report]

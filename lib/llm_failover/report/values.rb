@@ -108,6 +108,16 @@ module LlmFailover
       end
     end
     FeatureSpend = Struct.new(:feature, :cost, :failed, keyword_init: true)
+
+    # One host's traffic, failures and spend for a provider (a pool) and model: the
+    # attempts it was sent, those that failed, the tokens and what they cost (failed
+    # attempts included).
+    HostUse = Struct.new(:provider, :host, :model, :attempts, :failures, :input, :output, :cost, :failed,
+                         keyword_init: true) do
+      def rate
+        attempts.zero? ? 0.0 : failures.to_f / attempts
+      end
+    end
     # One day of one provider's spend (day: its start, UTC midnight).
     DaySpend = Struct.new(:day, :provider, :cost, keyword_init: true)
     # What failing over cost beyond the primary's price: per path from the target that

@@ -186,6 +186,7 @@ module LlmFailover
         @embed_queue = []
         @token_queue = []
         @lanes = {}
+        @rate_limit = nil
         @requests = []
         @default_hash = { text: DEFAULT_TEXT }.freeze
         @default = Step.new(@default_hash)

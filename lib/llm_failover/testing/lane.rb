@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "step"
+require_relative "rate_limit"
 
 module LlmFailover
   module Testing
@@ -33,6 +34,7 @@ module LlmFailover
           @name = name.to_sym
           @queue = []
           @default = nil
+          @rate_limit = nil
         end
 
         # The base_url a provider of that API should be configured with to use this lane.
@@ -84,7 +86,24 @@ module LlmFailover
           @server.synchronize { @queue.size }
         end
 
-        # Drops this lane's queued steps and its default.
+        # Plays this provider's rate limits (RateLimit): every answer says what is left
+        # in the protocol's own headers, a request past them gets a 429. nil: none.
+        # @example
+        #   fp.on(:east).rate_limit(requests: 100, tokens: 40_000, per: 60)
+        # @return [self]
+        def rate_limit(requests: nil, tokens: nil, per: 60, off: false)
+          limit = off ? nil : RateLimit.new(requests: requests, tokens: tokens, per: per)
+          @server.synchronize { @rate_limit = limit }
+          self
+        end
+
+        # @api private: called under the server's lock
+        # @return [RateLimit, nil]
+        def rate_limiter
+          @rate_limit
+        end
+
+        # Drops this lane's queued steps, its default and its rate limits.
         # @return [self]
         def clear
           @server.synchronize { clear_locked }
@@ -95,6 +114,7 @@ module LlmFailover
         def clear_locked
           @queue.clear
           @default = nil
+          @rate_limit = nil
         end
 
         # @api private: called under the server's lock

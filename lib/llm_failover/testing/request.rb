@@ -15,8 +15,10 @@ module LlmFailover
       # own traits are beside it (fake_provider/azure.rb, vertex.rb).
       # client_closed is set when the client hung up while the answer was held back (a
       # delay): a hedged request's loser, a cancelled call. lane is the provider name its
-      # path starts with (`/providers/NAME/...`, see Lane) or nil.
-      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream, :client_closed, :lane) do
+      # path starts with (`/providers/NAME/...`, see Lane) or nil. rate_headers: what a
+      # rate limit (RateLimit) put on its answer.
+      Request = Struct.new(:method, :path, :headers, :body, :json, :api, :stream, :client_closed, :lane,
+                           :rate_headers) do
         # The request from what HttpIO#read_request read: every String as UTF-8, the
         # path without an absolute-form target's scheme and host, the body parsed when it
         # is a JSON object, routed by method and path.

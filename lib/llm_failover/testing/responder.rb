@@ -226,8 +226,10 @@ module LlmFailover
           @io.write(body) unless body.empty?
         end
 
-        # Our headers, then the step's extra headers (which win, case-insensitively), then framing.
+        # Our headers (and a rate limit's), then the step's extra headers (which win,
+        # case-insensitively), then framing.
         def framing(headers, chunked: false, length: nil)
+          headers = headers.merge(@request.rate_headers) if @request.rate_headers
           extra = @step[:headers].to_h.to_h { |k, v| [k.to_s, v.to_s] }
           merged = headers.reject { |k, _| extra.keys.any? { |e| e.casecmp?(k) } }.merge(extra)
           merged = merged.reject { |k, _| FRAMING_HEADERS.include?(k.downcase) }.to_a

@@ -143,6 +143,7 @@ module LlmFailover
           t.integer :cache_write_tokens, note: "of input_tokens, written to the provider's prompt cache"
           t.decimal :cost, precision: 18, scale: 10, note: "USD at the configured prices; NULL: no price known"
           t.decimal :cost_saved, precision: 18, scale: 10, note: "a cache hit's: what the answer cost when made"
+          t.string :host, note: "the provider entry that served it: a pool's host, or the provider; NULL: a cache hit"
           t.index %i[request_id attempt], what: "request_id_and_attempt", unique: true
           t.index :started_at, what: "started_at"
           t.index %i[provider model started_at], what: "provider_model_started_at"
@@ -261,7 +262,7 @@ module LlmFailover
         %i[attempts turn_id], %i[circuit_events], %i[messages tool_call_id], %i[tool_calls], %i[vectors],
         %i[attempts cache_tier], %i[attempts similarity], %i[messages attachments_data], %i[messages claimed_by],
         %i[attempts cached_input_tokens], %i[attempts cache_write_tokens], %i[attempts cost], %i[attempts cost_saved],
-        %i[vectors embedding]
+        %i[vectors embedding], %i[attempts host]
       ].freeze
     end
   end

@@ -56,12 +56,13 @@ module LlmFailover
 
       private
 
-      # When the first of the call's targets lets a request through, when all are open.
+      # When the first of the call's targets (a pool's hosts each) lets a request through,
+      # when all are open.
       def circuits_reopen_at(now)
         store = @config.state_store
         return nil unless @breaker && store.respond_to?(:reopens_at)
 
-        times = store.reopens_at(@targets.map(&:circuit_key))
+        times = store.reopens_at(@targets.flat_map(&:hosts).map(&:circuit_key))
         times.any?(&:nil?) ? nil : [times.min, now].max
       rescue StandardError => e
         @log.call(:warn, "state store failed (#{e.class}: #{e.message}); no retry_at from the circuits")

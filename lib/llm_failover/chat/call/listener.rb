@@ -23,10 +23,10 @@ module LlmFailover
         @cancellation.raise_if_requested
       end
 
-      # Engine listener: one attempt record (an Engine::Attempt).
+      # Engine listener: one attempt record (an Engine::Attempt), at one host of a target.
       def on_attempt(attempt)
         @last_target = Target.of(@targets, attempt.target)
-        @records.engine_attempt(attempt, @last_target)
+        @records.engine_attempt(attempt, @last_target, Target.host_of(@targets, attempt.target))
         # The attempt an exception cut comes while that exception unwinds; a cancelled
         # one is the cancel's own.
         @cancellation.raise_if_requested unless attempt.stopped || attempt.cancelled
@@ -49,9 +49,9 @@ module LlmFailover
       end
 
       # Engine listener (with the in-process state store): an attempt of this call
-      # changed +target+'s circuit.
+      # changed +target+'s circuit (a pool's host has its own).
       def on_circuit_change(target, from, to, reason, error_class)
-        CircuitBreaker.announce(@config, Target.of(@targets, target), [from, to, reason], error_class)
+        CircuitBreaker.announce(@config, Target.host_of(@targets, target), [from, to, reason], error_class)
       end
     end
   end

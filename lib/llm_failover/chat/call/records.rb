@@ -53,11 +53,13 @@ module LlmFailover
         @list.empty?
       end
 
-      # One attempt record of the engine's (an Engine::Attempt).
-      def engine_attempt(attempt, target)
-        reach(attempt, target)
-        return hedge_loser(attempt, target) if attempt.lost
-        return cut(attempt, target) if attempt.cancelled || attempt.stopped
+      # One attempt record of the engine's (an Engine::Attempt), at +host+ of +target+
+      # (a pool's host, or the target itself): the record names both, and its cost is
+      # the host's price.
+      def engine_attempt(attempt, target, host = target)
+        reach(attempt, target, host)
+        return hedge_loser(attempt, target, host) if attempt.lost
+        return cut(attempt, target, host) if attempt.cancelled || attempt.stopped
 
         unless attempt.success
           # No request: the target's circuit was open, or it cannot take the message's
@@ -69,14 +71,15 @@ module LlmFailover
           end
           @failures << [attempt, target]
         end
-        add(AttemptRecord.new(**fields(target), attempt: attempt.attempt + @attempt_offset, success: attempt.success,
-                                                error_class: attempt.error_class,
-                                                error_message: attempt.error_message,
-                                                http_status: attempt.http_status,
-                                                failover_eligible: attempt.failover_eligible,
-                                                retry_after: attempt.retry_after, latency_ms: attempt.latency_ms,
-                                                first_token_ms: attempt.first_token_ms,
-                                                **billed(attempt, target),
+        add(AttemptRecord.new(**fields(target, host), attempt: attempt.attempt + @attempt_offset,
+                                                      success: attempt.success, error_class: attempt.error_class,
+                                                      error_message: attempt.error_message,
+                                                      http_status: attempt.http_status,
+                                                      failover_eligible: attempt.failover_eligible,
+                                                      retry_after: attempt.retry_after,
+                                                      latency_ms: attempt.latency_ms,
+                                                      first_token_ms: attempt.first_token_ms,
+                                                      **billed(attempt, host),
                                                 started_at: attempt.started_at,
                                                 provider_request_id: attempt.provider_request_id,
                                                 skipped: attempt.skipped, hedged: attempt.hedge))
@@ -102,7 +105,7 @@ module LlmFailover
 
       # Chat#cancel! came before the call started: no engine, no request, one record.
       def cancelled_before_start(target, latency_ms:)
-        add(AttemptRecord.new(**fields(target), attempt: @attempt_offset + 1, success: false,
+        add(AttemptRecord.new(**fields(target, nil), attempt: @attempt_offset + 1, success: false,
                                                 error_message: CANCELLED, latency_ms: latency_ms,
                                                 started_at: Time.now, cancelled: true, cost: Pricing::ZERO))
       end
@@ -145,11 +148,12 @@ module LlmFailover
       # The loser of a hedged request: cut by the call when the other attempt produced
       # its first token first. Not a failure of its target's: no error class, nothing
       # for the breaker, only what it cost (its tokens, if any reached the gem).
-      def hedge_loser(attempt, target)
-        add(AttemptRecord.new(**fields(target), attempt: attempt.attempt + @attempt_offset, success: false,
-                                                error_message: attempt.error_message,
-                                                http_status: attempt.http_status, latency_ms: attempt.latency_ms,
-                                                first_token_ms: attempt.first_token_ms, **billed(attempt, target),
+      def hedge_loser(attempt, target, host)
+        add(AttemptRecord.new(**fields(target, host), attempt: attempt.attempt + @attempt_offset, success: false,
+                                                      error_message: attempt.error_message,
+                                                      http_status: attempt.http_status,
+                                                      latency_ms: attempt.latency_ms,
+                                                      first_token_ms: attempt.first_token_ms, **billed(attempt, host),
                                                 started_at: attempt.started_at,
                                                 provider_request_id: attempt.provider_request_id,
                                                 cancelled: true, hedged: true))
@@ -158,11 +162,11 @@ module LlmFailover
       # What an attempt's target owes a shared quota (its tokens, by target): every
       # attempt whose request may have reached it, which the engine knows (a skip, a
       # refused connection or a connect timeout did not).
-      def reach(attempt, target)
+      def reach(attempt, target, host)
         return unless attempt.reached
 
         tokens, cost = @reached.fetch(target, [0, Pricing::ZERO])
-        spent = cost_of(attempt, target)
+        spent = cost_of(attempt, host)
         tokens += attempt.input_tokens.to_i + attempt.output_tokens.to_i
         @reached[target] = [tokens, cost && spent && cost + spent]
       end
@@ -186,21 +190,21 @@ module LlmFailover
         record
       end
 
-      def fields(target)
+      def fields(target, host)
         { request_id: @request_id, provider: target.name, model: target.model, feature: @feature,
-          scrubbed: @scrubbed, turn_id: @turn_id }
+          scrubbed: @scrubbed, turn_id: @turn_id, host: host&.name }
       end
 
       # An attempt the call's caller cut. Chat#cancel!'s (or the cancel's own record)
       # is kept for #cancelled, which emits it after the store's write. One an exception
       # cut (Engine::Attempt#stopped_by: its class, nil for Thread#kill or a throw)
       # failed with AbortedError, nobody's fault.
-      def cut(attempt, target)
-        fields = fields(target).merge(attempt: attempt.attempt + @attempt_offset, success: false,
-                                      http_status: attempt.http_status,
-                                      latency_ms: attempt.latency_ms, first_token_ms: attempt.first_token_ms,
-                                      **billed(attempt, target), started_at: attempt.started_at,
-                                      provider_request_id: attempt.provider_request_id, hedged: attempt.hedge)
+      def cut(attempt, target, host)
+        fields = fields(target, host).merge(attempt: attempt.attempt + @attempt_offset, success: false,
+                                            http_status: attempt.http_status,
+                                            latency_ms: attempt.latency_ms, first_token_ms: attempt.first_token_ms,
+                                            **billed(attempt, host), started_at: attempt.started_at,
+                                            provider_request_id: attempt.provider_request_id, hedged: attempt.hedge)
         if attempt.cancelled
           record = AttemptRecord.new(**fields, error_message: CANCELLED, cancelled: true)
           @cancelled << record

@@ -13,12 +13,26 @@ module LlmFailover
     #
     # @api private: included by RedisStateStore
     module Scripts
-      # Mirrors lf_circuit_admit and lf_circuit_renew_probe. KEYS: circuit, probe.
-      # ARGV: probe ttl (ms), the caller's token. Returns {route, failures, changed,
-      # open_for}: route one of Circuit::SEND, SKIP, PROBE (the C core's codes, written
-      # into the script); open_for the milliseconds the target stays out of bounds for
-      # this caller's process (0 when closed).
-      ADMIT = <<~LUA
+      # What ADMIT and PEEK add to their answer: a pool host's shared headroom, what it
+      # said is left of its requests (KEYS[3]) and tokens (KEYS[4]) while that holds
+      # (the key's PTTL): {requests, ms, tokens, ms}, -1 where nothing is shared.
+      HEADROOM_TAIL = <<~LUA
+        for i = 3, 4 do
+          local left = tonumber(redis.call('GET', KEYS[i]))
+          table.insert(answer, left or -1)
+          table.insert(answer, left and redis.call('PTTL', KEYS[i]) or -1)
+        end
+        return answer
+      LUA
+
+      # Mirrors lf_circuit_admit and lf_circuit_renew_probe. KEYS: circuit, probe,
+      # requests, tokens. ARGV: probe ttl (ms), the caller's token. Returns {route,
+      # failures, changed, open_for} and HEADROOM_TAIL's four: route one of
+      # Circuit::SEND, SKIP, PROBE (the C core's codes, written into the script); open_for
+      # the milliseconds the target stays out of bounds for this caller's process (0
+      # when closed).
+      ADMIT = <<~LUA + "local answer = admit()\n" + HEADROOM_TAIL
+        local function admit()
         local SEND, SKIP, PROBE = #{Circuit::SEND}, #{Circuit::SKIP}, #{Circuit::PROBE}
         local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
         local state, failures = st[1], tonumber(st[2]) or 0
@@ -44,12 +58,14 @@ module LlmFailover
           return {PROBE, failures, changed, tonumber(ARGV[1])}
         end
         return {SKIP, failures, changed, math.max(redis.call('PTTL', KEYS[2]), 1)}
+        end
       LUA
 
       # Mirrors lf_circuit_peek: ADMIT's answer, read-only (route PROBE: the probe is
-      # free, or the caller's token holds it). KEYS: circuit, probe. ARGV: the caller's
-      # token. Returns {route, failures, open_for}.
-      PEEK = <<~LUA
+      # free, or the caller's token holds it). KEYS: circuit, probe, requests, tokens.
+      # ARGV: the caller's token. Returns {route, failures, open_for} and HEADROOM_TAIL's.
+      PEEK = <<~LUA + "local answer = peek()\n" + HEADROOM_TAIL
+        local function peek()
         local SEND, SKIP, PROBE = #{Circuit::SEND}, #{Circuit::SKIP}, #{Circuit::PROBE}
         local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until')
         local state, failures = st[1], tonumber(st[2]) or 0
@@ -66,6 +82,7 @@ module LlmFailover
         if now < untl then return {SKIP, failures, math.ceil((untl - now) * 1000)} end
         if holder then return {SKIP, failures, math.max(redis.call('PTTL', KEYS[2]), 1)} end
         return {PROBE, failures, 0}
+        end
       LUA
 
       # The probe lock of a call that ended, when it is still its own. KEYS: probe.

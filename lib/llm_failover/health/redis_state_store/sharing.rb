@@ -94,7 +94,7 @@ module LlmFailover
           next reply unless reply.is_a?(RedisClient::CommandError)
           raise reply if reply.message.start_with?("NOSCRIPT")
 
-          reset(redis, [circuit_key(keys[i]), probe_key(keys[i])], reply)
+          reset(redis, target_keys(keys[i]), reply)
           redis.call(*command.call(keys[i]))
         end
       end

@@ -73,7 +73,8 @@ module LlmFailover
 
         # Logs the request and, when it is routed, hands it the next step (atomically, so
         # concurrent requests take steps in the order they are logged): a token request
-        # from the token queue, embeddings from theirs, the rest from its lane's, the shared
+        # from the token queue, embeddings from theirs, the rest a rate limit's 429 when
+        # its lane's (or the server's) window is spent, else from its lane's, the shared
         # queue, the defaults. A request its host refuses (refusal_of) takes no step: the
         # script is about answers.
         def take_step(request)
@@ -86,8 +87,18 @@ module LlmFailover
             next @embed_queue.shift || EMBEDDINGS_DEFAULT if request.embeddings?
 
             lane = request.lane && @lanes[request.lane]
-            lane&.shift || @queue.shift || lane&.default_step || @default
+            limited(request, lane ? lane.rate_limiter : @rate_limit) ||
+              lane&.shift || @queue.shift || lane&.default_step || @default
           end
+        end
+
+        # A rate-limited host's headers on the request's answer, and its 429 when the
+        # window has nothing left (then the request takes no step).
+        def limited(request, limit)
+          return nil unless limit
+
+          request.rate_headers, refused = limit.take(request)
+          refused
         end
 
         # What answers a request before any step, in its host's own shape: Azure's 401

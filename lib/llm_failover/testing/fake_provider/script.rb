@@ -2,6 +2,7 @@
 
 require_relative "../step"
 require_relative "../lane"
+require_relative "../rate_limit"
 
 module LlmFailover
   module Testing
@@ -55,6 +56,15 @@ module LlmFailover
 
           lane = Lane.new(self, key) # validates the name outside the lock
           synchronize { @lanes[key] ||= lane }
+        end
+
+        # Plays rate limits for the requests outside any lane (RateLimit; a lane has its
+        # own, Lane#rate_limit); off: true drops them.
+        # @return [self]
+        def rate_limit(requests: nil, tokens: nil, per: 60, off: false)
+          limit = off ? nil : RateLimit.new(requests: requests, tokens: tokens, per: per)
+          @mutex.synchronize { @rate_limit = limit }
+          self
         end
 
         # @return [Hash] the step used when the queue is empty
@@ -127,7 +137,7 @@ module LlmFailover
         end
 
         # Back to a fresh server on the same port: no queued steps on any lane, no log, the
-        # default answers, no held requests, transcripts not checked. What
+        # default answers, no held requests, no rate limits, transcripts not checked. What
         # LlmFailover::Testing does between two tests.
         # @return [self]
         def reset
@@ -137,6 +147,7 @@ module LlmFailover
             @token_queue.clear
             @requests.clear
             @lanes.each_value(&:clear_locked)
+            @rate_limit = nil
             @default_hash = { text: DEFAULT_TEXT }.freeze
             @default = Step.new(@default_hash)
           end

@@ -1,0 +1,120 @@
+# frozen_string_literal: true
+
+require_relative "../errors"
+require "llm_failover/llm_failover" # Engine::Pool
+require_relative "../chat/target"
+require_relative "../safe_inspect"
+
+module LlmFailover
+  # One configured pool: a name used wherever a provider's is (provider:,
+  # backup_provider:), served by several provider entries, its hosts (keys, regions,
+  # vendors), each with a weight. Which host a call goes to is the engine's rule
+  # (ext/llm_failover/core/lf_tier.c: by weight among the hosts with headroom); this
+  # is its configuration: the hosts, checked once, and the Target a model asked of the
+  # pool is (its Engine::Pool holding each host's Engine::Target).
+  #
+  # @example
+  #   c.pool :gpt, hosts: [{ provider: :azure_east, weight: 2 }, { provider: :azure_west }, { provider: :openai }]
+  class PoolConfig
+    include SafeInspect
+
+    # Hosts of one pool: the core's LF_MAX_POOL_HOSTS.
+    MAX_HOSTS = Engine::MAX_POOL_HOSTS
+    MODELS_KEPT = 32
+
+    # One host: its provider entry and its weight.
+    Host = Struct.new(:provider, :weight)
+
+    attr_reader :name
+    # @return [Array<Host>] frozen
+    attr_reader :hosts
+
+    # @param name [Symbol]
+    # @param hosts [Array<Hash>] { provider:, weight: 1 } each
+    # @param providers [Hash{Symbol => ProviderConfig}] the configured ones, which the hosts name
+    # @raise [ConfigurationError]
+    def initialize(name, hosts:, providers:)
+      @name = name
+      @hosts = validate_hosts(hosts, providers).freeze
+      @per_model = {} # model => its Target (#target); the one mutable part
+      freeze
+    end
+
+    # What a pool says where a provider says its protocol: a pool's hosts may speak
+    # several (each host's rules are asked of its own entry).
+    # @return [Symbol] :pool
+    def api
+      :pool
+    end
+
+    # @return [Array<Symbol>] the hosts' provider names, in order
+    def host_names
+      @hosts.map { |h| h.provider.name }
+    end
+
+    # Whether +provider+ (a ProviderConfig's name) is one of its hosts.
+    def host?(provider_name)
+      host_names.include?(provider_name)
+    end
+
+    # @return [PoolConfig] the same pool over +providers+ (a host redeclared since)
+    def rebuilt(providers)
+      PoolConfig.new(@name, hosts: @hosts.map { |h| { provider: h.provider.name, weight: h.weight } },
+                            providers: providers)
+    end
+
+    # @api private: +model+ asked of the pool, as a frozen Target whose hosts are
+    #   +model+ asked of each host's entry
+    def target(model)
+      @per_model[model] || per_model(model)
+    end
+
+    def inspect
+      shown = @hosts.map { |h| "#{h.provider.name}*#{h.weight}" }.join(", ")
+      "#<#{self.class.name} #{name.inspect} hosts=[#{shown}]>"
+    end
+
+    private
+
+    def per_model(model)
+      @per_model.clear if @per_model.size >= MODELS_KEPT
+      model = model.dup.freeze unless model.frozen?
+      hosts = @hosts.map { |h| h.provider.target(model) }.freeze
+      engine = Engine::Pool.new(key: Target.key(name, model), hosts: hosts.map(&:engine).freeze,
+                                weights: @hosts.map { |h| h.weight.to_f }.freeze).freeze
+      @per_model[model] = Target.build(model, self, engine, hosts: hosts)
+    end
+
+    def fail!(message)
+      raise ConfigurationError, "pool #{@name.inspect}: #{message}"
+    end
+
+    def validate_hosts(hosts, providers)
+      fail!("hosts: must be a non-empty Array of { provider:, weight: }") unless hosts.is_a?(Array) && !hosts.empty?
+      fail!("at most #{MAX_HOSTS} hosts, got #{hosts.size}") if hosts.size > MAX_HOSTS
+
+      built = hosts.map { |host| validate_host(host, providers) }
+      twice = built.map { |h| h.provider.name }.tally.select { |_, n| n > 1 }.keys
+      fail!("#{twice.first.inspect} is a host twice") unless twice.empty?
+      built
+    end
+
+    def validate_host(host, providers)
+      fail!("a host is a Hash { provider:, weight: }, got #{host.inspect}") unless host.is_a?(Hash)
+
+      unknown = host.keys - %i[provider weight]
+      fail!("unknown host key#{'s' if unknown.size > 1} #{unknown.map(&:inspect).join(', ')}") unless unknown.empty?
+      name = host[:provider]
+      provider = (providers[name.to_sym] if name.respond_to?(:to_sym))
+      unless provider
+        known = providers.empty? ? "none" : providers.keys.map(&:inspect).join(", ")
+        fail!("host #{name.inspect} is not a configured provider (declare it first with c.provider; configured: #{known})")
+      end
+      weight = host.fetch(:weight, 1)
+      unless weight.is_a?(Numeric) && weight.real? && weight.positive? && (!weight.is_a?(Float) || weight.finite?)
+        fail!("host #{name.inspect}'s weight must be a positive number, got #{weight.inspect}")
+      end
+      Host.new(provider, weight).freeze
+    end
+  end
+end
