@@ -292,6 +292,9 @@ int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg);
  * -1 with errmsg (when non-NULL) saying why not. The one owner of that rule:
  * lf_wire_url and lf_wire_build_request ask it. */
 int lf_wire_layout_serves(lf_layout layout, lf_api api, lf_request_kind kind, lf_buf *errmsg);
+/* The layout Ruby names name (len bytes: "plain", "azure", "azure_deployment",
+ * "azure_foundry", "vertex") into *layout: 0, or -1 for none. */
+int lf_wire_layout_named(const char *name, size_t len, lf_layout *layout);
 /* The path of a protocol that holds neither the model nor a route (OpenAI,
  * Anthropic, Responses), as lf_wire_url appends it; NULL for the others. */
 const char *lf_wire_path(lf_api api);
@@ -350,6 +353,8 @@ const char *lf_wire_schema_with_tools_refusal(lf_api api);
 /* The protocol Ruby names name (len bytes: "openai", "anthropic",
  * "responses", "gemini") into *api: 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
+/* The name lf_wire_api_named takes for api ("openai", ...). */
+const char *lf_wire_api_name(lf_api api);
 
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
 

@@ -5,6 +5,7 @@ require "llm_failover/llm_failover" # the compiled extension: Engine
 require_relative "../health/circuit_breaker"
 require_relative "cancellation"
 require_relative "hedge_delay"
+require_relative "reasoning"
 require_relative "reply"
 require_relative "target"
 require_relative "call/delivery"
@@ -199,7 +200,7 @@ module LlmFailover
       calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, model) : Reply::NO_CALLS
       @delivery.finish(target, content: content, model: model, provider: target.name,
                                input_tokens: result.input_tokens, output_tokens: result.output_tokens,
-                               tool_calls: calls)
+                               tool_calls: calls, reasoning: Reasoning.of(result))
       json_text = result.json
       @response_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
                                      provider_request_id: result.provider_request_id, json_text: json_text)

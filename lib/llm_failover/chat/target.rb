@@ -3,9 +3,10 @@
 require_relative "../safe_inspect"
 
 module LlmFailover
-  # A target the attempt loop may try: a model asked of a configured provider, and
-  # the engine's description of it (an Engine::Target, ProviderConfig#engine_target).
-  # Built and frozen once per provider and model (ProviderConfig#target).
+  # A target the attempt loop may try: a model asked of a configured provider (the
+  # name a chat gives it; a models: alias's host id is the engine's), and the engine's
+  # description of it (an Engine::Target, ProviderConfig#engine_target). Built and
+  # frozen once per provider, model and credential (ProviderConfig#target).
   #
   # Public: Target.label only, the one "provider/model" form, for an app's own log
   # lines (the guides' examples use it on a Reply, an AttemptRecord or an error).
@@ -47,6 +48,20 @@ module LlmFailover
     # @return [Target] the one of +targets+ it describes
     def self.of(targets, engine_target)
       targets.find { |t| t.engine.equal?(engine_target) } || targets.first
+    end
+
+    # @api private
+    # @return [Target] this target with the credential a call sends now: itself, or a new
+    #   one when its provider's token was renewed (ProviderConfig#target)
+    # @raise [ConfigurationError] the credential's source failed
+    def current
+      provider.target(model)
+    end
+
+    # @api private
+    # @return [Symbol] the protocol it is asked in (:openai, :anthropic, :responses, :gemini)
+    def protocol
+      engine.api
     end
 
     # @api private

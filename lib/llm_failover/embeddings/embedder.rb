@@ -86,13 +86,15 @@ module LlmFailover
 
     private
 
+    # The host's rule (Host#embeddings_refusal): OpenAI-compatible /embeddings (Azure's
+    # too) and Gemini's batchEmbedContents serve them.
     def target(name)
       provider = @config.provider_config(name)
-      unless provider.api == :openai
-        raise ConfigurationError, "embeddings need an OpenAI-compatible provider: #{provider.name.inspect} " \
-                                  "speaks #{provider.api}"
-      end
-      provider.target(@model)
+      target = provider.target(@model)
+      why = provider.host.embeddings_refusal(target.protocol)
+      raise ConfigurationError, "embeddings need a provider that serves them: #{provider.name.inspect}: #{why}" if why
+
+      target
     end
 
     # One try per target, each within its share of the budget.
