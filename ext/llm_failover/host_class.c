@@ -31,7 +31,7 @@ static VALUE lf_host_s_refusal(VALUE self, VALUE layout, VALUE api, VALUE embedd
     if (lf_wire_api_named(RSTRING_PTR(aname), (size_t)RSTRING_LEN(aname), &a) != 0)
         rb_raise(rb_eArgError, "llm_failover: unknown api :%" PRIsVALUE, aname);
     if (RTEST(embeddings) && lf_wire_embed_max_inputs(a) == 0)
-        return rb_sprintf("%" PRIsVALUE " has no embeddings", aname);
+        return rb_sprintf("the %" PRIsVALUE " protocol has no embeddings", aname);
     lf_buf_init(&why);
     if (lf_wire_layout_serves(l, a, RTEST(embeddings) ? LF_REQUEST_EMBEDDINGS : LF_REQUEST_CHAT, &why) != 0)
         out = rb_utf8_str_new(why.ptr ? why.ptr : "", (long)why.len);

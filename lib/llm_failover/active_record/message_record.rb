@@ -8,6 +8,15 @@ module LlmFailover
     # Included by acts_as_llm_message: the readers the store interface names, whatever
     # the columns are called, and the assistant lifecycle as predicates.
     module MessageRecord
+      # An answer's reasoning state is opaque and its host's alone: #inspect and the SQL
+      # log show it as [FILTERED], whatever the app filters (read when asked, so that the
+      # app's filter_parameters, set later, still count).
+      module Filtered
+        def filter_attributes
+          super + [/\Areasoning\z/]
+        end
+      end
+
       def self.define_readers(klass, columns)
         columns.each do |name, column|
           next if name.to_s == column

@@ -54,6 +54,10 @@ module LlmFailover
           klass = Class.new(base) do
             self.table_name = table
             include Row
+            # A call's signature is its host's alone: [FILTERED] in #inspect and the SQL log.
+            def self.filter_attributes
+              super + [/\Asignature\z/]
+            end
           end
           name = "LlmFailover::ActiveRecord::ToolCallRow(#{table})"
           klass.define_singleton_method(:name) { name }

@@ -92,9 +92,10 @@ module LlmFailover
       provider = @config.provider_config(name)
       target = provider.target(@model)
       why = provider.host.embeddings_refusal(target.protocol)
-      raise ConfigurationError, "embeddings need a provider that serves them: #{provider.name.inspect}: #{why}" if why
+      return target unless why
 
-      target
+      raise ConfigurationError, "embeddings need a provider that serves them (OpenAI-compatible, Azure, Gemini): " \
+                                "#{provider.name.inspect}: #{why}"
     end
 
     # One try per target, each within its share of the budget.

@@ -103,14 +103,26 @@ module LlmFailover
         copy
       end
 
+      # The access token a provider configured with a token source sends in a test: the
+      # source itself is not asked (it would reach the cloud), and the fake takes any token.
+      OFFLINE_TOKEN = "llm-failover-test-token"
+
       # @api private: declares every provider of +config+ again, the same but for its
-      # base_url: its own lane of +fp+ (the one rule of the test helpers and offline mode)
+      # base_url: its own lane of +fp+, at the path its host takes (the one rule of the
+      # test helpers and offline mode), and a token source's token: OFFLINE_TOKEN
       # @return [void]
       def point_providers(config, fp)
         config.providers.each_value do |p|
-          config.provider(p.name, api: p.api, api_key: p.api_key, base_url: fp.on(p.name).base_url(p.api),
-                                  headers: p.headers)
+          options = p.options
+          options = options.merge(access_token: OFFLINE_TOKEN) if options[:access_token].respond_to?(:call)
+          config.provider(p.name, **options, base_url: fp.on(p.name).base_url(fake_api(p)))
         end
+      end
+
+      # @api private: what the FakeProvider calls +provider+'s host (FakeProvider#base_url)
+      # @return [Symbol]
+      def fake_api(provider)
+        provider.host.layout == :azure_foundry ? :azure_foundry : provider.api
       end
     end
   end
