@@ -220,8 +220,8 @@ module LlmFailover
     def validate_encrypted_reasoning(value)
       return false if value == false
 
-      list = value == true ? true : value.is_a?(Array) && value
-      unless list == true || list&.all? { |m| m.is_a?(String) || m.is_a?(Regexp) }
+      list = value == true || (value.is_a?(Array) && value)
+      unless list == true || (list && list.all? { |m| m.is_a?(String) || m.is_a?(Regexp) })
         fail!("encrypted_reasoning must be true, false or a list of model names and Regexps, got #{value.inspect}")
       end
       unless %i[responses azure].include?(api) && @host.protocol("") == :responses

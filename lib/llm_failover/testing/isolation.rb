@@ -24,6 +24,10 @@ module LlmFailover
   #   fake_llm.on(:openai).enqueue({ error: :overloaded }, { error: :overloaded })
   #   fake_llm.on(:anthropic).enqueue({ text: "Hi from the backup" })
   module Testing
+    # The access token a provider configured with a token source sends in a test: the
+    # source itself is not asked (it would reach the cloud), and the fake takes any token.
+    OFFLINE_TOKEN = "llm-failover-test-token"
+
     @fake = nil
     @fake_pid = nil
     @fake_lock = Mutex.new
@@ -102,10 +106,6 @@ module LlmFailover
         copy.cache = LlmFailover::MemoryCache.new unless config.cache.nil?
         copy
       end
-
-      # The access token a provider configured with a token source sends in a test: the
-      # source itself is not asked (it would reach the cloud), and the fake takes any token.
-      OFFLINE_TOKEN = "llm-failover-test-token"
 
       # @api private: declares every provider of +config+ again, the same but for its
       # base_url: its own lane of +fp+, at the path its host takes (the one rule of the
