@@ -93,7 +93,6 @@ module LlmFailover
         class_attribute :llm_message_columns, instance_accessor: false
         self.llm_message_columns = columns
         include MessageRecord
-        extend MessageRecord::Filtered
         MessageRecord.define_readers(self, columns)
       end
     end

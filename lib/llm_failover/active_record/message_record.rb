@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "hidden_column"
 require_relative "stored_attachments"
 require_relative "tool_call_row"
 
@@ -8,15 +9,6 @@ module LlmFailover
     # Included by acts_as_llm_message: the readers the store interface names, whatever
     # the columns are called, and the assistant lifecycle as predicates.
     module MessageRecord
-      # An answer's reasoning state is opaque and its host's alone: #inspect and the SQL
-      # log show it as [FILTERED], whatever the app filters (read when asked, so that the
-      # app's filter_parameters, set later, still count).
-      module Filtered
-        def filter_attributes
-          super + [/\Areasoning\z/]
-        end
-      end
-
       def self.define_readers(klass, columns)
         columns.each do |name, column|
           next if name.to_s == column
@@ -79,6 +71,13 @@ module LlmFailover
       # @return [Boolean] an answer that failed (kept for audit, never sent again)
       def failed?
         self[self.class.llm_message_columns[:status]] == "failed"
+      end
+
+      private
+
+      # ActiveRecord's #inspect and #pretty_print ask it of every attribute.
+      def inspection_filter
+        HiddenColumn.new(super, "reasoning")
       end
     end
   end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../tools/tool_call"
+require_relative "hidden_column"
 require_relative "schema"
 
 module LlmFailover
@@ -54,10 +55,6 @@ module LlmFailover
           klass = Class.new(base) do
             self.table_name = table
             include Row
-            # A call's signature is its host's alone: [FILTERED] in #inspect and the SQL log.
-            def self.filter_attributes
-              super + [/\Asignature\z/]
-            end
           end
           name = "LlmFailover::ActiveRecord::ToolCallRow(#{table})"
           klass.define_singleton_method(:name) { name }
@@ -79,6 +76,13 @@ module LlmFailover
                           "status" => status, "awaiting_approval" => awaiting_approval == true,
                           "content" => result, "error" => error,
                           "signature" => has_attribute?(:signature) ? self[:signature] : nil)
+        end
+
+        private
+
+        # A call's signature is its host's alone: [FILTERED] in #inspect and pp.
+        def inspection_filter
+          HiddenColumn.new(super, "signature")
         end
       end
     end
