@@ -17,7 +17,9 @@ RSpec.describe "the documentation's Ruby examples", :ruby_only do
   # Fake keys: a developer's real ones must never turn a page into a live call.
   # REDIS_URL: a redis-server of the spec's own, for the pages' RedisStateStore.
   env = { "OPENAI_API_KEY" => "sk-docs-fake-openai", "ANTHROPIC_API_KEY" => "sk-ant-docs-fake",
-          "GROQ_API_KEY" => "gsk_docs_fake", "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
+          "GROQ_API_KEY" => "gsk_docs_fake", "GEMINI_API_KEY" => "AIza-docs-fake",
+          "AZURE_OPENAI_API_KEY" => "az-docs-fake", "VERTEX_ACCESS_TOKEN" => "ya29.docs-fake",
+          "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
   redis = nil
 
   before(:all) do
