@@ -191,7 +191,7 @@ module LlmFailover
 
     def succeed(result)
       target = Target.of(@targets, result.target)
-      model = result.model
+      model = result.model || target.engine.model # a host that names none (Bedrock): the id it was asked
       sent = result.content # with the placeholders: what the cache keeps, restored per call
       content = restored(sent)
       @delivery.flush
