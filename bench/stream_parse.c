@@ -1,12 +1,13 @@
 /* The wire layer's cost per streamed chunk, by protocol: N chunks in the shape
  * of the recordings (OpenAI chat completions, Gemini's streamGenerateContent,
- * whose every chunk is a whole response with its counts) fed to lf_sse and
- * lf_stream_event, nothing else. Prints the CPU microseconds per chunk; under
- * bench/icount.sh, the instructions:
+ * whose every chunk is a whole response with its counts, Bedrock's
+ * ConverseStream, binary event-stream frames with their CRCs) fed to lf_sse and
+ * lf_stream_event, or lf_es and lf_stream_message, nothing else. Prints the CPU
+ * microseconds per chunk; under bench/icount.sh, the instructions:
  *
- *   cc -O2 -std=gnu11 -Iext/llm_failover/core $(pkg-config --cflags json-c) -o tmp/bench/stream_parse \
+ *   cc -O2 -std=gnu11 -Iext/llm_failover/core -Itest/c $(pkg-config --cflags json-c) -o tmp/bench/stream_parse \
  *     bench/stream_parse.c ext/llm_failover/core/lf_*.c $(pkg-config --libs libcurl json-c) -lm
- *   tmp/bench/stream_parse openai 20000; tmp/bench/stream_parse gemini 20000
+ *   tmp/bench/stream_parse openai 20000; tmp/bench/stream_parse gemini 20000; tmp/bench/stream_parse bedrock 20000
  *   bench/icount.sh 200 1200 tmp/bench/stream_parse gemini {N} */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,10 @@
 #include <time.h>
 
 #include "lf_buf.h"
+#include "lf_eventstream.h"
 #include "lf_sse.h"
 #include "lf_wire.h"
+#include "lf_test_eventstream.h"
 
 #include "lf_banned.h"
 
@@ -30,6 +33,8 @@ static const char gemini_chunk[] =
     "\"promptTokensDetails\": [{\"modality\": \"TEXT\",\"tokenCount\": 13}],\"thoughtsTokenCount\": 137,"
     "\"serviceTier\": \"standard\"},\"modelVersion\": \"gemini-2.5-flash\",\"responseId\": \"Bb-Fapr3DvG_nsEPhfTU6Ag\"}"
     "\r\n\r\n";
+/* A contentBlockDelta's payload, padded with "p" as AWS pads it. */
+static const char bedrock_payload[] = "{\"contentBlockIndex\":0,\"delta\":{\"text\":\"word \"},\"p\":\"abcdefghijklmnopq\"}";
 
 static int on_event(void *ud, const lf_sse_event *ev)
 {
@@ -40,28 +45,49 @@ static int on_event(void *ud, const lf_sse_event *ev)
     return 0;
 }
 
+static int on_message(void *ud, const lf_es_message *m)
+{
+    const char *delta;
+    size_t len;
+
+    lf_stream_message(ud, m, &delta, &len);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int gemini = argc > 1 && strcmp(argv[1], "gemini") == 0;
+    const char *name = argc > 1 ? argv[1] : "openai";
+    lf_api api = strcmp(name, "gemini") == 0 ? LF_API_GEMINI : strcmp(name, "bedrock") == 0 ? LF_API_BEDROCK
+                                                                                             : LF_API_OPENAI;
     long n = argc > 2 ? atol(argv[2]) : 10000, i;
     lf_stream_state s;
     lf_sse_parser p;
+    lf_es_reader e;
     struct timespec a, b;
     lf_buf body;
     int empty;
 
     lf_buf_init(&body);
-    for (i = 0; i < n; i++) lf_buf_append_str(&body, gemini ? gemini_chunk : openai_chunk);
+    for (i = 0; i < n; i++) {
+        if (api == LF_API_BEDROCK) event(&body, "contentBlockDelta", bedrock_payload);
+        else lf_buf_append_str(&body, api == LF_API_GEMINI ? gemini_chunk : openai_chunk);
+    }
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-    lf_stream_init(&s, gemini ? LF_API_GEMINI : LF_API_OPENAI);
-    lf_sse_init(&p);
-    lf_sse_feed(&p, body.ptr, body.len, on_event, &s);
-    lf_sse_finish(&p, on_event, &s);
+    lf_stream_init(&s, api);
+    if (api == LF_API_BEDROCK) {
+        lf_es_init(&e);
+        lf_es_feed(&e, body.ptr, body.len, on_message, &s);
+        lf_es_free(&e);
+    } else {
+        lf_sse_init(&p);
+        lf_sse_feed(&p, body.ptr, body.len, on_event, &s);
+        lf_sse_finish(&p, on_event, &s);
+        lf_sse_free(&p);
+    }
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-    printf("%s: %ld chunks of %zu bytes, %.2f us of CPU per chunk\n", gemini ? "gemini" : "openai", n, body.len / (size_t)n,
+    printf("%s: %ld chunks of %zu bytes, %.2f us of CPU per chunk\n", name, n, body.len / (size_t)n,
            ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3) / (double)n);
     empty = s.answer.text.len == 0;   /* the chunks were read as text */
-    lf_sse_free(&p);
     lf_stream_free(&s);
     lf_buf_free(&body);
     return empty;

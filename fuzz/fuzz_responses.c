@@ -28,15 +28,7 @@
 
 #include "lf_banned.h"
 
-#define CHECK(cond) do { if (!(cond)) abort(); } while (0)
-
-#include "../test/c/utf8_ref.h"
-
-static void check_buf(const lf_buf *b)
-{
-    CHECK(utf8_valid(lf_buf_cstr(b), b->len));
-    CHECK(b->len == 0 || b->ptr[b->len] == '\0');
-}
+#include "fuzz_check.h"
 
 /* Empty, or a JSON array of objects: what lf_message.reasoning must be. */
 static void check_reasoning(const lf_buf *r)
@@ -53,22 +45,11 @@ static void check_reasoning(const lf_buf *r)
     json_object_put(o);
 }
 
-static void check_answer(const lf_answer *a)
+/* The common checks, and the reasoning state an array of objects. */
+static void check_responses_answer(const lf_answer *a)
 {
-    size_t i;
-
-    check_buf(&a->text);
-    check_buf(&a->model);
-    check_buf(&a->finish_reason);
-    check_buf(&a->id);
+    check_answer(a);
     check_reasoning(&a->reasoning);
-    CHECK(a->input_tokens >= -1 && a->output_tokens >= -1 && a->cached_input_tokens >= -1);
-    for (i = 0; i < a->n_tool_calls; i++) {
-        check_buf(&a->tool_calls[i].id);
-        check_buf(&a->tool_calls[i].name);
-        check_buf(&a->tool_calls[i].arguments);
-        CHECK(a->tool_calls[i].arguments.len > 0);
-    }
 }
 
 /* The state re-sent: a request that is strict JSON, holding the state's
@@ -115,9 +96,8 @@ static void fuzz_response(const uint8_t *data, size_t size)
     lf_wire_error_init(&e);
     rc = lf_wire_parse_response(LF_API_RESPONSES, (const char *)data, size, &a, &e);
     CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
-    check_answer(&a);
-    check_buf(&e.code);
-    check_buf(&e.message);
+    check_responses_answer(&a);
+    check_error(&e);
     if (rc != LF_WIRE_OK) CHECK(a.text.len == 0 && a.reasoning.len == 0 && a.n_tool_calls == 0);
     if (rc != LF_WIRE_ERROR_BODY) CHECK(e.type.len == 0 && e.code.len == 0 && e.message.len == 0);
     check_resent(&a.reasoning);
@@ -143,7 +123,7 @@ static void stream_event(stream_check *c, const char *event, size_t event_len, c
     if (rc != LF_STREAM_CONTINUE) CHECK(delta_len == 0);
     CHECK(c->st.answer.text.len == before + delta_len);
     if (delta_len) CHECK(lf_buf_append(&c->deltas, delta, delta_len) == 0);
-    check_answer(&c->st.answer);
+    check_responses_answer(&c->st.answer);
     /* Calls and reasoning state appear only when the stream completes. */
     if (!lf_stream_complete(&c->st)) CHECK(c->st.answer.n_tool_calls == 0 && c->st.answer.reasoning.len == 0);
     if (c->was_complete) CHECK(lf_stream_complete(&c->st));

@@ -1,5 +1,6 @@
 /* libFuzzer target for the wire parsers: each input is an answer body for
- * both APIs, an error body, single SSE events (with and without an event
+ * both APIs (a text request's, and a schema's: lf_wire_parse_tool_response),
+ * an error body, single SSE events (with and without an event
  * name) and a sequence of events for both APIs, and message content for the
  * request builder; the same again for Gemini (fuzz_gemini), whose model
  * also goes into a path. Besides the sanitizers, it checks what the parsers
@@ -29,48 +30,12 @@
 
 #include "lf_banned.h"
 
-#define CHECK(cond) do { if (!(cond)) abort(); } while (0)
-
-#include "../test/c/utf8_ref.h"
+#include "fuzz_check.h"
 
 /* A built request must be standard JSON in valid UTF-8: what a provider accepts. */
 static json_object *standard_json(const char *s, size_t n)
 {
     return lf_utf8_is_valid(s, n) ? lf_json_parse(s, n) : NULL;
-}
-
-static void check_buf(const lf_buf *b)
-{
-    CHECK(utf8_valid(lf_buf_cstr(b), b->len));
-    CHECK(b->len == 0 || b->ptr[b->len] == '\0');
-}
-
-static void check_answer(const lf_answer *a)
-{
-    size_t i;
-
-    check_buf(&a->text);
-    check_buf(&a->model);
-    check_buf(&a->finish_reason);
-    check_buf(&a->id);
-    check_buf(&a->reasoning);
-    CHECK(a->input_tokens >= -1 && a->output_tokens >= -1);
-    /* Tool calls: whole, valid UTF-8, arguments never empty. */
-    CHECK(a->n_tool_calls <= a->cap_tool_calls);
-    for (i = 0; i < a->n_tool_calls; i++) {
-        check_buf(&a->tool_calls[i].id);
-        check_buf(&a->tool_calls[i].name);
-        check_buf(&a->tool_calls[i].arguments);
-        check_buf(&a->tool_calls[i].signature);
-        CHECK(a->tool_calls[i].arguments.len > 0);
-    }
-}
-
-static void check_error(const lf_wire_error *e)
-{
-    check_buf(&e->type);
-    check_buf(&e->code);
-    check_buf(&e->message);
 }
 
 static void fuzz_response(const uint8_t *data, size_t size)
@@ -81,8 +46,11 @@ static void fuzz_response(const uint8_t *data, size_t size)
 
     lf_answer_init(&a);
     lf_wire_error_init(&e);
-    for (api = 0; api <= 1; api++) {
-        rc = lf_wire_parse_response((lf_api)api, (const char *)data, size, &a, &e);
+    /* Both APIs, each as a text request's answer and as a schema's (a forced
+     * call's input written back as the text). */
+    for (api = 0; api <= 3; api++) {
+        rc = api < 2 ? lf_wire_parse_response((lf_api)api, (const char *)data, size, &a, &e)
+                     : lf_wire_parse_tool_response((lf_api)(api - 2), (const char *)data, size, &a, &e);
         CHECK(rc == LF_WIRE_OK || rc == LF_WIRE_INVALID || rc == LF_WIRE_ERROR_BODY);
         check_answer(&a);
         check_error(&e);

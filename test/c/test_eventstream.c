@@ -7,51 +7,7 @@
 #include "lf_buf.h"
 #include "lf_eventstream.h"
 #include "lf_test.h"
-
-static void put_u32(lf_buf *b, uint32_t v)
-{
-    char s[4] = { (char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v };
-
-    lf_buf_append(b, s, 4);
-}
-
-static void put_string_header(lf_buf *h, const char *name, const char *value)
-{
-    size_t vn = strlen(value);
-
-    lf_buf_append_char(h, (char)strlen(name));
-    lf_buf_append_str(h, name);
-    lf_buf_append_char(h, 7);
-    lf_buf_append_char(h, (char)(vn >> 8));
-    lf_buf_append_char(h, (char)vn);
-    lf_buf_append_str(h, value);
-}
-
-/* One message with the given headers and payload appended to out. */
-static void frame(lf_buf *out, const lf_buf *headers, const char *payload)
-{
-    size_t start = out->len, pn = strlen(payload);
-    uint32_t total = (uint32_t)(16 + headers->len + pn);
-
-    put_u32(out, total);
-    put_u32(out, (uint32_t)headers->len);
-    put_u32(out, lf_es_crc32(0, (const unsigned char *)out->ptr + start, 8));
-    lf_buf_append(out, headers->ptr, headers->len);
-    lf_buf_append(out, payload, pn);
-    put_u32(out, lf_es_crc32(0, (const unsigned char *)out->ptr + start, out->len - start));
-}
-
-static void event(lf_buf *out, const char *type, const char *payload)
-{
-    lf_buf h;
-
-    lf_buf_init(&h);
-    put_string_header(&h, ":event-type", type);
-    put_string_header(&h, ":content-type", "application/json");
-    put_string_header(&h, ":message-type", "event");
-    frame(out, &h, payload);
-    lf_buf_free(&h);
-}
+#include "lf_test_eventstream.h"
 
 typedef struct seen {
     lf_buf log;    /* "type=payload\n" per message */

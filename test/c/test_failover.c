@@ -15,6 +15,7 @@
 #include "lf_circuits.h"
 #include "lf_failover.h"
 #include "lf_test.h"
+#include "lf_test_eventstream.h"
 #include "lf_test_server.h"
 
 #define MAX_SCRIPT 8
@@ -1000,6 +1001,206 @@ static void test_stream_answered_with_plain_body(void)
     fixture_free(&f);
 }
 
+/* ---- Bedrock: ConverseStream's event stream, errors named by a header ---- */
+
+static const char *BEDROCK_MODEL = "us.amazon.nova-2-lite-v1:0";
+/* Its request lines: the model's ':' escaped, as AWS's SDKs send it. */
+#define BEDROCK_STREAM_LINE "POST /v1/model/us.amazon.nova-2-lite-v1%3A0/converse-stream HTTP/1.1\r\n"
+#define BEDROCK_LINE "POST /v1/model/us.amazon.nova-2-lite-v1%3A0/converse HTTP/1.1\r\n"
+
+/* A ConverseStream answer: two text deltas, messageStop, metadata. */
+static void bedrock_stream(lf_buf *b)
+{
+    event(b, "messageStart", "{\"p\":\"abcdefgh\",\"role\":\"assistant\"}");
+    event(b, "contentBlockDelta", "{\"contentBlockIndex\":0,\"delta\":{\"text\":\"Hello\"},\"p\":\"abc\"}");
+    event(b, "contentBlockDelta", "{\"contentBlockIndex\":0,\"delta\":{\"text\":\" world\"},\"p\":\"a\"}");
+    event(b, "contentBlockStop", "{\"contentBlockIndex\":0,\"p\":\"abcdef\"}");
+    event(b, "messageStop", "{\"p\":\"ab\",\"stopReason\":\"end_turn\"}");
+    event(b, "metadata", "{\"metrics\":{\"latencyMs\":12},\"p\":\"abc\",\"usage\":{\"inputTokens\":9,"
+                         "\"outputTokens\":2,\"totalTokens\":11}}");
+}
+
+/* The HTTP answer: a 200 event stream whose Content-Length says the whole
+ * body, of which only the first `sent` bytes are sent before the close. */
+static void bedrock_answer(lf_buf *out, const lf_buf *body, size_t sent)
+{
+    lf_buf_setf(out, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.amazon.eventstream\r\n"
+                     "x-amzn-RequestId: 8475a760-aws\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                body->len);
+    lf_buf_append(out, body->ptr, sent);
+}
+
+/* Target 0 a Bedrock host answering `answer` once (binary: its length given). */
+static void fixture_serve_bedrock(fixture *f, const lf_buf *answer)
+{
+    f->targets[0].api = LF_API_BEDROCK;
+    f->targets[0].model = BEDROCK_MODEL;
+    f->srv[0].script[0] = answer->ptr;
+    f->srv[0].script_len[0] = answer->len;
+    f->srv[0].n_script = 1;
+    fixture_serve(f, 0);
+}
+
+static void test_bedrock_stream_answers(void)
+{
+    lf_buf body, answer;
+    const char *req;
+    fixture f;
+
+    lf_buf_init(&body);
+    lf_buf_init(&answer);
+    bedrock_stream(&body);
+    bedrock_answer(&answer, &body, body.len);
+    fixture_init(&f, 1);
+    fixture_serve_bedrock(&f, &answer);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "c0:Hello|c0: world|a1/t0:ok|");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "Hello world");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.finish_reason), "end_turn");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.model), BEDROCK_MODEL); /* Converse names none: the one asked */
+    LF_CHECK_INT(f.o.answer.input_tokens, 9);
+    LF_CHECK_INT(f.o.answer.output_tokens, 2);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.provider_request_id), "8475a760-aws");
+    fixture_free(&f);
+    /* The model in the path, escaped; no key: Bedrock's requests are signed. */
+    req = f.srv[0].request[0];
+    LF_CHECK(strncmp(req, BEDROCK_STREAM_LINE, strlen(BEDROCK_STREAM_LINE)) == 0);
+    LF_CHECK(strstr(req, "\r\nAccept: application/vnd.amazon.eventstream\r\n") != NULL);
+    LF_CHECK_INT(header_count(req, "authorization"), 0);
+    LF_CHECK(strstr(req, "\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"hello\"}]}]") != NULL);
+    lf_buf_free(&body);
+    lf_buf_free(&answer);
+}
+
+/* Cut inside its third message: an interrupted stream, reset, the backup. */
+static void test_bedrock_cut_stream_then_backup(void)
+{
+    lf_buf body, answer, one;
+    fixture f;
+
+    lf_buf_init(&body);
+    lf_buf_init(&answer);
+    lf_buf_init(&one);
+    bedrock_stream(&body);
+    event(&one, "messageStart", "{\"p\":\"abcdefgh\",\"role\":\"assistant\"}");
+    event(&one, "contentBlockDelta", "{\"contentBlockIndex\":0,\"delta\":{\"text\":\"Hello\"},\"p\":\"abc\"}");
+    bedrock_answer(&answer, &body, one.len + 20);
+    fixture_init(&f, 1);
+    f.srv[1].script[0] = ANTHROPIC_STREAM;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 1);
+    fixture_serve_bedrock(&f, &answer);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.target, 1);
+    LF_CHECK_STR(f.seen.log, "c0:Hello|a1/t0:fail|reset|c1:whole|a2/t1:ok|");
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_STREAM_INTERRUPTED);
+    fixture_free(&f);
+    lf_buf_free(&body);
+    lf_buf_free(&answer);
+    lf_buf_free(&one);
+}
+
+/* An exception event after some text: its kind, then the backup; a broken
+ * frame: a malformed stream. */
+static void test_bedrock_exception_and_broken_frame(void)
+{
+    lf_buf body, answer;
+    fixture f;
+
+    lf_buf_init(&body);
+    lf_buf_init(&answer);
+    event(&body, "messageStart", "{\"p\":\"abcdefgh\",\"role\":\"assistant\"}");
+    event(&body, "contentBlockDelta", "{\"contentBlockIndex\":0,\"delta\":{\"text\":\"Hel\"},\"p\":\"abc\"}");
+    exception_event(&body, "throttlingException", "{\"message\":\"Too many requests, please wait.\"}");
+    bedrock_answer(&answer, &body, body.len);
+    fixture_init(&f, 1);
+    f.srv[1].script[0] = ANTHROPIC_STREAM;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 1);
+    fixture_serve_bedrock(&f, &answer);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_STR(f.seen.log, "c0:Hel|a1/t0:fail|reset|c1:whole|a2/t1:ok|");
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_RATE_LIMIT);
+    fixture_free(&f);
+
+    /* The same stream with a byte of its last message flipped. */
+    body.ptr[body.len - 10] ^= 1;
+    bedrock_answer(&answer, &body, body.len);
+    fixture_init(&f, 1);
+    fixture_serve_bedrock(&f, &answer);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_INVALID_RESPONSE);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.message), "malformed event in the Bedrock Converse stream");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.partial), "Hel");
+    fixture_free(&f);
+    lf_buf_free(&body);
+    lf_buf_free(&answer);
+}
+
+static const char *BEDROCK_UNRECOGNIZED =
+    "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nx-amzn-RequestId: ee1ff1e8\r\n"
+    "x-amzn-ErrorType: UnrecognizedClientException:http://internal.amazon.com/coral/com.amazon.coral.service/\r\n"
+    "Content-Length: @@\r\nConnection: close\r\n\r\n"
+    "{\"message\":\"The security token included in the request is invalid.\"}";
+
+static const char *BEDROCK_NOT_READY =
+    "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+    "x-amzn-ErrorType: ModelNotReadyException:http://internal.amazon.com/coral/com.amazon.bedrock/\r\n"
+    "Content-Length: @@\r\nConnection: close\r\n\r\n{\"message\":\"Model is not ready.\"}";
+
+static const char *BEDROCK_OK =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: @@\r\nConnection: close\r\n\r\n"
+    "{\"metrics\":{\"latencyMs\":538},\"output\":{\"message\":{\"content\":[{\"text\":\"4\"}],"
+    "\"role\":\"assistant\"}},\"stopReason\":\"end_turn\",\"usage\":{\"inputTokens\":53,\"outputTokens\":39,"
+    "\"totalTokens\":92}}";
+
+/* Errors named by x-amzn-errortype: a wrong key is never failed over,
+ * whatever its status; a model not ready is retried. */
+static void test_bedrock_header_named_errors(void)
+{
+    fixture f;
+
+    fixture_init(&f, 0);
+    f.targets[0].api = LF_API_BEDROCK;
+    f.targets[0].model = BEDROCK_MODEL;
+    f.srv[0].script[0] = BEDROCK_UNRECOGNIZED;
+    f.srv[0].n_script = 1;
+    f.srv[1].script[0] = OK_JSON;
+    f.srv[1].n_script = 1;
+    fixture_serve(&f, 0);
+    fixture_serve(&f, 1);
+    LF_CHECK_INT(fixture_run(&f, 2), 0);
+    LF_CHECK_INT(f.o.ok, 0);
+    LF_CHECK_INT(f.o.kind, LF_E_UNAUTHORIZED);
+    LF_CHECK_INT(f.o.status, 403);
+    LF_CHECK_INT(f.o.attempts, 1);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.error_type), "UnrecognizedClientException");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.provider_request_id), "ee1ff1e8");
+    LF_CHECK_STR(lf_buf_cstr(&f.o.message), "HTTP 403: The security token included in the request is invalid.");
+    f.srv[1].n_script = 0;
+    fixture_free(&f);
+
+    fixture_init(&f, 0);
+    f.targets[0].api = LF_API_BEDROCK;
+    f.targets[0].model = BEDROCK_MODEL;
+    f.srv[0].script[0] = BEDROCK_NOT_READY;
+    f.srv[0].script[1] = BEDROCK_OK;
+    f.srv[0].n_script = 2;
+    fixture_serve(&f, 0);
+    LF_CHECK_INT(fixture_run(&f, 1), 0);
+    LF_CHECK_INT(f.o.ok, 1);
+    LF_CHECK_INT(f.o.attempts, 2);
+    LF_CHECK_INT(f.seen.kinds[0], LF_E_SERVICE_UNAVAILABLE);
+    LF_CHECK_STR(lf_buf_cstr(&f.o.answer.text), "4");
+    LF_CHECK_INT(f.o.answer.input_tokens, 53);
+    fixture_free(&f);
+    LF_CHECK(strncmp(f.srv[0].request[1], BEDROCK_LINE, strlen(BEDROCK_LINE)) == 0);
+}
+
 /* ---- the breaker: a host whose store is one lf_circuit per target -------- */
 
 
@@ -1349,6 +1550,10 @@ int main(void)
         LF_RUN(test_breaker_retry_asks_again);
         LF_RUN(test_attachments_a_target_cannot_take);
         LF_RUN(test_attachments_no_target_can_take);
+        LF_RUN(test_bedrock_stream_answers);
+        LF_RUN(test_bedrock_cut_stream_then_backup);
+        LF_RUN(test_bedrock_exception_and_broken_frame);
+        LF_RUN(test_bedrock_header_named_errors);
     }
     curl_global_cleanup();
     return lf_test_summary("failover");

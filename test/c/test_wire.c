@@ -1666,6 +1666,14 @@ static void test_tool_answers(void)
     /* A text request's answer never takes a tool's input as text. */
     LF_CHECK_INT(lf_wire_parse_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
     CHECK_BUF(a.text, "");
+    /* The input is written back by json-c, which keeps a string's bytes as
+     * they came: a stray one is U+FFFD in the text, valid UTF-8 as every
+     * answer's (a key here, as the fuzzer found it on Bedrock). */
+    b = "{\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"answer\",\"input\":{\"lo\x8bgitude\":"
+        "\"13.4\",\"city\":\"K\xc3\xb6ln \xe2\x82\"}}],\"stop_reason\":\"tool_use\"}";
+    LF_CHECK_INT(lf_wire_parse_tool_response(LF_API_ANTHROPIC, b, strlen(b), &a, &e), LF_WIRE_OK);
+    CHECK_BUF(a.text, "{\"lo\xef\xbf\xbdgitude\":\"13.4\",\"city\":\"K\xc3\xb6ln \xef\xbf\xbd\"}");
+    LF_CHECK(lf_utf8_is_valid(a.text.ptr, a.text.len));
     /* OpenAI answers a json_schema request with text: the same either way. */
     b = "{\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"content\":\"{\\\"a\\\":1}\"},\"finish_reason\":\"stop\"}]}";
     LF_CHECK_INT(lf_wire_parse_tool_response(LF_API_OPENAI, b, strlen(b), &a, &e), LF_WIRE_OK);

@@ -1,5 +1,6 @@
 /* One attempt of the attempt loop (lf_attempt.h): the exchange (send the
- * prepared request, feed what arrives to the stream parser and the listener,
+ * prepared request, feed what arrives to the stream parser (lf_sse, or
+ * lf_eventstream for a protocol framed so) and the listener,
  * enforce the deadlines), the judgement (success, or the facts of a failure
  * and lf_classify's verdict). The finish (the attempt's record, the call's
  * outcome) is lf_attempt_finish.c's. */
@@ -29,7 +30,9 @@ void lf_attempt_init(lf_attempt *a, lf_call *c, int target_index)
     a->target_index = target_index;
     a->conn = c->conn;
     lf_response_init(&a->resp, c->pol->max_response_bytes);
+    a->framing = lf_wire_stream_framing(t->api);
     lf_sse_init(&a->sse);
+    lf_es_init(&a->es);
     lf_stream_init(&a->stream, t->api);
     a->stream.tool_input = c->prep->schema != NULL;
     lf_answer_init(&a->answer);
@@ -45,6 +48,7 @@ void lf_attempt_free(lf_attempt *a)
 {
     lf_response_free(&a->resp);
     lf_sse_free(&a->sse);
+    lf_es_free(&a->es);
     lf_stream_free(&a->stream);
     lf_answer_free(&a->answer);
     lf_wire_error_free(&a->werr);
@@ -55,7 +59,7 @@ void lf_attempt_free(lf_attempt *a)
 
 const lf_answer *lf_attempt_answer(const lf_attempt *a)
 {
-    return a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+    return a->mode == LF_MODE_STREAM ? &a->stream.answer : &a->answer;
 }
 
 static int lf_is_2xx(long status)
@@ -75,18 +79,15 @@ static int lf_deliver(lf_call *c, lf_attempt *a, const char *text, size_t len)
     return lf_stop(c, c->l->on_chunk(c->l->ud, a->target_index, text, len)) ? -1 : 0;
 }
 
-typedef struct lf_sse_ctx {
+typedef struct lf_stream_ctx {
     lf_call *call;
     lf_attempt *a;
-} lf_sse_ctx;
+} lf_stream_ctx;
 
-static int lf_on_sse_event(void *ud, const lf_sse_event *ev)
+/* What one stream event (SSE, or an event-stream message) brought: its text
+ * to the listener; nonzero ends the attempt. */
+static int lf_took_event(lf_stream_ctx *x, int rc, const char *delta, size_t dlen)
 {
-    lf_sse_ctx *x = ud;
-    const char *delta = NULL;
-    size_t dlen = 0;
-    int rc = lf_stream_event(&x->a->stream, ev, &delta, &dlen);
-
     if (rc == LF_STREAM_ERROR || rc == LF_STREAM_INVALID) {
         x->a->stream_rc = rc;
         return 1;
@@ -98,6 +99,44 @@ static int lf_on_sse_event(void *ud, const lf_sse_event *ev)
     return 0;
 }
 
+static int lf_on_sse_event(void *ud, const lf_sse_event *ev)
+{
+    lf_stream_ctx *x = ud;
+    const char *delta = NULL;
+    size_t dlen = 0;
+    int rc = lf_stream_event(&x->a->stream, ev, &delta, &dlen);
+
+    return lf_took_event(x, rc, delta, dlen);
+}
+
+static int lf_on_es_message(void *ud, const lf_es_message *m)
+{
+    lf_stream_ctx *x = ud;
+    const char *delta = NULL;
+    size_t dlen = 0;
+    int rc = lf_stream_message(&x->a->stream, m, &delta, &dlen);
+
+    return lf_took_event(x, rc, delta, dlen);
+}
+
+/* Feeds the bytes to the protocol's stream reader; nonzero when the attempt
+ * must end (an error or malformed event, a broken frame, the listener's
+ * stop). */
+static int lf_feed_stream(lf_call *c, lf_attempt *a, const char *bytes, size_t n)
+{
+    lf_stream_ctx x = { c, a };
+    int src;
+
+    if (a->framing == LF_FRAMING_EVENTSTREAM) {
+        src = lf_es_feed(&a->es, bytes, n, lf_on_es_message, &x);
+        if (src == LF_ES_ERR_FRAME || src == LF_ES_ERR_NOMEM) a->stream_rc = LF_STREAM_INVALID;
+    } else {
+        src = lf_sse_feed(&a->sse, bytes, n, lf_on_sse_event, &x);
+        if (src == LF_SSE_ERR_LINE_TOO_LONG || src == LF_SSE_ERR_NOMEM) a->stream_rc = LF_STREAM_INVALID;
+    }
+    return src != 0;
+}
+
 /* Hands the bytes received so far to the parser. Returns nonzero when the
  * attempt must end now (in-stream error, malformed event, listener stop). */
 static int lf_consume(lf_call *c, lf_attempt *a)
@@ -107,14 +146,13 @@ static int lf_consume(lf_call *c, lf_attempt *a)
 
     if (!r->inbox.len) return 0;
     if (a->mode == LF_MODE_UNKNOWN) {
-        int sse = c->stream && lf_is_2xx(r->status) && r->event_stream;
-        a->mode = sse ? LF_MODE_SSE : LF_MODE_BODY;
+        /* A stream only as the protocol frames it: anything else is a body
+         * (an error, or a plain answer to a streamed request). */
+        int framed = a->framing == LF_FRAMING_EVENTSTREAM ? r->aws_event_stream : r->event_stream;
+        a->mode = c->stream && lf_is_2xx(r->status) && framed ? LF_MODE_STREAM : LF_MODE_BODY;
     }
-    if (a->mode == LF_MODE_SSE) {
-        lf_sse_ctx x = { c, a };
-        int src = lf_sse_feed(&a->sse, r->inbox.ptr, r->inbox.len, lf_on_sse_event, &x);
-        if (src == LF_SSE_ERR_LINE_TOO_LONG || src == LF_SSE_ERR_NOMEM) a->stream_rc = LF_STREAM_INVALID;
-        if (src != 0) rc = 1;
+    if (a->mode == LF_MODE_STREAM) {
+        rc = lf_feed_stream(c, a, r->inbox.ptr, r->inbox.len);
     } else if (!a->body.len) {
         /* The first bytes of a body: take the inbox's memory instead of a
          * copy (the inbox gets the body's empty buffer). */
@@ -183,6 +221,7 @@ int lf_exchange_begin(lf_call *c, lf_attempt *a, lf_conn *lead)
     const lf_prepared *p = &c->prep->target[a->target_index];
     lf_http_request req = {
         .url = p->url,
+        .request_target = p->request_target,
         .headers = p->headers,
         .body = p->body.ptr,
         .body_len = p->body.len,
@@ -244,13 +283,10 @@ static void lf_exchange(lf_call *c, lf_attempt *a)
 
 /* ---- judge --------------------------------------------------------------- */
 
+/* The protocol the attempt spoke, in its failure messages. */
 static const char *lf_api_name(const lf_call *c, lf_api api)
 {
-    switch (api) {
-    case LF_API_ANTHROPIC: return "Anthropic messages";
-    case LF_API_GEMINI: return c->embed_inputs ? "Gemini embeddings" : "Gemini generateContent";
-    default: return c->embed_inputs ? "OpenAI embeddings" : "OpenAI chat completions";
-    }
+    return lf_wire_api_title(api, c->embed_inputs ? LF_REQUEST_EMBEDDINGS : LF_REQUEST_CHAT);
 }
 
 /* A plain body read as what the request asked for: embeddings, a schema's
@@ -286,6 +322,7 @@ static lf_facts lf_transfer_facts(const lf_call *c, lf_attempt *a)
 
     memset(&f, 0, sizeof(f));
     f.should_retry = a->resp.should_retry;
+    f.error_name = a->resp.error_name.len ? a->resp.error_name.ptr : NULL;
     f.status = a->resp.status;
     f.transfer = a->transfer;
     if (c->stopped) {
@@ -301,9 +338,11 @@ static lf_facts lf_transfer_facts(const lf_call *c, lf_attempt *a)
  * connection ended after it. 1 when the stream answered. */
 static int lf_stream_answered(lf_call *c, lf_attempt *a, lf_facts *f)
 {
-    if (a->mode != LF_MODE_SSE || a->stream_rc || f->transfer == LF_T_ABORTED) return 0;
-    if (f->transfer == LF_T_OK) {
-        lf_sse_ctx x = { c, a };
+    if (a->mode != LF_MODE_STREAM || a->stream_rc || f->transfer == LF_T_ABORTED) return 0;
+    /* A last SSE event may lack its blank line; a message of an event
+     * stream is whole or is not one. */
+    if (f->transfer == LF_T_OK && a->framing == LF_FRAMING_SSE) {
+        lf_stream_ctx x = { c, a };
         lf_sse_finish(&a->sse, lf_on_sse_event, &x);
         if (c->stopped) {
             f->transfer = LF_T_ABORTED;
@@ -375,6 +414,10 @@ static int lf_judge_error_status(const lf_call *c, lf_attempt *a, lf_facts *f)
     long status = a->resp.status;
     int have_err = lf_wire_parse_error(a->body.ptr ? a->body.ptr : "", a->body.len, &a->werr);
 
+    /* An error named only by a header (Bedrock's {"message"} bodies) is
+     * known by that name. */
+    if (!a->werr.type.len && a->resp.error_name.len && lf_buf_copy(&a->werr.type, &a->resp.error_name) == 0)
+        have_err = 1;
     f->transfer = LF_T_OK;
     lf_redact_attempt(c, a);
     if (have_err && a->werr.message.len)
@@ -420,7 +463,7 @@ static void lf_judge_transfer_failure(const lf_call *c, lf_attempt *a, lf_facts 
         if (a->resp.resend_refused)
             lf_buf_setf(&a->message, "connection failed: a reused connection closed before any response, "
                                      "after the provider may have received the request; not sent again");
-        else if (a->mode == LF_MODE_SSE)
+        else if (a->mode == LF_MODE_STREAM)
             lf_buf_setf(&a->message, "stream ended without its terminal event after %zu bytes: %s",
                         a->resp.body_bytes, lf_curl_words(a));
         else
@@ -428,7 +471,7 @@ static void lf_judge_transfer_failure(const lf_call *c, lf_attempt *a, lf_facts 
         break;
     }
     /* A 2xx stream cut by the network is an interrupted stream. */
-    if (f->transfer == LF_T_CONNECTION && a->mode == LF_MODE_SSE) {
+    if (f->transfer == LF_T_CONNECTION && a->mode == LF_MODE_STREAM) {
         f->transfer = LF_T_OK;
         f->stream_interrupted = 1;
     }
@@ -468,7 +511,7 @@ static void lf_judge(lf_call *c, lf_attempt *a)
     }
     lf_redact_attempt(c, a);
     if (f.transfer == LF_T_OK && lf_is_2xx(a->resp.status)) {
-        if (a->mode == LF_MODE_SSE) have_err = lf_judge_broken_stream(c, a, &f);
+        if (a->mode == LF_MODE_STREAM) have_err = lf_judge_broken_stream(c, a, &f);
         else if (lf_judge_body(c, a, &f, &have_err)) return;
     } else if (f.transfer == LF_T_OK || (a->resp.status >= 300 && f.transfer == LF_T_CONNECTION)) {
         have_err = lf_judge_error_status(c, a, &f);

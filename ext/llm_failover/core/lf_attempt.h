@@ -55,7 +55,10 @@ static inline int lf_stop(lf_call *c, int rc)
     return 1;
 }
 
-enum { LF_MODE_UNKNOWN = 0, LF_MODE_SSE, LF_MODE_BODY };
+/* How the answer is read: a stream of events (Server-Sent Events, or AWS's
+ * event stream for Bedrock: the protocol's lf_wire_stream_framing), or one
+ * body. */
+enum { LF_MODE_UNKNOWN = 0, LF_MODE_STREAM, LF_MODE_BODY };
 
 /* One HTTP attempt. */
 typedef struct lf_attempt {
@@ -67,7 +70,9 @@ typedef struct lf_attempt {
     int lost;                 /* the other one produced its first token first: this one was cut */
     int muted;                /* cut: what still arrives is read for the record, never delivered */
     lf_response resp;
+    lf_framing framing;       /* how the target's protocol frames a stream */
     lf_sse_parser sse;
+    lf_es_reader es;
     lf_stream_state stream;
     lf_answer answer;         /* non-streamed answers */
     lf_wire_error werr;

@@ -119,7 +119,7 @@ void lf_attempt_finish_failure(const lf_call *c, lf_attempt *a, lf_outcome *o)
     o->status = a->resp.status;
     o->retry_after = a->retry_after;
     lf_buf_copy(&o->message, &a->message);
-    if (a->mode != LF_MODE_SSE && a->body.len)
+    if (a->mode != LF_MODE_STREAM && a->body.len)
         lf_buf_set(&o->body, a->body.ptr, a->body.len < LF_ERROR_BODY_CAP ? a->body.len : LF_ERROR_BODY_CAP);
     if (c->delivered) lf_buf_copy(&o->partial, &lf_attempt_answer(a)->text);
     lf_buf_copy(&o->provider_request_id, &a->resp.request_id);
@@ -129,7 +129,7 @@ void lf_attempt_finish_failure(const lf_call *c, lf_attempt *a, lf_outcome *o)
 
 void lf_attempt_finish_success(lf_attempt *a, lf_outcome *o)
 {
-    lf_answer *src = a->mode == LF_MODE_SSE ? &a->stream.answer : &a->answer;
+    lf_answer *src = a->mode == LF_MODE_STREAM ? &a->stream.answer : &a->answer;
 
     o->ok = 1;
     o->target = a->target_index;

@@ -1,6 +1,7 @@
 /* Failure classification. The order is fixed: the transfer result, then what a
- * 2xx body said, then the HTTP status refined by the body's error type/code
- * and message, then x-should-retry. See DESIGN.md "Errors" and WIRE.md. */
+ * 2xx body said, then an error a response header names (Bedrock's
+ * x-amzn-errortype), then the HTTP status refined by the body's error
+ * type/code and message, then x-should-retry. See DESIGN.md "Errors" and WIRE.md. */
 #include <ctype.h>
 #include <stddef.h>
 #include <string.h>
@@ -66,6 +67,7 @@ static const char *const lf_classify_context_strong[] = {
     "exceeds the context window",               /* OpenAI Responses */
     "maximum prompt length",                    /* xAI */
     "exceeds the available context size",       /* llama.cpp server */
+    "input is too long for requested model",    /* Bedrock (Claude) */
     NULL
 };
 
@@ -75,6 +77,7 @@ static const char *const lf_classify_context_strong[] = {
 static const char *const lf_classify_context_loose[] = {
     "context length",
     "too many tokens",
+    "input tokens exceed",                      /* Bedrock (Nova): "Input Tokens Exceeded" */
     NULL
 };
 
@@ -117,7 +120,8 @@ static int lf_classify_is_content_policy(const lf_facts *f)
         lf_classify_either_contains(f, "moderation"))
         return 1;
     const char *m = f->error_message;
-    if (lf_classify_icontains(m, "flagged"))
+    if (lf_classify_icontains(m, "flagged") ||
+        lf_classify_icontains(m, "content filtering policy")) /* Bedrock: "Output blocked by ..." */
         return 1;
     /* "... violates our usage policies", "potentially violating our usage policy" */
     const char *v = lf_classify_ifind(m, "violat");
@@ -245,6 +249,40 @@ static lf_kind lf_classify_status_kind(long status, const lf_facts *f)
     }
 }
 
+/* AWS's exception names (Bedrock's x-amzn-errortype, and its in-stream
+ * :exception-type, which spells them in lowerCamelCase) -> a kind, or LF_OK. */
+static lf_kind lf_classify_aws_kind(const char *name, const lf_facts *f)
+{
+    static const struct { const char *name; lf_kind kind; } names[] = {
+        { "ThrottlingException", LF_E_RATE_LIMIT },
+        { "ServiceQuotaExceededException", LF_E_RATE_LIMIT }, /* "resubmit your request later" */
+        { "ServiceUnavailableException", LF_E_SERVICE_UNAVAILABLE },
+        { "ModelNotReadyException", LF_E_SERVICE_UNAVAILABLE },
+        { "InternalServerException", LF_E_SERVER },
+        { "InternalFailure", LF_E_SERVER },
+        { "ModelErrorException", LF_E_SERVER },
+        { "ModelStreamErrorException", LF_E_SERVER },
+        { "AccessDeniedException", LF_E_FORBIDDEN },
+        { "ResourceNotFoundException", LF_E_NOT_FOUND },
+        /* The credentials or the signature: never hidden by a backup. */
+        { "UnrecognizedClientException", LF_E_UNAUTHORIZED },
+        { "ExpiredTokenException", LF_E_UNAUTHORIZED },
+        { "InvalidSignatureException", LF_E_UNAUTHORIZED },
+        { "IncompleteSignatureException", LF_E_UNAUTHORIZED },
+        { "IncompleteSignature", LF_E_UNAUTHORIZED },
+        { "InvalidClientTokenId", LF_E_UNAUTHORIZED },
+        { "MissingAuthenticationTokenException", LF_E_UNAUTHORIZED },
+        { "MissingAuthenticationToken", LF_E_UNAUTHORIZED },
+    };
+    if (!name || !*name)
+        return LF_OK;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (lf_classify_ieq(name, names[i].name))
+            return names[i].kind;
+    if (lf_classify_ieq(name, "ValidationException"))
+        return lf_classify_bad_request(f);
+    return LF_OK;
+}
 /* The Responses API's codes for a request that cannot succeed, which its
  * response.failed and error events carry with no HTTP status and no type: a
  * bad request, refined by lf_classify_bad_request (invalid_prompt may be a
@@ -292,7 +330,7 @@ static lf_kind lf_classify_name_kind(const char *name, const lf_facts *f)
     for (size_t i = 0; lf_classify_request_codes[i]; i++)
         if (lf_classify_ieq(name, lf_classify_request_codes[i]))
             return lf_classify_bad_request(f);
-    return LF_OK;
+    return lf_classify_aws_kind(name, f);
 }
 
 /* An error event inside a 2xx stream: the status says nothing, the body's
@@ -399,7 +437,9 @@ lf_verdict lf_classify(const lf_facts *f)
         else
             return lf_classify_verdict(LF_OK);
     } else {
-        k = lf_classify_status_kind(f->status, f);
+        k = lf_classify_aws_kind(f->error_name, f);
+        if (k == LF_OK)
+            k = lf_classify_status_kind(f->status, f);
     }
 
     /* Timeout and lock conflict, which the official SDKs retry, and an unnamed

@@ -1,5 +1,6 @@
 /* Failure classification: what went wrong (transfer result, HTTP status, the
- * body's error type/code, x-should-retry) -> an error kind and what the
+ * body's error type/code, an error named by a header, x-should-retry) -> an
+ * error kind and what the
  * attempt loop may do about it. The kinds map one to one onto the Ruby
  * classes of DESIGN.md ("Errors"). */
 #ifndef LF_CLASSIFY_H
@@ -58,6 +59,10 @@ typedef struct lf_facts {
     const char *error_code;    /* body's error.code; NULL if none */
     const char *error_message; /* body's error.message; NULL if none */
     int should_retry;          /* x-should-retry: -1 absent, 0 false, 1 true */
+    const char *error_name;    /* the error a response header names: Bedrock's x-amzn-errortype
+                                  (its name, "ThrottlingException"); NULL if none. On an error
+                                  status it wins over the status (a 403 UnrecognizedClientException
+                                  is a wrong key, a 429 ModelNotReadyException a model not ready) */
     int in_stream;             /* an error event inside a 2xx stream */
     int invalid_body;          /* 2xx whose body is not the protocol */
     int stream_interrupted;    /* 2xx stream ended without its terminal event */

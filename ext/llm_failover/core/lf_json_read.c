@@ -401,16 +401,18 @@ int lf_json_take_count(json_object *o, const char *key, long *out)
 /* Any value as text: a string as itself, anything else as its JSON. */
 int lf_json_value_text(json_object *v, lf_buf *out)
 {
-    const char *s;
-    size_t n = 0;
-
     lf_buf_clear(out);
     if (!v) return 0;
     if (json_object_is_type(v, json_type_string))
         return lf_utf8_append_sanitized(out, json_object_get_string(v),
                                         (size_t)json_object_get_string_len(v));
-    s = json_object_to_json_string_length(v, JSON_C_TO_STRING_PLAIN |
-                                                 JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-    if (!s) return -1;
-    return lf_utf8_append_sanitized(out, s, n);
+    return lf_json_append_written(out, v);
+}
+
+int lf_json_append_written(lf_buf *out, json_object *v)
+{
+    size_t n = 0;
+    const char *s = json_object_to_json_string_length(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+
+    return s ? lf_utf8_append_sanitized(out, s, n) : -1;
 }

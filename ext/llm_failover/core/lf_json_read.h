@@ -33,5 +33,9 @@ int lf_json_string_is(json_object *o, const char *key, const char *want);
 int lf_json_take_count(json_object *o, const char *key, long *out);
 /* Any value as text: a string as itself, anything else as its JSON. */
 int lf_json_value_text(json_object *v, lf_buf *out);
+/* Appends v written back as JSON by json-c, sanitized: json-c writes a
+ * string's bytes as they came, stray ones included. The one way a parsed
+ * value goes back into text or a body. 0, or -1 when out of memory. */
+int lf_json_append_written(lf_buf *out, json_object *v);
 
 #endif

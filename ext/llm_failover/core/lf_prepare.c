@@ -71,8 +71,11 @@ static int lf_header_add(struct curl_slist **list, const char *line)
 }
 
 /* How the target takes its key: a bearer token where it is one (Azure's
- * Entra ID token; Vertex AI's OAuth access token, whatever the publisher),
- * Azure's api-key, else as the protocol's own host takes it. */
+ * Entra ID token; Vertex AI's OAuth access token, whatever the publisher; a
+ * Bedrock API key), Azure's api-key, else as the protocol's own host takes
+ * it. NULL: no key header, the request is signed instead (Bedrock: SigV4,
+ * libcurl's CURLOPT_AWS_SIGV4, whose credentials lf_target does not hold
+ * yet; lf_prepare_url gives it the path it must sign). */
 static const char *lf_key_header(const lf_target *t)
 {
     if (t->bearer || t->layout == LF_LAYOUT_VERTEX) return "Authorization: Bearer ";
@@ -80,6 +83,7 @@ static const char *lf_key_header(const lf_target *t)
     switch (t->api) {
     case LF_API_ANTHROPIC: return "x-api-key: ";
     case LF_API_GEMINI: return "x-goog-api-key: ";
+    case LF_API_BEDROCK: return NULL;
     default: return "Authorization: Bearer ";
     }
 }
@@ -88,9 +92,12 @@ static const char *lf_key_header(const lf_target *t)
  * copy. */
 static int lf_header_add_key(struct curl_slist **list, const lf_target *t)
 {
-    char *line = lf_concat(lf_key_header(t), t->api_key);
+    const char *header = lf_key_header(t);
+    char *line;
     int rc;
 
+    if (!header) return 0;
+    line = lf_concat(header, t->api_key);
     if (!line) return -1;
     rc = lf_header_add(list, line);
     lf_wipe(line, strlen(line));
@@ -113,7 +120,10 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
         if (!own && lf_header_add(list, defaults[j]) != 0) return -1;
     }
     if (lf_header_add(list, "Content-Type: application/json") != 0 ||
-        lf_header_add(list, stream ? "Accept: text/event-stream" : "Accept: application/json") != 0 ||
+        lf_header_add(list, !stream ? "Accept: application/json"
+                            : lf_wire_stream_framing(t->api) == LF_FRAMING_EVENTSTREAM
+                                ? "Accept: application/vnd.amazon.eventstream"
+                                : "Accept: text/event-stream") != 0 ||
         lf_header_add(list, "Expect:") != 0)
         return -1;
     /* On Vertex AI the version is in the body (LF_VERTEX_ANTHROPIC_VERSION). */
@@ -126,23 +136,42 @@ static int lf_build_headers(const lf_target *t, int stream, struct curl_slist **
     return 0;
 }
 
-/* The target's URL (lf_wire_url), malloc'd into *url. */
-static int lf_prepare_url(char **url, const lf_target *t, const lf_request_params *params, lf_buf *err)
+/* The target's URL (lf_wire_url), malloc'd into p->url; for a signed request
+ * (SigV4: no key header) on a libcurl that signs the URL's path as it is
+ * (lf_transport_sigv4_escapes_path), the URL's path escaped once more, what
+ * AWS checks the signature against, and lf_wire_url's path as the request
+ * target, so that the request line carries it as it was built. Neither when
+ * escaping changes nothing. */
+static int lf_prepare_url(lf_prepared *p, const lf_target *t, const lf_request_params *params, lf_buf *err)
 {
     lf_endpoint e = { .api = t->api, .kind = params->kind, .layout = t->layout, .base_url = t->base_url,
                       .model = t->model, .api_version = t->api_version, .vertex = t->vertex,
                       .stream = params->stream };
-    lf_buf u;
+    const char *scheme, *path;
+    lf_buf u, sign;
     int rc;
 
     lf_buf_init(&u);
+    lf_buf_init(&sign);
     rc = lf_wire_url(&e, &u, err);
-    *url = rc == 0 ? lf_concat(lf_buf_cstr(&u), "") : NULL;
-    lf_buf_free(&u);
-    if (rc == 0 && !*url) {
-        lf_buf_setf(err, "out of memory");
-        rc = -1;
+    if (rc != 0) goto done;
+    rc = -1;
+    scheme = strstr(lf_buf_cstr(&u), "://");
+    path = scheme ? strchr(scheme + 3, '/') : NULL;
+    if (path && lf_key_header(t) == NULL && !lf_transport_sigv4_escapes_path()) {
+        size_t origin = (size_t)(path - lf_buf_cstr(&u));
+
+        if (lf_buf_set(&sign, u.ptr, origin) != 0 || lf_wire_uri_escape(&sign, path, u.len - origin, "/") != 0)
+            goto done;
+        if (strcmp(lf_buf_cstr(&sign) + origin, path) != 0 && !(p->request_target = lf_concat(path, "")))
+            goto done;
     }
+    p->url = lf_concat(p->request_target ? lf_buf_cstr(&sign) : lf_buf_cstr(&u), "");
+    rc = p->url ? 0 : -1;
+done:
+    if (rc != 0 && !err->len) lf_buf_setf(err, "out of memory");
+    lf_buf_free(&u);
+    lf_buf_free(&sign);
     return rc;
 }
 
@@ -166,7 +195,7 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     if (p->refused) return 0;
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
-    if (lf_prepare_url(&p->url, t, params, err) != 0) return -1;
+    if (lf_prepare_url(p, t, params, err) != 0) return -1;
     if (lf_build_headers(t, params->stream, &p->headers) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;
@@ -215,6 +244,8 @@ static void lf_prepared_free(lf_prepared *p)
     p->headers = NULL;
     free(p->url);
     p->url = NULL;
+    free(p->request_target);
+    p->request_target = NULL;
 }
 
 void lf_prepared_call_free(lf_prepared_call *p)

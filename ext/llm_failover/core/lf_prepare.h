@@ -16,6 +16,11 @@
 
 typedef struct lf_prepared {
     char *url;
+    /* NULL, or the request line's target when the URL's path is not it: a
+     * signed (SigV4: Bedrock) path with escapes, on a libcurl that signs the
+     * URL's path as it is, has its URL's path escaped once more (what AWS
+     * checks the signature against) and lf_wire_url's path as its target. */
+    char *request_target;
     struct curl_slist *headers;   /* lf_transport_default_headers' lines, then ours and the target's */
     lf_buf body;
     /* 1: the target cannot take the message's attachments (refusal says

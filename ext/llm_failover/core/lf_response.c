@@ -1,7 +1,7 @@
 /* The response of one transfer as libcurl's callbacks fill it: body bytes
  * buffered for the attempt loop (never parsed here), and the few response
  * headers the policy reads (status, Content-Type, Retry-After,
- * retry-after-ms, request ids, x-should-retry). */
+ * retry-after-ms, request ids, x-should-retry, x-amzn-errortype). */
 #include "lf_transport_internal.h"
 
 #include <ctype.h>
@@ -19,6 +19,7 @@ void lf_response_init(lf_response *r, size_t max_bytes)
     lf_buf_init(&r->retry_after);
     lf_buf_init(&r->retry_after_ms);
     lf_buf_init(&r->request_id);
+    lf_buf_init(&r->error_name);
     r->should_retry = -1;
     r->max_bytes = max_bytes;
 }
@@ -28,9 +29,11 @@ void lf_response_reset(lf_response *r, size_t max_bytes)
     r->status = 0;
     lf_buf_clear(&r->inbox);
     r->event_stream = 0;
+    r->aws_event_stream = 0;
     lf_buf_clear(&r->retry_after);
     lf_buf_clear(&r->retry_after_ms);
     lf_buf_clear(&r->request_id);
+    lf_buf_clear(&r->error_name);
     r->body_bytes = 0;
     r->max_bytes = max_bytes;
     r->too_large = 0;
@@ -50,6 +53,7 @@ void lf_response_free(lf_response *r)
     lf_buf_free(&r->retry_after);
     lf_buf_free(&r->retry_after_ms);
     lf_buf_free(&r->request_id);
+    lf_buf_free(&r->error_name);
 }
 
 /* Body bytes are only buffered here: parsing and every call into the host
@@ -103,7 +107,8 @@ enum {
     LF_H_RETRY_AFTER,
     LF_H_RETRY_AFTER_MS,
     LF_H_REQUEST_ID,
-    LF_H_SHOULD_RETRY
+    LF_H_SHOULD_RETRY,
+    LF_H_ERROR_NAME
 };
 
 /* Bytes of a provider's request id kept (see lf_on_header). */
@@ -120,6 +125,9 @@ static int lf_header_kind(const char *name, size_t len)
     case 14:
         if (lf_header_name_is(name, len, "retry-after-ms")) return LF_H_RETRY_AFTER_MS;
         return lf_header_name_is(name, len, "x-should-retry") ? LF_H_SHOULD_RETRY : LF_H_OTHER;
+    case 16:
+        if (lf_header_name_is(name, len, "x-amzn-requestid")) return LF_H_REQUEST_ID;
+        return lf_header_name_is(name, len, "x-amzn-errortype") ? LF_H_ERROR_NAME : LF_H_OTHER;
     default: return LF_H_OTHER;
     }
 }
@@ -137,9 +145,11 @@ size_t lf_response_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         /* A new status line (after a 100 Continue, say): start over. */
         r->event_stream = 0;
+        r->aws_event_stream = 0;
         lf_buf_clear(&r->retry_after);
         lf_buf_clear(&r->retry_after_ms);
         lf_buf_clear(&r->request_id);
+        lf_buf_clear(&r->error_name);
         r->should_retry = -1;
         r->headers_done = 0;
         r->status = 0;
@@ -170,6 +180,7 @@ size_t lf_response_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         /* All the loop asks of it (the last one counts, up to a NUL as
          * when it was kept as text). */
         r->event_stream = lf_contains(v, strnlen(v, vlen), "event-stream", 12);
+        r->aws_event_stream = lf_contains(v, strnlen(v, vlen), "vnd.amazon.eventstream", 22);
         break;
     case LF_H_RETRY_AFTER: lf_buf_set(&r->retry_after, v, vlen); break;
     case LF_H_RETRY_AFTER_MS: lf_buf_set(&r->retry_after_ms, v, vlen); break;
@@ -188,6 +199,15 @@ size_t lf_response_on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         if (vlen == 4 && strncasecmp(v, "true", 4) == 0) r->should_retry = 1;
         else if (vlen == 5 && strncasecmp(v, "false", 5) == 0) r->should_retry = 0;
         break;
+    case LF_H_ERROR_NAME: {
+        /* The name alone ("ThrottlingException"), as valid UTF-8 of a bounded size. */
+        const char *colon_at = memchr(v, ':', vlen);
+        size_t n = colon_at ? (size_t)(colon_at - v) : vlen;
+
+        lf_buf_clear(&r->error_name);
+        (void)lf_utf8_append_sanitized(&r->error_name, v, n < LF_REQUEST_ID_MAX ? n : LF_REQUEST_ID_MAX);
+        break;
+    }
     }
     return n;
 }

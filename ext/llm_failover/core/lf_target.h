@@ -35,8 +35,9 @@ typedef struct lf_target {
     lf_layout layout;
     const char *api_version;
     lf_vertex vertex;
-    /* 1: api_key is a bearer token (Azure's Entra ID access_token): sent as
-     * Authorization: Bearer, whatever the layout. */
+    /* 1: api_key is a bearer token (Azure's Entra ID access_token, a Bedrock
+     * API key): sent as Authorization: Bearer, whatever the layout; a Bedrock
+     * request with one is not signed. */
     int bearer;
     /* The provider entry's name: reasoning state goes back only to the
      * origin that gave it (lf_wire_reasoning_goes). NULL is "". */

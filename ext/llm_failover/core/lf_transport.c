@@ -67,6 +67,13 @@ static void lf_encodings_init(void)
     lf_buf_free(&b);
 }
 
+int lf_transport_sigv4_escapes_path(void)
+{
+    /* curl 8.14.0 (PR 17129) made its canonical path the path escaped, for every
+     * service but s3, s3-express and s3-outposts. */
+    return curl_version_info(CURLVERSION_NOW)->version_num >= 0x080e00;
+}
+
 size_t lf_transport_default_headers(const char *lines[2])
 {
     size_t n = 0;
@@ -316,6 +323,7 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
      * timeout and buffer size when they differ from what the handle holds):
      * nothing of the previous one can leak into this one. */
     curl_easy_setopt(e, CURLOPT_URL, req->url);
+    curl_easy_setopt(e, CURLOPT_REQUEST_TARGET, req->request_target);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);

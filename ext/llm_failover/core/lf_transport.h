@@ -65,6 +65,14 @@ int lf_transport_global_init(void);
  * Fills lines[] with static strings and returns how many (at most 2). */
 size_t lf_transport_default_headers(const char *lines[2]);
 
+/* Whether libcurl, signing with CURLOPT_AWS_SIGV4 for a service other than
+ * S3, escapes the URL's path once more itself, as AWS does when it checks the
+ * signature (its canonical URI: a %3A in the path signs as %253A): libcurl
+ * 8.14 and later. An older one (Debian 12's 7.88) signs the path as it is, so
+ * such a path must be given to it escaped once more, and sent as the request
+ * target (lf_http_request.request_target; lf_prepare does it). */
+int lf_transport_sigv4_escapes_path(void);
+
 lf_pool *lf_pool_new(void);
 void lf_pool_free(lf_pool *p);
 /* An idle connection (most recently used first, so that its keep-alive
@@ -82,10 +90,13 @@ typedef struct lf_response {
     size_t max_bytes;        /* cap; the transfer fails past it */
     int too_large;
     int event_stream;        /* the Content-Type names "event-stream" */
+    int aws_event_stream;    /* the Content-Type names "vnd.amazon.eventstream" (Bedrock) */
     lf_buf retry_after;
     lf_buf retry_after_ms;
-    lf_buf request_id;       /* x-request-id or request-id */
+    lf_buf request_id;       /* x-request-id, request-id or x-amzn-requestid */
     int should_retry;        /* x-should-retry: -1 absent, 0 false, 1 true */
+    lf_buf error_name;       /* x-amzn-errortype's name, before its ':' (Bedrock names an error
+                              * only there: "ThrottlingException:http://internal..."); empty if none */
     int headers_done;
     /* Both taken once per lf_transfer_step in which bytes arrived (not per
      * callback: a response's head alone is half a dozen callbacks). */
@@ -105,6 +116,8 @@ void lf_response_free(lf_response *r);
 
 typedef struct lf_http_request {
     const char *url;
+    const char *request_target;  /* NULL: the URL's path; else what the request line says
+                                  * (CURLOPT_REQUEST_TARGET), the URL's path being what is signed */
     struct curl_slist *headers;  /* with lf_transport_default_headers' lines */
     const char *body;
     size_t body_len;

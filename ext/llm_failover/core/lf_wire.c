@@ -11,6 +11,7 @@
 #include "lf_json_answer.h"
 #include "lf_json_read.h"
 #include "lf_wire_anthropic.h"
+#include "lf_wire_bedrock.h"
 #include "lf_wire_gemini.h"
 #include "lf_wire_openai.h"
 #include "lf_wire_responses.h"
@@ -25,6 +26,7 @@ int lf_wire_api_named(const char *name, size_t len, lf_api *api)
     if (lf_bytes_are(name, len, "openai")) *api = LF_API_OPENAI;
     else if (lf_bytes_are(name, len, "anthropic")) *api = LF_API_ANTHROPIC;
     else if (lf_bytes_are(name, len, "responses")) *api = LF_API_RESPONSES;
+    else if (lf_bytes_are(name, len, "bedrock")) *api = LF_API_BEDROCK;
     else if (lf_bytes_are(name, len, "gemini")) *api = LF_API_GEMINI;
     else return -1;
     return 0;
@@ -35,6 +37,7 @@ const char *lf_wire_api_name(lf_api api)
     switch (api) {
     case LF_API_ANTHROPIC: return "anthropic";
     case LF_API_RESPONSES: return "responses";
+    case LF_API_BEDROCK: return "bedrock";
     case LF_API_GEMINI: return "gemini";
     default: return "openai";
     }
@@ -45,6 +48,8 @@ const char *lf_wire_schema_with_tools_refusal(lf_api api)
     switch (api) {
     case LF_API_ANTHROPIC:
         return "a schema and tools cannot go in one request to Anthropic: the schema is itself a forced tool call there";
+    case LF_API_BEDROCK:
+        return "a schema and tools cannot go in one request to Bedrock: the schema is itself a forced tool call there";
     case LF_API_GEMINI:
         return "a schema and tools cannot go in one request to Gemini: its models refuse function calling with a JSON "
                "response type";
@@ -55,10 +60,16 @@ const char *lf_wire_schema_with_tools_refusal(lf_api api)
 size_t lf_wire_embed_max_inputs(lf_api api)
 {
     switch (api) {
-    case LF_API_ANTHROPIC: return 0;
+    case LF_API_ANTHROPIC:
+    case LF_API_BEDROCK: return 0;
     case LF_API_GEMINI: return LF_GEMINI_EMBED_MAX_INPUTS;
     default: return LF_EMBED_MAX_INPUTS;
     }
+}
+
+lf_framing lf_wire_stream_framing(lf_api api)
+{
+    return api == LF_API_BEDROCK ? LF_FRAMING_EVENTSTREAM : LF_FRAMING_SSE;
 }
 
 /* ------------------------------------------- requests */
@@ -132,6 +143,11 @@ static int lf_wire_check_tools(const lf_request_params *p, int has_tool_turns, l
         lf_wire_fail(errmsg, "an Anthropic request whose messages hold tool calls needs its tools");
         return -1;
     }
+    if (p->api == LF_API_BEDROCK && has_tool_turns && !p->n_tools) {
+        /* Converse refuses toolUse and toolResult blocks without a toolConfig. */
+        lf_wire_fail(errmsg, "a Bedrock request whose messages hold tool calls needs its tools");
+        return -1;
+    }
     return 0;
 }
 
@@ -144,7 +160,7 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
 
     *n_chat = 0;
     if (p->api != LF_API_OPENAI && p->api != LF_API_ANTHROPIC && p->api != LF_API_RESPONSES &&
-        p->api != LF_API_GEMINI) {
+        p->api != LF_API_BEDROCK && p->api != LF_API_GEMINI) {
         lf_wire_fail(errmsg, "unknown API %d", (int)p->api);
         return -1;
     }
@@ -191,6 +207,10 @@ static int lf_wire_check_params(const lf_request_params *p, lf_buf *errmsg, size
         lf_wire_fail(errmsg, "an Anthropic request needs at least one user or assistant message");
         return -1;
     }
+    if (p->api == LF_API_BEDROCK && *n_chat == 0) {
+        lf_wire_fail(errmsg, "a Bedrock request needs at least one user or assistant message");
+        return -1;
+    }
     if (p->api == LF_API_GEMINI && *n_chat == 0) {
         lf_wire_fail(errmsg, "a Gemini request needs at least one user or assistant message");
         return -1;
@@ -217,7 +237,8 @@ static int lf_wire_build_embeddings(const lf_request_params *p, lf_buf *out, lf_
     case LF_API_RESPONSES: return lf_wire_openai_build_embeddings(p, out, errmsg);
     case LF_API_GEMINI: return lf_wire_gemini_build_embeddings(p, out, errmsg);
     default:
-        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API or Gemini (Anthropic has no embeddings endpoint)");
+        lf_wire_fail(errmsg, "embeddings need an OpenAI-compatible API or Gemini (Anthropic and Bedrock Converse have no "
+                     "embeddings endpoint)");
         return -1;
     }
 }
@@ -269,6 +290,7 @@ int lf_wire_build_request_parsed(const lf_request_params *p, json_object *schema
         switch (p->api) {
         case LF_API_ANTHROPIC: rc = lf_wire_anthropic_build(p, schema_text, out); break;
         case LF_API_RESPONSES: rc = lf_wire_responses_build(p, schema_text, out); break;
+        case LF_API_BEDROCK: rc = lf_wire_bedrock_build(p, schema_text, out); break;
         case LF_API_GEMINI: rc = lf_wire_gemini_build(p, schema_text, out); break;
         default: rc = lf_wire_openai_build(p, schema_text, out); break;
         }
@@ -322,6 +344,7 @@ static int lf_wire_parse_response_with(lf_api api, const char *body, size_t len,
         switch (api) {
         case LF_API_ANTHROPIC: rc = lf_wire_anthropic_answer(root, out, err, tool); break;
         case LF_API_RESPONSES: rc = lf_wire_responses_answer(root, out, err); break;
+        case LF_API_BEDROCK: rc = lf_wire_bedrock_answer(root, out, err, tool); break;
         /* A schema answer is text there (responseJsonSchema), as any other. */
         case LF_API_GEMINI: rc = lf_wire_gemini_answer(root, out, err); break;
         default: rc = lf_wire_openai_answer(root, out, err); break;
@@ -367,23 +390,41 @@ static int lf_stream_took(lf_stream_state *s, int rc, const char **delta, size_t
     return rc;
 }
 
+/* The start of an event: nothing of it delivered yet. 1 when the stream has
+ * ended already: later events are ignored. */
+static int lf_stream_begin(lf_stream_state *s, const char **delta, size_t *delta_len)
+{
+    s->delta_at = s->answer.text.len;
+    if (delta) *delta = lf_buf_cstr(&s->answer.text) + s->delta_at;
+    if (delta_len) *delta_len = 0;
+    return s->done;
+}
+
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len)
 {
     int rc;
 
-    s->delta_at = s->answer.text.len;
-    if (delta) *delta = lf_buf_cstr(&s->answer.text) + s->delta_at;
-    if (delta_len) *delta_len = 0;
-    if (s->done) return LF_STREAM_CONTINUE;   /* after the end: ignored */
+    if (lf_stream_begin(s, delta, delta_len)) return LF_STREAM_CONTINUE;
     if (!ev) return LF_STREAM_INVALID;
     if (!ev->data || lf_stream_blank(ev->data, ev->data_len)) return LF_STREAM_CONTINUE;
     switch (s->api) {
     case LF_API_ANTHROPIC: rc = lf_wire_anthropic_stream_event(s, ev); break;
     case LF_API_RESPONSES: rc = lf_wire_responses_stream_event(s, ev); break;
+    case LF_API_BEDROCK: rc = LF_STREAM_INVALID; break; /* its stream is no SSE */
     case LF_API_GEMINI: rc = lf_wire_gemini_stream_event(s, ev); break;
     default: rc = lf_wire_openai_stream_event(s, ev); break;
     }
+    return lf_stream_took(s, rc, delta, delta_len);
+}
+
+int lf_stream_message(lf_stream_state *s, const lf_es_message *m, const char **delta, size_t *delta_len)
+{
+    int rc;
+
+    if (lf_stream_begin(s, delta, delta_len)) return LF_STREAM_CONTINUE;
+    if (!m) return LF_STREAM_INVALID;
+    rc = s->api == LF_API_BEDROCK ? lf_wire_bedrock_stream_message(s, m) : LF_STREAM_INVALID;
     return lf_stream_took(s, rc, delta, delta_len);
 }
 

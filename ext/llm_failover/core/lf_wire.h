@@ -1,8 +1,9 @@
 /* The wire protocols: OpenAI chat completions (and every compatible API),
- * Anthropic messages, OpenAI's Responses API and Google's Gemini
- * generateContent, on their own hosts or on a host's layout (lf_layout: Azure,
- * Vertex AI). Builds request bodies and URLs from messages; parses plain
- * answers, stream events and error bodies. Pure functions over json-c.
+ * Anthropic messages, OpenAI's Responses API, Bedrock Converse and Google's
+ * Gemini generateContent, on their own hosts or on a host's layout
+ * (lf_layout: Azure, Vertex AI). Builds request bodies and URLs from
+ * messages; parses plain answers, stream events (SSE, or AWS's event stream)
+ * and error bodies. Pure functions over json-c.
  *
  * The public header of the wire layer. A protocol is a request file and a
  * response file (lf_wire_openai_request.c, lf_wire_openai_response.c,
@@ -22,6 +23,7 @@
 
 #include <stddef.h>
 #include "lf_buf.h"
+#include "lf_eventstream.h"
 #include "lf_sse.h"
 #include "lf_utf8.h"
 
@@ -29,6 +31,7 @@ typedef enum lf_api {
     LF_API_OPENAI = 0,
     LF_API_ANTHROPIC = 1,
     LF_API_RESPONSES = 2,  /* OpenAI's Responses API (/responses): OpenAI, Azure */
+    LF_API_BEDROCK = 3,    /* Bedrock Converse / ConverseStream (lf_wire_bedrock.h) */
     LF_API_GEMINI = 4      /* Google's Gemini generateContent: Google AI, Vertex AI */
 } lf_api;
 
@@ -37,8 +40,9 @@ typedef enum lf_api {
 
 /* What a request asks for: a chat answer (messages), or the embeddings of
  * texts (inputs) from the OpenAI-compatible /embeddings endpoint, which
- * OpenAI, Azure, Mistral, Ollama, OpenRouter and others speak (Anthropic
- * has none: such a request is refused before any network). */
+ * OpenAI, Azure, Mistral, Ollama, OpenRouter and others speak, or Google AI's
+ * batchEmbedContents (Anthropic and Bedrock Converse have none: such a
+ * request is refused before any network). */
 typedef enum lf_request_kind { LF_REQUEST_CHAT = 0, LF_REQUEST_EMBEDDINGS = 1 } lf_request_kind;
 
 /* Where a host puts the protocols it serves, when not at base_url + the
@@ -161,22 +165,23 @@ typedef struct lf_request_params {
     int stream;
     /* JSON mode: OpenAI gets response_format json_object and
      * LF_JSON_INSTRUCTION as a system message after the leading ones (its JSON
-     * mode wants the word JSON in the messages); Anthropic, which has no JSON
-     * mode, gets the instruction at the end of its system text; Gemini the
-     * instruction in its systemInstruction and, without tools (its models
-     * refuse both at once), responseMimeType application/json. */
+     * mode wants the word JSON in the messages); Anthropic and Bedrock, which
+     * have no JSON mode, get the instruction at the end of their system text;
+     * Gemini the instruction in its systemInstruction and, without tools (its
+     * models refuse both at once), responseMimeType application/json. */
     int json_mode;
     /* A JSON Schema for the answer, as the JSON text of an object, NULL for
      * none (it wins over json_mode): OpenAI gets response_format json_schema
-     * with strict true; Anthropic a forced call of a tool of that name whose
-     * input_schema it is, and the tool's input is the answer; Gemini
-     * responseMimeType application/json and responseJsonSchema. */
+     * with strict true; Anthropic and Bedrock a forced call of a tool of that
+     * name whose input schema it is, and the tool's input is the answer;
+     * Gemini responseMimeType application/json and responseJsonSchema. */
     const char *schema;
     const char *schema_name; /* [A-Za-z0-9_-]{1,64}; NULL: "answer" */
     /* Tools: OpenAI-compatible "tools" (type function, parameters),
-     * Anthropic "tools" (input_schema), Gemini "tools" (functionDeclarations,
-     * parametersJsonSchema). A schema on Anthropic is itself a forced tool
-     * call, so it cannot be combined with tools there, nor on Gemini
+     * Anthropic "tools" (input_schema), Bedrock "toolConfig" (toolSpec),
+     * Gemini "tools" (functionDeclarations, parametersJsonSchema). A schema on
+     * Anthropic and Bedrock is itself a forced tool call, so it cannot be
+     * combined with tools there, nor on Gemini
      * (lf_wire_schema_with_tools_refusal). */
     const lf_tool *tools;
     size_t n_tools;
@@ -280,13 +285,15 @@ typedef struct lf_endpoint {
 /* The URL of one request into out (cleared first): base_url, the layout's
  * route, the protocol's path (static, or with the model in it: Gemini
  * /v1beta/models/M:generateContent, :streamGenerateContent?alt=sse when
- * streamed, :batchEmbedContents; Google's "models/" prefix dropped), the
- * layout's query. A model or project in the path is one segment: every byte
- * but A-Z a-z 0-9 - . _ ~ @ as %XX. 0, or -1 with errmsg (when non-NULL): a
- * layout that does not serve the protocol, a missing api_version, Vertex AI
- * without a project or a location of [a-z0-9-], no model where the path holds
- * it, no memory. The one owner of where a request goes: lf_prepare asks it
- * for every target. */
+ * streamed, :batchEmbedContents, Google's "models/" prefix dropped; Bedrock
+ * /model/M/converse, /converse-stream when streamed), the layout's query. A
+ * model or project in the path is one segment, escaped by lf_wire_uri_escape
+ * with what its host keeps: '@' on Google's and Azure's hosts, nothing on
+ * AWS's (as AWS's SDKs send a model id: ':' as %3A, an ARN's '/' as %2F).
+ * 0, or -1 with errmsg (when non-NULL): a layout that does not serve the
+ * protocol, a missing api_version, Vertex AI without a project or a location
+ * of [a-z0-9-], no model where the path holds it, no memory. The one owner
+ * of where a request goes: lf_prepare asks it for every target. */
 int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg);
 /* Whether a host of layout serves requests of protocol api and kind: 0, or
  * -1 with errmsg (when non-NULL) saying why not. The one owner of that rule:
@@ -296,10 +303,19 @@ int lf_wire_layout_serves(lf_layout layout, lf_api api, lf_request_kind kind, lf
  * "azure_foundry", "vertex") into *layout: 0, or -1 for none. */
 int lf_wire_layout_named(const char *name, size_t len, lf_layout *layout);
 /* The path of a protocol that holds neither the model nor a route (OpenAI,
- * Anthropic, Responses), as lf_wire_url appends it; NULL for the others. */
+ * Anthropic, Responses), as lf_wire_url appends it; NULL for the others
+ * (Gemini, Bedrock). */
 const char *lf_wire_path(lf_api api);
 /* The same for a kind of request: "/embeddings" for LF_REQUEST_EMBEDDINGS. */
 const char *lf_wire_path_for(lf_api api, lf_request_kind kind);
+/* Appends the n bytes at s percent-encoded: every byte but RFC 3986's
+ * unreserved A-Z a-z 0-9 - . _ ~ and those in keep as %XX, upper-case hex.
+ * The one escaper of the URLs the core sends to: lf_wire_url's segments,
+ * and SigV4's canonical URI of a path, what AWS checks a signature against
+ * (the path as sent escaped once more, keep "/": %3A becomes %253A, which
+ * lf_prepare gives a libcurl that does not do it itself). 0, or -1 when out
+ * of memory. */
+int lf_wire_uri_escape(lf_buf *out, const char *s, size_t n, const char *keep);
 /* The base URL of Vertex AI in location (no trailing slash):
  * https://LOCATION-aiplatform.googleapis.com, or https://aiplatform.googleapis.com
  * for "global". 0, or -1 for an empty location or one that is not
@@ -342,19 +358,23 @@ int lf_wire_build_request_parsed(const lf_request_params *p, struct json_object 
 int lf_wire_name_ok(const char *name, size_t len);
 
 /* Why one request of protocol api cannot carry a response schema beside
- * tools, NULL when it can: Anthropic's, where the schema is itself a forced
- * tool call (the model could call no other tool); Gemini's, whose models
- * (2.5) refuse function calling with a JSON response type. The one owner of that rule
+ * tools, NULL when it can: Anthropic's and Bedrock's, where the schema is
+ * itself a forced tool call (the model could call no other tool); Gemini's,
+ * whose models (2.5) refuse function calling with a JSON response type. The one owner of that rule
  * and its words: the request builder refuses such a request with them, and
  * Ruby asks them of every target of a chat before anything is stored
  * (AnswerFormat.schema_with_tools_refusal). */
 const char *lf_wire_schema_with_tools_refusal(lf_api api);
 
 /* The protocol Ruby names name (len bytes: "openai", "anthropic",
- * "responses", "gemini") into *api: 0, or -1 for none. */
+ * "responses", "bedrock", "gemini") into *api: 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
 /* The name lf_wire_api_named takes for api ("openai", ...). */
 const char *lf_wire_api_name(lf_api api);
+/* A protocol's name in messages ("Bedrock Converse", "Gemini embeddings"):
+ * the one owner of those words, which lf_wire_layout_serves and the attempt
+ * loop's failures quote. */
+const char *lf_wire_api_title(lf_api api, lf_request_kind kind);
 
 #define LF_WIRE_BAD_TRANSCRIPT (-2)
 
@@ -493,16 +513,19 @@ typedef struct lf_stream_state {
     lf_api api;
     lf_answer answer;     /* accumulates text, model, finish reason, usage */
     lf_wire_error error;  /* filled on LF_STREAM_ERROR */
-    int done;             /* terminal event seen: [DONE], message_stop, response.completed
-                           * or response.incomplete */
+    int done;             /* terminal event seen: [DONE], message_stop, response.completed,
+                           * response.incomplete, or Bedrock's metadata after its messageStop */
     int finished;         /* finish_reason / stop_reason seen */
+    int stopped;          /* Bedrock's messageStop seen: its stopReason is taken, but
+                           * the stream is whole only with the metadata after it */
     int has_usage;
     size_t delta_at;      /* where the current event's text starts in answer.text */
-    int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces are text */
+    int tool_input;       /* 1: a schema request: Anthropic input_json_delta pieces and
+                           * Bedrock toolUse input pieces are text */
     /* Tool calls being streamed, not yet in answer.tool_calls: OpenAI's by
-     * tool_calls[].index, Anthropic's by content block index, Gemini's (each
-     * whole in one part) in the order they came (keys[i] is calls[i]'s).
-     * Published to the answer when the stream completes. */
+     * tool_calls[].index, Anthropic's and Bedrock's by content block index,
+     * Gemini's (each whole in one part) in the order they came (keys[i] is
+     * calls[i]'s). Published to the answer when the stream completes. */
     lf_answer_call *calls;
     long *call_keys;
     size_t n_calls, cap_calls;
@@ -530,6 +553,19 @@ void lf_stream_free(lf_stream_state *s);
  * provider sends, are ignored). */
 int lf_stream_event(lf_stream_state *s, const lf_sse_event *ev,
                     const char **delta, size_t *delta_len);
+
+/* How a protocol frames its stream: Server-Sent Events, or AWS's binary
+ * event stream (application/vnd.amazon.eventstream, read by lf_es_feed). */
+typedef enum lf_framing { LF_FRAMING_SSE = 0, LF_FRAMING_EVENTSTREAM = 1 } lf_framing;
+lf_framing lf_wire_stream_framing(lf_api api);
+/* lf_stream_event for one event-stream message (Bedrock's ConverseStream:
+ * its :event-type messageStart, contentBlockStart, contentBlockDelta,
+ * contentBlockStop, messageStop, metadata; an :message-type exception or
+ * error is LF_STREAM_ERROR, its :exception-type or :error-code the error's
+ * type). The same contract otherwise; a message of a protocol framed by SSE
+ * is LF_STREAM_INVALID. */
+int lf_stream_message(lf_stream_state *s, const lf_es_message *m,
+                      const char **delta, size_t *delta_len);
 /* At end of body: 1 when the stream reached its end (terminal event, or a
  * finish/stop reason was seen), 0 when it was interrupted. */
 int lf_stream_complete(const lf_stream_state *s);

@@ -190,9 +190,7 @@ int lf_wire_append_content(lf_buf *text, json_object *content, int tool)
         json_object *input = lf_json_get_typed(part, "input", json_type_object);
 
         if (tool && input && lf_json_string_is(part, "type", "tool_use")) {
-            if (lf_buf_append_str(text, json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN |
-                                                                                 JSON_C_TO_STRING_NOSLASHESCAPE)) != 0)
-                return -1;
+            if (lf_json_append_written(text, input) != 0) return -1;
             continue;
         }
         if (!t || !lf_json_string_is(part, "type", "text")) continue;

@@ -63,8 +63,9 @@ static int lf_attach_url_taken(const lf_request_params *p, const lf_attachment *
     if (!a->url || p->no_urls) return 0;
     /* Gemini's fileData takes its own Files API's URIs (Vertex AI: Cloud
      * Storage's), not a web URL: its bytes go as inlineData. Claude on Vertex
-     * AI refuses Anthropic's url sources. */
-    if (p->api == LF_API_GEMINI || p->layout == LF_LAYOUT_VERTEX) return 0;
+     * AI refuses Anthropic's url sources. Converse takes bytes or an S3
+     * location, never a URL. */
+    if (p->api == LF_API_GEMINI || p->api == LF_API_BEDROCK || p->layout == LF_LAYOUT_VERTEX) return 0;
     /* Chat completions' file parts take bytes or an uploaded file's id, never
      * a URL; Responses' input_file takes a file_url. */
     return !(p->api == LF_API_OPENAI && lf_wire_attachment_kind(a->mime_type) == LF_ATTACH_DOCUMENT);

@@ -29,6 +29,19 @@ void lf_wire_fail(lf_buf *errmsg, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *lf_wire_api_title(lf_api api, lf_request_kind kind)
+{
+    int embed = kind == LF_REQUEST_EMBEDDINGS;
+
+    switch (api) {
+    case LF_API_ANTHROPIC: return "Anthropic messages";
+    case LF_API_RESPONSES: return embed ? "OpenAI embeddings" : "OpenAI Responses";
+    case LF_API_BEDROCK: return "Bedrock Converse";
+    case LF_API_GEMINI: return embed ? "Gemini embeddings" : "Gemini generateContent";
+    default: return embed ? "OpenAI embeddings" : "OpenAI chat completions";
+    }
+}
+
 lf_role lf_wire_role(const char *role)
 {
     if (strcmp(role, "system") == 0) return LF_ROLE_SYSTEM;
@@ -79,14 +92,8 @@ int lf_wire_json_instruction(const lf_request_params *p)
 int lf_wire_put_object(lf_buf *out, const char *text, size_t len)
 {
     json_object *o = text && len ? lf_json_parse(text, len) : NULL;
-    const char *s;
-    size_t n = 0;
-    int rc = 1;
+    int rc = o && json_object_is_type(o, json_type_object) ? lf_json_append_written(out, o) : 1;
 
-    if (o && json_object_is_type(o, json_type_object)) {
-        s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-        rc = s ? lf_utf8_append_sanitized(out, s, n) : -1;
-    }
     json_object_put(o);
     return rc;
 }

@@ -45,15 +45,10 @@ static int lf_responses_reasoning(lf_buf *out, const lf_message *m, int *first)
     size_t i, n = items ? json_object_array_length(items) : 0;
     int rc = items ? 0 : -1;
 
-    for (i = 0; i < n && rc == 0; i++) {
-        size_t len = 0;
-        const char *item = json_object_to_json_string_length(json_object_array_get_idx(items, i),
-                                                             JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
-                                                             &len);
-
-        /* As json-c writes it back, sanitized as every string we send. */
-        rc = !item || lf_responses_next(out, first) != 0 || lf_utf8_append_sanitized(out, item, len) != 0 ? -1 : 0;
-    }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = lf_responses_next(out, first) != 0 || lf_json_append_written(out, json_object_array_get_idx(items, i)) != 0
+                 ? -1
+                 : 0;
     json_object_put(items);
     return rc;
 }

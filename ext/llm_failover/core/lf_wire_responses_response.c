@@ -55,16 +55,11 @@ static int lf_responses_keep_reasoning(json_object *item, lf_buf *items)
 {
     json_object *secret = lf_json_get_typed(item, "encrypted_content", json_type_string);
     json_object *summary = lf_json_get_typed(item, "summary", json_type_array);
-    const char *said = "[]";
-    size_t said_len = 2;
 
     if (!secret || json_object_get_string_len(secret) == 0) return 0;
-    if (summary)
-        said = json_object_to_json_string_length(summary, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
-                                                 &said_len);
-    if (!said || (items->len && lf_buf_append_char(items, ',') != 0) ||
+    if ((items->len && lf_buf_append_char(items, ',') != 0) ||
         lf_buf_append_str(items, "{\"type\":\"reasoning\",\"summary\":") != 0 ||
-        lf_utf8_append_sanitized(items, said, said_len) != 0 ||
+        (summary ? lf_json_append_written(items, summary) : lf_buf_append_str(items, "[]")) != 0 ||
         lf_buf_append_str(items, ",\"encrypted_content\":") != 0 ||
         lf_json_put_string(items, json_object_get_string(secret), (size_t)json_object_get_string_len(secret)) != 0)
         return -1;

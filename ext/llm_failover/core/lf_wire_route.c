@@ -1,7 +1,8 @@
 /* Where a request goes (lf_wire_url): the host's layout (Azure's prefixes
  * and query, Vertex AI's routes by publisher), then the protocol's path,
- * static or with the model in it (Gemini's). The one owner of every URL the
- * core sends to, and of what each layout serves. */
+ * static or with the model in it (Gemini's, Bedrock's), escaped by the one
+ * escaper (lf_wire_uri_escape). The one owner of every URL the core sends to,
+ * and of what each layout serves. */
 #include "lf_wire.h"
 
 #include <string.h>
@@ -22,6 +23,7 @@ const char *lf_wire_path(lf_api api)
     switch (api) {
     case LF_API_ANTHROPIC: return "/v1/messages";
     case LF_API_RESPONSES: return "/responses";
+    case LF_API_BEDROCK:
     case LF_API_GEMINI: return NULL;   /* the model is in the path */
     default: return "/chat/completions";
     }
@@ -33,26 +35,38 @@ const char *lf_wire_path_for(lf_api api, lf_request_kind kind)
     return kind == LF_REQUEST_EMBEDDINGS ? "/embeddings" : lf_wire_path(api);
 }
 
-/* s as one path segment or query value: every byte but A-Z a-z 0-9 - . _ ~ @
- * as %XX (':' would end a model where Google's method begins, '/' the
- * segment; '@' stays, as in Claude's versions on Vertex:
- * claude-sonnet-4-5@20250929), so a model name cannot reach another path. */
-static int lf_route_segment(lf_buf *out, const char *s)
+int lf_wire_uri_escape(lf_buf *out, const char *s, size_t n, const char *keep)
 {
     static const char hex[] = "0123456789ABCDEF";
+    size_t i;
 
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int kept = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                   c == '.' || c == '_' || c == '~' || (c && strchr(keep, c));
         char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
 
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-            c == '_' || c == '~' || c == '@') {
-            if (lf_buf_append_char(out, (char)c) != 0) return -1;
-        } else if (lf_buf_append(out, esc, 3) != 0) {
-            return -1;
-        }
+        if (kept ? lf_buf_append_char(out, (char)c) != 0 : lf_buf_append(out, esc, 3) != 0) return -1;
     }
     return 0;
+}
+
+/* What a host keeps unescaped in a path segment or query value beside RFC
+ * 3986's unreserved bytes: a protocol's trait. Google's and Azure's hosts
+ * keep '@' (Claude's versions on Vertex AI: claude-sonnet-4-5@20250929);
+ * AWS's nothing, as its SDKs send a model id ('@' as %40), since SigV4
+ * signs the path as sent. Everything else goes as %XX: ':' would end a model
+ * where Google's method begins, '/' the segment, so a model name cannot
+ * reach another path. */
+static const char *lf_route_keeps(lf_api api)
+{
+    return api == LF_API_BEDROCK ? "" : "@";
+}
+
+/* s as one path segment or query value of the endpoint's host. */
+static int lf_route_segment(const lf_endpoint *e, lf_buf *out, const char *s)
+{
+    return lf_wire_uri_escape(out, s, strlen(s), lf_route_keeps(e->api));
 }
 
 /* Google's method after the model: what the request asks for, streamed or
@@ -75,9 +89,15 @@ static int lf_route_protocol_path(const lf_endpoint *e, lf_buf *out)
     case LF_API_GEMINI:
         /* Google lists its models as "models/M": the prefix is the path's own. */
         if (strncmp(model, "models/", 7) == 0) model += 7;
-        return lf_buf_append_str(out, LF_GEMINI_API "/models/") != 0 || lf_route_segment(out, model) != 0
+        return lf_buf_append_str(out, LF_GEMINI_API "/models/") != 0 || lf_route_segment(e, out, model) != 0
                    ? -1
                    : lf_buf_append_str(out, lf_route_method(e));
+    case LF_API_BEDROCK:
+        /* A model id, an inference profile or an ARN: one segment (an ARN's
+         * ':' as %3A, its '/' as %2F). */
+        return lf_buf_append_str(out, "/model/") != 0 || lf_route_segment(e, out, model) != 0
+                   ? -1
+                   : lf_buf_append_str(out, e->stream ? "/converse-stream" : "/converse");
     default:
         return lf_buf_append_str(out, lf_wire_path_for(e->api, e->kind));
     }
@@ -132,10 +152,10 @@ int lf_wire_layout_serves(lf_layout layout, lf_api api, lf_request_kind kind, lf
         /* OpenAI's protocols; the deployment and Foundry layouts chat
          * completions and embeddings only. */
         if (api == LF_API_OPENAI || (api == LF_API_RESPONSES && layout == LF_LAYOUT_AZURE)) return 0;
-        lf_wire_fail(errmsg, "%s does not serve %s", lf_route_name(layout),
-                     api == LF_API_RESPONSES ? "the Responses API (use /openai/v1)"
-                     : api == LF_API_GEMINI  ? "Gemini generateContent"
-                                             : "Anthropic messages");
+        if (api == LF_API_RESPONSES)
+            lf_wire_fail(errmsg, "%s does not serve the Responses API (use /openai/v1)", lf_route_name(layout));
+        else
+            lf_wire_fail(errmsg, "%s does not serve %s", lf_route_name(layout), lf_wire_api_title(api, kind));
         return -1;
     case LF_LAYOUT_VERTEX:
         if (api != LF_API_GEMINI && api != LF_API_ANTHROPIC) {
@@ -198,11 +218,11 @@ static int lf_route_complete(const lf_endpoint *e, lf_buf *errmsg)
 /* Vertex AI's route: the publisher's model and Google's method. */
 static int lf_route_vertex(const lf_endpoint *e, lf_buf *out)
 {
-    return lf_buf_append_str(out, LF_VERTEX_API "/projects/") != 0 || lf_route_segment(out, e->vertex.project) != 0 ||
+    return lf_buf_append_str(out, LF_VERTEX_API "/projects/") != 0 || lf_route_segment(e, out, e->vertex.project) != 0 ||
                    lf_buf_append_str(out, "/locations/") != 0 || lf_buf_append_str(out, e->vertex.location) != 0 ||
                    lf_buf_append_str(out, e->api == LF_API_ANTHROPIC ? "/publishers/anthropic/models/"
                                                                      : "/publishers/google/models/") != 0 ||
-                   lf_route_segment(out, e->model) != 0
+                   lf_route_segment(e, out, e->model) != 0
                ? -1
                : lf_buf_append_str(out, lf_route_method(e));
 }
@@ -210,7 +230,7 @@ static int lf_route_vertex(const lf_endpoint *e, lf_buf *out)
 /* Azure's api-version, the query of its deployment and Foundry layouts. */
 static int lf_route_api_version(const lf_endpoint *e, lf_buf *out)
 {
-    return lf_buf_append_str(out, "?api-version=") != 0 ? -1 : lf_route_segment(out, e->api_version);
+    return lf_buf_append_str(out, "?api-version=") != 0 ? -1 : lf_route_segment(e, out, e->api_version);
 }
 
 static int lf_route_write(const lf_endpoint *e, lf_buf *out)
@@ -220,7 +240,7 @@ static int lf_route_write(const lf_endpoint *e, lf_buf *out)
     case LF_LAYOUT_AZURE:
         return lf_buf_append_str(out, "/openai/v1") != 0 ? -1 : lf_route_protocol_path(e, out);
     case LF_LAYOUT_AZURE_DEPLOYMENT:
-        return lf_buf_append_str(out, "/openai/deployments/") != 0 || lf_route_segment(out, e->model) != 0 ||
+        return lf_buf_append_str(out, "/openai/deployments/") != 0 || lf_route_segment(e, out, e->model) != 0 ||
                        lf_route_protocol_path(e, out) != 0
                    ? -1
                    : lf_route_api_version(e, out);

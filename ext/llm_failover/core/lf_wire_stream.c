@@ -20,6 +20,7 @@ void lf_stream_init(lf_stream_state *s, lf_api api)
     lf_wire_error_init(&s->error);
     s->done = 0;
     s->finished = 0;
+    s->stopped = 0;
     s->has_usage = 0;
     s->delta_at = 0;
     s->tool_input = 0;

@@ -59,6 +59,11 @@ module LlmFailover
           @deltas.size
         end
 
+        # @return [String] the Content-Type of a streamed answer
+        def stream_content_type
+          "text/event-stream"
+        end
+
         # Events sent before the first content delta.
         def preamble_events
           []
@@ -81,6 +86,12 @@ module LlmFailover
           false
         end
 
+        # The block before +index+ that has pieces (0 when none has).
+        def prior_block(index)
+          @deltas.reverse_each { |d| return d.block if d.block < index }
+          0
+        end
+
         def build_blocks
           blocks = []
           if @thinking
@@ -92,6 +103,14 @@ module LlmFailover
             blocks << Block.new(:tool, call.id || make_id(i), call.name, call.arguments, tool_pieces(call))
           end
           blocks
+        end
+
+        # A call's arguments as the plain answer carries them: parsed, or as they are when
+        # they are no JSON (a shape a client must refuse).
+        def parsed(arguments)
+          JSON.parse(arguments)
+        rescue JSON::ParserError
+          arguments
         end
 
         def json(obj)

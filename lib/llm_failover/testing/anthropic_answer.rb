@@ -119,12 +119,6 @@ module LlmFailover
           [""] + call.chunks
         end
 
-        # The block before +index+ that has pieces (0 when none has).
-        def prior_block(index)
-          @deltas.reverse_each { |d| return d.block if d.block < index }
-          0
-        end
-
         def block_start(index)
           event("content_block_start", "type" => "content_block_start", "index" => index,
                                        "content_block" => content_block(@blocks[index], final: false))
@@ -149,12 +143,6 @@ module LlmFailover
 
           { "type" => "tool_use", "id" => block.id, "name" => block.name,
             "input" => final ? parsed(block.arguments) : {}, "caller" => { "type" => "direct" } }
-        end
-
-        def parsed(arguments)
-          JSON.parse(arguments)
-        rescue JSON::ParserError
-          arguments
         end
 
         def event(name, payload)

@@ -66,15 +66,46 @@ module LlmFailover
 
         NAMES = TABLE.keys.freeze
 
+        # Bedrock's answers: name => [status, the exception x-amzn-errortype names, message].
+        # Bedrock names its errors by that header alone; its body is {"message": ...}. It has
+        # no billing errors (insufficient_quota and payment_required keep the OpenAI shape),
+        # no 529 (overloaded is a model not ready, a 429 the name makes a ServiceUnavailable),
+        # and a wrong key is a 403 (the recordings' UnrecognizedClientException).
+        BEDROCK = {
+          rate_limit: [429, "ThrottlingException", "Too many requests, please wait before trying again."],
+          server: [500, "InternalServerException", "The server encountered an internal error while processing the request."],
+          unavailable: [503, "ServiceUnavailableException", "Bedrock is unable to process your request."],
+          overloaded: [429, "ModelNotReadyException",
+                       "Model is not ready to serve inference requests. Try your request again later."],
+          unauthorized: [403, "UnrecognizedClientException", "The security token included in the request is invalid."],
+          forbidden: [403, "AccessDeniedException", "You don't have access to the model with the specified model ID."],
+          not_found: [404, "ResourceNotFoundException", "Model not found: {model}"],
+          bad_request: [400, "ValidationException", "Malformed input request: #: required key [messages] not found"],
+          context_length: [400, "ValidationException",
+                           "The model returned the following errors: Input Tokens Exceeded: Number of input tokens " \
+                           "exceeds maximum length. Please update the input to try again."],
+          content_policy: [400, "ValidationException",
+                           "The model returned the following errors: Output blocked by content filtering policy"]
+        }.freeze
+
+        # The rest of x-amzn-errortype after the name, as Bedrock sends it.
+        BEDROCK_NAMESPACE = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
+
         module_function
 
         # @param name [Symbol] one of NAMES
-        # @param api [Symbol] :openai or :anthropic
+        # @param api [Symbol] :openai, :anthropic or :bedrock
         # @param model [String, nil] the request's model, quoted by :not_found
         # @return [Array(Integer, Hash, String)] status, headers (lowercase names), JSON body
         def build(name, api, model: nil)
           status, oa, an = TABLE.fetch(name) { raise ArgumentError, "unknown FakeProvider error #{name.inspect}" }
           fill = model || "fake-model"
+          if api == :bedrock && BEDROCK.key?(name)
+            status, exception, message = BEDROCK[name]
+            return [status, { "x-amzn-errortype" => exception + BEDROCK_NAMESPACE },
+                    JSON.generate("message" => message.sub("{model}", fill))]
+          end
+
           headers = {}
           body =
             if api == :anthropic && an

@@ -9,22 +9,24 @@ require_relative "fake_provider/script"
 module LlmFailover
   module Testing
     # A real HTTP/1.1 server on loopback that speaks OpenAI chat completions, Anthropic
-    # messages, OpenAI's Responses API and Google's Gemini generateContent, streamed and not,
-    # at their own hosts' paths and at Azure's and Vertex AI's (with the OAuth token exchange
-    # Vertex AI's credentials go through), and that a test scripts request by request. The
-    # gem's C client talks to it through libcurl, so it sees what a real provider would
-    # send: WebMock and friends cannot.
+    # messages, OpenAI's Responses API, Bedrock Converse and Google's Gemini
+    # generateContent, streamed and not (Bedrock's ConverseStream as AWS's binary event
+    # stream, its frames' CRCs right), at their own hosts' paths and at Azure's and Vertex
+    # AI's (with the OAuth token exchange Vertex AI's credentials go through), and that a
+    # test scripts request by request. The gem's C client talks to it through libcurl, so
+    # it sees what a real provider would send: WebMock and friends cannot.
     #
     # Each request takes the next enqueued step; with the queue empty it gets {#default}.
     # A provider configured with `fp.on(:openai).base_url(:openai)` has a script of its own
     # ({Lane}): its requests take its steps first.
     # Every request is logged ({#requests}). Requests whose path does not end in
-    # `/chat/completions`, `/embeddings`, `/messages`, `/responses`, a Google model's method
+    # `/chat/completions`, `/embeddings`, `/messages`, `/responses`, Bedrock's
+    # `/model/{id}/converse` and `/converse-stream`, a Google model's method
     # (`/models/M:generateContent`, `:streamGenerateContent`, `:batchEmbedContents`, Vertex
     # AI's `:rawPredict` and `:streamRawPredict` for Claude) or `/token` (or that are not
     # POSTs) get a 404 and take no step. A host that refuses a request before any answer
-    # (Azure without its key, Vertex AI with a token it did not issue) refuses it in its own
-    # shape, and the request takes no step either.
+    # (Azure without its key, Vertex AI with a token it did not issue, AWS with a signature
+    # that does not hold) refuses it in its own shape, and the request takes no step either.
     #
     # Responses (ResponsesAnswer): `base_url(:responses)`; every step works as on the other
     # protocols, a thinking: step adds a reasoning item whose encrypted_content a client must
@@ -100,6 +102,15 @@ module LlmFailover
     # With `FakeProvider.start(check_tokens: true)` a Vertex AI request whose bearer token the
     # server did not issue, or saw expire, gets Vertex AI's 401.
     #
+    # Bedrock (`base_url(:bedrock)`, BedrockAnswer): the same steps give Converse answers and
+    # ConverseStream's event stream; an error step answers with the status and the
+    # x-amzn-errortype header AWS sends (`error: :unauthorized` is its 403
+    # UnrecognizedClientException), a malformed event is a frame whose CRC is wrong, an
+    # in-stream error a modelStreamErrorException. With
+    # `FakeProvider.start(aws_credentials: { "AKID" => "secret" })` a Bedrock request is first
+    # checked as AWS checks its SigV4 signature (SigV4); one that fails gets AWS's 403
+    # (InvalidSignatureException, UnrecognizedClientException, ...).
+    #
     # Embeddings (POST .../embeddings, OpenAI-compatible) are answered deterministically
     # (EmbeddingAnswer: texts that share words get close vectors) and take their steps
     # from a queue of their own, {#enqueue_embeddings}, so that a semantic cache's
@@ -107,8 +118,9 @@ module LlmFailover
     #   fp.enqueue_embeddings({ error: :server }, { delay_headers: 2 })
     #
     # Its parts by job, beside it: Script (fake_provider/script.rb), Connections
-    # (fake_provider/connections.rb), and the hosts that are not a protocol's own: Azure
-    # (fake_provider/azure.rb), Vertex AI (fake_provider/vertex.rb).
+    # (fake_provider/connections.rb), the hosts that are not a protocol's own: Azure
+    # (fake_provider/azure.rb), Vertex AI (fake_provider/vertex.rb), and AWS's signature
+    # check (sig_v4.rb).
     class FakeProvider
       include Connections
       include Script
@@ -150,7 +162,11 @@ module LlmFailover
       #   without its call: a 400 in the request's protocol, and no step is taken
       # @param check_tokens [Boolean] refuse, as Vertex AI does, a request by Vertex AI's route
       #   whose bearer token this server did not issue or saw expire: a 401, and no step
-      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false, check_tokens: false)
+      # @param aws_credentials [Hash, nil] access key id => secret access key (or
+      #   { secret_access_key:, session_token: }): Bedrock requests must be signed with one
+      #   of them (SigV4), as AWS wants; nil checks no signature
+      def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false, check_tokens: false,
+                     aws_credentials: nil)
         unless reset_idle_after.nil? || (reset_idle_after.is_a?(Numeric) && reset_idle_after.positive?)
           raise ArgumentError, "reset_idle_after must be nil or a positive number, got #{reset_idle_after.inspect}"
         end
@@ -160,6 +176,11 @@ module LlmFailover
         @reset_idle_after = reset_idle_after
         self.strict_transcript = strict_transcript
         @check_tokens = check_tokens ? true : false
+        unless aws_credentials.nil? || aws_credentials.is_a?(Hash)
+          raise ArgumentError, "aws_credentials must be nil or a Hash of access key id => secret"
+        end
+
+        @aws_credentials = aws_credentials&.transform_keys(&:to_s)&.freeze
         @mutex = Mutex.new
         @queue = []
         @embed_queue = []
@@ -232,19 +253,19 @@ module LlmFailover
       end
 
       # The base_url a provider of that API should be configured with: :openai and
-      # :responses (OpenAI's /v1), :anthropic, :gemini, :vertex (Gemini's and Vertex AI's
-      # paths hold their API version: /v1beta/models/..., /v1/projects/...), :azure (an
-      # Azure OpenAI resource, under which the client puts /openai/v1/... or
-      # /openai/deployments/...) and :azure_foundry (AI Foundry's /models).
+      # :responses (OpenAI's /v1), :anthropic, :bedrock (bedrock-runtime's root), :gemini,
+      # :vertex (Gemini's and Vertex AI's paths hold their API version: /v1beta/models/...,
+      # /v1/projects/...), :azure (an Azure OpenAI resource, under which the client puts
+      # /openai/v1/... or /openai/deployments/...) and :azure_foundry (AI Foundry's /models).
       # @param api [Symbol]
       # @return [String]
       def base_url(api)
         case api.to_sym
         when :openai, :responses then "#{url}/v1"
-        when :anthropic, :gemini, :vertex, :azure then url
+        when :anthropic, :bedrock, :gemini, :vertex, :azure then url
         when :azure_foundry then "#{url}/models"
-        else raise ArgumentError, "FakeProvider speaks :openai, :responses, :anthropic, :gemini, :vertex, :azure and " \
-                                  ":azure_foundry, not #{api.inspect}"
+        else raise ArgumentError, "FakeProvider speaks :openai, :responses, :anthropic, :bedrock, :gemini, :vertex, " \
+                                  ":azure and :azure_foundry, not #{api.inspect}"
         end
       end
 

@@ -7,10 +7,12 @@ module LlmFailover
   module Testing
     class FakeProvider
       # One request as the server saw it. headers has lowercase names; json is the parsed
-      # body when it is a JSON object; api is :openai, :anthropic, :responses, :gemini
-      # (Google's generateContent, on Google AI or Vertex AI), :oauth (a token exchange,
-      # Vertex AI's credentials) or nil (unrouted). Claude on Vertex AI (rawPredict) is
-      # :anthropic. A host's own traits are beside it (fake_provider/azure.rb, vertex.rb).
+      # body when it is a JSON object; api is :openai, :anthropic, :responses, :bedrock,
+      # :gemini (Google's generateContent, on Google AI or Vertex AI), :oauth (a token
+      # exchange, Vertex AI's credentials) or nil (unrouted). Claude on Vertex AI
+      # (rawPredict) is :anthropic. stream is the body's "stream", or the path's where the
+      # path says it (Google's streamGenerateContent, Bedrock's /converse-stream). A host's
+      # own traits are beside it (fake_provider/azure.rb, vertex.rb).
       # client_closed is set when the client hung up while the answer was held back (a
       # delay): a hedged request's loser, a cancelled call. lane is the provider name its
       # path starts with (`/providers/NAME/...`, see Lane) or nil.
@@ -31,7 +33,8 @@ module LlmFailover
           end
           headers = headers.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.dup.force_encoding(Encoding::UTF_8)] }
           method = method.dup.force_encoding(Encoding::UTF_8)
-          stream = json&.fetch("stream", nil) == true || GOOGLE_STREAM.include?(google_method(path))
+          stream = json&.fetch("stream", nil) == true || GOOGLE_STREAM.include?(google_method(path)) ||
+                   path.split("?", 2).first[BEDROCK_PATH, 2] == "converse-stream"
           new(method, path, headers, body, json, route(method, path), stream, nil,
               path[%r{\A/providers/([^/?]+)/}, 1]&.to_sym)
         end
@@ -44,6 +47,9 @@ module LlmFailover
         GOOGLE_STREAM = %w[streamGenerateContent streamRawPredict].freeze
         # Claude on Vertex AI: Anthropic's body at publishers/anthropic.
         VERTEX_CLAUDE = %w[rawPredict streamRawPredict].freeze
+        # Bedrock's paths: /model/MODEL/converse and /converse-stream, the model id escaped
+        # as AWS's SDKs send it (an ARN's ':' and '/' too).
+        BEDROCK_PATH = %r{/model/([^/]+)/(converse|converse-stream)\z}.freeze
 
         # @return [String, nil] the method after a Google model path (generateContent, ...)
         def self.google_method(path)
@@ -59,16 +65,26 @@ module LlmFailover
           if bare.end_with?("/chat/completions", "/embeddings") then :openai
           elsif bare.end_with?("/messages") then :anthropic
           elsif bare.end_with?("/responses") then :responses
+          elsif BEDROCK_PATH.match?(bare) then :bedrock
           elsif VERTEX_CLAUDE.include?(google) && bare.include?("/publishers/anthropic/") then :anthropic
           elsif (GOOGLE_CHAT + GOOGLE_EMBED).include?(google) && !bare.include?("/publishers/anthropic/") then :gemini
           elsif bare.end_with?("/token") then :oauth
           end
         end
 
-        # @return [String, nil] the model a Google path names (Gemini and Vertex AI), unescaped
+        # @return [String, nil] the model a path names (Google's, Vertex AI's, Bedrock's),
+        #   unescaped
         def path_model
-          model = path.split("?", 2).first[GOOGLE_PATH, 1]
+          bare = path.split("?", 2).first
+          model = bare[api == :bedrock ? BEDROCK_PATH : GOOGLE_PATH, 1]
           model && model.gsub(/%([0-9A-Fa-f]{2})/) { Regexp.last_match(1).hex.chr }.force_encoding(Encoding::UTF_8)
+        end
+
+        # @return [String, nil] the model asked for: the body's "model", or the path's
+        #   (Google's hosts, Claude on Vertex AI, Bedrock)
+        def model
+          model = json["model"] if json.is_a?(Hash)
+          model.is_a?(String) ? model : path_model
         end
 
         # @return [String, nil] the bearer token of its Authorization header (OpenAI's key,
@@ -90,7 +106,7 @@ module LlmFailover
           api == :openai && path.split("?", 2).first.end_with?("/embeddings")
         end
 
-        # @return [Boolean] whether the body asked for a stream
+        # @return [Boolean] whether it asked for a stream
         def stream?
           stream
         end

@@ -4,7 +4,9 @@ require "json"
 require_relative "openai_answer"
 require_relative "anthropic_answer"
 require_relative "responses_answer"
+require_relative "bedrock_answer"
 require_relative "gemini_answer"
+require_relative "event_stream"
 require_relative "canned_errors"
 require_relative "google_errors"
 require_relative "embedding_answer"
@@ -18,7 +20,8 @@ module LlmFailover
       # it already is.
       class Responder
         # Each protocol's answer; chat completions for every other.
-        ANSWERS = { anthropic: AnthropicAnswer, responses: ResponsesAnswer, gemini: GeminiAnswer }.freeze
+        ANSWERS = { anthropic: AnthropicAnswer, responses: ResponsesAnswer, bedrock: BedrockAnswer,
+                    gemini: GeminiAnswer }.freeze
 
         # Fixture headers we recompute: the body framing is ours.
         FRAMING_HEADERS = %w[content-length transfer-encoding connection].freeze
@@ -74,9 +77,12 @@ module LlmFailover
         def serve_fixture
           fixture = @step.fixture_response
           headers = fixture[:headers].reject { |k, _| FRAMING_HEADERS.include?(k.downcase) }
-          if fixture[:headers].any? { |k, v| k.casecmp?("content-type") && v.to_s.include?("text/event-stream") }
+          type = fixture[:headers].find { |k, _| k.casecmp?("content-type") }&.last.to_s
+          aws = type.include?("vnd.amazon.eventstream")
+          if aws || type.include?("text/event-stream")
             @io.write_head(fixture[:status], framing(headers, chunked: true))
-            events = fixture[:body].scan(/.*?(?:\r\n\r\n|\n\n|\r\r)|.+\z/m)
+            # An SSE event, or one binary event-stream message, per chunk.
+            events = aws ? EventStream.split(fixture[:body]) : fixture[:body].scan(/.*?(?:\r\n\r\n|\n\n|\r\r)|.+\z/m)
             events.each_with_index do |event, i|
               pause(@step[:chunk_delay]) if i.positive?
               @io.write_chunk(event)
@@ -162,7 +168,7 @@ module LlmFailover
         # pieces of a tool call's arguments alike: cut_after can cut inside a call).
         def serve_stream
           answer = build_answer
-          headers = { "Content-Type" => "text/event-stream", "Cache-Control" => "no-cache" }.merge(answer.headers)
+          headers = { "Content-Type" => answer.stream_content_type, "Cache-Control" => "no-cache" }.merge(answer.headers)
           @io.write_head(200, framing(headers, chunked: true))
           @sent = 0
           answer.preamble_events.each { |e| event(e) }
@@ -210,12 +216,9 @@ module LlmFailover
                      usage: usage, finish_reason: @step[:finish_reason], thinking: @step.thinking)
         end
 
-        # The body's model, or the path's (Google's hosts, Claude on Vertex AI).
+        # The body's model, or the path's (Google's hosts, Claude on Vertex AI, Bedrock).
         def request_model
-          model = @request.json["model"] if @request.json.is_a?(Hash)
-          return model if model.is_a?(String)
-
-          @request.path_model || "fake-model"
+          @request.model || "fake-model"
         end
 
         def send_whole(status, headers, body)

@@ -4,9 +4,10 @@ module LlmFailover
   module Testing
     class FakeProvider
       # A file a request carried, read back from its protocol's form: OpenAI-compatible
-      # content parts (image_url with a data URI or a URL; file with file_data), Anthropic
-      # blocks (image, document; a base64 or url source) or Gemini parts (inlineData with
-      # base64 data, fileData with a fileUri). data is the decoded
+      # content parts (image_url with a data URI or a URL; file with file_data), Responses
+      # input items (input_image, input_file), Anthropic blocks (image, document; a base64 or
+      # url source), Bedrock's (image, document; their bytes) or Gemini parts (inlineData
+      # with base64 data, fileData with a fileUri). data is the decoded
       # bytes (nil when only a URL was sent); part is the part or block as sent, so a
       # test can check the protocol's own form.
       SentAttachment = Struct.new(:kind, :mime_type, :data, :url, :filename, :role, :part, keyword_init: true) do
@@ -23,7 +24,7 @@ module LlmFailover
 
         module_function
 
-        # @param api [Symbol, nil] :openai, :anthropic, :responses or :gemini
+        # @param api [Symbol, nil] :openai, :anthropic, :responses, :bedrock or :gemini
         # @param json [Hash, nil] the parsed request body
         # @return [Array<SentAttachment>]
         def read(api, json)
@@ -42,6 +43,7 @@ module LlmFailover
               case api
               when :anthropic then anthropic(part, message["role"])
               when :responses then responses(part, message["role"])
+              when :bedrock then bedrock(part, message["role"])
               else openai(part, message["role"])
               end
             end
@@ -86,6 +88,21 @@ module LlmFailover
             SentAttachment.new(kind: kind, mime_type: source["media_type"], data: decode(source["data"]), url: nil,
                                role: role, part: part)
           end
+        end
+
+        # Converse: {"image": {"format": "png", "source": {"bytes"}}}, {"document": {"format":
+        # "pdf", "name", "source": {"bytes"}}}.
+        def bedrock(part, role)
+          key = %w[image document].find { |k| part[k].is_a?(Hash) }
+          return nil unless key
+
+          kind = key.to_sym
+          block = part[key]
+          format = block["format"].to_s
+          mime = kind == :image ? "image/#{format}" : { "pdf" => "application/pdf" }.fetch(format, format)
+          source = block["source"].is_a?(Hash) ? block["source"] : {}
+          SentAttachment.new(kind: kind, mime_type: mime, data: decode(source["bytes"]), url: nil,
+                             filename: block["name"], role: role, part: part)
         end
 
         def gemini(json)

@@ -141,14 +141,21 @@ module LlmFailover
 
         # The tool a request forces, or nil: Anthropic's tool_choice {"type": "tool", "name"},
         # OpenAI's {"type": "function", "function": {"name"}}, the Responses API's
-        # {"type": "function", "name"}, Gemini's toolConfig
-        # {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [name]}}.
+        # {"type": "function", "name"}, Bedrock's toolConfig {"toolChoice": {"tool": {"name"}}},
+        # Gemini's toolConfig {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames":
+        # [name]}}.
         # @return [String, nil]
         def self.forced_tool(json)
-          gemini = json.dig("toolConfig", "functionCallingConfig") if json.is_a?(Hash) && json["toolConfig"].is_a?(Hash)
-          if gemini.is_a?(Hash) && gemini["mode"] == "ANY" && gemini["allowedFunctionNames"].is_a?(Array) &&
-             gemini["allowedFunctionNames"].size == 1
-            return gemini["allowedFunctionNames"].first
+          config = json["toolConfig"] if json.is_a?(Hash)
+          if config.is_a?(Hash)
+            bedrock = config["toolChoice"]["tool"] if config["toolChoice"].is_a?(Hash)
+            return bedrock["name"] if bedrock.is_a?(Hash) && bedrock["name"].is_a?(String)
+
+            gemini = config["functionCallingConfig"]
+            if gemini.is_a?(Hash) && gemini["mode"] == "ANY" && gemini["allowedFunctionNames"].is_a?(Array) &&
+               gemini["allowedFunctionNames"].size == 1
+              return gemini["allowedFunctionNames"].first
+            end
           end
 
           choice = json["tool_choice"] if json.is_a?(Hash)
@@ -271,6 +278,8 @@ module LlmFailover
           headers = response["headers"] || response[:headers] || {}
           body = response.key?("body") ? response["body"] : response[:body]
           body = JSON.generate(body) if body.is_a?(Hash) || body.is_a?(Array)
+          # A binary body (a ConverseStream's event stream) is recorded as base64.
+          body = body.to_s.unpack1("m") if (response["encoding"] || response[:encoding]) == "base64"
           { status: Integer(status), headers: headers.transform_keys(&:to_s).freeze, body: body.to_s.b.freeze }.freeze
         end
       end

@@ -2,6 +2,7 @@
 
 require "json"
 require "securerandom"
+require_relative "canned_errors"
 require_relative "sealed_state"
 
 module LlmFailover
@@ -10,16 +11,19 @@ module LlmFailover
       # The tool calls and tool results of a request's messages, in any of its protocols,
       # and the check a strict provider makes of them before it answers: ids it takes, every
       # tool call followed by exactly one result, every result following its call. Anthropic
-      # always checks; OpenAI-compatible APIs mostly do; Gemini counts a turn's results
-      # against its calls and, for its 3 models, wants the first call of each step of the
-      # current turn signed (a signature this server made for another lane is corrupted).
-      # With strict_transcript: true the FakeProvider answers a broken transcript with the
+      # and Bedrock always check; OpenAI-compatible APIs mostly do; Gemini counts a turn's
+      # results against its calls and, for its 3 models, wants the first call of each step
+      # of the current turn signed (a signature this server made for another lane is
+      # corrupted). With strict_transcript: true the FakeProvider answers a broken
+      # transcript with the
       # provider's own 400.
       class Transcript
         # Anthropic's rule for a tool_use id (and so for the tool_use_id of its result).
         ANTHROPIC_ID = /\A[a-zA-Z0-9_-]+\z/.freeze
         # OpenAI's longest tool call id: a longer one made by another provider is refused.
         OPENAI_ID_MAX = 40
+        # Bedrock's rule for a toolUseId.
+        BEDROCK_ID = /\A[a-zA-Z0-9_-]{1,64}\z/.freeze
 
         # A call in an assistant message: message index, block index, id, name.
         Call = Struct.new(:message, :position, :id, :name)
@@ -29,13 +33,14 @@ module LlmFailover
         # Where each protocol keeps the transcript in its body.
         MESSAGES = { responses: "input", gemini: "contents" }.freeze
 
-        # @param api [Symbol] :openai, :anthropic, :responses or :gemini
+        # @param api [Symbol] :openai, :anthropic, :responses, :bedrock or :gemini
         # @param json [Hash, nil] the request body
         # @param request [Request, nil] the request (its lane, which reasoning state must
         #   name; Gemini's model)
         def initialize(api, json, request: nil)
           @api = api
           @request = request
+          @tool_config = json.is_a?(Hash) && json["toolConfig"].is_a?(Hash)
           @thinking = json.is_a?(Hash) && json["thinking"].is_a?(Hash) && json["thinking"]["type"] == "enabled"
           # The Responses API's input items and Gemini's contents take the messages' place.
           messages = json.is_a?(Hash) ? json[MESSAGES.fetch(api, "messages")] : nil
@@ -58,13 +63,17 @@ module LlmFailover
           problem = case @api
                     when :anthropic then anthropic_id_problem || anthropic_problem || anthropic_thinking_problem
                     when :responses then responses_problem || reasoning_problem
+                    when :bedrock then bedrock_problem
                     when :gemini then gemini_problem
                     else openai_id_problem || openai_problem
                     end
           return nil unless problem
 
           message, param, code = problem
-          if @api == :gemini
+          if @api == :bedrock
+            { status: 400, headers: { "x-amzn-errortype" => "ValidationException#{CannedErrors::BEDROCK_NAMESPACE}" },
+              body: { "message" => message } }
+          elsif @api == :gemini
             { status: 400, body: { "error" => { "code" => 400, "message" => message, "status" => "INVALID_ARGUMENT" } } }
           elsif @api == :anthropic
             { status: 400, headers: { "x-should-retry" => "false" },
@@ -95,6 +104,7 @@ module LlmFailover
             return item["type"] == "function_call" ? [Call.new(index, 0, item["call_id"], item["name"])] : []
           end
           return [] unless role(index) == "assistant"
+          return bedrock_blocks(index, "toolUse").map { |k, b| Call.new(index, k, b["toolUseId"], b["name"]) } if @api == :bedrock
 
           if @api == :anthropic
             blocks(index).each_with_index.filter_map do |b, k|
@@ -120,7 +130,13 @@ module LlmFailover
 
             return [Result.new(index, 0, item["call_id"], text_of(item["output"]), false)]
           end
-          if @api == :anthropic
+          if @api == :bedrock
+            return [] unless role(index) == "user"
+
+            bedrock_blocks(index, "toolResult").map do |k, b|
+              Result.new(index, k, b["toolUseId"], text_of(b["content"]), b["status"] == "error")
+            end
+          elsif @api == :anthropic
             return [] unless role(index) == "user"
 
             blocks(index).each_with_index.filter_map do |b, k|
@@ -134,6 +150,47 @@ module LlmFailover
             m = @messages[index]
             [Result.new(index, 0, m["tool_call_id"], text_of(m["content"]), false)]
           end
+        end
+
+        # [position, the block's member] of the blocks that hold +member+ (Converse's
+        # blocks are {"toolUse": {...}}, {"toolResult": {...}}, {"text": ...}).
+        def bedrock_blocks(index, member)
+          blocks(index).each_with_index.filter_map { |b, k| [k, b[member]] if b[member].is_a?(Hash) }
+        end
+
+        # Bedrock: ids of its pattern, roles that alternate (starting with the user's),
+        # the tools whenever a call or result is there, and the results of an assistant
+        # turn's calls, each once, in the very next (user) message, nowhere else.
+        def bedrock_problem
+          calls.each do |c|
+            next if c.id.is_a?(String) && BEDROCK_ID.match?(c.id)
+
+            return ["1 validation error detected: Value '#{c.id}' at 'messages.#{c.message}.member.content." \
+                    "#{c.position}.member.toolUse.toolUseId' failed to satisfy constraint: Member must satisfy " \
+                    "regular expression pattern: [a-zA-Z0-9_-]+"]
+          end
+          if @messages.each_index.each_cons(2).any? { |a, b| role(a) == role(b) } || role(0) != "user"
+            return ["A conversation must alternate between user and assistant roles. Make sure the conversation " \
+                    "alternates between user and assistant roles and try again."]
+          end
+          if !@tool_config && (calls.any? || results.any?)
+            return ["The toolConfig field must be defined when using toolUse and toolResult content blocks."]
+          end
+
+          # One past the last message too: calls at the end have no results.
+          (0..@messages.size).each do |i|
+            expected = i.positive? ? calls_in(i - 1).map(&:id) : []
+            got = i < @messages.size ? results_in(i).map(&:id) : []
+            next if got.sort == expected.sort && got.uniq.size == got.size
+
+            if (got - expected).any? || got.uniq.size != got.size
+              return ["The number of toolResult blocks at messages.#{i}.content exceeds the number of toolUse " \
+                      "blocks of previous turn."]
+            end
+            return ["Expected toolResult blocks at messages.#{i}.content for the following Ids: " \
+                    "#{(expected - got).join(', ')}"]
+          end
+          nil
         end
 
         def text_of(content)

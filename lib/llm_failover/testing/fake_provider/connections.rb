@@ -5,6 +5,7 @@ require "socket"
 require_relative "../http_io"
 require_relative "../request"
 require_relative "../responder"
+require_relative "../sig_v4"
 require_relative "../step"
 require_relative "../transcript"
 require_relative "azure"
@@ -91,12 +92,14 @@ module LlmFailover
 
         # What answers a request before any step, in its host's own shape: Azure's 401
         # without a credential or 404 without an api-version, Vertex AI's 401 for a token
-        # this server did not issue (check_tokens), a strict provider's 400 for a broken
-        # transcript (strict_transcript).
+        # this server did not issue (check_tokens), AWS's 403 for a SigV4 signature that
+        # does not hold (aws_credentials), a strict provider's 400 for a broken transcript
+        # (strict_transcript).
         def refusal_of(request)
           return nil if request.api.nil? || request.token?
 
-          refusal = Azure.refusal(request) || Vertex.refusal(request, check_tokens: @check_tokens)
+          refusal = Azure.refusal(request) || Vertex.refusal(request, check_tokens: @check_tokens) ||
+                    SigV4.refusal(request, credentials: @aws_credentials)
           return refusal if refusal || !@strict_transcript || request.embeddings?
 
           Transcript.new(request.api, request.json, request: request).rejection
@@ -105,8 +108,8 @@ module LlmFailover
         def not_found(io, request)
           body = JSON.generate("error" => { "message" => "FakeProvider: no route for #{request.method} #{request.path} " \
                                                          "(POST .../chat/completions, .../embeddings, .../messages, " \
-                                                         ".../responses, .../models/M:generateContent and the like, " \
-                                                         "or .../token)",
+                                                         ".../responses, .../model/ID/converse[-stream], " \
+                                                         ".../models/M:generateContent and the like, or .../token)",
                                             "type" => "invalid_request_error", "param" => nil, "code" => "not_found" })
           io.write_head(404, [["Content-Type", "application/json"], ["Content-Length", body.bytesize.to_s],
                               ["Connection", "keep-alive"]])
