@@ -19,6 +19,8 @@ RSpec.describe "the documentation's Ruby examples", :ruby_only do
   env = { "OPENAI_API_KEY" => "sk-docs-fake-openai", "ANTHROPIC_API_KEY" => "sk-ant-docs-fake",
           "GROQ_API_KEY" => "gsk_docs_fake", "GEMINI_API_KEY" => "AIza-docs-fake",
           "AZURE_OPENAI_API_KEY" => "az-docs-fake", "VERTEX_ACCESS_TOKEN" => "ya29.docs-fake",
+          "AWS_ACCESS_KEY_ID" => "AKIDDOCSFAKE", "AWS_SECRET_ACCESS_KEY" => "docs-fake-secret",
+          "AWS_SESSION_TOKEN" => nil,
           "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
   redis = nil
 

@@ -2,8 +2,8 @@
 
 require "spec_helper"
 
-# Each host a provider can be (OpenAI's Responses API, Azure in each layout, Gemini on
-# Google AI, Gemini and Claude on Vertex AI), through the gem, against a strict
+# Each host a provider can be (OpenAI's Responses API, Azure in each layout, Bedrock signed
+# and with an API key, Gemini on Google AI, Gemini and Claude on Vertex AI), through the gem, against a strict
 # FakeProvider on loopback: what a user sees of a plain answer, a stream, a stream cut
 # mid-way, JSON mode, usage, errors by class, and tools across a failover to and from
 # another protocol (each tool run exactly once, reasoning state kept by its host only).
@@ -26,10 +26,14 @@ RSpec.describe "Hosts through the gem" do
   end
 
   KEY = "hs-test-SECRET-key-0042"
+  AWS = { access_key_id: "AKIDHOSTSSPEC0042", secret_access_key: "hosts/spec+SECRET", session_token: "hs-SESSION-token" }
+    .freeze
 
   # name => how it is configured (base_url comes from the fake: fake_api), the model a
   # chat asks, the protocol it is spoken in, what the request must look like, and the
-  # reasoning state its answers carry (nil: none).
+  # reasoning state its answers carry (nil: none); fake: the FakeProvider's own options
+  # (a Bedrock fake that checks signatures); named_model: false for a host whose answer
+  # names no model (reply.response_model is then the id it was asked).
   HOSTS = {
     "OpenAI's Responses API" => {
       options: { api: :responses, api_key: KEY, encrypted_reasoning: true }, fake_api: :responses,
@@ -55,6 +59,19 @@ RSpec.describe "Hosts through the gem" do
       options: { api: :azure, api_version: "2024-05-01-preview", api_key: KEY }, fake_api: :azure_foundry,
       model: "Mistral-Large-2411", protocol: :openai,
       path: %r{\A/providers/host/models/chat/completions\?api-version=2024-05-01-preview\z}, auth: ["api-key", KEY]
+    },
+    "Bedrock Converse, signed with SigV4 and a session token" => {
+      options: { api: :bedrock, region: "us-east-1", credentials: AWS }, fake_api: :bedrock,
+      fake: { aws_credentials: { AWS[:access_key_id] => AWS.slice(:secret_access_key, :session_token) } },
+      model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", protocol: :bedrock, named_model: false,
+      path: %r{\A/providers/host/model/us\.anthropic\.claude-sonnet-4-5-20250929-v1%3A0/converse(-stream)?\z},
+      auth: ["x-amz-security-token", AWS[:session_token]]
+    },
+    "Bedrock Converse with a Bedrock API key" => {
+      options: { api: :bedrock, region: "us-west-2", api_key: KEY }, fake_api: :bedrock,
+      model: "amazon.nova-pro-v1:0", protocol: :bedrock, named_model: false,
+      path: %r{\A/providers/host/model/amazon\.nova-pro-v1%3A0/converse(-stream)?\z},
+      auth: ["authorization", "Bearer #{KEY}"]
     },
     "Gemini on Google AI" => {
       options: { api: :gemini, api_key: KEY }, fake_api: :gemini, model: "gemini-2.5-flash", protocol: :gemini,
@@ -107,6 +124,7 @@ RSpec.describe "Hosts through the gem" do
       end
 
       let(:model) { host[:model] }
+      let(:fp) { start_fake_provider(strict_transcript: true, **host.fetch(:fake, {})) }
 
       def chat_on_host
         LlmFailover.chat(model: model, provider: :host, backup_model: other_model_name, backup_provider: :other)
@@ -122,7 +140,7 @@ RSpec.describe "Hosts through the gem" do
         fp.on(:host).enqueue({ text: "Bonjour", usage: { input: 12, output: 5 }, model: "#{model}-2025-01-01" })
         reply = chat_on_host.ask("Hi")
         expect([reply.content, reply.provider, reply.model, reply.response_model])
-          .to eq(["Bonjour", :host, model, "#{model}-2025-01-01"])
+          .to eq(["Bonjour", :host, model, host[:named_model] == false ? model : "#{model}-2025-01-01"])
         expect([reply.input_tokens, reply.output_tokens, reply.failover?]).to eq([12, 5, false])
         request = fp.on(:host).requests.last
         expect([request.api, request.stream]).to eq([host[:protocol], false])

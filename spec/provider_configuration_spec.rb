@@ -22,6 +22,7 @@ RSpec.describe "c.provider for each host" do
         .to eq("https://us-east5-aiplatform.googleapis.com")
       expect(provider(api: :vertex, project: "proj", location: "global", access_token: "t").base_url)
         .to eq("https://aiplatform.googleapis.com")
+      expect(provider(api: :bedrock, region: "eu-west-3").base_url).to eq("https://bedrock-runtime.eu-west-3.amazonaws.com")
     end
 
     it "describes each target to the engine: protocol, layout, its parts, the credential's form and its origin" do
@@ -38,6 +39,12 @@ RSpec.describe "c.provider for each host" do
         .to eq([:gemini, :vertex, %w[proj us-east5]])
       expect(engine("claude-sonnet-4-5@20250929", **vertex).api).to eq(:anthropic)
       expect(engine(api: :openai, api_key: "k").to_h.values_at(:layout, :encrypted_reasoning)).to eq([nil, false])
+      aws = { access_key_id: "AKID", secret_access_key: "s", session_token: "t" }
+      expect(engine(api: :bedrock, region: "us-east-1", credentials: aws).to_h
+               .values_at(:api, :region, :api_key, :bearer, :aws_credentials))
+        .to eq([:bedrock, "us-east-1", nil, false, %w[AKID s t]])
+      expect(engine(api: :bedrock, region: "us-east-1", api_key: "bedrock-api-key").to_h
+               .values_at(:api_key, :bearer, :aws_credentials)).to eq(["bedrock-api-key", true, nil])
     end
 
     it "asks the Responses API for reasoning items of the models encrypted_reasoning names" do
@@ -70,6 +77,13 @@ RSpec.describe "c.provider for each host" do
       "Vertex AI without a token" => [vertex, /access_token is missing/],
       "project: off Vertex AI" => [{ api: :gemini, api_key: "k", project: "proj" }, /project: is for api: :vertex/],
       "a token that is neither a String nor a callable" => [vertex.merge(access_token: 42), /access_token must be a String or a callable/],
+      "Bedrock without a region" => [{ api: :bedrock }, /region: is missing/],
+      "a region that is no host name" => [{ api: :bedrock, region: "us_east_1" }, /region must be an AWS region/],
+      "Bedrock with an access_token" => [{ api: :bedrock, region: "us-east-1", access_token: "t" },
+                                         /access_token: is not how api: :bedrock is authenticated/],
+      "credentials: of another kind" => [{ api: :bedrock, region: "us-east-1", credentials: "AKID:secret" },
+                                         /credentials must be a Hash/],
+      "region: off Bedrock" => [{ api: :openai, api_key: "k", region: "us-east-1" }, /region: is for api: :bedrock/],
       "encrypted_reasoning off the Responses API" => [{ api: :openai, api_key: "k", encrypted_reasoning: true },
                                                       /encrypted_reasoning: is for the Responses API/],
       "encrypted_reasoning of another kind" => [{ api: :responses, api_key: "k", encrypted_reasoning: "o3" },

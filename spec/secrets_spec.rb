@@ -167,7 +167,12 @@ RSpec.describe "Secrets" do
                                          :azure, "gpt-5", token],
       "Gemini" => [{ api: :gemini, api_key: "AIza-SECRET123-key" }, :gemini, "gemini-2.5-flash", "AIza-SECRET123-key"],
       "Vertex AI" => [{ api: :vertex, project: "secrets", location: "us-east5", access_token: -> { token } }, :vertex,
-                      "gemini-2.5-pro", token]
+                      "gemini-2.5-pro", token],
+      "Bedrock, signed" => [{ api: :bedrock, region: "us-east-1",
+                              credentials: { access_key_id: "AKIDSECRET123", secret_access_key: "aws/SECRET456+key",
+                                             session_token: "FwoG-SECRET789-session" } }, :bedrock,
+                            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                            "AKIDSECRET123 aws/SECRET456+key FwoG-SECRET789-session"]
     }
 
     class SecretsSpecClock < LlmFailover::Tool
@@ -197,7 +202,8 @@ RSpec.describe "Secrets" do
           chat = host_chat(model).with_tool(SecretsSpecClock)
           reply = chat.ask("Time?") { |_| nil }
           state = chat.messages.flat_map { |m| [m.reasoning, *m.tool_calls.map(&:signature)] }.compact
-          expect(state).not_to be_empty # the answer carried some: the checks below look for it
+          # the answer carried some (Converse keeps none): the checks below look for it
+          expect(state).not_to be_empty unless fake_api == :bedrock
           texts = [reply.inspect, chat.inspect, LlmFailover.configuration.inspect, log.string,
                    JSON.generate(records.map(&:to_h)), records.map(&:inspect).join, chat.messages.map(&:inspect).join,
                    chat.messages.flat_map(&:tool_calls).map(&:inspect).join, reply.tool_calls.map(&:inspect).join]

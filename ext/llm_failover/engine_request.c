@@ -66,12 +66,15 @@ enum {
     LF_TG_BEARER,              /* true: api_key is a bearer token (Azure's Entra ID) */
     LF_TG_ORIGIN,              /* the provider entry's name: whose reasoning state is whose */
     LF_TG_ENCRYPTED_REASONING, /* Responses: ask for the reasoning items and send them back */
+    LF_TG_REGION,              /* Bedrock: the AWS region it signs for */
+    LF_TG_AWS_CREDENTIALS,     /* Bedrock, signed: [access_key_id, secret_access_key, session_token
+                                  or nil] (api_key is then nil) */
     LF_TG_COUNT
 };
 static const char *const lf_target_members[LF_TG_COUNT] = {
     "key", "api", "base_url", "api_key", "model", "headers", "images", "documents", "attachment_urls",
     "max_attachment_bytes", "max_attachments", "layout", "api_version", "vertex", "bearer", "origin",
-    "encrypted_reasoning",
+    "encrypted_reasoning", "region", "aws_credentials",
 };
 
 /* Engine::Policy: seconds where they are times; built once per configuration. */
@@ -254,11 +257,26 @@ void lf_engine_target_traits(VALUE t, lf_request_params *p)
     p->max_attachments = lf_optional_limit(LF_FIELD(t, LF_TG_MAX_ATTACHMENTS));
 }
 
+/* A signed target's AWS credentials: [access_key_id, secret_access_key,
+ * session_token or nil]. */
+static void lf_fill_aws(lf_target *target, VALUE aws)
+{
+    VALUE token;
+
+    Check_Type(aws, T_ARRAY);
+    if (RARRAY_LEN(aws) != 3)
+        rb_raise(rb_eArgError, "llm_failover: aws_credentials is [access_key_id, secret_access_key, session_token]");
+    target->aws_access_key_id = lf_copy(RARRAY_AREF(aws, 0), "aws access_key_id");
+    target->aws_secret_access_key = lf_copy(RARRAY_AREF(aws, 1), "aws secret_access_key");
+    token = RARRAY_AREF(aws, 2);
+    if (!NIL_P(token)) target->aws_session_token = lf_copy(token, "aws session_token");
+}
+
 static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
 {
     lf_target *target = &r->targets[i];
     lf_request_params traits = {0};
-    VALUE headers, vertex, api_version, origin;
+    VALUE headers, vertex, api_version, origin, aws, region;
 
     lf_engine_target_traits(t, &traits);
     target->api = traits.api;
@@ -270,7 +288,11 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
     target->max_attachments = traits.max_attachments;
     r->keys[i] = lf_copy(lf_required(t, LF_TG_KEY, lf_target_members, "target"), "target key");
     target->base_url = lf_copy(lf_required(t, LF_TG_BASE_URL, lf_target_members, "target"), "base_url");
-    target->api_key = lf_copy(lf_required(t, LF_TG_API_KEY, lf_target_members, "target"), "api_key");
+    aws = LF_FIELD(t, LF_TG_AWS_CREDENTIALS);
+    if (NIL_P(aws)) target->api_key = lf_copy(lf_required(t, LF_TG_API_KEY, lf_target_members, "target"), "api_key");
+    else lf_fill_aws(target, aws);
+    region = LF_FIELD(t, LF_TG_REGION);
+    if (!NIL_P(region)) target->region = lf_copy(region, "region");
     target->model = lf_copy(lf_required(t, LF_TG_MODEL, lf_target_members, "target"), "model");
     api_version = LF_FIELD(t, LF_TG_API_VERSION);
     if (!NIL_P(api_version)) target->api_version = lf_copy(api_version, "api_version");
@@ -565,6 +587,10 @@ void lf_engine_request_free(lf_engine_request *r)
         free((void *)r->targets[i].vertex.project);
         free((void *)r->targets[i].vertex.location);
         free((void *)r->targets[i].origin);
+        free((void *)r->targets[i].region);
+        lf_free_secret(r->targets[i].aws_access_key_id);
+        lf_free_secret(r->targets[i].aws_secret_access_key);
+        lf_free_secret(r->targets[i].aws_session_token);
         if (r->headers[i]) {
             for (k = 0; k < r->targets[i].n_headers; k++) lf_free_secret(r->headers[i][k]);
             free(r->headers[i]);

@@ -15,10 +15,11 @@ module LlmFailover
   #
   # @api private: ProviderConfig's
   class Host
-    APIS = %i[openai anthropic responses azure gemini vertex].freeze
+    APIS = %i[openai anthropic responses azure bedrock gemini vertex].freeze
 
     # Where each api lives when no base_url is given (Azure has none: every resource
-    # has its own; Vertex AI's is its location's, asked of the core).
+    # has its own; Vertex AI's is its location's, asked of the core; Bedrock's its
+    # region's, BEDROCK_BASE_URL).
     DEFAULT_BASE_URLS = {
       openai: "https://api.openai.com/v1",
       anthropic: "https://api.anthropic.com",
@@ -26,16 +27,24 @@ module LlmFailover
       gemini: "https://generativelanguage.googleapis.com"
     }.freeze
 
+    # Bedrock's runtime endpoint in a region.
+    BEDROCK_BASE_URL = "https://bedrock-runtime.%<region>s.amazonaws.com"
+
     # azure_api: the protocol an Azure resource is spoken in.
     AZURE_APIS = { chat: :openai, responses: :responses }.freeze
 
     # The options only some apis take, and which.
-    OWN_OPTIONS = { azure_api: %i[azure], api_version: %i[azure], project: %i[vertex], location: %i[vertex] }.freeze
+    OWN_OPTIONS = { azure_api: %i[azure], api_version: %i[azure], project: %i[vertex], location: %i[vertex],
+                    region: %i[bedrock] }.freeze
 
-    # The credential each api takes (Credentials.for reads it): a key, or a token source.
-    CREDENTIALS = { azure: %i[api_key access_token], vertex: %i[access_token] }.freeze
+    # The credential each api takes (Credentials.for reads it): a key, a token source, or
+    # AWS credentials (a Bedrock API key, api_key:, is a bearer token instead).
+    CREDENTIALS = { azure: %i[api_key access_token], vertex: %i[access_token], bedrock: %i[credentials api_key] }.freeze
 
-    attr_reader :name, :api, :base_url, :layout, :api_version, :vertex
+    # An AWS region, or a Vertex AI location: a host name's label.
+    LABEL = /\A[a-z0-9-]+\z/.freeze
+
+    attr_reader :name, :api, :base_url, :layout, :api_version, :vertex, :region
 
     # Prefixes +message+ with the provider it is about: every ConfigurationError of a
     # provider's configuration says so the same way.
@@ -53,6 +62,7 @@ module LlmFailover
       @api = known_api(api)
       check_own_options(options)
       @layout, @azure_api, @api_version, @vertex = host_parts(options)
+      @region = bedrock_region(options[:region]) if @api == :bedrock
       @base_url = normalized_base_url(base_url.nil? ? default_base_url : base_url)
       @layout = :azure_foundry if @api == :azure && URI.parse(@base_url).path.end_with?("/models")
       refuse!("api_version: is missing (AI Foundry's /models takes one, such as \"2024-05-01-preview\")") if
@@ -71,9 +81,15 @@ module LlmFailover
       end
     end
 
-    # @return [Array<Symbol>] the credentials the host takes: :api_key and/or :access_token
+    # @return [Array<Symbol>] the credentials the host takes: :api_key, :access_token,
+    #   :credentials (AWS's)
     def credentials
       CREDENTIALS.fetch(@api, %i[api_key])
+    end
+
+    # @return [Boolean] a key given as api_key: goes as a bearer token (a Bedrock API key)
+    def bearer_key?
+      @api == :bedrock
     end
 
     # @param protocol [Symbol]
@@ -145,8 +161,17 @@ module LlmFailover
       [project.dup.freeze, location.dup.freeze].freeze
     end
 
+    def bedrock_region(region)
+      refuse!("region: is missing (\"us-east-1\", \"eu-central-1\", ...)") if region.nil?
+      refuse!("region must be an AWS region (a-z, 0-9 and -), got #{region.inspect}") unless
+        region.is_a?(String) && region.match?(LABEL)
+
+      region.dup.freeze
+    end
+
     def default_base_url
       return Host.__send__(:__vertex_base_url, @vertex[1]) if @api == :vertex
+      return format(BEDROCK_BASE_URL, region: @region) if @api == :bedrock
 
       DEFAULT_BASE_URLS.fetch(@api) do
         refuse!("base_url: is missing (Azure's is your resource's, \"https://NAME.openai.azure.com\", or AI " \

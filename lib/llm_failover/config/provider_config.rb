@@ -68,8 +68,10 @@ module LlmFailover
 
     # @raise [ConfigurationError] on anything the engine could not use, before any HTTP
     # Where and how (Host): api:, base_url: (a default per api), Azure's azure_api: and
-    # api_version:, Vertex AI's project: and location:. The credential (Credentials):
-    # api_key:, or where the host takes one, access_token: (a String or a token source).
+    # api_version:, Vertex AI's project: and location:, Bedrock's region:. The credential
+    # (Credentials): api_key:, or where the host takes one, access_token: (a String or a
+    # token source) or Bedrock's credentials: (AWS's, a Hash or a source; the environment's
+    # without).
     # models: a logical model name => this host's id (reply.model and the records say
     # the logical one). encrypted_reasoning: the Responses API's reasoning items asked for
     # and sent back (true, false, or the models that reason: names or Regexps; a model that
@@ -78,23 +80,23 @@ module LlmFailover
     # that does, or is refused); attachment_urls: false, that it is sent the bytes of a URL
     # attachment, not the URL; max_attachment_bytes: / max_attachments: its limits per file
     # and per message.
-    def initialize(name, api:, api_key: nil, access_token: nil, base_url: nil, headers: {}, models: {},
-                   azure_api: nil, api_version: nil, project: nil, location: nil, encrypted_reasoning: false,
-                   images: true, documents: true, attachment_urls: true,
+    def initialize(name, api:, api_key: nil, access_token: nil, credentials: nil, base_url: nil, headers: {},
+                   models: {}, azure_api: nil, api_version: nil, project: nil, location: nil, region: nil,
+                   encrypted_reasoning: false, images: true, documents: true, attachment_urls: true,
                    max_attachment_bytes: Attachment::MAX_BYTES, max_attachments: Attachment::MAX_COUNT)
       @name = validate_name(name)
       @host = Host.new(@name, api: api, base_url: base_url, azure_api: azure_api, api_version: api_version,
-                              project: project, location: location)
-      @credential = Credentials.for(@host, api_key: api_key, access_token: access_token)
+                              project: project, location: location, region: region)
+      @credential = Credentials.for(@host, api_key: api_key, access_token: access_token, credentials: credentials)
       @headers = validate_headers(headers).freeze
       @models = validate_models(models)
       @encrypted_reasoning = validate_encrypted_reasoning(encrypted_reasoning)
       @attachments = validate_attachments(images: images, documents: documents, urls: attachment_urls,
                                           max_bytes: max_attachment_bytes, max_count: max_attachments)
       # The keywords it was built with, but base_url (Testing points it elsewhere).
-      @options = { api: api, api_key: api_key, access_token: access_token, headers: headers, models: models,
-                   azure_api: azure_api, api_version: api_version, project: project, location: location,
-                   encrypted_reasoning: encrypted_reasoning, images: images, documents: documents,
+      @options = { api: api, api_key: api_key, access_token: access_token, credentials: credentials,
+                   headers: headers, models: models, azure_api: azure_api, api_version: api_version,
+                   project: project, location: location, region: region, encrypted_reasoning: encrypted_reasoning, images: images, documents: documents,
                    attachment_urls: attachment_urls, max_attachment_bytes: max_attachment_bytes,
                    max_attachments: max_attachments }.compact.freeze
       @per_model = {} # model => [credential, Target] (#target); the one mutable part
@@ -113,9 +115,15 @@ module LlmFailover
     end
 
     # @return [String, nil] the key given as api_key: (or a token given as a String);
-    #   nil for a token source. Only the engine request and the redactor read it.
+    #   nil for a source or AWS credentials. Only the engine request and the redactor read it.
     def api_key
       @credential.is_a?(Credentials::Key) ? @credential.current : nil
+    end
+
+    # @return [Credentials::Key, Credentials::TokenSource, Credentials::AwsSource, Credentials::AwsKeysGiven]
+    #   where its credential comes from (never shown)
+    def credential
+      @credential
     end
 
     # @api private: the keywords this provider was declared with, but base_url: what
@@ -153,7 +161,7 @@ module LlmFailover
       shown = headers.keys.map { |k| "#{k}: #{REDACTED}" }.join(", ")
       aliases = @models.empty? ? "" : " models=#{@models.keys.inspect}"
       "#<#{self.class.name} #{name.inspect} api=#{api} base_url=#{base_url} " \
-        "#{@credential.bearer? ? 'access_token' : 'api_key'}=#{REDACTED}#{" headers={#{shown}}" unless headers.empty?}" \
+        "#{@credential.option}=#{REDACTED}#{" headers={#{shown}}" unless headers.empty?}" \
         "#{aliases}>"
     end
 
@@ -170,13 +178,13 @@ module LlmFailover
       model = model.dup.freeze unless model.frozen?
       host_model = host_model(model)
       engine = Engine::Target.new(key: Target.key(name, model), api: @host.protocol(host_model), base_url: base_url,
-                                  api_key: credential, model: host_model, headers: headers,
+                                  model: host_model, headers: headers,
                                   images: @attachments[:images], documents: @attachments[:documents],
                                   attachment_urls: @attachments[:urls], max_attachment_bytes: @attachments[:max_bytes],
                                   max_attachments: @attachments[:max_count], layout: @host.layout,
-                                  api_version: @host.api_version, vertex: @host.vertex,
-                                  bearer: @credential.bearer?, origin: name.to_s.freeze,
-                                  encrypted_reasoning: encrypted_reasoning?(model, host_model)).freeze
+                                  api_version: @host.api_version, vertex: @host.vertex, region: @host.region,
+                                  origin: name.to_s.freeze, encrypted_reasoning: encrypted_reasoning?(model, host_model),
+                                  **@credential.engine_fields(credential)).freeze
       target = Target.build(model, self, engine)
       @per_model[model] = [credential, target].freeze
       target

@@ -27,6 +27,10 @@ module LlmFailover
     # The access token a provider configured with a token source sends in a test: the
     # source itself is not asked (it would reach the cloud), and the fake takes any token.
     OFFLINE_TOKEN = "llm-failover-test-token"
+    # The AWS credentials a Bedrock provider signs with in a test when it was configured
+    # with a source or none (the environment's): the fake checks no signature unless told to.
+    OFFLINE_AWS_CREDENTIALS = { access_key_id: "AKIDLLMFAILOVERTEST", secret_access_key: "llm-failover-test-secret" }
+                              .freeze
 
     @fake = nil
     @fake_pid = nil
@@ -109,12 +113,16 @@ module LlmFailover
 
       # @api private: declares every provider of +config+ again, the same but for its
       # base_url: its own lane of +fp+, at the path its host takes (the one rule of the
-      # test helpers and offline mode), and a token source's token: OFFLINE_TOKEN
+      # test helpers and offline mode), and a source's credential: OFFLINE_TOKEN, or
+      # OFFLINE_AWS_CREDENTIALS for Bedrock's (a source's, or the environment's)
       # @return [void]
       def point_providers(config, fp)
         config.providers.each_value do |p|
           options = p.options
           options = options.merge(access_token: OFFLINE_TOKEN) if options[:access_token].respond_to?(:call)
+          if p.credential.is_a?(Credentials::AwsSource)
+            options = options.merge(credentials: OFFLINE_AWS_CREDENTIALS)
+          end
           config.provider(p.name, **options, base_url: fp.on(p.name).base_url(fake_api(p)))
         end
       end

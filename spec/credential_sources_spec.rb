@@ -2,10 +2,11 @@
 
 require "spec_helper"
 
-# access_token: as a callable (Azure's Entra ID, Vertex AI's OAuth): asked when a call
-# needs a token and the last one is about to expire, never per call; a source that fails
-# is the configuration's error, raised before any request, never a failover.
-RSpec.describe "Token sources" do
+# Credentials that come from a source: access_token: as a callable (Azure's Entra ID,
+# Vertex AI's OAuth) and Bedrock's AWS credentials (a callable, or the environment), asked
+# when a call needs them and the last ones are about to expire, never per call; a source
+# that fails is the configuration's error, raised before any request, never a failover.
+RSpec.describe "Credential sources" do
   let(:fp) { start_fake_provider }
   let(:asked) { [] }
 
@@ -102,5 +103,75 @@ RSpec.describe "Token sources" do
     expect { chat.ask("Hi") }.to raise_error(LlmFailover::ConfigurationError, /provider :azure: the access_token: source raised IOError/)
     expect([fp.on(:azure).request_count, fp.on(:backup).request_count]).to eq([0, 0])
     expect(chat.messages.map(&:role)).to eq(%w[user]) # the prompt waits for a complete once the source works
+  end
+
+  describe "Bedrock's AWS credentials" do
+    let(:fp) do
+      start_fake_provider(aws_credentials: { "AKIDENVSPEC1" => "env/SECRET-1",
+                                             "AKIDTEMPSPEC" => { secret_access_key: "temp/SECRET",
+                                                                 session_token: "temp-SESSION" } })
+    end
+
+    around do |example|
+      saved = ENV.to_h.slice("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+      %w[AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN].each { |k| ENV.delete(k) }
+      example.run
+    ensure
+      %w[AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN].each { |k| ENV.delete(k) }
+      ENV.update(saved)
+    end
+
+    def bedrock(**options)
+      LlmFailover.configure do |c|
+        c.provider :bedrock, api: :bedrock, region: "eu-central-1", base_url: fp.on(:bedrock).base_url(:bedrock),
+                             **options
+        c.provider :backup, api: :anthropic, api_key: "sk-ant-backup-key", base_url: fp.on(:backup).base_url(:anthropic)
+        c.max_retries = 0
+        fast_policy(c)
+      end
+      LlmFailover.chat(model: "amazon.nova-lite-v1:0", provider: :bedrock, backup_model: "claude-sonnet-4-6",
+                       backup_provider: :backup)
+    end
+
+    def signed_by
+      fp.on(:bedrock).requests.map { |r| r.headers["authorization"][%r{Credential=([^/]+)/}, 1] }
+    end
+
+    it "signs with the environment's, read when a call first needs them" do
+      chat = nil
+      expect { chat = bedrock }.to raise_error(LlmFailover::ConfigurationError, /set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY/)
+      ENV["AWS_ACCESS_KEY_ID"] = "AKIDENVSPEC1"
+      ENV["AWS_SECRET_ACCESS_KEY"] = "env/SECRET-1"
+      chat = bedrock
+      expect(chat.ask("Hi").provider).to eq(:bedrock)
+      expect(signed_by).to eq(["AKIDENVSPEC1"])
+    end
+
+    it "asks a source once for credentials that last, and sends their session token" do
+      bedrock(credentials: lambda {
+        asked << :asked
+        { access_key_id: "AKIDTEMPSPEC", secret_access_key: "temp/SECRET", session_token: "temp-SESSION",
+          expiration: Time.now + 3600 }
+      }).tap { |chat| 2.times { chat.ask("Hi") } }
+      expect(asked.size).to eq(1)
+      expect(signed_by).to eq(%w[AKIDTEMPSPEC AKIDTEMPSPEC])
+      expect(fp.on(:bedrock).requests.map { |r| r.headers["x-amz-security-token"] }.uniq).to eq(["temp-SESSION"])
+    end
+
+    it "raises a signature AWS refuses at once, never hidden by the backup" do
+      chat = bedrock(credentials: { access_key_id: "AKIDENVSPEC1", secret_access_key: "not-the-SECRET" })
+      expect { chat.ask("Hi") }.to raise_error(LlmFailover::UnauthorizedError, /signature/)
+      expect(fp.on(:backup).request_count).to eq(0)
+    end
+
+    it "refuses credentials: without a secret when configuring, and a source's broken answer before any request" do
+      expect { bedrock(credentials: { access_key_id: "AKIDENVSPEC1" }) }
+        .to raise_error(LlmFailover::ConfigurationError, /provider :bedrock: the credentials: AWS credentials are missing/)
+      expect { bedrock(credentials: -> { { access_key_id: "AKIDENVSPEC1", secret_access_key: "" } }) }
+        .to raise_error(LlmFailover::ConfigurationError, /provider :bedrock: the credentials: AWS credentials/)
+      expect { bedrock(credentials: -> { raise Errno::ECONNREFUSED, "169.254.169.254" }) }
+        .to raise_error(LlmFailover::ConfigurationError, /the credentials: source raised Errno::ECONNREFUSED/)
+      expect(fp.requests).to eq([])
+    end
   end
 end
