@@ -1110,7 +1110,7 @@ static void test_bedrock_cut_stream_then_backup(void)
     LF_CHECK_INT(fixture_run(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
     LF_CHECK_INT(f.o.target, 1);
-    LF_CHECK_STR(f.seen.log, "c0:Hello|a1/t0:fail|reset|c1:whole|a2/t1:ok|");
+    LF_CHECK_STR(f.seen.log, "c0:Hello|a1/t0:fail|reset1|c1:whole|a2/t1:ok|");
     LF_CHECK_INT(f.seen.kinds[0], LF_E_STREAM_INTERRUPTED);
     fixture_free(&f);
     lf_buf_free(&body);
@@ -1138,7 +1138,7 @@ static void test_bedrock_exception_and_broken_frame(void)
     fixture_serve_bedrock(&f, &answer);
     LF_CHECK_INT(fixture_run(&f, 2), 0);
     LF_CHECK_INT(f.o.ok, 1);
-    LF_CHECK_STR(f.seen.log, "c0:Hel|a1/t0:fail|reset|c1:whole|a2/t1:ok|");
+    LF_CHECK_STR(f.seen.log, "c0:Hel|a1/t0:fail|reset1|c1:whole|a2/t1:ok|");
     LF_CHECK_INT(f.seen.kinds[0], LF_E_RATE_LIMIT);
     fixture_free(&f);
 
