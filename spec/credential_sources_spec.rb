@@ -66,7 +66,13 @@ RSpec.describe "Credential sources" do
     })
     threads = Array.new(4) { Thread.new { LlmFailover.chat(model: "gpt-4o", provider: :azure).ask("Hi").content } }
     # Whatever the order they reach the source in, one of them asks and the others wait.
-    sleep 0.01 until threads.count { |t| t.status == "sleep" } == 4
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + SpecTime.scaled(10)
+    until threads.count { |t| t.status == "sleep" } == 4
+      raise "a thread ended before the source answered" unless threads.all?(&:alive?)
+      raise "the threads never waited for the source" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep 0.01
+    end
     4.times { gate << :go }
     expect(threads.map(&:value).uniq).to eq([LlmFailover::Testing::FakeProvider::DEFAULT_TEXT])
     expect(asked.size).to eq(1)

@@ -25,8 +25,8 @@ RSpec.describe "Hosts through the gem" do
     end
   end
 
-  KEY = "hs-test-SECRET-key-0042"
-  AWS = { access_key_id: "AKIDHOSTSSPEC0042", secret_access_key: "hosts/spec+SECRET", session_token: "hs-SESSION-token" }
+  key = "hs-test-SECRET-key-0042"
+  aws = { access_key_id: "AKIDHOSTSSPEC0042", secret_access_key: "hosts/spec+SECRET", session_token: "hs-SESSION-token" }
     .freeze
 
   # name => how it is configured (base_url comes from the fake: fake_api), the model a
@@ -34,64 +34,64 @@ RSpec.describe "Hosts through the gem" do
   # reasoning state its answers carry (nil: none); fake: the FakeProvider's own options
   # (a Bedrock fake that checks signatures); named_model: false for a host whose answer
   # names no model (reply.response_model is then the id it was asked).
-  HOSTS = {
+  hosts = {
     "OpenAI's Responses API" => {
-      options: { api: :responses, api_key: KEY, encrypted_reasoning: true }, fake_api: :responses,
+      options: { api: :responses, api_key: key, encrypted_reasoning: true }, fake_api: :responses,
       model: "gpt-5", protocol: :responses, path: %r{\A/providers/host/v1/responses\z},
-      auth: ["authorization", "Bearer #{KEY}"], reasoning: :responses
+      auth: ["authorization", "Bearer #{key}"], reasoning: :responses
     },
     "Azure OpenAI v1, chat completions" => {
-      options: { api: :azure, api_key: KEY }, fake_api: :azure, model: "gpt-4o", protocol: :openai,
-      path: %r{\A/providers/host/openai/v1/chat/completions\z}, auth: ["api-key", KEY]
+      options: { api: :azure, api_key: key }, fake_api: :azure, model: "gpt-4o", protocol: :openai,
+      path: %r{\A/providers/host/openai/v1/chat/completions\z}, auth: ["api-key", key]
     },
     "Azure OpenAI v1, the Responses API" => {
-      options: { api: :azure, azure_api: :responses, api_key: KEY, encrypted_reasoning: [/\Agpt-5/] },
+      options: { api: :azure, azure_api: :responses, api_key: key, encrypted_reasoning: [/\Agpt-5/] },
       fake_api: :azure, model: "gpt-5", protocol: :responses, path: %r{\A/providers/host/openai/v1/responses\z},
-      auth: ["api-key", KEY], reasoning: :responses
+      auth: ["api-key", key], reasoning: :responses
     },
     "an Azure deployment with an Entra ID token" => {
-      options: { api: :azure, api_version: "2024-10-21", access_token: -> { { token: KEY, expires_in: 3600 } } },
+      options: { api: :azure, api_version: "2024-10-21", access_token: -> { { token: key, expires_in: 3600 } } },
       fake_api: :azure, model: "my-gpt-4o", protocol: :openai,
       path: %r{\A/providers/host/openai/deployments/my-gpt-4o/chat/completions\?api-version=2024-10-21\z},
-      auth: ["authorization", "Bearer #{KEY}"]
+      auth: ["authorization", "Bearer #{key}"]
     },
     "Azure AI Foundry" => {
-      options: { api: :azure, api_version: "2024-05-01-preview", api_key: KEY }, fake_api: :azure_foundry,
+      options: { api: :azure, api_version: "2024-05-01-preview", api_key: key }, fake_api: :azure_foundry,
       model: "Mistral-Large-2411", protocol: :openai,
-      path: %r{\A/providers/host/models/chat/completions\?api-version=2024-05-01-preview\z}, auth: ["api-key", KEY]
+      path: %r{\A/providers/host/models/chat/completions\?api-version=2024-05-01-preview\z}, auth: ["api-key", key]
     },
     "Bedrock Converse, signed with SigV4 and a session token" => {
-      options: { api: :bedrock, region: "us-east-1", credentials: AWS }, fake_api: :bedrock,
-      fake: { aws_credentials: { AWS[:access_key_id] => AWS.slice(:secret_access_key, :session_token) } },
+      options: { api: :bedrock, region: "us-east-1", credentials: aws }, fake_api: :bedrock,
+      fake: { aws_credentials: { aws[:access_key_id] => aws.slice(:secret_access_key, :session_token) } },
       model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", protocol: :bedrock, named_model: false,
       path: %r{\A/providers/host/model/us\.anthropic\.claude-sonnet-4-5-20250929-v1%3A0/converse(-stream)?\z},
-      auth: ["x-amz-security-token", AWS[:session_token]]
+      auth: ["x-amz-security-token", aws[:session_token]]
     },
     "Bedrock Converse with a Bedrock API key" => {
-      options: { api: :bedrock, region: "us-west-2", api_key: KEY }, fake_api: :bedrock,
+      options: { api: :bedrock, region: "us-west-2", api_key: key }, fake_api: :bedrock,
       model: "amazon.nova-pro-v1:0", protocol: :bedrock, named_model: false,
       path: %r{\A/providers/host/model/amazon\.nova-pro-v1%3A0/converse(-stream)?\z},
-      auth: ["authorization", "Bearer #{KEY}"]
+      auth: ["authorization", "Bearer #{key}"]
     },
     "Gemini on Google AI" => {
-      options: { api: :gemini, api_key: KEY }, fake_api: :gemini, model: "gemini-2.5-flash", protocol: :gemini,
+      options: { api: :gemini, api_key: key }, fake_api: :gemini, model: "gemini-2.5-flash", protocol: :gemini,
       path: %r{\A/providers/host/v1beta/models/gemini-2\.5-flash:(generateContent|streamGenerateContent\?alt=sse)\z},
-      auth: ["x-goog-api-key", KEY], reasoning: :gemini
+      auth: ["x-goog-api-key", key], reasoning: :gemini
     },
     "Gemini on Vertex AI" => {
       options: { api: :vertex, project: "hosts-spec", location: "us-east5",
-                 access_token: -> { { token: KEY, expires_at: Time.now + 3600 } } },
+                 access_token: -> { { token: key, expires_at: Time.now + 3600 } } },
       fake_api: :vertex, model: "gemini-2.5-pro", protocol: :gemini,
       path: %r{\A/providers/host/v1/projects/hosts-spec/locations/us-east5/publishers/google/models/gemini-2\.5-pro:},
-      auth: ["authorization", "Bearer #{KEY}"], reasoning: :gemini
+      auth: ["authorization", "Bearer #{key}"], reasoning: :gemini
     },
     "Claude on Vertex AI" => {
-      options: { api: :vertex, project: "hosts-spec", location: "us-east5", access_token: -> { KEY } },
+      options: { api: :vertex, project: "hosts-spec", location: "us-east5", access_token: -> { key } },
       fake_api: :vertex, model: "claude-sonnet-4-5", protocol: :anthropic,
       path: %r{\A/providers/host/v1/projects/hosts-spec/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5:},
-      auth: ["authorization", "Bearer #{KEY}"]
+      auth: ["authorization", "Bearer #{key}"]
     }
-  }.freeze
+  }
 
   let(:fp) { start_fake_provider(strict_transcript: true) }
   let(:log) { StringIO.new }
@@ -106,7 +106,7 @@ RSpec.describe "Hosts through the gem" do
     strings.call(request.json).select { |s| LlmFailover::Testing::FakeProvider::SealedState.read(s) }
   end
 
-  HOSTS.each do |name, host|
+  hosts.each do |name, host|
     describe name do
       # The other protocol of a failover: Anthropic's messages, or chat completions for a
       # host that speaks Anthropic's.

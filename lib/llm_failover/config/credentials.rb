@@ -78,8 +78,7 @@ module LlmFailover
         @provider = provider
         @source = source
         @option = option
-        @value = nil
-        @refresh_at = nil
+        @held = nil # [value, monotonic time to ask again], frozen: read in one step
         @lock = Mutex.new
       end
 
@@ -91,12 +90,12 @@ module LlmFailover
       # @return [String] a token that has REFRESH_BEFORE seconds left at least
       # @raise [ConfigurationError] the source failed
       def current
-        value = @value
-        return value if value && now < @refresh_at
+        held = @held
+        return held[0] if held && now < held[1]
 
         @lock.synchronize do
-          refresh unless @value && now < @refresh_at
-          @value
+          @held = refresh unless @held && now < @held[1]
+          @held[0]
         end
       end
 
@@ -106,6 +105,7 @@ module LlmFailover
 
       private
 
+      # @return [Array(Object, Float)] what #current holds next
       def refresh
         answer = begin
           @source.call
@@ -115,8 +115,7 @@ module LlmFailover
           Host.refuse!(@provider, "the #{@option}: source raised #{e.class} (see the cause): no #{what}, no request")
         end
         value, expires_at = read(answer)
-        @value = value.frozen? ? value : value.dup.freeze
-        @refresh_at = now + [expires_at - Time.now - REFRESH_BEFORE, 0].max
+        [value.frozen? ? value : value.dup.freeze, now + [expires_at - Time.now - REFRESH_BEFORE, 0].max].freeze
       end
 
       # What it gives, in its errors.
@@ -226,8 +225,9 @@ module LlmFailover
 
     # The credential of a provider from the options the host takes.
     # @param host [Host]
-    # @param given [Hash{Symbol => Object}] api_key:, access_token: as configured (nil: not given)
-    # @return [Key, TokenSource]
+    # @param given [Hash{Symbol => Object}] api_key:, access_token:, credentials: as configured
+    #   (nil: not given)
+    # @return [Key, TokenSource, AwsSource, AwsKeysGiven]
     # @raise [ConfigurationError] none given, two given, one the host does not take, a bad value
     def for(host, given)
       name = host.name
@@ -271,9 +271,12 @@ module LlmFailover
         usable.call(keys.access_key_id) && usable.call(keys.secret_access_key) &&
         (keys.session_token.nil? || usable.call(keys.session_token))
 
-      fix = option == :environment ? "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give credentials:" : "give " \
-            "{ access_key_id:, secret_access_key:, session_token: (optional) }"
-      Host.refuse!(name, "the #{option}: AWS credentials are missing or broken (#{shape(answer)}): #{fix}")
+      if option == :environment
+        Host.refuse!(name, "the environment's AWS credentials are missing: set AWS_ACCESS_KEY_ID and " \
+                           "AWS_SECRET_ACCESS_KEY, or give credentials:")
+      end
+      Host.refuse!(name, "the #{option}: AWS credentials are missing or broken (#{shape(answer)}): give " \
+                         "{ access_key_id:, secret_access_key:, session_token: (optional) }")
     end
 
     # What a source returned, without its value.
