@@ -202,7 +202,8 @@ static void fuzz_path(const char *data, size_t size)
     lf_endpoint e = { .api = LF_API_BEDROCK, .base_url = "" };
     lf_message msg = { .role = "user", .content = "hi", .content_len = 2 };
     lf_request_params params = { .messages = &msg, .n_messages = 1 };
-    lf_target t = { .api = LF_API_BEDROCK, .base_url = host, .api_key = "-" };
+    lf_target t = { .api = LF_API_BEDROCK, .base_url = host, .region = "us-east-1", .aws_access_key_id = "AKID",
+                    .aws_secret_access_key = "secret" };
     lf_prepared_call pc;
     const char *path, *sent;
     size_t start = strlen("/model/"), stop;

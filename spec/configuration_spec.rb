@@ -51,7 +51,7 @@ RSpec.describe LlmFailover::Configuration, :ruby_only do
 
   describe "provider validation" do
     {
-      "an unknown api" => [{ api: :gemini }, /unknown api :gemini/],
+      "an unknown api" => [{ api: :cohere }, /unknown api :cohere/],
       "a nil key" => [{ api_key: nil }, /api_key is missing/],
       "an empty key" => [{ api_key: "  " }, /api_key is empty/],
       "a non-String key" => [{ api_key: 123 }, /api_key must be a String/],

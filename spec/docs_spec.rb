@@ -18,7 +18,11 @@ RSpec.describe "the documentation's Ruby examples", :ruby_only do
   # REDIS_URL: a redis-server of the spec's own, for the pages' RedisStateStore.
   env = { "OPENAI_API_KEY" => "sk-docs-fake-openai", "ANTHROPIC_API_KEY" => "sk-ant-docs-fake",
           "GROQ_API_KEY" => "gsk_docs_fake", "OPENAI_API_KEY_B" => "sk-docs-fake-openai-b",
-          "OPENAI_API_KEY_EU" => "sk-docs-fake-openai-eu", "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
+          "OPENAI_API_KEY_EU" => "sk-docs-fake-openai-eu", "GEMINI_API_KEY" => "AIza-docs-fake",
+          "AZURE_OPENAI_API_KEY" => "az-docs-fake", "VERTEX_ACCESS_TOKEN" => "ya29.docs-fake",
+          "AWS_ACCESS_KEY_ID" => "AKIDDOCSFAKE", "AWS_SECRET_ACCESS_KEY" => "docs-fake-secret",
+          "AWS_SESSION_TOKEN" => nil,
+          "LLM_FAILOVER_LIVE" => nil, "REDIS_URL" => nil }
   redis = nil
 
   before(:all) do

@@ -228,7 +228,7 @@ RSpec.describe LlmFailover::Engine do
 
   it "validates its request before any network" do
     expect { engine.run(engine_request([]), EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /targets/)
-    bad = engine_target(fp).dup.tap { |t| t.api = :gemini }
+    bad = engine_target(fp).dup.tap { |t| t.api = :cohere }
     expect { engine.run(engine_request(bad), EngineHelpers::RecordingListener.new) }.to raise_error(ArgumentError, /api/)
     expect { engine.run(engine_request(engine_target(fp)), Object.new) }.to raise_error(ArgumentError, /listener/)
     expect(fp.request_count).to eq(0)

@@ -150,6 +150,86 @@ RSpec.describe "Secrets" do
     end
   end
 
+  # Each host's credential (a key, an Entra ID or OAuth token) and the reasoning state its
+  # answers carry (the Responses API's encrypted items, Gemini's signatures) stay out of
+  # everything a failover, a tool loop and a rejected credential produce.
+  describe "on every host" do
+    let(:fp) { start_fake_provider(strict_transcript: true) }
+    token = "ya29.SECRET789-token"
+    # name => the provider's options, the fake's api, a model, its credential
+    hosts = {
+      "the Responses API" => [{ api: :responses, api_key: "sk-test-SECRET123", encrypted_reasoning: true }, :responses,
+                              "gpt-5", "sk-test-SECRET123"],
+      "Azure with a key" => [{ api: :azure, azure_api: :responses, api_key: "az-SECRET456-key" }, :azure, "gpt-4o",
+                             "az-SECRET456-key"],
+      "Azure with an Entra ID token" => [{ api: :azure, azure_api: :responses, encrypted_reasoning: true,
+                                           access_token: -> { { token: token, expires_in: 3600 } } },
+                                         :azure, "gpt-5", token],
+      "Gemini" => [{ api: :gemini, api_key: "AIza-SECRET123-key" }, :gemini, "gemini-2.5-flash", "AIza-SECRET123-key"],
+      "Vertex AI" => [{ api: :vertex, project: "secrets", location: "us-east5", access_token: -> { token } }, :vertex,
+                      "gemini-2.5-pro", token],
+      "Bedrock, signed" => [{ api: :bedrock, region: "us-east-1",
+                              credentials: { access_key_id: "AKIDSECRET123", secret_access_key: "aws/SECRET456+key",
+                                             session_token: "FwoG-SECRET789-session" } }, :bedrock,
+                            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                            "AKIDSECRET123 aws/SECRET456+key FwoG-SECRET789-session"]
+    }
+
+    class SecretsSpecClock < LlmFailover::Tool
+      tool_name "clock"
+      description "The time"
+      def execute = "noon"
+    end
+
+    hosts.each do |name, (options, fake_api, model, credential)|
+      context "with #{name}" do
+        let(:secret_fragments) { %w[SECRET123 SECRET456 SECRET789] }
+
+        before do
+          LlmFailover.configure do |c|
+            c.provider :host, **options, base_url: fp.on(:host).base_url(fake_api)
+            c.provider :backup, api: :anthropic, api_key: "sk-ant-SECRET456", base_url: fp.on(:backup).base_url(:anthropic)
+          end
+        end
+
+        def host_chat(model)
+          LlmFailover.chat(model: model, provider: :host, backup_model: "claude-sonnet-4-6", backup_provider: :backup,
+                           max_retries: 0)
+        end
+
+        it "keeps its credential and its reasoning state out of a tool loop that failed over" do
+          fp.on(:host).enqueue({ thinking: "Check the clock.", tool_calls: [{ name: "clock" }] }, { error: :server })
+          chat = host_chat(model).with_tool(SecretsSpecClock)
+          reply = chat.ask("Time?") { |_| nil }
+          state = chat.messages.flat_map { |m| [m.reasoning, *m.tool_calls.map(&:signature)] }.compact
+          # the answer carried some (Converse keeps none): the checks below look for it
+          expect(state).not_to be_empty unless fake_api == :bedrock
+          texts = [reply.inspect, chat.inspect, LlmFailover.configuration.inspect, log.string,
+                   JSON.generate(records.map(&:to_h)), records.map(&:inspect).join, chat.messages.map(&:inspect).join,
+                   chat.messages.flat_map(&:tool_calls).map(&:inspect).join, reply.tool_calls.map(&:inspect).join]
+          expect(texts.flat_map { |t| leaks(t) }).to eq([])
+          expect(texts.select { |t| state.any? { |piece| t.include?(piece) } }).to eq([])
+        end
+
+        it "keeps its credential out of the error when the host quotes it back" do
+          fp.on(:host).enqueue({ status: 401, headers: { "content-type" => "application/json" },
+                                 body: { error: { message: "Bad credential: #{credential}", code: 401 } } })
+          error = nil
+          begin
+            host_chat(model).ask("Hi")
+          rescue LlmFailover::Error => e
+            error = e
+          end
+          expect(error).to be_a(LlmFailover::UnauthorizedError)
+          expect(error.body).to include("Bad credential: [REDACTED]") # quoted, and redacted
+          texts = [error.message, error.inspect, error.full_message, error.body.to_s, error.attempts.map(&:to_h).to_s,
+                   log.string, JSON.generate(records.map(&:to_h))]
+          expect(texts.flat_map { |t| leaks(t) }).to eq([])
+        end
+      end
+    end
+  end
+
   it "still sends the key to the provider, where it belongs" do
     failover_chat.ask("Hi")
     expect(primary.requests.last.headers["authorization"]).to eq("Bearer sk-test-SECRET123")

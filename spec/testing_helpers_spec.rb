@@ -104,6 +104,42 @@ RSpec.describe LlmFailover::Testing, :ruby_only do
       expect(described_class.fake.request_count).to eq(0)
     end
 
+    it "points every host at the fake at its own paths, never asking a credential source" do
+      asked = 0
+      LlmFailover.configure do |c|
+        c.provider :openai, api: :responses, api_key: "sk-app"
+        c.provider :azure, api: :azure, base_url: "https://app.openai.azure.com", api_version: "2024-10-21",
+                           access_token: -> { asked += 1 }
+        c.provider :foundry, api: :azure, base_url: "https://app.services.ai.azure.com/models",
+                             api_version: "2024-05-01-preview", api_key: "az-app"
+        c.provider :google, api: :gemini, api_key: "AIza-app"
+        c.provider :vertex, api: :vertex, project: "app-project", location: "europe-west4",
+                            access_token: -> { asked += 1 }, models: { "claude" => "claude-sonnet-4-5@20250929" }
+        c.provider :bedrock, api: :bedrock, region: "us-east-1", credentials: -> { asked += 1 }
+      end
+      paths = described_class.isolate do |fake|
+        { openai: "gpt-5", azure: "gpt-4o", foundry: "Mistral-Large-2411", google: "gemini-2.5-flash",
+          vertex: "claude", bedrock: "amazon.nova-lite-v1:0" }
+          .each { |provider, model| LlmFailover.chat(model: model, provider: provider).ask("Hi") }
+        fake.requests.map { |r| [r.lane, r.path, r.headers["authorization"] || r.headers["api-key"] || r.headers["x-goog-api-key"]] }
+      end
+      token = "Bearer #{described_class::OFFLINE_TOKEN}"
+      expect(paths).to match(
+        [[:openai, "/providers/openai/v1/responses", "Bearer sk-app"],
+         [:azure, "/providers/azure/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21", token],
+         [:foundry, "/providers/foundry/models/chat/completions?api-version=2024-05-01-preview", "az-app"],
+         [:google, "/providers/google/v1beta/models/gemini-2.5-flash:generateContent", "AIza-app"],
+         [:vertex, "/providers/vertex/v1/projects/app-project/locations/europe-west4/publishers/anthropic/models/" \
+                   "claude-sonnet-4-5@20250929:rawPredict", token],
+         [:bedrock, "/providers/bedrock/model/amazon.nova-lite-v1%3A0/converse",
+          a_string_starting_with("AWS4-HMAC-SHA256 Credential=" \
+                                 "#{described_class::OFFLINE_AWS_CREDENTIALS[:access_key_id]}/")]]
+      )
+      expect(asked).to eq(0)
+      expect(LlmFailover.configuration.provider_config(:vertex).base_url)
+        .to eq("https://europe-west4-aiplatform.googleapis.com")
+    end
+
     it "puts the app's configuration back when the test raises" do
       app = LlmFailover.configuration
       expect { described_class.isolate { raise "the test failed" } }.to raise_error(RuntimeError, "the test failed")

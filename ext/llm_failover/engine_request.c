@@ -11,14 +11,17 @@
 
 #include "lf_banned.h"
 
-static VALUE lf_sym_openai, lf_sym_anthropic, lf_sym_auto, lf_sym_required, lf_sym_none;
+static VALUE lf_sym_auto, lf_sym_required, lf_sym_none;
 static VALUE lf_cRequest, lf_cTarget, lf_cPool, lf_cPolicy, lf_cAttachment;
 
 /* Engine::Request: one call. */
 enum {
     LF_RQ_TARGETS,             /* [Target or Pool, ...]: 1 or 2, in the order to try */
     LF_RQ_MESSAGES,            /* [[role, content], ...]; an assistant's with tool calls
-                                  ["assistant", content, [[id, name, arguments JSON], ...]];
+                                  ["assistant", content, [[id, name, arguments JSON], ...]],
+                                  a call [id, name, arguments JSON, signature] when it has a
+                                  signature, and with reasoning state ["assistant", content,
+                                  calls, reasoning or nil, reasoning_api, reasoning_origin];
                                   a tool result ["tool", content, call_id, is_error] */
     LF_RQ_ATTACHMENTS,         /* nil, or one Array of Attachments per message */
     LF_RQ_INPUTS,              /* texts to embed: an embeddings request (no messages) */
@@ -50,7 +53,7 @@ static const char *const lf_request_members[LF_RQ_COUNT] = {
 /* Engine::Target: a model asked of a provider, built once per provider and model. */
 enum {
     LF_TG_KEY,                 /* "provider:model": its name, and its circuit's key */
-    LF_TG_API,                 /* :openai or :anthropic */
+    LF_TG_API,                 /* the protocol: :openai, :anthropic, :responses, :gemini */
     LF_TG_BASE_URL,
     LF_TG_API_KEY,
     LF_TG_MODEL,
@@ -60,11 +63,22 @@ enum {
     LF_TG_ATTACHMENT_URLS,
     LF_TG_MAX_ATTACHMENT_BYTES, /* nil: no limit of its own */
     LF_TG_MAX_ATTACHMENTS,
+    LF_TG_LAYOUT,              /* the host's: nil or :plain, :azure, :azure_deployment,
+                                  :azure_foundry, :vertex */
+    LF_TG_API_VERSION,         /* Azure's deployment and Foundry layouts */
+    LF_TG_VERTEX,              /* :vertex: [project, location] */
+    LF_TG_BEARER,              /* true: api_key is a bearer token (Azure's Entra ID) */
+    LF_TG_ORIGIN,              /* the provider entry's name: whose reasoning state is whose */
+    LF_TG_ENCRYPTED_REASONING, /* Responses: ask for the reasoning items and send them back */
+    LF_TG_REGION,              /* Bedrock: the AWS region it signs for */
+    LF_TG_AWS_CREDENTIALS,     /* Bedrock, signed: [access_key_id, secret_access_key, session_token
+                                  or nil] (api_key is then nil) */
     LF_TG_COUNT
 };
 static const char *const lf_target_members[LF_TG_COUNT] = {
     "key", "api", "base_url", "api_key", "model", "headers", "images", "documents", "attachment_urls",
-    "max_attachment_bytes", "max_attachments",
+    "max_attachment_bytes", "max_attachments", "layout", "api_version", "vertex", "bearer", "origin",
+    "encrypted_reasoning", "region", "aws_credentials",
 };
 
 /* Engine::Pool: one target served by several hosts, each an Engine::Target
@@ -209,27 +223,99 @@ static long lf_optional_limit(VALUE v)
     return n;
 }
 
+/* A protocol by its Symbol (the core's names: lf_wire_api_named). */
+static lf_api lf_api_of(VALUE sym, const char *what)
+{
+    VALUE name;
+    lf_api api;
+
+    if (!SYMBOL_P(sym)) rb_raise(rb_eArgError, "llm_failover: %s must be a Symbol", what);
+    name = rb_sym2str(sym);
+    if (lf_wire_api_named(RSTRING_PTR(name), (size_t)RSTRING_LEN(name), &api) != 0)
+        rb_raise(rb_eArgError, "llm_failover: unknown %s :%" PRIsVALUE, what, name);
+    return api;
+}
+
+/* A host's layout by its Symbol, nil for the protocol's own host. */
+static lf_layout lf_layout_of(VALUE sym)
+{
+    VALUE name;
+    lf_layout layout;
+
+    if (NIL_P(sym)) return LF_LAYOUT_PLAIN;
+    if (!SYMBOL_P(sym)) rb_raise(rb_eArgError, "llm_failover: a target's layout must be a Symbol or nil");
+    name = rb_sym2str(sym);
+    if (lf_wire_layout_named(RSTRING_PTR(name), (size_t)RSTRING_LEN(name), &layout) != 0)
+        rb_raise(rb_eArgError, "llm_failover: unknown layout :%" PRIsVALUE, name);
+    return layout;
+}
+
+/* What the wire layer's rules ask of a target (its protocol, host and what it
+ * takes of attachments), for the rules Ruby asks before a call. */
+void lf_engine_target_traits(VALUE t, lf_request_params *p)
+{
+    lf_check_struct(t, lf_cTarget, "a target");
+    p->api = lf_api_of(LF_FIELD(t, LF_TG_API), "api");
+    p->layout = lf_layout_of(LF_FIELD(t, LF_TG_LAYOUT));
+    /* nil: the target takes it (false says it does not). */
+    p->no_images = LF_FIELD(t, LF_TG_IMAGES) == Qfalse;
+    p->no_documents = LF_FIELD(t, LF_TG_DOCUMENTS) == Qfalse;
+    p->no_urls = LF_FIELD(t, LF_TG_ATTACHMENT_URLS) == Qfalse;
+    /* nil: no limit of the target's own. */
+    p->max_attachment_bytes = lf_optional_limit(LF_FIELD(t, LF_TG_MAX_ATTACHMENT_BYTES));
+    p->max_attachments = lf_optional_limit(LF_FIELD(t, LF_TG_MAX_ATTACHMENTS));
+}
+
+/* A signed target's AWS credentials: [access_key_id, secret_access_key,
+ * session_token or nil]. */
+static void lf_fill_aws(lf_target *target, VALUE aws)
+{
+    VALUE token;
+
+    Check_Type(aws, T_ARRAY);
+    if (RARRAY_LEN(aws) != 3)
+        rb_raise(rb_eArgError, "llm_failover: aws_credentials is [access_key_id, secret_access_key, session_token]");
+    target->aws_access_key_id = lf_copy(RARRAY_AREF(aws, 0), "aws access_key_id");
+    target->aws_secret_access_key = lf_copy(RARRAY_AREF(aws, 1), "aws secret_access_key");
+    token = RARRAY_AREF(aws, 2);
+    if (!NIL_P(token)) target->aws_session_token = lf_copy(token, "aws session_token");
+}
+
 static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
 {
     lf_target *target = &r->targets[i];
-    VALUE api, headers;
+    lf_request_params traits = {0};
+    VALUE headers, vertex, api_version, origin, aws, region;
 
-    lf_check_struct(t, lf_cTarget, "a target");
-    api = LF_FIELD(t, LF_TG_API);
-    if (api != lf_sym_openai && api != lf_sym_anthropic)
-        rb_raise(rb_eArgError, "llm_failover: unknown api (expected :openai or :anthropic)");
-    target->api = api == lf_sym_anthropic ? LF_API_ANTHROPIC : LF_API_OPENAI;
+    lf_engine_target_traits(t, &traits);
+    target->api = traits.api;
+    target->layout = traits.layout;
+    target->no_images = traits.no_images;
+    target->no_documents = traits.no_documents;
+    target->no_urls = traits.no_urls;
+    target->max_attachment_bytes = traits.max_attachment_bytes;
+    target->max_attachments = traits.max_attachments;
     r->keys[i] = lf_copy(lf_required(t, LF_TG_KEY, lf_target_members, "target"), "target key");
     target->base_url = lf_copy(lf_required(t, LF_TG_BASE_URL, lf_target_members, "target"), "base_url");
-    target->api_key = lf_copy(lf_required(t, LF_TG_API_KEY, lf_target_members, "target"), "api_key");
+    aws = LF_FIELD(t, LF_TG_AWS_CREDENTIALS);
+    if (NIL_P(aws)) target->api_key = lf_copy(lf_required(t, LF_TG_API_KEY, lf_target_members, "target"), "api_key");
+    else lf_fill_aws(target, aws);
+    region = LF_FIELD(t, LF_TG_REGION);
+    if (!NIL_P(region)) target->region = lf_copy(region, "region");
     target->model = lf_copy(lf_required(t, LF_TG_MODEL, lf_target_members, "target"), "model");
-    /* nil: the target takes it (false says it does not). */
-    target->no_images = LF_FIELD(t, LF_TG_IMAGES) == Qfalse;
-    target->no_documents = LF_FIELD(t, LF_TG_DOCUMENTS) == Qfalse;
-    target->no_urls = LF_FIELD(t, LF_TG_ATTACHMENT_URLS) == Qfalse;
-    /* nil: no limit of the target's own. */
-    target->max_attachment_bytes = lf_optional_limit(LF_FIELD(t, LF_TG_MAX_ATTACHMENT_BYTES));
-    target->max_attachments = lf_optional_limit(LF_FIELD(t, LF_TG_MAX_ATTACHMENTS));
+    api_version = LF_FIELD(t, LF_TG_API_VERSION);
+    if (!NIL_P(api_version)) target->api_version = lf_copy(api_version, "api_version");
+    vertex = LF_FIELD(t, LF_TG_VERTEX);
+    if (!NIL_P(vertex)) {
+        Check_Type(vertex, T_ARRAY);
+        if (RARRAY_LEN(vertex) != 2) rb_raise(rb_eArgError, "llm_failover: a target's vertex is [project, location]");
+        target->vertex.project = lf_copy(RARRAY_AREF(vertex, 0), "vertex project");
+        target->vertex.location = lf_copy(RARRAY_AREF(vertex, 1), "vertex location");
+    }
+    target->bearer = RTEST(LF_FIELD(t, LF_TG_BEARER));
+    origin = LF_FIELD(t, LF_TG_ORIGIN);
+    if (!NIL_P(origin)) target->origin = lf_copy(origin, "origin");
+    target->encrypted_reasoning = RTEST(LF_FIELD(t, LF_TG_ENCRYPTED_REASONING));
     headers = LF_FIELD(t, LF_TG_HEADERS);
     if (!NIL_P(headers)) {
         lf_header_walk w;
@@ -279,7 +365,8 @@ static void lf_fill_tier(lf_engine_request *r, size_t t, VALUE entry)
     tier->weights = &r->weights[tier->first];
 }
 
-/* An assistant message's tool calls: [[id, name, arguments JSON], ...]. */
+/* An assistant message's tool calls: [[id, name, arguments JSON], ...], a
+ * call with a signature [id, name, arguments JSON, signature]. */
 static void lf_fill_tool_calls(lf_message *m, VALUE calls)
 {
     lf_tool_call *out;
@@ -292,16 +379,30 @@ static void lf_fill_tool_calls(lf_message *m, VALUE calls)
     for (i = 0; i < RARRAY_LEN(calls); i++) {
         VALUE c = RARRAY_AREF(calls, i);
         Check_Type(c, T_ARRAY);
-        if (RARRAY_LEN(c) != 3) rb_raise(rb_eArgError, "llm_failover: a tool call is [id, name, arguments]");
+        if (RARRAY_LEN(c) != 3 && RARRAY_LEN(c) != 4)
+            rb_raise(rb_eArgError, "llm_failover: a tool call is [id, name, arguments] (and its signature)");
         m->n_tool_calls = (size_t)i + 1; /* counted first, as the messages are */
         out[i].id = lf_copy(RARRAY_AREF(c, 0), "tool call id");
         out[i].name = lf_copy(RARRAY_AREF(c, 1), "tool call name");
         out[i].arguments = lf_copy_text(RARRAY_AREF(c, 2), "tool call arguments", &out[i].arguments_len);
+        if (RARRAY_LEN(c) == 4 && !NIL_P(RARRAY_AREF(c, 3)))
+            out[i].signature = lf_copy_text(RARRAY_AREF(c, 3), "tool call signature", &out[i].signature_len);
     }
 }
 
+/* An assistant message's reasoning state: the state (or nil, when only its
+ * calls are signed), the protocol and the origin that made it. */
+static void lf_fill_reasoning(lf_message *m, VALUE state, VALUE api, VALUE origin)
+{
+    m->reasoning_api = lf_api_of(api, "reasoning_api");
+    m->reasoning_origin = lf_copy(origin, "reasoning_origin");
+    if (!NIL_P(state)) m->reasoning = lf_copy_text(state, "reasoning", &m->reasoning_len);
+}
+
 /* A message: [role, content]; an assistant's with tool calls: ["assistant",
- * content, calls]; a tool's result: ["tool", content, call_id, is_error]. */
+ * content, calls], with reasoning state ["assistant", content, calls,
+ * reasoning, reasoning_api, reasoning_origin]; a tool's result: ["tool",
+ * content, call_id, is_error]. */
 static void lf_fill_messages(lf_engine_request *r, VALUE messages)
 {
     long i;
@@ -311,12 +412,14 @@ static void lf_fill_messages(lf_engine_request *r, VALUE messages)
         VALUE m = RARRAY_AREF(messages, i);
         lf_message *msg = &r->messages[i];
         Check_Type(m, T_ARRAY);
-        if (RARRAY_LEN(m) < 2 || RARRAY_LEN(m) > 4)
+        if (RARRAY_LEN(m) < 2 || RARRAY_LEN(m) > 6 || RARRAY_LEN(m) == 5)
             rb_raise(rb_eArgError, "llm_failover: a message is [role, content] (and its tool parts)");
         r->n_messages = (size_t)i + 1; /* counted first: freed from here on, whatever raises */
         msg->role = lf_copy(RARRAY_AREF(m, 0), "message role");
         msg->content = lf_copy_text(RARRAY_AREF(m, 1), "message content", &msg->content_len);
-        if (RARRAY_LEN(m) == 3) lf_fill_tool_calls(msg, RARRAY_AREF(m, 2));
+        if (RARRAY_LEN(m) == 3 || RARRAY_LEN(m) == 6) lf_fill_tool_calls(msg, RARRAY_AREF(m, 2));
+        if (RARRAY_LEN(m) == 6)
+            lf_fill_reasoning(msg, RARRAY_AREF(m, 3), RARRAY_AREF(m, 4), RARRAY_AREF(m, 5));
         if (RARRAY_LEN(m) == 4) {
             msg->tool_call_id = lf_copy(RARRAY_AREF(m, 2), "tool call id");
             msg->is_error = RTEST(RARRAY_AREF(m, 3));
@@ -539,6 +642,14 @@ void lf_engine_request_free(lf_engine_request *r)
         free((void *)r->targets[i].base_url);
         lf_free_secret(r->targets[i].api_key);
         free((void *)r->targets[i].model);
+        free((void *)r->targets[i].api_version);
+        free((void *)r->targets[i].vertex.project);
+        free((void *)r->targets[i].vertex.location);
+        free((void *)r->targets[i].origin);
+        free((void *)r->targets[i].region);
+        lf_free_secret(r->targets[i].aws_access_key_id);
+        lf_free_secret(r->targets[i].aws_secret_access_key);
+        lf_free_secret(r->targets[i].aws_session_token);
         if (r->headers[i]) {
             for (k = 0; k < r->targets[i].n_headers; k++) lf_free_secret(r->headers[i][k]);
             free(r->headers[i]);
@@ -549,10 +660,13 @@ void lf_engine_request_free(lf_engine_request *r)
         free((void *)m->role);
         free((void *)m->content);
         free((void *)m->tool_call_id);
+        free((void *)m->reasoning);
+        free((void *)m->reasoning_origin);
         for (k = 0; k < m->n_tool_calls; k++) {
             free((void *)m->tool_calls[k].id);
             free((void *)m->tool_calls[k].name);
             free((void *)m->tool_calls[k].arguments);
+            free((void *)m->tool_calls[k].signature);
         }
         free((void *)m->tool_calls);
     }
@@ -606,8 +720,6 @@ void lf_init_engine_request(VALUE engine)
     rb_define_method(lf_cTarget, "inspect", lf_target_inspect, 0);
     rb_define_method(lf_cTarget, "to_s", lf_target_inspect, 0);
     rb_define_method(lf_cTarget, "pretty_print", lf_target_pretty_print, 1);
-    lf_sym_openai = ID2SYM(rb_intern("openai"));
-    lf_sym_anthropic = ID2SYM(rb_intern("anthropic"));
     lf_sym_auto = ID2SYM(rb_intern("auto"));
     lf_sym_required = ID2SYM(rb_intern("required"));
     lf_sym_none = ID2SYM(rb_intern("none"));

@@ -25,7 +25,7 @@ enum {
     LF_RS_INPUT_TOKENS,
     LF_RS_OUTPUT_TOKENS,
     LF_RS_JSON,                /* :ok with json: the checked object, as strict JSON */
-    LF_RS_TOOL_CALLS,          /* :ok: [[id, name, arguments JSON], ...] or nil */
+    LF_RS_TOOL_CALLS,          /* :ok: [[id, name, arguments JSON, signature or nil], ...] or nil */
     LF_RS_VECTORS,             /* :ok, an embeddings request: [[Float, ...], ...] */
     LF_RS_ERROR_CLASS,         /* :failed: the class of the error to raise */
     LF_RS_MESSAGE,
@@ -37,12 +37,18 @@ enum {
     LF_RS_ERROR_TYPE,
     LF_RS_ERROR_CODE,
     LF_RS_PARTIAL_CONTENT,     /* :failed or :cancelled: the text delivered of the last answer */
+    LF_RS_REASONING,           /* :ok: the answer's reasoning state, opaque (Responses' items as
+                                  JSON text, Gemini's text signature), or nil */
+    LF_RS_REASONING_API,       /* :ok with reasoning state (its own or its calls' signatures):
+                                  the protocol that made it */
+    LF_RS_REASONING_ORIGIN,    /* ... and the origin (the target's) */
     LF_RS_COUNT
 };
 static const char *const lf_result_members[LF_RS_COUNT] = {
     "status", "target", "attempts", "provider_request_id", "content", "model", "finish_reason", "input_tokens",
     "output_tokens", "json", "tool_calls", "vectors", "error_class", "message", "phase", "http_status", "body",
-    "retry_after", "retryable", "error_type", "error_code", "partial_content",
+    "retry_after", "retryable", "error_type", "error_code", "partial_content", "reasoning", "reasoning_api",
+    "reasoning_origin",
 };
 
 /* Engine::Attempt: one HTTP attempt, a target skipped, or a cancel. */
@@ -195,8 +201,8 @@ static VALUE lf_vectors_value(const lf_answer *a)
     return all;
 }
 
-/* An answer's tool calls: [[id, name, arguments JSON], ...] (valid UTF-8,
- * the wire layer's promise). */
+/* An answer's tool calls: [[id, name, arguments JSON, signature or nil],
+ * ...] (valid UTF-8, the wire layer's promise). */
 static VALUE lf_tool_calls_to_array(const lf_answer *a)
 {
     VALUE list = rb_ary_new_capa((long)a->n_tool_calls);
@@ -204,12 +210,34 @@ static VALUE lf_tool_calls_to_array(const lf_answer *a)
 
     for (i = 0; i < a->n_tool_calls; i++) {
         const lf_answer_call *c = &a->tool_calls[i];
-        rb_ary_push(list, rb_ary_new_from_args(3, rb_utf8_str_new(c->id.ptr ? c->id.ptr : "", (long)c->id.len),
+        rb_ary_push(list, rb_ary_new_from_args(4, rb_utf8_str_new(c->id.ptr ? c->id.ptr : "", (long)c->id.len),
                                                rb_utf8_str_new(c->name.ptr ? c->name.ptr : "", (long)c->name.len),
                                                rb_utf8_str_new(c->arguments.ptr ? c->arguments.ptr : "",
-                                                               (long)c->arguments.len)));
+                                                               (long)c->arguments.len),
+                                               lf_buf_to_str_or_nil(&c->signature)));
     }
     return list;
+}
+
+/* Whether an answer carries reasoning state: its own, or a call's signature. */
+static int lf_has_reasoning(const lf_answer *a)
+{
+    size_t i;
+
+    if (a->reasoning.len) return 1;
+    for (i = 0; i < a->n_tool_calls; i++)
+        if (a->tool_calls[i].signature.len) return 1;
+    return 0;
+}
+
+/* The answer's reasoning state into v: the state, the protocol and the origin
+ * that made it (the answering target's). */
+static void lf_reasoning_values(VALUE *v, const lf_answer *a, VALUE target)
+{
+    if (!lf_has_reasoning(a)) return;
+    v[LF_RS_REASONING] = lf_buf_to_str_or_nil(&a->reasoning);
+    v[LF_RS_REASONING_API] = rb_struct_getmember(target, rb_intern("api"));
+    v[LF_RS_REASONING_ORIGIN] = rb_struct_getmember(target, rb_intern("origin"));
 }
 
 void lf_attempt_set_stopped_by(VALUE attempt, VALUE cause)
@@ -237,6 +265,7 @@ VALUE lf_result_value(const lf_outcome *o, VALUE targets)
         if (o->json.len) v[LF_RS_JSON] = rb_utf8_str_new(o->json.ptr, (long)o->json.len);
         if (o->answer.vectors) v[LF_RS_VECTORS] = lf_vectors_value(&o->answer);
         if (o->answer.n_tool_calls) v[LF_RS_TOOL_CALLS] = lf_tool_calls_to_array(&o->answer);
+        lf_reasoning_values(v, &o->answer, v[LF_RS_TARGET]);
         return rb_class_new_instance(LF_RS_COUNT, v, lf_cResult);
     }
     v[LF_RS_PARTIAL_CONTENT] = lf_buf_to_str_or_nil(&o->partial);

@@ -44,6 +44,9 @@ typedef struct lf_engine_request {
 void lf_engine_request_fill(lf_engine_request *r, VALUE request);
 /* Frees (and wipes: keys) every copy; safe on a partly filled request. */
 void lf_engine_request_free(lf_engine_request *r);
+/* An Engine::Target's protocol, layout and what it takes of attachments into
+ * p (no copies): what the wire layer's rules ask of a target. */
+void lf_engine_target_traits(VALUE target, lf_request_params *p);
 
 /* The Ruby listener as the core sees it. */
 typedef struct lf_ruby_listener {

@@ -15,6 +15,7 @@ void lf_init_circuit(VALUE mod);
 void lf_init_circuit_table(VALUE mod);
 void lf_init_answer_format(VALUE mod);
 void lf_init_attachment(VALUE mod);
+void lf_init_host(VALUE mod);
 void lf_init_json_schema(VALUE mod);
 void lf_init_scrubber(VALUE mod);
 void lf_init_memory_index(VALUE mod);

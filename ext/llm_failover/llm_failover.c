@@ -19,6 +19,7 @@ RUBY_FUNC_EXPORTED void Init_llm_failover(void)
     lf_init_circuit_table(lf_mLlmFailover);
     lf_init_answer_format(lf_mLlmFailover);
     lf_init_attachment(lf_mLlmFailover);
+    lf_init_host(lf_mLlmFailover);
     lf_init_json_schema(lf_mLlmFailover);
     lf_init_scrubber(lf_mLlmFailover);
     lf_init_memory_index(lf_mLlmFailover);

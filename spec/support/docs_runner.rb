@@ -32,11 +32,15 @@ module DocsRunner
     FAKES[name.to_sym] ||= LlmFailover::Testing::FakeProvider.start
   end
 
-  # Points every provider a page declares at its FakeProvider.
+  # Points every provider a page declares at its FakeProvider, at the path its host
+  # takes (LlmFailover::Testing.fake_api): declared as the page says first, so that the
+  # page's own mistakes still raise.
   module Redirect
-    def provider(name, api:, api_key:, base_url: nil, headers: {}, **options)
-      base_url = DocsRunner.fake(name).base_url(api) unless base_url&.match?(LOOPBACK)
-      super
+    def provider(name, base_url: nil, **options)
+      declared = super
+      return declared if base_url&.match?(LOOPBACK)
+
+      super(name, **options, base_url: DocsRunner.fake(name).base_url(LlmFailover::Testing.fake_api(declared)))
     end
   end
 

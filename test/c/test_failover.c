@@ -1030,11 +1030,21 @@ static void bedrock_answer(lf_buf *out, const lf_buf *body, size_t sent)
     lf_buf_append(out, body->ptr, sent);
 }
 
+/* Target i a Bedrock host, its requests signed with these AWS credentials. */
+static void fixture_bedrock_target(fixture *f, int i)
+{
+    f->targets[i].api = LF_API_BEDROCK;
+    f->targets[i].model = BEDROCK_MODEL;
+    f->targets[i].region = "us-east-1";
+    f->targets[i].aws_access_key_id = "AKIDFAILOVERTEST";
+    f->targets[i].aws_secret_access_key = "failover/test+SECRET";
+    f->targets[i].aws_session_token = "failover-SESSION-token";
+}
+
 /* Target 0 a Bedrock host answering `answer` once (binary: its length given). */
 static void fixture_serve_bedrock(fixture *f, const lf_buf *answer)
 {
-    f->targets[0].api = LF_API_BEDROCK;
-    f->targets[0].model = BEDROCK_MODEL;
+    fixture_bedrock_target(f, 0);
     f->srv[0].script[0] = answer->ptr;
     f->srv[0].script_len[0] = answer->len;
     f->srv[0].n_script = 1;
@@ -1063,11 +1073,17 @@ static void test_bedrock_stream_answers(void)
     LF_CHECK_INT(f.o.answer.output_tokens, 2);
     LF_CHECK_STR(lf_buf_cstr(&f.o.provider_request_id), "8475a760-aws");
     fixture_free(&f);
-    /* The model in the path, escaped; no key: Bedrock's requests are signed. */
+    /* The model in the path, escaped; no key: Bedrock's requests are signed
+     * (SigV4, by libcurl), the session token beside the signature. */
     req = f.srv[0].request[0];
     LF_CHECK(strncmp(req, BEDROCK_STREAM_LINE, strlen(BEDROCK_STREAM_LINE)) == 0);
     LF_CHECK(strstr(req, "\r\nAccept: application/vnd.amazon.eventstream\r\n") != NULL);
-    LF_CHECK_INT(header_count(req, "authorization"), 0);
+    LF_CHECK_INT(header_count(req, "authorization"), 1);
+    LF_CHECK(strstr(req, "\r\nAuthorization: AWS4-HMAC-SHA256 Credential=AKIDFAILOVERTEST/") != NULL);
+    LF_CHECK(strstr(req, "/us-east-1/bedrock/aws4_request, SignedHeaders=") != NULL);
+    LF_CHECK_INT(header_count(req, "x-amz-date"), 1);
+    LF_CHECK(strstr(req, "\r\nx-amz-security-token: failover-SESSION-token\r\n") != NULL);
+    LF_CHECK(strstr(req, "SECRET") == NULL);
     LF_CHECK(strstr(req, "\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"hello\"}]}]") != NULL);
     lf_buf_free(&body);
     lf_buf_free(&answer);
@@ -1165,8 +1181,7 @@ static void test_bedrock_header_named_errors(void)
     fixture f;
 
     fixture_init(&f, 0);
-    f.targets[0].api = LF_API_BEDROCK;
-    f.targets[0].model = BEDROCK_MODEL;
+    fixture_bedrock_target(&f, 0);
     f.srv[0].script[0] = BEDROCK_UNRECOGNIZED;
     f.srv[0].n_script = 1;
     f.srv[1].script[0] = OK_JSON;
@@ -1185,8 +1200,7 @@ static void test_bedrock_header_named_errors(void)
     fixture_free(&f);
 
     fixture_init(&f, 0);
-    f.targets[0].api = LF_API_BEDROCK;
-    f.targets[0].model = BEDROCK_MODEL;
+    fixture_bedrock_target(&f, 0);
     f.srv[0].script[0] = BEDROCK_NOT_READY;
     f.srv[0].script[1] = BEDROCK_OK;
     f.srv[0].n_script = 2;

@@ -13,6 +13,8 @@ static const char *const HEADERS[] = { "X-Region: eu-west", "X-Tenant-Token: ten
 static const lf_target TARGETS[] = {
     { .api = LF_API_OPENAI, .api_key = "sk-primary-0123456789", .headers = HEADERS, .n_headers = 2 },
     { .api = LF_API_ANTHROPIC, .api_key = "sk-ant-backup-9876" },
+    { .api = LF_API_BEDROCK, .region = "us-east-1", .aws_access_key_id = "AKIDREDACT0042",
+      .aws_secret_access_key = "redact/SECRET+key", .aws_session_token = "FwoG-session-token" },
 };
 
 static void redacted(const char *in, int cut, const char *want)
@@ -20,7 +22,7 @@ static void redacted(const char *in, int cut, const char *want)
     lf_buf b;
     lf_buf_init(&b);
     lf_buf_append_str(&b, in);
-    lf_redact(TARGETS, 2, &b, cut);
+    lf_redact(TARGETS, 3, &b, cut);
     LF_CHECK_STR(lf_buf_cstr(&b), want);
     lf_buf_free(&b);
 }
@@ -32,6 +34,15 @@ static void test_keys(void)
     redacted("sk-ant-backup-9876 and sk-ant-backup-9876", 0, "[REDACTED] and [REDACTED]");
     redacted("nothing secret here", 0, "nothing secret here");
     redacted("", 1, "");
+}
+
+/* A signed target's AWS credentials, each of them; its region is no secret. */
+static void test_aws_credentials(void)
+{
+    redacted("The security token FwoG-session-token of AKIDREDACT0042 is invalid", 0,
+             "The security token [REDACTED] of [REDACTED] is invalid");
+    redacted("secret redact/SECRET+key in us-east-1", 0, "secret [REDACTED] in us-east-1");
+    redacted("cut at redact/SEC", 1, "cut at [REDACTED]");
 }
 
 /* Header values of 8 bytes or more are secrets; shorter ones are settings. */
@@ -67,6 +78,7 @@ static void test_wipe(void)
 int main(void)
 {
     LF_RUN(test_keys);
+    LF_RUN(test_aws_credentials);
     LF_RUN(test_header_values);
     LF_RUN(test_cut_tail);
     LF_RUN(test_wipe);

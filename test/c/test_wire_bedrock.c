@@ -986,8 +986,9 @@ static void test_prepared_url(void)
 {
     lf_message msg = { .role = "user", .content = "hi", .content_len = 2 };
     lf_request_params params = { .messages = &msg, .n_messages = 1, .stream = 1 };
-    lf_target t = { .api = LF_API_BEDROCK, .base_url = "http://127.0.0.1:9/providers/aws", .api_key = "-",
-                    .model = "us.amazon.nova-2-lite-v1:0" };
+    lf_target t = { .api = LF_API_BEDROCK, .base_url = "http://127.0.0.1:9/providers/aws",
+                    .model = "us.amazon.nova-2-lite-v1:0", .region = "eu-west-3",
+                    .aws_access_key_id = "AKIDPREPARE", .aws_secret_access_key = "prepare/SECRET" };
     lf_prepared_call pc;
     lf_buf err;
 
@@ -1009,7 +1010,26 @@ static void test_prepared_url(void)
     LF_CHECK_STR(pc.target[0].url, "http://127.0.0.1:9/providers/aws/model/anthropic.claude-3-haiku/converse-stream");
     LF_CHECK(pc.target[0].request_target == NULL);
     LF_CHECK(!has_header_named(pc.target[0].headers, "authorization"));
+    /* Signed by libcurl for the region, with the target's credentials; a
+     * session token, when there is one, in its header. */
+    LF_CHECK_STR(pc.target[0].aws_sigv4, "aws:amz:eu-west-3:bedrock");
+    LF_CHECK_STR(pc.target[0].aws_key_id, "AKIDPREPARE");
+    LF_CHECK_STR(pc.target[0].aws_secret, "prepare/SECRET");
+    LF_CHECK(!has_header_named(pc.target[0].headers, "x-amz-security-token"));
     lf_prepared_call_free(&pc);
+    t.aws_session_token = "prepare-SESSION";
+    lf_prepared_call_init(&pc);
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &t, &params, &err), 0);
+    LF_CHECK(has_header_named(pc.target[0].headers, "x-amz-security-token"));
+    lf_prepared_call_free(&pc);
+    /* Signed without credentials: refused before anything is built. */
+    t.aws_secret_access_key = NULL;
+    lf_prepared_call_init(&pc);
+    LF_CHECK_INT(lf_prepare_target(&pc, 0, &t, &params, &err), -1);
+    LF_CHECK_STR(lf_buf_cstr(&err), "a signed target needs a region and AWS credentials");
+    lf_prepared_call_free(&pc);
+    t.aws_secret_access_key = "prepare/SECRET";
+    t.aws_session_token = NULL;
     /* A Bedrock API key is a bearer token: sent as one, and nothing is
      * signed, so the URL is lf_wire_url's whatever libcurl. */
     t.model = "us.amazon.nova-2-lite-v1:0";
@@ -1020,6 +1040,7 @@ static void test_prepared_url(void)
     LF_CHECK_STR(pc.target[0].url, "http://127.0.0.1:9/providers/aws/model/us.amazon.nova-2-lite-v1%3A0/converse-stream");
     LF_CHECK(pc.target[0].request_target == NULL);
     LF_CHECK(has_header_named(pc.target[0].headers, "authorization"));
+    LF_CHECK(pc.target[0].aws_sigv4 == NULL);
     lf_prepared_call_free(&pc);
     lf_buf_free(&err);
 }

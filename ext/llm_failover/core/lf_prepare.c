@@ -43,11 +43,16 @@ static int lf_target_check(const lf_target *t, lf_buf *err)
 {
     size_t i;
 
-    if (!t->base_url || !t->model || !t->api_key) {
-        lf_buf_setf(err, "target needs base_url, model and api_key");
+    if (!t->base_url || !t->model) {
+        lf_buf_setf(err, "target needs base_url and model");
         return -1;
     }
-    if (lf_has_crlf(t->api_key)) {
+    if (lf_target_signed(t) ? !(t->region && t->aws_access_key_id && t->aws_secret_access_key) : !t->api_key) {
+        lf_buf_setf(err, lf_target_signed(t) ? "a signed target needs a region and AWS credentials"
+                                             : "target needs an api_key");
+        return -1;
+    }
+    if ((t->api_key && lf_has_crlf(t->api_key)) || (t->aws_session_token && lf_has_crlf(t->aws_session_token))) {
         lf_buf_setf(err, "API key contains a line break");
         return -1;
     }
@@ -74,8 +79,8 @@ static int lf_header_add(struct curl_slist **list, const char *line)
  * Entra ID token; Vertex AI's OAuth access token, whatever the publisher; a
  * Bedrock API key), Azure's api-key, else as the protocol's own host takes
  * it. NULL: no key header, the request is signed instead (Bedrock: SigV4,
- * libcurl's CURLOPT_AWS_SIGV4, whose credentials lf_target does not hold
- * yet; lf_prepare_url gives it the path it must sign). */
+ * libcurl's CURLOPT_AWS_SIGV4 with the target's AWS credentials,
+ * lf_prepare_signing; lf_prepare_url gives it the path it must sign). */
 static const char *lf_key_header(const lf_target *t)
 {
     if (t->bearer || t->layout == LF_LAYOUT_VERTEX) return "Authorization: Bearer ";
@@ -88,16 +93,20 @@ static const char *lf_key_header(const lf_target *t)
     }
 }
 
-/* The key's header line: the only one made here, wiped once libcurl has its
- * copy. */
+/* The key's header line (a signed request's session token, when it has one),
+ * the only one made here, wiped once libcurl has its copy. */
 static int lf_header_add_key(struct curl_slist **list, const lf_target *t)
 {
-    const char *header = lf_key_header(t);
+    const char *header = lf_key_header(t), *key = t->api_key;
     char *line;
     int rc;
 
+    if (!header && lf_target_signed(t) && t->aws_session_token) {
+        header = "x-amz-security-token: ";
+        key = t->aws_session_token;
+    }
     if (!header) return 0;
-    line = lf_concat(header, t->api_key);
+    line = lf_concat(header, key);
     if (!line) return -1;
     rc = lf_header_add(list, line);
     lf_wipe(line, strlen(line));
@@ -175,6 +184,22 @@ done:
     return rc;
 }
 
+/* A signed target's SigV4 (CURLOPT_AWS_SIGV4's "aws:amz:REGION:bedrock" and
+ * the credentials libcurl signs with, borrowed from the target). */
+static int lf_prepare_signing(lf_prepared *p, const lf_target *t)
+{
+    lf_buf provider;
+
+    if (!lf_target_signed(t)) return 0;
+    lf_buf_init(&provider);
+    lf_buf_setf(&provider, "aws:amz:%s:bedrock", t->region);
+    p->aws_sigv4 = provider.len ? lf_concat(lf_buf_cstr(&provider), "") : NULL;
+    lf_buf_free(&provider);
+    p->aws_key_id = t->aws_access_key_id;
+    p->aws_secret = t->aws_secret_access_key;
+    return p->aws_sigv4 ? 0 : -1;
+}
+
 static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_params *params, json_object *schema,
                           lf_buf *err)
 {
@@ -196,7 +221,7 @@ static int lf_prepare_one(lf_prepared *p, const lf_target *t, const lf_request_p
     if (lf_wire_build_request_parsed(&tp, schema, &p->body, err) != 0) return -1;
     /* base_url is normalised by its owner, the Ruby configuration. */
     if (lf_prepare_url(p, t, params, err) != 0) return -1;
-    if (lf_build_headers(t, params->stream, &p->headers) != 0) {
+    if (lf_build_headers(t, params->stream, &p->headers) != 0 || lf_prepare_signing(p, t) != 0) {
         lf_buf_setf(err, "out of memory");
         return -1;
     }
@@ -246,6 +271,9 @@ static void lf_prepared_free(lf_prepared *p)
     p->url = NULL;
     free(p->request_target);
     p->request_target = NULL;
+    free(p->aws_sigv4);
+    p->aws_sigv4 = NULL;
+    p->aws_key_id = p->aws_secret = NULL;
 }
 
 void lf_prepared_call_free(lf_prepared_call *p)

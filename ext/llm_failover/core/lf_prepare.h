@@ -22,6 +22,11 @@ typedef struct lf_prepared {
      * checks the signature against) and lf_wire_url's path as its target. */
     char *request_target;
     struct curl_slist *headers;   /* lf_transport_default_headers' lines, then ours and the target's */
+    /* A signed target's (lf_target_signed): CURLOPT_AWS_SIGV4's provider
+     * string, and the credentials libcurl signs with (the target's own). */
+    char *aws_sigv4;
+    const char *aws_key_id;
+    const char *aws_secret;
     lf_buf body;
     /* 1: the target cannot take the message's attachments (refusal says
      * why, lf_wire_attachments_refusal); nothing else is built, and the

@@ -57,8 +57,12 @@ void lf_redact(const lf_target *targets, size_t n_targets, lf_buf *b, int cut)
     for (i = 0; i < n_targets; i++) {
         const lf_target *t = &targets[i];
 
-        n = t->api_key ? strlen(t->api_key) : 0;
-        if (n >= LF_SECRET_TAIL_MIN) lf_redact_one(b, t->api_key, n, cut);
+        const char *keys[] = { t->api_key, t->aws_access_key_id, t->aws_secret_access_key, t->aws_session_token };
+
+        for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            n = keys[k] ? strlen(keys[k]) : 0;
+            if (n >= LF_SECRET_TAIL_MIN) lf_redact_one(b, keys[k], n, cut);
+        }
         for (k = 0; k < t->n_headers; k++) {
             v = t->headers[k] ? strstr(t->headers[k], ": ") : NULL;
             if (!v) continue;

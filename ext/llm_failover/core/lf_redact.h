@@ -2,8 +2,9 @@
  * key provided: sk-..."), and an error page may echo a request header: no
  * secret of the call may leave the core in a message, a record, an error
  * body or an error type or code, whole or in part. The secrets are every
- * target's api_key and its header values of LF_SECRET_HEADER_MIN bytes or
- * more (shorter values are settings such as a region "eu-west", not secrets).
+ * target's api_key, its AWS credentials (access key id, secret, session
+ * token) and its header values of LF_SECRET_HEADER_MIN bytes or more
+ * (shorter values are settings such as a region "eu-west", not secrets).
  * Everything a provider sent is redacted before any message quotes or cuts
  * it: once cut, a key is no longer found. And memory that held a secret is
  * wiped before it is freed (lf_wipe), in the core and in the binding. */

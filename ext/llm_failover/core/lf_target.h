@@ -53,6 +53,14 @@ typedef struct lf_target {
     /* Responses: ask for encrypted reasoning and send it back (a reasoning
      * model; lf_request_params.encrypted_reasoning). */
     int encrypted_reasoning;
+    /* Bedrock, signed (lf_target_signed): the region it signs for and the AWS
+     * credentials (api_key may then be NULL); the session token, when the
+     * credentials are temporary, goes in x-amz-security-token. Secrets:
+     * lf_redact knows them. */
+    const char *region;
+    const char *aws_access_key_id;
+    const char *aws_secret_access_key;
+    const char *aws_session_token;   /* NULL: none */
 } lf_target;
 
 /* One tier of a call: the targets[first .. first + n_hosts) of the call's
@@ -66,5 +74,12 @@ typedef struct lf_tier {
     int pooled;
     const double *weights;        /* one per host, > 0; NULL: equal */
 } lf_tier;
+
+/* Whether requests to t are signed with SigV4 (libcurl's CURLOPT_AWS_SIGV4)
+ * rather than carrying a key: Bedrock, unless its key is a bearer token. */
+static inline int lf_target_signed(const lf_target *t)
+{
+    return t->api == LF_API_BEDROCK && !t->bearer;
+}
 
 #endif

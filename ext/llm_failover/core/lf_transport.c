@@ -305,6 +305,21 @@ static void lf_conn_setup(lf_conn *c)
     curl_easy_setopt(e, CURLOPT_PREREQDATA, c);
 }
 
+/* SigV4 for a signed request, and none for any other: a reused handle keeps
+ * no credentials of the last request, and without a user libcurl adds no
+ * Authorization of its own. */
+static void lf_transfer_sign(CURL *e, const lf_http_request *req)
+{
+    const int sign = req->aws_sigv4 && req->aws_key_id && req->aws_secret;
+
+#if LIBCURL_VERSION_NUM >= 0x074b00 /* 7.75.0: CURLOPT_AWS_SIGV4 */
+    curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sign ? req->aws_sigv4 : NULL);
+#endif
+    if (!sign) curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    curl_easy_setopt(e, CURLOPT_USERNAME, sign ? req->aws_key_id : NULL);
+    curl_easy_setopt(e, CURLOPT_PASSWORD, sign ? req->aws_secret : NULL);
+}
+
 int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
 {
     CURL *e = c->easy;
@@ -319,6 +334,7 @@ int lf_transfer_start(lf_conn *c, const lf_http_request *req, lf_response *resp)
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
+    lf_transfer_sign(e, req);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
     {

@@ -124,6 +124,11 @@ typedef struct lf_http_request {
     const char *request_target;  /* NULL: the URL's path; else what the request line says
                                   * (CURLOPT_REQUEST_TARGET), the URL's path being what is signed */
     struct curl_slist *headers;  /* with lf_transport_default_headers' lines */
+    /* NULL, or signed with SigV4: CURLOPT_AWS_SIGV4's "aws:amz:REGION:SERVICE"
+     * and the AWS access key id and secret (CURLOPT_USERNAME, _PASSWORD). */
+    const char *aws_sigv4;
+    const char *aws_key_id;
+    const char *aws_secret;
     const char *body;
     size_t body_len;
     long connect_timeout_ms;

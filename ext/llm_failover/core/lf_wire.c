@@ -32,6 +32,17 @@ int lf_wire_api_named(const char *name, size_t len, lf_api *api)
     return 0;
 }
 
+const char *lf_wire_api_name(lf_api api)
+{
+    switch (api) {
+    case LF_API_ANTHROPIC: return "anthropic";
+    case LF_API_RESPONSES: return "responses";
+    case LF_API_BEDROCK: return "bedrock";
+    case LF_API_GEMINI: return "gemini";
+    default: return "openai";
+    }
+}
+
 const char *lf_wire_schema_with_tools_refusal(lf_api api)
 {
     switch (api) {

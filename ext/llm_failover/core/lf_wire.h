@@ -299,6 +299,9 @@ int lf_wire_url(const lf_endpoint *e, lf_buf *out, lf_buf *errmsg);
  * -1 with errmsg (when non-NULL) saying why not. The one owner of that rule:
  * lf_wire_url and lf_wire_build_request ask it. */
 int lf_wire_layout_serves(lf_layout layout, lf_api api, lf_request_kind kind, lf_buf *errmsg);
+/* The layout Ruby names name (len bytes: "plain", "azure", "azure_deployment",
+ * "azure_foundry", "vertex") into *layout: 0, or -1 for none. */
+int lf_wire_layout_named(const char *name, size_t len, lf_layout *layout);
 /* The path of a protocol that holds neither the model nor a route (OpenAI,
  * Anthropic, Responses), as lf_wire_url appends it; NULL for the others
  * (Gemini, Bedrock). */
@@ -366,6 +369,8 @@ const char *lf_wire_schema_with_tools_refusal(lf_api api);
 /* The protocol Ruby names name (len bytes: "openai", "anthropic",
  * "responses", "bedrock", "gemini") into *api: 0, or -1 for none. */
 int lf_wire_api_named(const char *name, size_t len, lf_api *api);
+/* The name lf_wire_api_named takes for api ("openai", ...). */
+const char *lf_wire_api_name(lf_api api);
 /* A protocol's name in messages ("Bedrock Converse", "Gemini embeddings"):
  * the one owner of those words, which lf_wire_layout_serves and the attempt
  * loop's failures quote. */

@@ -172,6 +172,27 @@ int lf_wire_layout_serves(lf_layout layout, lf_api api, lf_request_kind kind, lf
     return -1;
 }
 
+int lf_wire_layout_named(const char *name, size_t len, lf_layout *layout)
+{
+    static const struct {
+        const char *name;
+        lf_layout layout;
+    } names[] = { { "plain", LF_LAYOUT_PLAIN },
+                  { "azure", LF_LAYOUT_AZURE },
+                  { "azure_deployment", LF_LAYOUT_AZURE_DEPLOYMENT },
+                  { "azure_foundry", LF_LAYOUT_AZURE_FOUNDRY },
+                  { "vertex", LF_LAYOUT_VERTEX } };
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strlen(names[i].name) == len && memcmp(names[i].name, name, len) == 0) {
+            *layout = names[i].layout;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 /* What the layout's route needs beside base_url and model. */
 static int lf_route_complete(const lf_endpoint *e, lf_buf *errmsg)
 {

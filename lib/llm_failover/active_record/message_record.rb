@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "hidden_column"
 require_relative "stored_attachments"
 require_relative "tool_call_row"
 
@@ -70,6 +71,13 @@ module LlmFailover
       # @return [Boolean] an answer that failed (kept for audit, never sent again)
       def failed?
         self[self.class.llm_message_columns[:status]] == "failed"
+      end
+
+      private
+
+      # ActiveRecord's #inspect and #pretty_print ask it of every attribute.
+      def inspection_filter
+        HiddenColumn.new(super, "reasoning")
       end
     end
   end

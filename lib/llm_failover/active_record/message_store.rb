@@ -158,19 +158,22 @@ module LlmFailover
 
       # @param tool_calls [Array<ToolCall>] the calls the answer asked for: stored with
       #   the answer in one transaction
-      def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil)
+      # @param reasoning [Reasoning, nil] kept in the reasoning columns where the table has
+      #   them (llm_failover:upgrade adds them; without, the host forgets its reasoning)
+      def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil,
+                           reasoning: nil)
         @lock.synchronize { @buffers.delete(message) }
         calls = Array(tool_calls)
         check_tools! unless calls.empty?
         with_connection do
           @klass.transaction do
             save(message, content: content, model: model, provider: provider, status: "complete",
-                          input_tokens: input_tokens, output_tokens: output_tokens)
+                          input_tokens: input_tokens, output_tokens: output_tokens, **reasoning_columns(reasoning))
             unless calls.empty?
               now = Time.current
               rows.insert_all!(calls.map do |call|
-                ToolCallRow.columns_of(call).merge("message_id" => message.id, "created_at" => now,
-                                                   "updated_at" => now)
+                ToolCallRow.columns_of(call, rows).merge("message_id" => message.id, "created_at" => now,
+                                                         "updated_at" => now)
               end)
             end
           end
@@ -254,6 +257,16 @@ module LlmFailover
 
       def flush_all
         @lock.synchronize { @buffers.each { |message, buffer| flush(message, buffer) } }
+      end
+
+      REASONING_COLUMNS = %w[reasoning reasoning_api reasoning_origin].freeze
+      private_constant :REASONING_COLUMNS
+
+      # The reasoning columns' values, for a table that has them all.
+      def reasoning_columns(reasoning)
+        return {} unless reasoning && (REASONING_COLUMNS - @klass.column_names).empty?
+
+        REASONING_COLUMNS.zip([reasoning.state, reasoning.api, reasoning.origin]).to_h
       end
 
       def attributes(**attrs)

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../tools/tool_call"
+require_relative "hidden_column"
 require_relative "schema"
 
 module LlmFailover
@@ -31,17 +32,21 @@ module LlmFailover
           end
         end
 
-        # The row's columns for +call+ (see ToolCall#to_h).
+        # The row's columns for +call+ (see ToolCall#to_h); the signature where the table
+        # has its column (added since tool calls were: llm_failover:upgrade).
         # @param call [ToolCall]
+        # @param row_class [Class, nil] the table's row class, for its columns
         # @return [Hash{String => Object}]
-        def columns_of(call)
+        def columns_of(call, row_class = nil)
           h = call.to_h
           error = h["error"]
-          { "call_id" => h["id"], "provider_call_id" => h["provider_id"], "name" => h["name"],
-            "arguments" => h["arguments"], "provider" => h["provider"], "model" => h["model"],
-            "status" => h["status"], "awaiting_approval" => h["awaiting_approval"], "result" => h["content"],
-            "error_kind" => error&.fetch("kind"), "error_class" => error&.fetch("class_name"),
-            "error_message" => error&.fetch("message") }
+          columns = { "call_id" => h["id"], "provider_call_id" => h["provider_id"], "name" => h["name"],
+                      "arguments" => h["arguments"], "provider" => h["provider"], "model" => h["model"],
+                      "status" => h["status"], "awaiting_approval" => h["awaiting_approval"], "result" => h["content"],
+                      "error_kind" => error&.fetch("kind"), "error_class" => error&.fetch("class_name"),
+                      "error_message" => error&.fetch("message") }
+          columns["signature"] = h["signature"] if row_class&.column_names&.include?("signature")
+          columns
         end
 
         private
@@ -69,7 +74,15 @@ module LlmFailover
           ToolCall.from_h("id" => call_id, "provider_id" => provider_call_id, "name" => name,
                           "arguments" => arguments.to_s, "provider" => provider, "model" => model,
                           "status" => status, "awaiting_approval" => awaiting_approval == true,
-                          "content" => result, "error" => error)
+                          "content" => result, "error" => error,
+                          "signature" => has_attribute?(:signature) ? self[:signature] : nil)
+        end
+
+        private
+
+        # A call's signature is its host's alone: [FILTERED] in #inspect and pp.
+        def inspection_filter
+          HiddenColumn.new(super, "signature")
         end
       end
     end

@@ -43,7 +43,7 @@ module LlmFailover
       #   first target's reason
       def check_count(count, targets)
         reasons = targets.map do |t|
-          Attachment.__send__(:__count_refusal, t.provider.api, t.provider.attachments, t.label, count)
+          Attachment.__send__(:__count_refusal, t.engine, t.label, count)
         end
         raise ArgumentError, reasons.first.last if reasons.all?
       end
@@ -64,7 +64,7 @@ module LlmFailover
       #   the target and the limit
       def refusal(target, attachment)
         fields = [attachment.mime_type, attachment.name, attachment.base64, attachment.url]
-        Attachment.__send__(:__refusal, target.provider.api, target.provider.attachments, target.label, fields)
+        Attachment.__send__(:__refusal, target.engine, target.label, fields)
       end
 
       # The URL attachments a target that takes them needs the bytes of, downloaded.

@@ -5,6 +5,7 @@ require "llm_failover/llm_failover" # the compiled extension: Engine
 require_relative "../health/circuit_breaker"
 require_relative "cancellation"
 require_relative "hedge_delay"
+require_relative "reasoning"
 require_relative "reply"
 require_relative "target"
 require_relative "call/delivery"
@@ -204,7 +205,7 @@ module LlmFailover
     def succeed(result)
       target = Target.of(@targets, result.target)
       host = Target.host_of(@targets, result.target).name
-      model = result.model
+      model = result.model || result.target.model # a host that names none (Bedrock): the id it was asked
       sent = result.content # with the placeholders: what the cache keeps, restored per call
       content = restored(sent)
       @delivery.flush
@@ -213,7 +214,7 @@ module LlmFailover
       calls = raw_calls && @tool_calls_from ? @tool_calls_from.call(raw_calls, target, model) : Reply::NO_CALLS
       @delivery.finish(target, content: content, model: model, provider: target.name,
                                input_tokens: result.input_tokens, output_tokens: result.output_tokens,
-                               tool_calls: calls)
+                               tool_calls: calls, reasoning: Reasoning.of(result))
       json_text = result.json
       # What a cache hit of this answer saves: the answering attempt's cost.
       cost = @records.to_a.reverse.find(&:success?)&.cost

@@ -198,6 +198,7 @@ module LlmFailover
       # wire layer's rule, and one call may go out in both protocols.
       # A chat without tools sends earlier tool calls and results as text: Anthropic
       # refuses tool_use blocks in a request that offers no tools (doc/tools.md).
+      renew_targets
       conversation = turn&.conversation || @store.conversation
       messages = Transcript.engine_messages(conversation, tools: tools?)
       # One list per message sent, in order (as text, tool results are folded into the

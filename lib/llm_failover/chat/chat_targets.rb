@@ -45,6 +45,20 @@ module LlmFailover
                         enforce_quota: @options.enforce_quota).backup_first?
       end
 
+      # The targets with the credentials a call sends now, once per call before anything
+      # reads them: a provider whose token was renewed gives new ones (ProviderConfig#target);
+      # a key keeps the same.
+      # @raise [ConfigurationError] a token source failed: no request is sent
+      def renew_targets
+        primary = @primary_target.current
+        backup = @backup_target&.current
+        return if primary.equal?(@primary_target) && backup.equal?(@backup_target)
+
+        @primary_target = primary
+        @backup_target = backup
+        @targets = nil
+      end
+
       # The primary, then the backup if there is one.
       def engine_targets
         @targets ||= (@backup_target ? [@primary_target, @backup_target] : [@primary_target]).freeze

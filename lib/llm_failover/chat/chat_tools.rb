@@ -114,7 +114,7 @@ module LlmFailover
         return unless format&.schema_json && tools?
 
         refusing = engine_targets.flat_map(&:hosts).filter_map do |t|
-          why = AnswerFormat.schema_with_tools_refusal(t.provider.api)
+          why = AnswerFormat.schema_with_tools_refusal(t.protocol)
           [t.label, why] if why
         end
         return if refusing.empty?

@@ -29,9 +29,16 @@ module LlmFailover
   #
   # Methods:
   # - finish_assistant(message, content:, ..., tool_calls: calls): as without tools,
-  #   plus the calls the answer asked for (ToolCall, status pending), stored with the
-  #   message in one step: a crash never leaves an answer that asked for tools without
-  #   its calls. The keyword is only given when there are calls.
+  #   plus the calls the answer asked for (ToolCall, status pending, each with its
+  #   #signature), stored with the message in one step: a crash never leaves an answer
+  #   that asked for tools without its calls. The keyword is only given when there are
+  #   calls.
+  #
+  # Reasoning state (any store may keep it; one that does not loses nothing but the
+  # host's memory of its reasoning): finish_assistant(message, ..., reasoning:) gives a
+  # Reasoning when the answer carried some (the keyword only then), and the assistant
+  # message answers #reasoning, #reasoning_api and #reasoning_origin (Strings, nil for
+  # none) from then on: the transcript hands them back (Chat::Transcript).
   # - save_tool_call(call): stores a call's state that has no result yet (ToolCall#to_h:
   #   status, awaiting_approval, ...). The loop calls it with the call `running` right
   #   before Tool#execute, so that a crash leaves it visibly running. Refused
@@ -177,7 +184,8 @@ module LlmFailover
         last = @messages.last
         if last&.role == "assistant" && last.status == "failed"
           return last.update(status: "streaming", content: +"", model: model, provider: provider,
-                             input_tokens: nil, output_tokens: nil)
+                             input_tokens: nil, output_tokens: nil, reasoning: nil, reasoning_api: nil,
+                             reasoning_origin: nil)
         end
 
         @messages << Message.new(role: "assistant", content: +"", status: "streaming", model: model,
@@ -202,9 +210,14 @@ module LlmFailover
     end
 
     # @param tool_calls [Array<ToolCall>] the calls the answer asked for (see the top)
-    def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil)
+    # @param reasoning [Reasoning, nil] the answer's reasoning state (see the top)
+    def finish_assistant(message, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil,
+                         reasoning: nil)
       @lock.lock
       begin
+        if reasoning
+          message.update(reasoning: reasoning.state, reasoning_api: reasoning.api, reasoning_origin: reasoning.origin)
+        end
         if tool_calls && !tool_calls.empty?
           ids = tool_calls.map do |call|
             @calls[call.id] = snapshot(call)

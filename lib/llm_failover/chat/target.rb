@@ -3,11 +3,12 @@
 require_relative "../safe_inspect"
 
 module LlmFailover
-  # A target the attempt loop may try: a model asked of a configured provider, and
-  # the engine's description of it (an Engine::Target, ProviderConfig#engine_target);
-  # or a model asked of a pool (PoolConfig#target): an Engine::Pool, and its hosts,
-  # each the Target of that model asked of one host's provider entry.
-  # Built and frozen once per provider (or pool) and model.
+  # A target the attempt loop may try: a model asked of a configured provider (the
+  # name a chat gives it; a models: alias's host id is the engine's), and the engine's
+  # description of it (an Engine::Target, ProviderConfig#engine_target); or a model
+  # asked of a pool (PoolConfig#target): an Engine::Pool, and its hosts, each the
+  # Target of that model asked of one host's provider entry. Built and frozen once per
+  # provider (or pool), model and credential.
   #
   # Public: Target.label only, the one "provider/model" form, for an app's own log
   # lines (the guides' examples use it on a Reply, an AttemptRecord or an error).
@@ -70,6 +71,20 @@ module LlmFailover
     # @return [Boolean] whether it is a pool's
     def pool?
       !pool_hosts.nil?
+    end
+
+    # @api private
+    # @return [Target] this target with the credential a call sends now: itself, or a new
+    #   one when its provider's token was renewed (ProviderConfig#target)
+    # @raise [ConfigurationError] the credential's source failed
+    def current
+      provider.target(model)
+    end
+
+    # @api private
+    # @return [Symbol] the protocol it is asked in (:openai, :anthropic, :responses, :gemini)
+    def protocol
+      engine.api
     end
 
     # @api private

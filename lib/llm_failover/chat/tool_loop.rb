@@ -155,12 +155,13 @@ module LlmFailover
       # arguments restored from the placeholders the model saw.
       def make_calls(raw, target, _response_model)
         @ids ||= transcript_ids
-        raw.map do |id, name, arguments|
+        raw.map do |id, name, arguments, signature|
           canonical = id.empty? || @ids.include?(id) ? "call_#{Engine.uuid.delete('-')}" : id
           @ids << canonical
           arguments = @scrubbing.restore(arguments, json: true) if @scrubbing
           ToolCall.new(id: canonical, provider_id: id.empty? ? nil : id, name: name, arguments: arguments,
-                       provider: target.name, model: target.model) # the model asked, as Reply#model
+                       provider: target.name, model: target.model, # the model asked, as Reply#model
+                       signature: signature)
         end
       end
 

@@ -88,15 +88,15 @@ module LlmFailover
       @prices = Prices.default
     end
 
-    # Declares (or redeclares) a provider.
+    # Declares (or redeclares) a provider. Its options (the host's, the credential,
+    # models:, attachments): see ProviderConfig#initialize and doc/providers.md.
     # @example
     #   c.provider :groq, api: :openai, api_key: ENV["GROQ_API_KEY"], base_url: "https://api.groq.com/openai/v1"
+    #   c.provider :vertex, api: :vertex, project: "my-project", location: "us-east5", access_token: -> { ... }
     # @return [ProviderConfig]
-    # Attachment options (images:, documents:, attachment_urls:, max_attachment_bytes:,
-    # max_attachments:): see ProviderConfig#initialize.
-    def provider(name, api:, api_key:, base_url: nil, headers: {}, **attachments)
-      config = ProviderConfig.new(name, api: api, api_key: api_key, base_url: base_url, headers: headers,
-                                  **attachments)
+    # @raise [ConfigurationError] a bad or missing option, before any HTTP
+    def provider(name, api:, **options)
+      config = ProviderConfig.new(name, api: api, **options)
       raise ConfigurationError, "provider #{config.name.inspect}: a pool has that name" if @pools.key?(config.name)
 
       @providers = @providers.merge(config.name => config).freeze

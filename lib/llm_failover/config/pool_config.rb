@@ -64,9 +64,15 @@ module LlmFailover
     end
 
     # @api private: +model+ asked of the pool, as a frozen Target whose hosts are
-    #   +model+ asked of each host's entry
+    #   +model+ asked of each host's entry, with the credential each sends now (a new
+    #   Target when a host's token was renewed, as ProviderConfig#target)
+    # @raise [ConfigurationError] a host's credential source failed
     def target(model)
-      @per_model[model] || per_model(model)
+      hosts = @hosts.map { |h| h.provider.target(model) }
+      kept = @per_model[model]
+      return kept if kept && kept.hosts.each_with_index.all? { |t, i| t.equal?(hosts[i]) }
+
+      per_model(model, hosts)
     end
 
     def inspect
@@ -76,10 +82,10 @@ module LlmFailover
 
     private
 
-    def per_model(model)
+    def per_model(model, hosts)
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
-      hosts = @hosts.map { |h| h.provider.target(model) }.freeze
+      hosts = hosts.freeze
       engine = Engine::Pool.new(key: Target.key(name, model), hosts: hosts.map(&:engine).freeze,
                                 weights: @hosts.map { |h| h.weight.to_f }.freeze).freeze
       @per_model[model] = Target.build(model, self, engine, hosts: hosts)

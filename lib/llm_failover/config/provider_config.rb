@@ -4,6 +4,8 @@ require "uri"
 
 require_relative "../attachments/attachment"
 require_relative "../errors"
+require_relative "credentials"
+require_relative "host"
 require "llm_failover/llm_failover" # Engine::Target
 require_relative "../chat/target"
 require_relative "../safe_inspect"
@@ -15,14 +17,7 @@ module LlmFailover
   class ProviderConfig
     include SafeInspect
 
-    APIS = %i[openai anthropic].freeze
-
-    # Where each protocol lives when no base_url is given; the engine appends
-    # "/chat/completions" (OpenAI) or "/v1/messages" (Anthropic).
-    DEFAULT_BASE_URLS = {
-      openai: "https://api.openai.com/v1",
-      anthropic: "https://api.anthropic.com"
-    }.freeze
+    APIS = Host::APIS
 
     REDACTED = "[REDACTED]"
 
@@ -33,10 +28,14 @@ module LlmFailover
     # CR, LF and NUL would let a value smuggle extra header lines or cut a C string.
     FORBIDDEN_CHARS = /[\r\n\0]/.freeze
 
-    attr_reader :name, :api, :base_url, :headers
+    attr_reader :name, :headers
+    # @return [Host] where it lives: base_url, layout, the protocol of each model
+    attr_reader :host
     # @return [Hash] what the provider takes as attachments: { images:, documents:, urls:,
     #   max_bytes:, max_count: }
     attr_reader :attachments
+    # @return [Hash{String => String}] models: a logical model name => this host's id (frozen)
+    attr_reader :models
 
     # +url+ as a message or #inspect may quote it: credentials (userinfo), query values
     # and the fragment replaced by [REDACTED]. The one redactor of URLs (provider base
@@ -67,28 +66,77 @@ module LlmFailover
       hash.empty? ? base : "#{base}##{REDACTED}"
     end
 
-    # @raise [ConfigurationError] on anything the engine could not use
-    # Attachments: images: / documents: false say the provider's models take no images /
-    # no PDFs (a call with one goes to a target that does, or is refused);
-    # attachment_urls: false, that it is sent the bytes of a URL attachment, not the
-    # URL; max_attachment_bytes: / max_attachments: its limits per file and per message.
-    def initialize(name, api:, api_key:, base_url: nil, headers: {}, images: true, documents: true,
-                   attachment_urls: true, max_attachment_bytes: Attachment::MAX_BYTES,
-                   max_attachments: Attachment::MAX_COUNT)
+    # @raise [ConfigurationError] on anything the engine could not use, before any HTTP
+    # Where and how (Host): api:, base_url: (a default per api), Azure's azure_api: and
+    # api_version:, Vertex AI's project: and location:, Bedrock's region:. The credential
+    # (Credentials): api_key:, or where the host takes one, access_token: (a String or a
+    # token source) or Bedrock's credentials: (AWS's, a Hash or a source; the environment's
+    # without).
+    # models: a logical model name => this host's id (reply.model and the records say
+    # the logical one). encrypted_reasoning: the Responses API's reasoning items asked for
+    # and sent back (true, false, or the models that reason: names or Regexps; a model that
+    # does not reason answers the ask with a 400). Attachments: images: / documents: false
+    # say the provider's models take no images / no PDFs (a call with one goes to a target
+    # that does, or is refused); attachment_urls: false, that it is sent the bytes of a URL
+    # attachment, not the URL; max_attachment_bytes: / max_attachments: its limits per file
+    # and per message.
+    def initialize(name, api:, api_key: nil, access_token: nil, credentials: nil, base_url: nil, headers: {},
+                   models: {}, azure_api: nil, api_version: nil, project: nil, location: nil, region: nil,
+                   encrypted_reasoning: false, images: true, documents: true, attachment_urls: true,
+                   max_attachment_bytes: Attachment::MAX_BYTES, max_attachments: Attachment::MAX_COUNT)
       @name = validate_name(name)
-      @api = validate_api(api)
-      @api_key = validate_key(api_key)
-      @base_url = validate_base_url(base_url.nil? ? DEFAULT_BASE_URLS.fetch(@api) : base_url)
+      @host = Host.new(@name, api: api, base_url: base_url, azure_api: azure_api, api_version: api_version,
+                              project: project, location: location, region: region)
+      @credential = Credentials.for(@host, api_key: api_key, access_token: access_token, credentials: credentials)
       @headers = validate_headers(headers).freeze
+      @models = validate_models(models)
+      @encrypted_reasoning = validate_encrypted_reasoning(encrypted_reasoning)
       @attachments = validate_attachments(images: images, documents: documents, urls: attachment_urls,
                                           max_bytes: max_attachment_bytes, max_count: max_attachments)
-      @per_model = {} # model => what every call to it shares (#per_model); the one mutable part
+      # The keywords it was built with, but base_url (Testing points it elsewhere).
+      @options = { api: api, api_key: api_key, access_token: access_token, credentials: credentials,
+                   headers: headers, models: models, azure_api: azure_api, api_version: api_version,
+                   project: project, location: location, region: region, encrypted_reasoning: encrypted_reasoning, images: images, documents: documents,
+                   attachment_urls: attachment_urls, max_attachment_bytes: max_attachment_bytes,
+                   max_attachments: max_attachments }.compact.freeze
+      @per_model = {} # model => [credential, Target] (#target); the one mutable part
+      @per_model_lock = Mutex.new
       freeze
     end
 
-    # @return [String] the secret; only the engine request and the redactor read it
+    # @return [Symbol] the api it was configured with (:openai, :azure, :vertex, ...)
+    def api
+      @host.api
+    end
+
+    # @return [String] the base URL the host's route and the protocol's path go after
+    def base_url
+      @host.base_url
+    end
+
+    # @return [String, nil] the key given as api_key: (or a token given as a String);
+    #   nil for a source or AWS credentials. Only the engine request and the redactor read it.
     def api_key
-      @api_key
+      @credential.is_a?(Credentials::Key) ? @credential.current : nil
+    end
+
+    # @return [Credentials::Key, Credentials::TokenSource, Credentials::AwsSource, Credentials::AwsKeysGiven]
+    #   where its credential comes from (never shown)
+    def credential
+      @credential
+    end
+
+    # @api private: the keywords this provider was declared with, but base_url: what
+    # LlmFailover::Testing declares it again with (secrets included: never shown)
+    # @return [Hash]
+    def options
+      @options
+    end
+
+    # @param model [String] the model as a chat names it
+    # @return [String] the model as this host names it (models:), the same without an alias
+    def host_model(model)
+      @models.fetch(model, model)
     end
 
     # @api private: the engine's description of one target (an Engine::Target, whose
@@ -97,35 +145,62 @@ module LlmFailover
       target(model).engine
     end
 
-    # @api private: +model+ asked of this provider, as a frozen Target.
+    # @api private: +model+ asked of this provider, as a frozen Target holding the
+    # credential a call sends now (a token source asked when its token is about to expire:
+    # a new Target then).
+    # @raise [ConfigurationError] the credential's source failed
     def target(model)
-      @per_model[model] || per_model(model)
+      credential = @credential.current
+      entry = @per_model[model]
+      return entry.last if entry && entry.first.equal?(credential)
+
+      @per_model_lock.synchronize { per_model(model, credential) }
     end
 
     def inspect
       shown = headers.keys.map { |k| "#{k}: #{REDACTED}" }.join(", ")
+      aliases = @models.empty? ? "" : " models=#{@models.keys.inspect}"
       "#<#{self.class.name} #{name.inspect} api=#{api} base_url=#{base_url} " \
-        "api_key=#{REDACTED}#{" headers={#{shown}}" unless headers.empty?}>"
+        "#{@credential.option}=#{REDACTED}#{" headers={#{shown}}" unless headers.empty?}" \
+        "#{aliases}>"
     end
 
     private
 
-    # What every call to +model+ shares, built once and frozen: the Target, holding
-    # its Engine::Target. Kept for a handful of models per provider (dropped past
-    # MODELS_KEPT).
-    def per_model(model)
+    # What every call to +model+ shares, built once per credential and frozen: the Target,
+    # holding its Engine::Target. Kept for a handful of models per provider (dropped past
+    # MODELS_KEPT). Under the lock.
+    def per_model(model, credential)
+      entry = @per_model[model]
+      return entry.last if entry && entry.first.equal?(credential)
+
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
-      engine = Engine::Target.new(key: Target.key(name, model), api: api, base_url: base_url, api_key: @api_key,
-                                  model: model, headers: headers, images: @attachments[:images],
-                                  documents: @attachments[:documents], attachment_urls: @attachments[:urls],
-                                  max_attachment_bytes: @attachments[:max_bytes],
-                                  max_attachments: @attachments[:max_count]).freeze
-      @per_model[model] = Target.build(model, self, engine)
+      host_model = host_model(model)
+      engine = Engine::Target.new(key: Target.key(name, model), api: @host.protocol(host_model), base_url: base_url,
+                                  model: host_model, headers: headers,
+                                  images: @attachments[:images], documents: @attachments[:documents],
+                                  attachment_urls: @attachments[:urls], max_attachment_bytes: @attachments[:max_bytes],
+                                  max_attachments: @attachments[:max_count], layout: @host.layout,
+                                  api_version: @host.api_version, vertex: @host.vertex, region: @host.region,
+                                  origin: name.to_s.freeze, encrypted_reasoning: encrypted_reasoning?(model, host_model),
+                                  **@credential.engine_fields(credential)).freeze
+      target = Target.build(model, self, engine)
+      @per_model[model] = [credential, target].freeze
+      target
+    end
+
+    # Whether the Responses API is asked for +model+'s reasoning items (the logical name
+    # or the host's id matches).
+    def encrypted_reasoning?(model, host_model)
+      case @encrypted_reasoning
+      when true, false then @encrypted_reasoning
+      else @encrypted_reasoning.any? { |m| [model, host_model].any? { |name| m === name } } # rubocop:disable Style/CaseEquality
+      end
     end
 
     def fail!(message)
-      raise ConfigurationError, "provider #{@name.inspect}: #{message}"
+      Host.refuse!(@name, message)
     end
 
     def validate_name(name)
@@ -136,42 +211,31 @@ module LlmFailover
       name.to_sym
     end
 
-    def validate_api(api)
-      sym = api.respond_to?(:to_sym) ? api.to_sym : nil
-      return sym if APIS.include?(sym)
+    # models: { "logical name" => "the host's id" }, both model names (ModelName's rule).
+    def validate_models(models)
+      fail!("models must be a Hash of model name => this host's id, got #{models.class}") unless models.is_a?(Hash)
 
-      fail!("unknown api #{api.inspect} (known: #{APIS.map(&:inspect).join(', ')})")
+      models.each_with_object({}) do |(logical, id), out|
+        [logical, id].each do |m|
+          fail!("models: #{m.inspect} is not a model name (a non-empty String)") unless m.is_a?(String) && !m.strip.empty?
+          fail!("models: #{m.inspect} contains a CR, LF or NUL character") if m.match?(FORBIDDEN_CHARS)
+        end
+        out[logical.dup.freeze] = id.dup.freeze
+      end.freeze
     end
 
-    # The key's value is never put in a message, not even in part.
-    def validate_key(key)
-      fail!("api_key is missing (nil); is its environment variable set?") if key.nil?
-      fail!("api_key must be a String, got #{key.class}") unless key.is_a?(String)
-      fail!("api_key is empty") if key.strip.empty?
-      fail!("api_key contains a CR, LF or NUL character (a pasted newline?)") if key.match?(FORBIDDEN_CHARS)
+    # The Responses API's only (on OpenAI, or Azure with azure_api: :responses).
+    def validate_encrypted_reasoning(value)
+      return false if value == false
 
-      key.dup.freeze
-    end
-
-    # The one normalisation of a base_url (the engine appends the endpoint path to it as
-    # it is). Messages show it through ProviderConfig.shown_url: a URL may carry a password.
-    def validate_base_url(url)
-      fail!("base_url must be a String, got #{url.class}") unless url.is_a?(String)
-      uri = begin
-        URI.parse(url)
-      rescue URI::InvalidURIError
-        nil
+      list = value == true || (value.is_a?(Array) && value)
+      unless list == true || (list && list.all? { |m| m.is_a?(String) || m.is_a?(Regexp) })
+        fail!("encrypted_reasoning must be true, false or a list of model names and Regexps, got #{value.inspect}")
       end
-      unless uri && %w[http https].include?(uri.scheme&.downcase) && uri.host && !uri.host.empty?
-        fail!("base_url must be an http:// or https:// URL, got #{ProviderConfig.shown_url(url).inspect}")
+      unless %i[responses azure].include?(api) && @host.protocol("") == :responses
+        fail!("encrypted_reasoning: is for the Responses API (api: :responses, or :azure with azure_api: :responses)")
       end
-      if uri.query || uri.fragment
-        fail!("base_url must not carry a query or fragment, got #{ProviderConfig.shown_url(url).inspect}")
-      end
-      fail!("base_url must not carry credentials, got #{ProviderConfig.shown_url(url).inspect}") if uri.userinfo
-
-      # A trailing slash would double the one the endpoint path starts with.
-      url.sub(%r{/+\z}, "").freeze
+      list == true ? true : list.map { |m| m.frozen? ? m : m.dup.freeze }.freeze
     end
 
     def validate_attachments(**options)

@@ -87,13 +87,16 @@ module LlmFailover
 
     private
 
-    # A provider, or a pool whose hosts all are OpenAI-compatible.
+    # A provider, or a pool, every host of which serves embeddings (Host#embeddings_refusal:
+    # OpenAI-compatible /embeddings, Azure's too, and Gemini's batchEmbedContents).
     def target(name)
       target = @config.provider_config(name).target(@model)
-      wrong = target.hosts.find { |host| host.provider.api != :openai }
-      if wrong
-        raise ConfigurationError, "embeddings need an OpenAI-compatible provider: #{wrong.name.inspect} " \
-                                  "speaks #{wrong.provider.api}"
+      target.hosts.each do |host|
+        why = host.provider.host.embeddings_refusal(host.protocol)
+        next unless why
+
+        raise ConfigurationError, "embeddings need a provider that serves them (OpenAI-compatible, Azure, Gemini): " \
+                                  "#{host.name.inspect}: #{why}"
       end
       target
     end

@@ -24,6 +24,14 @@ module LlmFailover
   #   fake_llm.on(:openai).enqueue({ error: :overloaded }, { error: :overloaded })
   #   fake_llm.on(:anthropic).enqueue({ text: "Hi from the backup" })
   module Testing
+    # The access token a provider configured with a token source sends in a test: the
+    # source itself is not asked (it would reach the cloud), and the fake takes any token.
+    OFFLINE_TOKEN = "llm-failover-test-token"
+    # The AWS credentials a Bedrock provider signs with in a test when it was configured
+    # with a source or none (the environment's): the fake checks no signature unless told to.
+    OFFLINE_AWS_CREDENTIALS = { access_key_id: "AKIDLLMFAILOVERTEST", secret_access_key: "llm-failover-test-secret" }
+                              .freeze
+
     @fake = nil
     @fake_pid = nil
     @fake_lock = Mutex.new
@@ -104,13 +112,25 @@ module LlmFailover
       end
 
       # @api private: declares every provider of +config+ again, the same but for its
-      # base_url: its own lane of +fp+ (the one rule of the test helpers and offline mode)
+      # base_url: its own lane of +fp+, at the path its host takes (the one rule of the
+      # test helpers and offline mode), and a source's credential: OFFLINE_TOKEN, or
+      # OFFLINE_AWS_CREDENTIALS for Bedrock's (a source's, or the environment's)
       # @return [void]
       def point_providers(config, fp)
         config.providers.each_value do |p|
-          config.provider(p.name, api: p.api, api_key: p.api_key, base_url: fp.on(p.name).base_url(p.api),
-                                  headers: p.headers)
+          options = p.options
+          options = options.merge(access_token: OFFLINE_TOKEN) if options[:access_token].respond_to?(:call)
+          if p.credential.is_a?(Credentials::AwsSource)
+            options = options.merge(credentials: OFFLINE_AWS_CREDENTIALS)
+          end
+          config.provider(p.name, **options, base_url: fp.on(p.name).base_url(fake_api(p)))
         end
+      end
+
+      # @api private: what the FakeProvider calls +provider+'s host (FakeProvider#base_url)
+      # @return [Symbol]
+      def fake_api(provider)
+        provider.host.layout == :azure_foundry ? :azure_foundry : provider.api
       end
     end
   end

@@ -50,13 +50,18 @@ module LlmFailover
     attr_reader :content
     # @return [Failure, nil]
     attr_reader :error
+    # @return [String, nil] the host's signature of the call (Gemini's thoughtSignature):
+    #   part of its answer's reasoning state (Reasoning), sent back to that host only;
+    #   opaque, never shown
+    attr_reader :signature
 
     # @param id [String]
     # @param name [String]
     # @param arguments [String, Hash] the JSON text (OpenAI sends text, and a model may
     #   send text that is not JSON), or the object (Anthropic sends one)
     # @param provider_id [String, nil] defaults to id
-    def initialize(id:, name:, arguments:, provider_id: nil, provider: nil, model: nil, status: :pending)
+    def initialize(id:, name:, arguments:, provider_id: nil, provider: nil, model: nil, status: :pending,
+                   signature: nil)
       raise ArgumentError, "a tool call id is a non-empty String, got #{id.inspect}" unless id.is_a?(String) && !id.empty?
       raise ArgumentError, "a tool call name is a String, got #{name.inspect}" unless name.is_a?(String)
 
@@ -66,6 +71,7 @@ module LlmFailover
       @arguments_json = (arguments.is_a?(String) ? arguments : JSON.generate(arguments)).dup.freeze
       @provider = provider
       @model = model
+      @signature = signature&.dup&.freeze
       self.status = status
     end
 
@@ -181,7 +187,7 @@ module LlmFailover
         "provider" => @provider&.to_s, "model" => @model, "status" => @status.to_s,
         "awaiting_approval" => @awaiting_approval == true, "content" => @content,
         "error" => @error && { "kind" => @error.kind.to_s, "class_name" => @error.class_name,
-                               "message" => @error.message } }
+                               "message" => @error.message }, "signature" => @signature }
     end
 
     # The inverse of #to_h. A succeeded call's #result comes back as its serialised
@@ -191,7 +197,7 @@ module LlmFailover
       h = hash.transform_keys(&:to_s)
       call = new(id: h.fetch("id"), name: h.fetch("name"), arguments: h.fetch("arguments"),
                  provider_id: h["provider_id"], provider: h["provider"]&.to_sym, model: h["model"],
-                 status: h.fetch("status").to_sym)
+                 status: h.fetch("status").to_sym, signature: h["signature"])
       call.restore(h)
     end
 

@@ -106,6 +106,11 @@ module LlmFailover
           t.string :tool_call_id, note: 'a role "tool" message: the call it is the result of'
           t.text :attachments_data,
                  note: "ask(text, with: files) without ActiveStorage: the files as JSON (MySQL: LONGTEXT)"
+          t.text :reasoning, note: "an answer's reasoning state for its host's next turn (opaque; MySQL: LONGTEXT)",
+                             above: "Reasoning state: the Responses API's encrypted items, Gemini's signature,\n" \
+                                    "sent back to the protocol and provider that made them only"
+          t.string :reasoning_api, note: "its protocol: responses, gemini"
+          t.string :reasoning_origin, note: "the provider that made it"
           t.timestamps
           t.index %i[model created_at], what: "model_and_created_at",
                                         above: "The quota count: this month's completed answers of one model."
@@ -182,6 +187,7 @@ module LlmFailover
           t.text :error_message
           t.datetime :started_at
           t.datetime :finished_at
+          t.text :signature, note: "the host's signature of the call (Gemini's thoughtSignature), sent back to it"
           t.timestamps
           t.index %i[message_id call_id], what: "message_id_and_call_id", unique: true
           t.index :call_id, what: "call_id"
@@ -262,7 +268,8 @@ module LlmFailover
         %i[attempts turn_id], %i[circuit_events], %i[messages tool_call_id], %i[tool_calls], %i[vectors],
         %i[attempts cache_tier], %i[attempts similarity], %i[messages attachments_data], %i[messages claimed_by],
         %i[attempts cached_input_tokens], %i[attempts cache_write_tokens], %i[attempts cost], %i[attempts cost_saved],
-        %i[vectors embedding], %i[attempts host]
+        %i[vectors embedding], %i[attempts host], %i[messages reasoning], %i[messages reasoning_api],
+        %i[messages reasoning_origin], %i[tool_calls signature]
       ].freeze
     end
   end

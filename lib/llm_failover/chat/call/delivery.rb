@@ -74,10 +74,12 @@ module LlmFailover
 
       # The answer is complete (#flush first, when a restorer may hold its end).
       # +tool_calls+: the calls the answer asked for, stored with it (given to the store
-      # only when there are some: a store without tools never sees the keyword).
-      def finish(target, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil)
+      # only when there are some: a store without tools never sees the keyword);
+      # +reasoning+: its Reasoning, the same way.
+      def finish(target, content:, model:, provider:, input_tokens:, output_tokens:, tool_calls: nil, reasoning: nil)
         @settled = true
         extra = tool_calls.nil? || tool_calls.empty? ? {} : { tool_calls: tool_calls }
+        extra[:reasoning] = reasoning if reasoning
         @store.finish_assistant(message(target), content: content, model: model, provider: provider.name,
                                                  input_tokens: input_tokens, output_tokens: output_tokens, **extra)
       end

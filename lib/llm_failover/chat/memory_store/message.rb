@@ -20,6 +20,12 @@ module LlmFailover
       attr_reader :attachments
       # @return [String, nil] role "tool": the ToolCall#id this message is the result of
       attr_reader :tool_call_id
+      # @return [String, nil] an answer's reasoning state (Reasoning#state), opaque
+      attr_reader :reasoning
+      # @return [String, nil] the protocol of its reasoning state (or of its calls' signatures)
+      attr_reader :reasoning_api
+      # @return [String, nil] the provider entry that made it
+      attr_reader :reasoning_origin
 
       # The empty list every message without attachments or tool calls shares (frozen).
       NONE = [].freeze
@@ -38,6 +44,7 @@ module LlmFailover
         @tool_call_id = nil
         @is_error = false
         @tool_call_ids = nil
+        @reasoning = @reasoning_api = @reasoning_origin = nil
       end
 
       # @return [Array<ToolCall>] an assistant message's tool calls, as stored now
