@@ -70,9 +70,14 @@ module LlmFailover
     def for(target)
       return nil unless on?
 
+      found = @found_lock.synchronize { @found[target] }
+      return found.first if found
+
+      # Looked up outside the lock: a pool's lookup asks #for of each of its hosts.
+      price = lookup(target)
       @found_lock.synchronize do
         @found.clear if @found.size >= 1000
-        @found[target] ||= [lookup(target)]
+        @found[target] ||= [price]
       end.first
     end
 
