@@ -93,6 +93,16 @@ RSpec.describe "Hosts through the gem" do
     }
   }
 
+  # The class of the FakeProvider's in-stream error event (error_event_after:) in each
+  # protocol: chat completions' and the Responses API's server_error, Anthropic's
+  # overloaded_error, Converse's modelStreamErrorException (its originalStatusCode 500),
+  # Gemini's UNAVAILABLE.
+  stream_error_classes = {
+    openai: "LlmFailover::ServerError", responses: "LlmFailover::ServerError",
+    anthropic: "LlmFailover::OverloadedError", bedrock: "LlmFailover::ServerError",
+    gemini: "LlmFailover::ServiceUnavailableError"
+  }.freeze
+
   let(:fp) { start_fake_provider(strict_transcript: true) }
   let(:log) { StringIO.new }
 
@@ -192,6 +202,41 @@ RSpec.describe "Hosts through the gem" do
         reply = chat_on_host.ask("Hi")
         expect([reply.content, reply.provider]).to eq(["from the backup", :other])
         expect(reply.attempts.map(&:error_class)).to eq(["LlmFailover::ServiceUnavailableError", nil])
+      end
+
+      it "classifies an error event inside its stream and fails over to the other protocol, the partial text reset" do
+        fp.on(:host).enqueue({ text: "one two three four", error_event_after: 1 })
+        fp.on(:other).enqueue({ text: "the backup's answer" })
+        events = []
+        reply = chat_on_host.ask("Hi") { |c| events << (c.reset? ? :reset : c.provider) }
+        expect(events.chunk_while { |a, b| a == b }.map(&:first)).to eq(%i[host reset other])
+        expect([reply.content, reply.provider]).to eq(["the backup's answer", :other])
+        expect(reply.attempts.map(&:error_class)).to eq([stream_error_classes.fetch(host[:protocol]), nil])
+      end
+
+      it "fails over a rate limit and a server error, each by its class" do
+        { rate_limit: "LlmFailover::RateLimitError", server: "LlmFailover::ServerError" }.each do |error, raised|
+          fp.on(:host).enqueue({ error: error })
+          fp.on(:other).enqueue({ text: "from the backup" })
+          reply = chat_on_host.ask("Hi")
+          expect([reply.content, reply.provider]).to eq(["from the backup", :other])
+          expect(reply.attempts.map(&:error_class)).to eq([raised, nil])
+        end
+      end
+
+      it "raises a bad request, a too-long prompt and a refused one at once: never the backup" do
+        LlmFailover.configuration.max_retries = 2
+        { bad_request: LlmFailover::BadRequestError, context_length: LlmFailover::ContextLengthExceededError,
+          content_policy: LlmFailover::ContentPolicyError, forbidden: LlmFailover::ForbiddenError }.each do |error, raised|
+          # The fake's Anthropic wording for a refused prompt names no policy the classifier
+          # knows (Anthropic has no such error type): a BadRequestError, never failed over all the same.
+          raised = LlmFailover::BadRequestError if error == :content_policy && host[:protocol] == :anthropic
+          fp.on(:host).enqueue({ error: error })
+          sent = fp.on(:host).request_count
+          expect { chat_on_host.ask("Hi") }.to raise_error(raised) { |e| expect(e.provider).to eq(:host) }
+          expect(fp.on(:host).request_count).to eq(sent + 1)
+        end
+        expect(fp.on(:other).request_count).to eq(0)
       end
 
       it "runs its tool call once and finishes the turn on the other protocol, its reasoning state left behind" do
