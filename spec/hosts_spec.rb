@@ -285,4 +285,50 @@ RSpec.describe "Hosts through the gem" do
       end
     end
   end
+
+  # Issue 35: tools across a failover in both directions between every two protocols.
+  describe "a tool turn failing over between every two protocols" do
+    # name => [how it is configured, the model asked, the reasoning state its answers carry]
+    protocols = {
+      openai: [{ api: :openai, api_key: key }, "gpt-4o", nil],
+      anthropic: [{ api: :anthropic, api_key: key }, "claude-sonnet-4-6", nil],
+      responses: [{ api: :responses, api_key: key, encrypted_reasoning: true }, "gpt-5", :responses],
+      bedrock: [{ api: :bedrock, region: "us-east-1", credentials: aws }, "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                nil],
+      gemini: [{ api: :gemini, api_key: key }, "gemini-2.5-flash", :gemini]
+    }
+
+    let(:fp) do
+      start_fake_provider(strict_transcript: true,
+                          aws_credentials: { aws[:access_key_id] => aws.slice(:secret_access_key, :session_token) })
+    end
+
+    before do
+      LlmFailover.configure do |c|
+        protocols.each { |name, (options, _, _)| c.provider name, **options, base_url: fp.on(name).base_url(options[:api]) }
+        c.max_retries = 0
+        fast_policy(c)
+      end
+    end
+
+    protocols.keys.permutation(2).each do |from, to|
+      it "runs the call once when a turn begun on #{from} ends on #{to}, #{from}'s reasoning state left behind" do
+        fp.on(from).enqueue({ thinking: "Look the weather up.",
+                              tool_calls: [{ name: "weather", arguments: { "city" => "Lima" } },
+                                           { name: "weather", arguments: { "city" => "Quito" } }] },
+                            { error: :unavailable })
+        fp.on(to).enqueue({ text: "21 degrees in both." })
+        chat = LlmFailover.chat(model: protocols[from][1], provider: from, backup_model: protocols[to][1],
+                                backup_provider: to).with_tool(HostsSpecWeather)
+        reply = chat.ask("Weather in Lima and Quito?")
+        expect([reply.content, reply.provider]).to eq(["21 degrees in both.", to])
+        expect(Array.new(HostsSpecWeather.runs.size) { HostsSpecWeather.runs.pop }).to contain_exactly("Lima", "Quito")
+        sent = fp.on(to).requests.last
+        expect(sent.tool_results.map(&:content)).to eq(['{"temp":21}'] * 2)
+        expect(sealed_state(sent)).to eq([])
+        expect(chat.messages.map(&:role)).to eq(%w[user assistant tool tool assistant])
+        expect(chat.messages[1].reasoning_api).to eq(protocols[from][2]&.to_s)
+      end
+    end
+  end
 end
