@@ -181,6 +181,21 @@ RSpec.describe "Hosts through the gem" do
         expect(chat.messages.last.content).to eq("the backup's answer")
       end
 
+      it "sends an image and a PDF in its own shape, and again to the other protocol when it fails over" do
+        png = ("\x89PNG\r\n\x1A\n".b + "\x00\x00\x00\rIHDR".b + "pixels" * 10).freeze
+        pdf = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n%%EOF\n".b.freeze
+        files = [{ data: png, mime_type: "image/png", filename: "chart.png" },
+                 { data: pdf, mime_type: "application/pdf", filename: "report.pdf" }]
+        fp.on(:host).enqueue({ text: "A chart and a report." }, { error: :unavailable })
+        fp.on(:other).enqueue({ text: "Still a chart and a report." })
+        expect(chat_on_host.ask("What are these?", with: files).content).to eq("A chart and a report.")
+        expect(chat_on_host.ask("What are these?", with: files).provider).to eq(:other)
+        [fp.on(:host).requests.first, fp.on(:other).requests.last].each do |request|
+          expect(request.attachments.map { |f| [f.kind, f.mime_type, f.data] })
+            .to eq([[:image, "image/png", png], [:document, "application/pdf", pdf]])
+        end
+      end
+
       it "answers in JSON mode" do
         fp.on(:host).enqueue({ json: { "city" => "Paris", "temp" => 21 } })
         reply = chat_on_host.ask("Weather as JSON", json: true)
