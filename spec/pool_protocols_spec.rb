@@ -162,8 +162,31 @@ RSpec.describe "A pool mixing protocols" do
         expect(chat.messages.last.content).to eq(reply.content)
       end
 
-      it "raises a rejected credential, never answered by a sibling or the backup" do
-        { unauthorized: LlmFailover::UnauthorizedError, forbidden: LlmFailover::ForbiddenError }.each do |error, raised|
+      it "moves a stream that failed with an error event to a sibling of another protocol" do
+        fp.on(host).enqueue({ text: "one two three four five", error_event_after: 1 })
+        chunks, block = collect_chunks
+        reply = first(host).ask("hello", &block)
+        expect(reply.attempts.map(&:host).first(2)).to eq([host, reply.host])
+        # Chat completions', Responses' and Converse's error events say a server error, Gemini's UNAVAILABLE.
+        expect(reply.attempts.first.error_class)
+          .to eq(host == :vertex ? "LlmFailover::ServiceUnavailableError" : "LlmFailover::ServerError")
+        expect(chunks.drop_while { |c| !c.reset? }.drop(1).map(&:content).join).to eq(reply.content)
+        expect([reply.failover?, fp.on(:backup).request_count]).to eq([false, 0])
+      end
+
+      it "sends a too-long prompt to the backup, not to a sibling (failover_on_context_length)" do
+        LlmFailover.configure { |c| c.failover_on_context_length = true }
+        fp.on(host).enqueue({ error: :context_length })
+        others = requests_to(hosts - [host])
+        reply = first(host).ask("hello")
+        expect([reply.host, reply.failover?]).to eq([:backup, true])
+        expect(reply.attempts.map(&:error_class)).to eq(["LlmFailover::ContextLengthExceededError", nil])
+        expect(requests_to(hosts - [host])).to eq(others)
+      end
+
+      it "raises a rejected credential or a bad request, never answered by a sibling or the backup" do
+        { unauthorized: LlmFailover::UnauthorizedError, forbidden: LlmFailover::ForbiddenError,
+          bad_request: LlmFailover::BadRequestError }.each do |error, raised|
           fp.on(host).enqueue({ error: error })
           others = requests_to(hosts - [host] + [:backup])
           expect { first(host).ask("hello") }.to raise_error(raised) { |e|
