@@ -55,3 +55,38 @@ ArSpec.describe "The report per host" do
     expect(report.to_html).to include('data-table="hosts"')
   end
 end
+
+# A pool as the primary of a failover: the premium is reckoned at the pool's price, its
+# dearest host's (Pricing), as a call to it can cost at most that.
+ArSpec.describe "The failover premium of a pool" do
+  let(:fp) { start_fake_provider }
+
+  before do
+    LlmFailover::ActiveRecord::Attempt.delete_all
+    LlmFailover.configure do |c|
+      c.provider :east, api: :openai, api_key: "sk-east-0123456789", base_url: fp.on(:east).base_url(:openai)
+      c.provider :west, api: :openai, api_key: "sk-west-0123456789", base_url: fp.on(:west).base_url(:openai)
+      c.provider :backup, api: :anthropic, api_key: "sk-ant-backup-0123", base_url: fp.on(:backup).base_url(:anthropic)
+      c.pool :gpt, hosts: [{ provider: :east }, { provider: :west }]
+      c.price :east, "gpt-4o", input: 2.50, output: 10.00
+      c.price :west, "gpt-4o", input: 3.00, output: 15.00
+      c.price :backup, "claude-x", input: 1.00, output: 5.00
+      c.max_retries = 1 # each host once
+      c.usage_log = LlmFailover::ActiveRecord::AttemptLog.new
+      fast_policy(c)
+    end
+    fp.on(:east).default = { error: :server }
+    fp.on(:west).default = { error: :server }
+    fp.on(:backup).default = { text: "backup", usage: { input: 1_000, output: 100 } }
+  end
+
+  it "prices what the backup's answer would have cost at the pool's dearest host" do
+    reply = LlmFailover.chat(model: "gpt-4o", provider: :gpt, backup_model: "claude-x", backup_provider: :backup)
+                       .ask("hello")
+    expect([reply.host, reply.failover?]).to eq([:backup, true])
+    premium = LlmFailover::Report.new(from: Time.now - 60).failover_premium.map(&:to_h)
+    # The backup's 1,000 in and 100 out: $0.0015; at west's price $0.0045.
+    expect(premium).to eq([{ from: "gpt/gpt-4o", to: "backup/claude-x", calls: 1, cost: BigDecimal("0.0015"),
+                             at_primary_price: BigDecimal("0.0045"), unknown: 0 }])
+  end
+end

@@ -82,8 +82,9 @@ module LlmFailover
     end
 
     # The price of +model+ on a provider or host known only by name (a report's rows,
-    # written by another process): its entry in +providers+ when configured here.
-    # @param providers [Hash{Symbol => ProviderConfig}]
+    # written by another process): its entry in +providers+ when configured here (a pool's
+    # too: its dearest host's).
+    # @param providers [Hash{Symbol => ProviderConfig, PoolConfig}]
     # @return [Price, nil]
     def for_name(provider, model, providers: {})
       return nil unless on?

@@ -124,7 +124,8 @@ module LlmFailover
         provider, model = label.split("/", 2)
         if LlmFailover.respond_to?(:configuration)
           config = LlmFailover.configuration
-          config.pricing.for_name(provider, model, providers: config.providers)
+          # A pool's label is priced as the pool (its dearest host), not as an unknown provider.
+          config.pricing.for_name(provider, model, providers: config.providers.merge(config.pools))
         else
           (@default_pricing ||= Pricing.new(prices: Prices.default, overrides: Prices.new)).for_name(provider, model)
         end
