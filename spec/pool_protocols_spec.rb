@@ -237,6 +237,27 @@ RSpec.describe "A pool mixing protocols" do
     end
   end
 
+  it "drops reasoning state when a turn moves to another host of the same protocol (it is sealed to its host)" do
+    LlmFailover.configure do |c|
+      c.provider :azure_responses, api: :azure, azure_api: :responses, api_key: "az-pool-SECRET-0043",
+                                   encrypted_reasoning: true, base_url: fp.on(:azure_responses).base_url(:azure),
+                                   models: { "frontier" => "gpt-5" }
+      c.pool :responses_two, hosts: [{ provider: :responses, weight: 1_000_000 }, { provider: :azure_responses }]
+    end
+    fp.on(:responses).enqueue({ thinking: "Look the weather up.",
+                                tool_calls: [{ name: "weather", arguments: { "city" => "Oslo" } }] },
+                              { error: :unavailable })
+    fp.on(:azure_responses).enqueue({ text: "It is 21 degrees in Oslo." })
+    chat = LlmFailover.chat(model: "frontier", provider: :responses_two).with_tool(PoolProtocolsWeather)
+    reply = chat.ask("Weather in Oslo?")
+    expect([reply.content, reply.host]).to eq(["It is 21 degrees in Oslo.", :azure_responses])
+    sent = fp.on(:azure_responses).requests.last
+    expect(sent.api).to eq(:responses)
+    expect(sent.tool_results.map(&:content)).to eq(['{"temp":21}'])
+    expect(sealed_state(sent)).to eq([])
+    expect(PoolProtocolsWeather.runs.size).to eq(1)
+  end
+
   it "asks the Vertex host's token source once for many calls, and once more when its token is renewed" do
     chat = first(:vertex)
     pool = LlmFailover.configuration.pools[:led]
