@@ -258,6 +258,17 @@ RSpec.describe "A pool mixing protocols" do
     expect(PoolProtocolsWeather.runs.size).to eq(1)
   end
 
+  it "raises a host's failing token source as a ConfigurationError naming it, never a sibling's answer" do
+    LlmFailover.configure do |c|
+      c.provider :vertex, api: :vertex, project: "pool-proto", location: "us-east5",
+                          access_token: -> { raise IOError, "metadata server unreachable" },
+                          base_url: fp.on(:vertex).base_url(:vertex), models: { "frontier" => ids[:vertex] }
+    end
+    expect { pool_chat.ask("hello") }
+      .to raise_error(LlmFailover::ConfigurationError, /provider :vertex: the access_token: source raised IOError/)
+    expect(requests_to(hosts + [:backup])).to eq(0)
+  end
+
   it "asks the Vertex host's token source once for many calls, and once more when its token is renewed" do
     chat = first(:vertex)
     pool = LlmFailover.configuration.pools[:led]
