@@ -158,6 +158,14 @@ RSpec.describe "Hosts through the gem" do
         expect(request.headers[host[:auth][0]]).to eq(host[:auth][1])
       end
 
+      it "counts the input its prompt cache served, streamed or not" do
+        2.times { fp.on(:host).enqueue({ text: "Cached", usage: { input: 1200, output: 5, cached: 1024 } }) }
+        [chat_on_host.ask("Hi"), chat_on_host.ask("Hi") { |_| }].each do |reply|
+          record = reply.attempts.last
+          expect([record.input_tokens, record.output_tokens, record.cached_input_tokens]).to eq([1200, 5, 1024])
+        end
+      end
+
       it "streams its answer" do
         fp.on(:host).enqueue({ text: "one two three four" })
         chunks = []

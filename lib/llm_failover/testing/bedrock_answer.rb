@@ -103,9 +103,16 @@ module LlmFailover
           call.chunks.empty? ? [""] : call.chunks
         end
 
+        # Converse's inputTokens leaves out what a prompt cache served or took, as
+        # Anthropic's input_tokens does; totalTokens counts them.
         def usage
-          { "inputTokens" => @input_tokens, "outputTokens" => @output_tokens,
-            "totalTokens" => @input_tokens + @output_tokens }
+          cached = @cached_tokens.to_i
+          written = @cache_write_tokens.to_i
+          u = { "inputTokens" => @input_tokens - cached - written, "outputTokens" => @output_tokens,
+                "totalTokens" => @input_tokens + @output_tokens }
+          u["cacheReadInputTokens"] = cached if @cached_tokens
+          u["cacheWriteInputTokens"] = written if @cache_write_tokens
+          u
         end
 
         def delta_body(block, delta)
