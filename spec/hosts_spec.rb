@@ -210,6 +210,20 @@ RSpec.describe "Hosts through the gem" do
         expect(reply.json).to eq({ "city" => "Paris", "temp" => 21 })
       end
 
+      it "answers to a schema, streamed or not, and fails over an answer that breaks it" do
+        schema = { type: "object", additionalProperties: false, required: %w[city days],
+                   properties: { city: { type: "string" }, days: { type: "array", items: { type: "integer" } } } }
+        paris = { "city" => "Paris", "days" => [1, 2] }
+        fp.on(:host).enqueue({ json: paris }, { json: paris }, { json: { "city" => 7, "days" => [] } })
+        fp.on(:other).enqueue({ json: paris })
+        chat = chat_on_host.with_schema(schema, name: "trip")
+        expect(chat.ask("Plan").json).to eq(paris)
+        expect(chat.ask("Plan again") { |_| }.json).to eq(paris)
+        reply = chat.ask("Plan once more")
+        expect([reply.provider, reply.json]).to eq([:other, paris])
+        expect(reply.attempts.first.error_message).to include("$.city: expected string, got integer")
+      end
+
       it "raises a rejected credential at once: no retry, no backup to hide it" do
         LlmFailover.configuration.max_retries = 2
         fp.on(:host).enqueue({ error: :unauthorized })
