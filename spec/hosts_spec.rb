@@ -368,4 +368,60 @@ RSpec.describe "Hosts through the gem" do
       end
     end
   end
+
+  # Issue 35: embeddings where the host has them (Gemini's batchEmbedContents, Azure's
+  # /embeddings), one logical model through models:, refused up front where it has none.
+  describe "embeddings" do
+    # A FakeProvider each: their embeddings queues are their own.
+    let(:gemini) { start_fake_provider }
+    let(:azure) { start_fake_provider }
+
+    before do
+      LlmFailover.configure do |c|
+        c.provider :gemini, api: :gemini, api_key: key, base_url: gemini.base_url(:gemini),
+                            models: { "embedder" => "gemini-embedding-001" }
+        c.provider :azure, api: :azure, api_key: key, base_url: azure.base_url(:azure),
+                           models: { "embedder" => "text-embedding-3-small" }
+        c.provider :bedrock, api: :bedrock, region: "us-east-1", api_key: key, base_url: gemini.base_url(:bedrock)
+        c.provider :vertex, api: :vertex, project: "hosts-spec", location: "us-east5", access_token: key,
+                            base_url: gemini.base_url(:vertex)
+        c.pool :embedders, hosts: [{ provider: :gemini }, { provider: :azure }]
+        c.max_retries = 0
+        fast_policy(c)
+      end
+    end
+
+    it "embeds on Gemini and on Azure, each asked its own id at its own path" do
+      { gemini: [gemini, %r{/v1beta/models/gemini-embedding-001:batchEmbedContents\z}],
+        azure: [azure, %r{/openai/v1/embeddings\z}] }.each do |name, (fake, path)|
+        embeddings = LlmFailover.embed(%w[one two], model: "embedder", provider: name)
+        expect([embeddings.vectors.size, embeddings.provider, embeddings.model]).to eq([2, name, "embedder"])
+        expect(fake.requests.last.path).to match(path)
+      end
+    end
+
+    it "fails over from one protocol's embeddings to the other's, and within a pool to a sibling" do
+      gemini.enqueue_embeddings({ error: :unavailable })
+      embeddings = LlmFailover.embed(%w[one], model: "embedder", provider: :gemini, backup_provider: :azure)
+      expect(embeddings.provider).to eq(:azure)
+      expect(embeddings.attempts.map(&:error_class)).to eq(["LlmFailover::ServiceUnavailableError", nil])
+      # Gemini's next embeddings fail: the pool's call that goes to it first moves to Azure.
+      gemini.enqueue_embeddings({ error: :unavailable })
+      embeddings = nil
+      50.times do
+        embeddings = LlmFailover.embed(%w[one], model: "embedder", provider: :embedders)
+        break if embeddings.attempts.size > 1
+      end
+      expect(embeddings.attempts.map(&:host)).to eq(%i[gemini azure])
+      expect([embeddings.provider, embeddings.vectors.size]).to eq([:embedders, 1])
+    end
+
+    it "refuses embeddings on a host that has none, before any request" do
+      %i[bedrock vertex].each do |name|
+        expect { LlmFailover.embed(%w[one], model: "embedder", provider: name) }
+          .to raise_error(LlmFailover::ConfigurationError, /embeddings need a provider that serves them/)
+      end
+      expect(gemini.request_count).to eq(0)
+    end
+  end
 end
