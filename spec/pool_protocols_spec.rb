@@ -237,6 +237,18 @@ RSpec.describe "A pool mixing protocols" do
     end
   end
 
+  it "cools a Gemini host for the wait its 429 names in the body (RetryInfo): its siblings take the calls" do
+    fp.on(:vertex).enqueue({ error: :rate_limit, retry_after: 60 })
+    chat = first(:vertex)
+    reply = chat.ask("hello")
+    expect(reply.attempts.map(&:host).first(2)).to eq([:vertex, reply.host])
+    expect(reply.attempts.first.error_class).to eq("LlmFailover::RateLimitError")
+    sent = fp.on(:vertex).request_count
+    5.times { expect(first(:vertex).ask("hello").host).not_to eq(:vertex) }
+    expect(fp.on(:vertex).request_count).to eq(sent)
+    expect(fp.on(:backup).request_count).to eq(0)
+  end
+
   it "drops reasoning state when a turn moves to another host of the same protocol (it is sealed to its host)" do
     LlmFailover.configure do |c|
       c.provider :azure_responses, api: :azure, azure_api: :responses, api_key: "az-pool-SECRET-0043",
