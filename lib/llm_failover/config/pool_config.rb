@@ -68,11 +68,10 @@ module LlmFailover
     #   Target when a host's token was renewed, as ProviderConfig#target)
     # @raise [ConfigurationError] a host's credential source failed
     def target(model)
-      hosts = @hosts.map { |h| h.provider.target(model) }
       kept = @per_model[model]
-      return kept if kept && kept.hosts.each_with_index.all? { |t, i| t.equal?(hosts[i]) }
+      return kept if kept && current?(kept, model)
 
-      per_model(model, hosts)
+      per_model(model, @hosts.map { |h| h.provider.target(model) })
     end
 
     def inspect
@@ -81,6 +80,19 @@ module LlmFailover
     end
 
     private
+
+    # Whether each host of +kept+ is still what its entry gives for +model+ (every call
+    # asks: a loop without allocations, as a provider's own check is).
+    def current?(kept, model)
+      hosts = kept.hosts
+      i = 0
+      while i < hosts.size
+        return false unless @hosts[i].provider.target(model).equal?(hosts[i])
+
+        i += 1
+      end
+      true
+    end
 
     def per_model(model, hosts)
       @per_model.clear if @per_model.size >= MODELS_KEPT
