@@ -264,7 +264,8 @@ RSpec.describe "Hosts through the gem" do
       it "raises a bad request, a too-long prompt and a refused one at once: never the backup" do
         LlmFailover.configuration.max_retries = 2
         { bad_request: LlmFailover::BadRequestError, context_length: LlmFailover::ContextLengthExceededError,
-          content_policy: LlmFailover::ContentPolicyError, forbidden: LlmFailover::ForbiddenError }.each do |error, raised|
+          content_policy: LlmFailover::ContentPolicyError,
+          forbidden: LlmFailover::ForbiddenError }.each do |error, raised|
           # The fake's Anthropic wording for a refused prompt names no policy the classifier
           # knows (Anthropic has no such error type): a BadRequestError, never failed over all the same.
           raised = LlmFailover::BadRequestError if error == :content_policy && host[:protocol] == :anthropic
@@ -330,8 +331,8 @@ RSpec.describe "Hosts through the gem" do
       openai: [{ api: :openai, api_key: key }, "gpt-4o", nil],
       anthropic: [{ api: :anthropic, api_key: key }, "claude-sonnet-4-6", nil],
       responses: [{ api: :responses, api_key: key, encrypted_reasoning: true }, "gpt-5", :responses],
-      bedrock: [{ api: :bedrock, region: "us-east-1", credentials: aws }, "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-                nil],
+      bedrock: [{ api: :bedrock, region: "us-east-1", credentials: aws },
+                "us.anthropic.claude-sonnet-4-5-20250929-v1:0", nil],
       gemini: [{ api: :gemini, api_key: key }, "gemini-2.5-flash", :gemini]
     }
 
@@ -342,7 +343,9 @@ RSpec.describe "Hosts through the gem" do
 
     before do
       LlmFailover.configure do |c|
-        protocols.each { |name, (options, _, _)| c.provider name, **options, base_url: fp.on(name).base_url(options[:api]) }
+        protocols.each do |name, (options, _, _)|
+          c.provider name, **options, base_url: fp.on(name).base_url(options[:api])
+        end
         c.max_retries = 0
         fast_policy(c)
       end

@@ -103,6 +103,10 @@ RSpec.describe "A pool mixing protocols" do
     expect(shares.keys).to match_array(hosts)
     hosts.each { |h| expect(shares[h] / 400.0).to be_within(0.08).of(0.25) }
     expect(replies.map(&:model).uniq).to eq(["frontier"])
+    # reply.response_model: the host's own (Bedrock names none: the id it was asked).
+    expect(replies.group_by(&:host).transform_values { |r| r.map(&:response_model).uniq })
+      .to eq(ids.transform_values { |id| [id] })
+    expect(replies.flat_map(&:attempts).map(&:model).uniq).to eq(["frontier"])
     hosts.each do |h|
       request = fp.on(h).requests.last
       expect(request.api).to eq(protocols[h])
@@ -118,7 +122,8 @@ RSpec.describe "A pool mixing protocols" do
     expect(fp.on(:bedrock).requests.last.headers["authorization"])
       .to start_with("AWS4-HMAC-SHA256 Credential=#{aws[:access_key_id]}/")
     LlmFailover.configure do |c|
-      c.provider :bedrock, api: :bedrock, region: "us-east-1", credentials: aws.merge(secret_access_key: "wrong/SECRET"),
+      c.provider :bedrock, api: :bedrock, region: "us-east-1",
+                           credentials: aws.merge(secret_access_key: "wrong/SECRET"),
                            base_url: fp.on(:bedrock).base_url(:bedrock), models: { "frontier" => ids[:bedrock] }
     end
     others = requests_to(hosts - [:bedrock] + [:backup])
