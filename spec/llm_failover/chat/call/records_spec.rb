@@ -50,6 +50,16 @@ RSpec.describe LlmFailover::Call::Records do
     expect(list.last.cost).to be_positive
   end
 
+  it "answers #to_a with every record so far, however often it was asked before" do
+    records.engine_attempt(failed(1, primary), primary)
+    first = records.to_a
+    records.engine_attempt(attempt(2, backup), backup)
+
+    expect(first.map(&:attempt)).to eq([1])
+    expect(records.to_a.map(&:attempt)).to eq([1, 2])
+    expect(records.to_a).to equal(records.to_a)
+  end
+
   it "keeps the failures by target, and numbers on from an earlier turn's attempts" do
     records.attempt_offset = 2
     records.engine_attempt(failed(1, primary), primary)
