@@ -11,23 +11,14 @@ require_relative "message_store/turns"
 
 module LlmFailover
   module ActiveRecord
-    # The message store (the interface MemoryStore implements) over a chat record's
-    # messages association. Every database call runs on the calling thread's
-    # connection from the pool (with_connection), so a job thread never shares one.
+    # The message store (MemoryStore's interface) over a chat record's messages, each
+    # database call on the calling thread's own pooled connection. A streaming answer's
+    # content is written at most once per +flush_interval+ (0: every delta; nil: at the
+    # end), and always at finish, failure and reset.
     #
-    # Streamed deltas are buffered: the assistant row's content is written at most once
-    # per +flush_interval+ seconds while it streams (0: every delta; nil: only at the
-    # end), and always at finish and at failure. A reset is written at once, before
-    # the backup's first delta reaches the store.
-    #
-    # Tool calls (the interface MemoryStore's header describes): an assistant message's
-    # calls are rows of the tool_calls table beside the messages table (ToolCallRow),
-    # a result is a messages row with role "tool" and tool_call_id. Each step the loop
-    # relies on to resume after a crash is one transaction: the answer with its calls
-    # (finish_assistant), a call's state before it runs (save_tool_call), a call's
-    # outcome with its result message (add_tool_result). Those steps live in
-    # MessageStore::ToolCalls, the idempotent turns in MessageStore::Turns, the
-    # settling of answers a dead process left streaming in MessageStore::Abandoned.
+    # Tool calls are tool_calls rows (ToolCallRow), results "tool" messages; each step
+    # the loop resumes from after a crash is one transaction (ToolCalls). Idempotent
+    # turns are in Turns, answers a dead process left streaming in Abandoned.
     class MessageStore
       include Abandoned
       include ReopenedRows
@@ -119,12 +110,9 @@ module LlmFailover
         end
       end
 
-      # The answer row of the turn the chat ends on. When the chat's last row is a
-      # failed answer, this call answers that turn again (a retried job, a #complete
-      # after a failed #ask): it takes that row, so that one turn has one assistant row
-      # (an app listing the messages shows no empty failed bubble beside the answer);
-      # the failed calls stay in the attempt log. Two calls never take the same row:
-      # the one whose conditional UPDATE finds it still failed does.
+      # The answer row of the turn the chat ends on: a failed last answer is taken
+      # again (one assistant row per turn; the failures stay in the attempt log), by
+      # the one caller whose conditional UPDATE finds it still failed.
       def start_assistant(model:, provider:)
         answer = { role: "assistant", content: +"", status: "streaming", model: model, provider: provider }
         with_connection do

@@ -8,21 +8,14 @@ require_relative "../active_record/schema"
 
 module LlmFailover
   # The semantic cache's vectors shared through the app's database (the
-  # llm_failover_vectors table `rails g llm_failover:install` writes, or
-  # `llm_failover:upgrade` on an older install; PostgreSQL, SQLite, MySQL).
+  # llm_failover_vectors table the install generator writes): searched by PostgreSQL
+  # with pgvector 0.8+ (Pgvector), mirrored in each process elsewhere (Rows).
   #
   #   LlmFailover::SemanticCache.new(..., index: LlmFailover::ActiveRecordIndex.new)
   #
-  # PostgreSQL with pgvector 0.8 or later searches them itself (the table's
-  # embedding column and its HNSW indexes: ActiveRecordIndex::Pgvector); elsewhere
-  # each process mirrors and scans them (ActiveRecordIndex::Rows). Which one is asked
-  # once, at the first use, or given with search:.
-  #
-  # One row per add (partition_key: SHA-256 of the partition; the vector; the value).
-  # Every prune_every adds to a partition (in this process) its rows past
-  # max_per_partition are deleted, oldest first. #clear deletes every row and writes,
-  # in the same transaction, one row of its own (partition_key CLEARED, a random
-  # value: the epoch a mirroring process follows).
+  # One row per add; every prune_every adds a partition's rows past max_per_partition
+  # go, oldest first. #clear deletes every row and writes the CLEARED row, whose value
+  # is the epoch mirroring processes follow.
   class ActiveRecordIndex < SharedIndex
     PRUNE_EVERY = 100
     # The partition_key of the clear row: never a SHA-256 in hex.

@@ -4,28 +4,17 @@ require "llm_failover/llm_failover" # the scan is the C core's (core/lf_vindex.c
 require_relative "../errors"
 
 module LlmFailover
-  # The semantic cache's vector index in this process: per partition (the cache
-  # builds it from the tenant's cache_namespace, the embedding model and the digest
-  # of everything in the request but the last user message), entries of a
-  # normalised vector and a value. A lookup is an exact scan, so the index never
-  # misses an entry a full float comparison would find: int8 codes are scanned
-  # first, and every entry whose bounded quantisation error could put it above the
-  # threshold and the best is rescored with its float vector. Past max_entries or
-  # max_bytes (over all partitions) the least recently added or answered entry
-  # goes. Safe to share between threads; a long scan releases the GVL.
+  # The semantic cache's vector index in this process: per partition, normalised
+  # vectors and their values. A lookup is an exact scan (int8 codes first, candidates
+  # rescored in float), so it never misses what a float comparison would find. Past
+  # max_entries or max_bytes the least recently used entry goes. Thread safe; a long
+  # scan releases the GVL; a forked child keeps a copy. About 5 bytes per dimension
+  # per entry plus the value (MemoryIndex.entry_bytes).
   #
   #   index = LlmFailover::MemoryIndex.new(max_entries: 50_000)
   #   index.add(partition: "acme|text-embedding-3-small|9f2c", vector: [0.1, 0.3, ...], value: "key")
   #   index.nearest(partition: "acme|text-embedding-3-small|9f2c", vector: [...], threshold: 0.92)
   #   # => ["key", 0.97] or nil
-  #
-  # Shares nothing between processes: #clear empties this process's index, and a
-  # forked child keeps its own copy of what the parent held at the fork. A fork
-  # while other threads scan or add waits for what they are doing (the C core's
-  # pthread_atfork handlers), so the child's copy is whole and its locks free.
-  #
-  # Memory: about 5 bytes per dimension per entry (a float and a code) plus the
-  # value: 7.8 kB for 1,536 dimensions (MemoryIndex.entry_bytes).
   class MemoryIndex
     DEFAULT_MAX_ENTRIES = 100_000
     DEFAULT_MAX_BYTES = 512 * 1024 * 1024

@@ -3,26 +3,14 @@
 require_relative "memory_index"
 
 module LlmFailover
-  # The way a shared index (SharedIndex) answers from a store that cannot search:
-  # each process keeps a mirror of the vectors in a MemoryIndex, brought up to date
-  # incrementally before each lookup (only the entries after the partition's cursor:
-  # a stream id, a row id), so a lookup scans local memory and never fetches a
-  # tenant's vectors over the network once the mirror holds them. A subclass
-  # supplies the store: #fetch_after, #append, #clear_store, #store_size.
+  # How a shared index answers from a store that cannot search: each process mirrors
+  # the partitions it is asked about in a MemoryIndex, fetching only the entries after
+  # its cursor before each lookup. A subclass supplies the store: #fetch_after,
+  # #append, #clear_store, #store_size.
   #
-  # A clear reaches every process: the store keeps an epoch that #clear moves on
-  # (Redis: a counter; the table: a row), #fetch_after reads it with the entries in
-  # one round trip and hands it to #follow_epoch, and a process that sees it move
-  # drops its mirror and mirrors again from the start. So once #clear returns, no
-  # lookup in any process answers an entry added before the clear began (an add
-  # running beside the clear may land on either side of it).
-  #
-  # When the store fails, the mirror answers as it is (an add is kept locally only):
-  # one warning per outage, nothing raised; syncing resumes when the store answers.
-  #
-  # The mirror is bounded like any MemoryIndex (mirror: MemoryIndex.new(max_entries:
-  # ...)); an entry it evicts comes back only if the partition's cursor is forgotten
-  # (also bounded: MAX_CURSORS partitions), which refetches that partition whole.
+  # #clear moves the store's epoch on; a process that sees it move drops its mirror,
+  # so no lookup anywhere answers an entry added before the clear. While the store
+  # fails, the mirror answers as it is (an add stays local): one warning per outage.
   #
   # @api private: made by SharedIndex, which checks the partition and value first
   # @abstract

@@ -8,19 +8,15 @@ require_relative "semantic_writer"
 
 module LlmFailover
   # The semantic tier of the response cache, behind the exact one: a question worded
-  # differently from one already answered gets that answer when the embeddings of the
-  # two are close enough (cosine similarity at least +threshold+) and everything else
-  # of the request is equal (see SemanticLookup).
+  # differently gets a stored answer when their embeddings are at least +threshold+
+  # similar and the rest of the request is equal (SemanticLookup).
   #
   #   c.semantic_cache = LlmFailover::SemanticCache.new(
   #     embed_model: "text-embedding-3-small", provider: :openai, threshold: 0.92,
   #     index: LlmFailover::MemoryIndex.new)
   #
-  # The index is any object with #add(partition:, vector:, value:),
-  # #nearest(partition:, vector:, threshold:) -> [value, similarity] or nil, #clear and
-  # #size. The embedder gets +budget+ seconds per call: slower or failing, the tier is
-  # skipped for that call (the call goes on to the providers) with one warning per
-  # outage. Writes happen on a thread of the cache's own, off the caller's path.
+  # An embedder slower than +budget+ or failing skips the tier for that call (one
+  # warning per outage); writes go on a thread of their own.
   class SemanticCache
     # @return [String] the embedding model: an index never holds vectors of two models
     attr_reader :embed_model

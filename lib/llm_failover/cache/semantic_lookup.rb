@@ -6,12 +6,9 @@ require_relative "response_cache"
 
 module LlmFailover
   class SemanticCache
-    # The semantic tier for one call. It embeds the last user message (scrubbed, as it
-    # leaves the process) and looks in one partition of the index: the tenant
-    # (cache_namespace), the embedding model, and a digest of everything else of the
-    # request (the target's protocol and model, the earlier messages, the instructions
-    # among them, temperature, max_tokens, JSON mode or schema). So a follow-up worded
-    # like a question from another conversation never hits, nor one to another model.
+    # The semantic tier for one call: embeds the last user message (scrubbed) and looks
+    # in one partition: the tenant, the embedding model, and a digest of the rest of
+    # the request, so a question from another conversation or model never hits.
     #
     # @api private: built by Chat through SemanticCache#lookup
     class SemanticLookup

@@ -6,20 +6,11 @@ require_relative "../errors"
 
 module LlmFailover
   # What RedisIndex and ActiveRecordIndex share: the semantic cache's vectors in a
-  # store every process reaches, searched in one of two ways, chosen once per index
-  # object at its first use:
-  #
-  # - :server: the store searches (Redis 8's vector sets; PostgreSQL with pgvector
-  #   0.8 or later) and no process keeps a copy of the vectors;
-  # - :mirror: each process keeps a MemoryIndex of the partitions it was asked about
-  #   and scans it (MirroredIndex), for stores that cannot search (Redis 7, SQLite,
-  #   MySQL, PostgreSQL without pgvector).
-  #
-  # With search: :auto (the default) the store is asked which it can; :server or
-  # :mirror says it. Until the store first answers (down at boot), lookups miss and
-  # adds are dropped, with the outage warning; the input is checked all the same.
-  # A subclass supplies #server_searches?, #server_engine, #mirror_engine and
-  # #store_errors.
+  # store every process reaches, searched either by the store (:server: Redis 8,
+  # pgvector 0.8+) or in each process's mirror (:mirror: MirroredIndex). search: :auto
+  # asks the store at the first use; until it answers, lookups miss and adds are
+  # dropped, with the outage warning. A subclass supplies #server_searches?,
+  # #server_engine, #mirror_engine and #store_errors.
   #
   # @abstract
   class SharedIndex

@@ -217,7 +217,8 @@ module LlmFailover
                                tool_calls: calls, reasoning: Reasoning.of(result))
       json_text = result.json
       # What a cache hit of this answer saves: the answering attempt's cost.
-      cost = @records.to_a.reverse.find(&:success?)&.cost
+      attempts = @records.to_a
+      cost = attempts.reverse_each.find(&:success?)&.cost
       @response_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
                                      provider_request_id: result.provider_request_id, json_text: json_text,
                                      cost: cost)
@@ -229,7 +230,7 @@ module LlmFailover
       log(:info, "answered by #{target.label} after failing over from #{@targets[0].label}") if failover
       Reply.new(content: content, model: target.model, response_model: model, provider: target.name,
                 input_tokens: result.input_tokens, output_tokens: result.output_tokens,
-                request_id: @request_id, attempts: @records.to_a, failover: failover,
+                request_id: @request_id, attempts: attempts, failover: failover,
                 finish_reason: result.finish_reason, provider_request_id: result.provider_request_id,
                 streamed: @delivery.streamed?, chunk_count: @delivery.chunk_count, json: parsed_json(json_text),
                 tool_calls: calls, host: host)

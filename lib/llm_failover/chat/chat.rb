@@ -22,18 +22,10 @@ require_relative "target"
 require_relative "../safe_inspect"
 
 module LlmFailover
-  # A conversation with a primary target and an optional backup. Messages live in a
-  # store (MemoryStore unless another is given); every #ask / #complete is one logical
-  # call through the engine's attempt loop.
-  #
-  # A store is any object with #messages, #conversation, #add_user, #add_system,
-  # #replace_system, #start_assistant, #append_assistant, #reset_assistant,
-  # #finish_assistant and #fail_assistant (see MemoryStore); optionally #turn_id(message),
-  # which names the turn a user message opens in the attempt records.
-  #
-  # Its parts by job, beside it: Targets (chat_targets.rb), Caches (chat_caches.rb),
-  # Formats (chat_formats.rb), ChatAttachments (chat_attachments.rb), ChatTools
-  # (chat_tools.rb), Options (chat_options.rb).
+  # A conversation with a primary target and an optional backup; every #ask /
+  # #complete is one call through the engine's attempt loop. Messages live in a store
+  # (MemoryStore's protocol; optionally #turn_id(message) names a turn in the records).
+  # Its parts by job are the chat_*.rb files beside it.
   class Chat
     include SafeInspect
 
@@ -87,24 +79,18 @@ module LlmFailover
     # @return [String, nil]
     def cache_namespace = @options.cache_namespace
 
-    # Stores +text+ as the user's message (once, whatever follows) and answers it.
-    # Text in another encoding is stored and sent as UTF-8; bytes that are not text
-    # raise ArgumentError (naming their byte offset) before anything is stored.
-    # With a block the answer is streamed: the block gets every Chunk, and a reset
-    # Chunk (reset? true) before a backup starts over.
-    # cache: false answers this call without reading or writing the response cache.
-    # idempotency_key: stores the prompt once per key (a job's id): asked again, a turn
-    # without a complete answer is answered again and a complete answer is returned
-    # as it was stored, without a request (the block is not called; Reply#attempts is
-    # empty). See Idempotency.
+    # Stores +text+ as the user's message and answers it. With a block the answer
+    # streams: every Chunk, and a reset Chunk before a backup starts over.
+    # @param text [String] sent as UTF-8; bytes that are not text raise ArgumentError
+    #   before anything is stored
+    # @param with [Object, Array] images or PDFs (paths, URLs, IOs, blobs, Hashes), checked
+    #   before anything is stored (see Attachment)
+    # @param cache [Boolean] false: this call neither reads nor writes the response cache
+    # @param idempotency_key [String, nil] the prompt is stored once per key, and a
+    #   complete answer returned as stored (see Idempotency)
+    # @param json [Boolean] true: one JSON object (reply.json); false: text despite JSON mode
     # @return [Reply]
     # @raise [Error] the provider call failed; the user message stays stored
-    # json: true asks for one JSON object (reply.json) for this call, json: false for
-    # text even when the chat has JSON mode or a schema.
-    # with: a file or an Array of files (paths, URLs, IOs, ActiveStorage blobs,
-    # { data:, mime_type:, filename: }): images and PDFs stored once with the message
-    # (see Attachment) and sent to every target in its protocol's form; checked (type,
-    # size, count, what the targets take) before anything is stored.
     def ask(text, with: nil, temperature: KEEP, max_tokens: KEEP, cache: KEEP, idempotency_key: nil, json: KEEP,
             &block)
       text = Text.given(text, "the prompt") # UTF-8, converted if need be
@@ -139,11 +125,9 @@ module LlmFailover
              cache.equal?(KEEP) ? @options.cache : Options.cache(cache), format)
     end
 
-    # Stops the calls of this chat running now, from any thread: the streaming #ask
-    # returns a Reply with cancelled? true and the partial text, the stored answer is
-    # "cancelled", the attempt is recorded as cancelled, and nothing fails over. A
-    # provider that sends nothing is interrupted too. A chat record's #cancel! does the
-    # same from another process.
+    # Stops this chat's running calls, from any thread: #ask returns a Reply with
+    # cancelled? true and the partial text, stored and recorded as cancelled; nothing
+    # fails over.
     # @return [self]
     def cancel!
       @running_lock.synchronize { @running.each(&:cancel!) }
@@ -193,24 +177,19 @@ module LlmFailover
     # One call; with tools, one model turn of the ToolLoop (+turn+: its request id,
     # scrubbing, tool fields, and whether an earlier turn failed over to the backup).
     def answer_turn(temperature, max_tokens, block, cache, format, turn = nil)
-      # The conversation as stored, system messages where they are: where each protocol
-      # wants them (in the array for OpenAI, lifted and joined for Anthropic) is the
-      # wire layer's rule, and one call may go out in both protocols.
-      # A chat without tools sends earlier tool calls and results as text: Anthropic
-      # refuses tool_use blocks in a request that offers no tools (doc/tools.md).
+      # System messages stay where they are (placing them is the wire layer's rule);
+      # without tools, earlier tool calls go as text (Anthropic refuses tool_use then).
       renew_targets
       conversation = turn&.conversation || @store.conversation
       messages = Transcript.engine_messages(conversation, tools: tools?)
-      # One list per message sent, in order (as text, tool results are folded into the
-      # assistant's message: Transcript.as_text).
+      # One attachment list per message sent (as text, tool results fold into the assistant's).
       sent = tools? ? conversation : conversation.reject { |m| m.role.to_s == "tool" }
       attachments = sent.map { |m| stored_attachments(m) }
       unless messages.any? { |m| m[0] != "system" }
         raise ArgumentError, "nothing to answer: the chat holds no user or assistant message"
       end
 
-      # From here on the messages are what leaves the process, and what the cache key
-      # hashes: scrubbed when a scrubber is configured.
+      # From here on: what leaves the process and what the cache key hashes.
       scrubbing = turn ? turn.scrubbing : scrub_session
       Transcript.scrub!(messages, scrubbing) if scrubbing
       reservation = @options.quota_reservation(@config.state_store, target: @primary_target, pricing: @config.pricing)
@@ -220,8 +199,7 @@ module LlmFailover
         counted = reservation && @options.quota_by != :calls
         ceiling = (call_ceiling(messages, attachments, turn, format, max_tokens) if counted || pooled)
         backup_first = backup_first?(reservation, ceiling) || (turn&.on_backup && backup?)
-        # A target that cannot take the attachments is the core's to leave out, with a
-        # skipped record (AttachmentRefusedError when none of them can).
+        # The core leaves out a target that cannot take the attachments.
         call = Call.new(engine: @engine || LlmFailover.engine, config: @config, store: @store,
                         targets: backup_first ? [@backup_target].freeze : engine_targets, messages: messages,
                         temperature: temperature, max_tokens: max_tokens, feature: @options.feature, block: block,
@@ -266,10 +244,8 @@ module LlmFailover
                       tools: tools.size, max_tokens: max_tokens)
     end
 
-    # The turn a call answers is the last user message: the one a retried job's ask
-    # (its idempotency_key) or a #complete after a failed #ask answers again. A store
-    # names it with #turn_id(message); without that, or without a user message, each
-    # call is a turn of its own (nil: Call's request_id).
+    # The turn a call answers: the last user message, as the store names it
+    # (#turn_id); nil makes the call a turn of its own.
     # @return [String, nil]
     def turn_id(conversation)
       store = @store

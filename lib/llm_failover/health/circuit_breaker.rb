@@ -8,14 +8,9 @@ require_relative "../records/warnings"
 
 module LlmFailover
   # One call's side of the circuit breaker when its state store is asked from Ruby (a
-  # RedisStateStore, or any object speaking the store protocol): asks the store for the
-  # health of the call's targets (once, before the first attempt), again before a
-  # request that is not the call's first, and tells it the attempts that bear on it,
-  # as the engine's attempt loop decides (its rules are the C core's, lf_circuit.c);
-  # each at most one question to the store. With the in-process MemoryStateStore the
-  # engine asks its CircuitTable itself, and only the changes come back to Ruby
-  # (.announce). Nothing about health ever becomes an error: a store or a callback
-  # that raises is logged and the call goes on.
+  # RedisStateStore or any store speaking the protocol): the engine's attempt loop asks
+  # it, at most one store question per decision. (The in-process store's CircuitTable
+  # is the engine's own.) A store or callback that raises is logged, never raised.
   #
   # @api private: built by Call when circuit_threshold > 0
   class CircuitBreaker
@@ -79,10 +74,9 @@ module LlmFailover
       @probes = nil # the targets whose probe this call was handed
     end
 
-    # Engine breaker: an Engine::Health for each target (each host of a pool). A store
-    # that can peek takes no probe here: Circuit::PROBE then says the probe is free,
-    # and the engine admits that target (#admit) just before it sends to it, so a call
-    # that its primary answers never holds its backup's probe.
+    # Engine breaker: an Engine::Health per target (per pool host). A store that can
+    # peek takes no probe here: the engine #admits a target just before sending to it,
+    # so a call its primary answers never holds its backup's probe.
     def health(count)
       store = @config.state_store
       keys = @targets.map(&:circuit_key)
@@ -110,10 +104,8 @@ module LlmFailover
       SEND
     end
 
-    # After the call, however it ended (an answer, an error, a killed thread): gives
-    # back the probes it was handed. One it sent has reported already (the store then
-    # let it go with the circuit's change); one it never sent, or whose request ended
-    # in a way that does not count (a 4xx, a cancel), frees the target for the next.
+    # After the call, however it ended: frees the probes it took and did not report
+    # (never sent, or ended in a way that does not count).
     def finish
       return unless @probes && @config.state_store.respond_to?(:release)
 

@@ -3,9 +3,8 @@
 require "llm_failover/llm_failover" # Engine::Headroom
 
 module LlmFailover
-  # How LlmFailover.health shows what a pool's host last said is left of its rate
-  # limits: an Engine::Headroom (counts, and seconds until each refills, as of now)
-  # as times a reader can compare with the clock.
+  # How LlmFailover.health shows a pool host's last Engine::Headroom: its counts, and
+  # reset times a reader can compare with the clock.
   #
   # @api private: MemoryStateStore#health and RedisStateStore#health
   module Headroom

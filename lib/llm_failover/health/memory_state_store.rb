@@ -6,49 +6,26 @@ require_relative "first_token_times"
 require_relative "headroom"
 
 module LlmFailover
-  # Provider health kept in this process: one circuit per target in a CircuitTable,
-  # the C core's store (its rules, the half-open probe's one holder, its lock), and
-  # the alert windows. Calls hand the table itself to the engine, whose attempt loop
-  # admits, records and probes in it without any Ruby; the methods below are the
-  # same table for everyone else (RedisStateStore's fallback, LlmFailover.health).
-  # A subclass's overrides of them are not what calls ask.
+  # Provider health kept in this process: a circuit per target in a CircuitTable (the
+  # C core's, which the engine's attempt loop runs without Ruby), and the alert
+  # windows. The methods below are that table for everyone else (RedisStateStore's
+  # fallback, LlmFailover.health). A forked child starts with the parent's circuits,
+  # without its probe; from then on they learn apart (RedisStateStore shares).
   #
-  # Fork safe: a forked child (a Puma or Sidekiq worker) starts with a copy of the
-  # parent's circuits as they were at the fork (an outage the parent saw is still an
-  # outage), without the parent's probe (the parent will report on it, the child never
-  # will) and with a lock of its own. From then on parent and child learn apart: use a
-  # RedisStateStore to share.
-  #
-  # The state-store protocol (RedisStateStore speaks it too; any object that does may
-  # be a c.state_store, asked from Ruby by CircuitBreaker):
-  #   admit(keys, probe_ttl, token = nil) -> [[route, failures, change, open_for,
-  #                              headroom], ...] one per key; route Circuit::SEND, SKIP
-  #                              or PROBE (the caller holds it for probe_ttl s; the same
-  #                              token asking again gets it again, for probe_ttl more);
-  #                              open_for the seconds a SKIP holds (nil: not said);
-  #                              headroom what a pool host last said is left of its
-  #                              window (an Engine::Headroom as of now, or nil)
-  #   peek(keys, token = nil)    optional: admit's answer without taking anything (2:
-  #                              the probe is free); a call asks so for its targets
-  #                              when it starts, and admits one when it sends to it
+  # The state-store protocol (RedisStateStore speaks it; so may any c.state_store, which
+  # CircuitBreaker asks from Ruby). A key is "provider:model" (Target.key); a change is
+  # [from, to, reason] or nil.
+  #   admit(keys, probe_ttl, token = nil) -> [[route, failures, change, open_for, headroom], ...]
+  #       route Circuit::SEND, SKIP or PROBE (held for probe_ttl s; the same token gets it
+  #       again); open_for: seconds a SKIP holds; headroom: an Engine::Headroom or nil
+  #   peek(keys, token = nil)     optional: admit's answer taking nothing (PROBE: it is free)
   #   record(key, threshold:, cooldown:, success:, hold:, error_class:, token: nil,
-  #          first_probe: nil, headroom: nil) -> [open, change]; headroom: what a pool
-  #                              host's answer said (kept; a shared store shares it
-  #                              when it is dry: the host cannot take another call like
-  #                              that one before its window refills); token: the reporting call's own, so
-  #                              that while half-open only the probe's holder's failure
-  #                              reopens (another call's is counted, and the probe
-  #                              stays out); any success closes; every success is
-  #                              reported, whenever its call began (a store answers
-  #                              at once when it knows nothing to reset); first_probe:
-  #                              the recovery schedule's first wait (later ones grow
-  #                              with the incident's age up to cooldown,
-  #                              Circuit.interval)
+  #          first_probe: nil, headroom: nil) -> [open, change]
+  #       while half-open only the probe holder's (token's) failure reopens; any success
+  #       closes; first_probe: the recovery schedule's first wait (Circuit.interval)
   #   health -> [Hash, ...]       claim(name, ttl) -> true once per ttl
-  #   release(key, token)         optional: the probe +token+ holds is free again
-  #   reopens_at(keys) (optional) -> [epoch seconds or nil, ...]: when each open
-  #                              circuit lets a request through again (nil: closed)
-  # A key is "provider:model" (Target.key); a change is [from, to, reason] or nil.
+  #   release(key, token)         optional: frees the probe +token+ holds
+  #   reopens_at(keys)            optional: -> [epoch seconds or nil, ...] per circuit
   class MemoryStateStore
     include QuotaCounters::InMemory # reserve_quota, adjust_quota, quota_used
     include FirstTokenTimes::InMemory # record_first_tokens, first_token_times (hedge_after: :auto)
@@ -69,9 +46,7 @@ module LlmFailover
       @circuit_table.admit(keys, probe_ttl, token)
     end
 
-    # What #admit would answer for each key, changing nothing: Circuit::PROBE means the probe
-    # is free (the call takes it with #admit when it sends to that target), or that
-    # +token+ holds it already.
+    # What #admit would answer, changing nothing (PROBE: free, or +token+'s already).
     # @return [Array<Array(Integer, Integer, nil)>]
     def peek(keys, token = nil)
       @circuit_table.peek(keys, token)
@@ -118,9 +93,8 @@ module LlmFailover
       @circuit_table.note_headroom(key, headroom)
     end
 
-    # When each key's circuit lets a request through again: its cooldown's end (epoch
-    # seconds, maybe past: half-open) while it is not closed, nil when closed. Read on a
-    # call's failure, to tell when trying again may help (Error#retry_at).
+    # When each key's circuit lets a request through again (epoch seconds; nil:
+    # closed), for Error#retry_at.
     # @return [Array<Float, nil>]
     def reopens_at(keys)
       @circuit_table.reopens_at(keys)

@@ -17,41 +17,21 @@ require_relative "redis_state_store/scripts"
 require_relative "redis_state_store/sharing"
 
 module LlmFailover
-  # Provider health shared by every process (and host) pointed at one Redis: circuit
-  # state and counts, Retry-After cooldowns, the half-open probe lock and the alert
-  # dedupe. Speaks MemoryStateStore's protocol.
+  # Provider health shared by every process pointed at one Redis: circuits, Retry-After
+  # cooldowns, the half-open probe lock and the alert dedupe, in MemoryStateStore's
+  # protocol. The Lua (Scripts) runs lf_circuit.c's transitions on Redis's clock;
+  # spec/circuit_transitions_spec.rb drives both through one list.
   #
-  # Keys (every one with a TTL; the keys of one target share a hash tag, so each
-  # script touches one slot and works on Redis Cluster):
-  #   NS:{provider:model}:circuit  hash: state, failures, opened_at, until (epoch s),
-  #                                last_error, updated_at. TTL: a day past its last
-  #                                write (longer when a cooldown is longer).
-  #   NS:{provider:model}:probe    the half-open probe lock: SET NX PX, holding the
-  #                                token (request_id) of the call that probes, for
-  #                                the probe request's deadline; that call asking
-  #                                again renews it, its own outcome's circuit change
-  #                                (or any success) deletes it, and the call deletes
-  #                                it when it ends (if still its own).
-  #   NS:{provider:model}:requests a pool host's requests left, as an answer said when
-  #   NS:{provider:model}:tokens   that left it unable to take another call like it
-  #                                (dry): SET PX until its window refills, so that the
-  #                                fleet's other calls pass it over until then.
-  #   NS:{alert:feature:class}     one on_chain_exhausted per window: SET NX PX.
-  # The scripts (Scripts) run lf_circuit.c's transitions inside Redis, on Redis's clock
-  # (TIME), so that hosts whose clocks differ agree; spec/circuit_transitions_spec.rb
-  # drives them and the C table through one list of every transition. A call asks this
-  # store from Ruby (CircuitBreaker), once per decision.
+  # Keys (each with a TTL; one hash tag per target, so Redis Cluster works):
+  #   NS:{provider:model}:circuit  hash: state, failures, opened_at, until, last_error, updated_at
+  #   NS:{provider:model}:probe    the probe lock (SET NX PX): the probing call's token
+  #   NS:{provider:model}:requests a dry pool host's requests / tokens left, until its
+  #   NS:{provider:model}:tokens   window refills, so the fleet passes it over
+  #   NS:{alert:feature:class}     one on_chain_exhausted per window
   #
-  # A call costs one round trip on the happy path: one pipelined EVALSHA per target
-  # (each host of a pool), read-only while the circuit is closed, which also reads a
-  # host's shared headroom; its success is written only when this process knows of
-  # something to reset, or when it left a pool host dry (#record: once per host and
-  # window). When Redis is down or slower than the budget (50 ms), the call goes
-  # on with this process's own MemoryStateStore: one warning per outage, nothing
-  # raised, sharing resumes when Redis answers again (retried at most once a second).
-  # That own state is not blank: every answer from Redis about a target that is not
-  # plainly healthy is copied into it (open, and for how long), so that a process
-  # cut off from Redis keeps away from a target the fleet knew to be down.
+  # A healthy call costs one read-only round trip. When Redis is down or slower than
+  # the budget, calls use this process's own MemoryStateStore (which keeps what Redis
+  # last said of unhealthy targets): one warning per outage, never an exception.
   class RedisStateStore
     include QuotaCounters::InRedis # reserve_quota, adjust_quota, quota_used
     include FirstTokenTimes::InRedis # record_first_tokens, first_token_times (hedge_after: :auto)
@@ -115,12 +95,8 @@ module LlmFailover
       end
     end
 
-    # MemoryStateStore#record's contract, shared by the fleet. A success on a target of
-    # which this process knows nothing to reset (Redis's last answer about it, to any
-    # call of this process, said closed with no failure) costs no round trip, so that
-    # a call that succeeds costs one: its health read. A failure another process
-    # counts after that answer is reset by the next success of a call that began after
-    # it (its health read tells this process).
+    # MemoryStateStore#record's contract, shared by the fleet. A success with nothing
+    # to reset (as Redis last told this process) costs no round trip.
     # @param first_probe [Numeric, nil] the recovery schedule's first wait (see RECORD)
     # @param headroom [Engine::Headroom, nil] what a pool host's answer said: kept by this
     #   process, and shared with the fleet when it is dry

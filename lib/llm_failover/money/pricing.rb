@@ -58,6 +58,7 @@ module LlmFailover
       @logger = logger
       @found = {}.compare_by_identity # Target => [price]: a handful per configuration
       @found_lock = Mutex.new
+      @warned = {}.compare_by_identity # the unpriced targets #unpriced has reported
     end
 
     # @return [Boolean] whether costs are computed at all (c.prices = nil turns them off)
@@ -145,7 +146,15 @@ module LlmFailover
       nil
     end
 
+    # Every call to an unpriced target comes here: after its first, one Hash read (the
+    # class's first_warning? takes a lock and hashes an Array).
     def unpriced(target)
+      return if @warned[target]
+
+      @found_lock.synchronize do
+        @warned.clear if @warned.size >= 1000
+        @warned[target] = true
+      end
       return unless self.class.first_warning?([target.name, target.model])
 
       Warnings.warn("no price for #{target.label}: its attempts' cost is nil (set one with " \

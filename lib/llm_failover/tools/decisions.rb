@@ -4,14 +4,10 @@ require_relative "tool_call"
 
 module LlmFailover
   module Tools
-    # What an app (or a person) decides about a stored tool call while the loop is
-    # parked: approve or deny a call of a requires_approval! tool, or settle a call a
-    # crash left running. Each is one write to the store, so it works from any process
-    # that can reach it (a web request approves, a job's #complete goes on); the next
-    # #complete runs an approved call, and sends a denied or settled one's result.
-    #
-    # Chat and chat records (acts_as_llm_chat) take these as approve_tool_call,
-    # deny_tool_call and settle_tool_call.
+    # What an app decides about a stored tool call while the loop is parked: approve
+    # or deny a requires_approval! call, or settle one a crash left running. One store
+    # write each, so any process can decide; the next #complete acts on it. Chat and
+    # chat records expose them as approve_tool_call, deny_tool_call, settle_tool_call.
     module Decisions
       module_function
 

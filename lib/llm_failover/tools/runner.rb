@@ -7,14 +7,10 @@ require_relative "toolbox"
 
 module LlmFailover
   module Tools
-    # Runs tool calls against a Toolbox. A call that cannot run (unknown tool, arguments
-    # that are not a JSON object or do not fit the tool's schema) is rejected with a
-    # message the model can act on; it never raises up the stack. A StandardError from
-    # #execute becomes the call's error result; anything else (Interrupt, NoMemoryError,
-    # an Async::Stop) goes on up, with the call left running, as a crash would leave it.
-    #
-    # The loop calls #prepare, stores the call as running, calls #perform, stores the
-    # outcome; #run does the three steps without the store.
+    # Runs tool calls against a Toolbox. A call that cannot run (unknown tool, bad
+    # arguments) is rejected with a message the model can act on; a StandardError from
+    # #execute is the call's error result; anything else goes up with the call left
+    # running, as a crash would. The loop stores between #prepare and #perform.
     class Runner
       # Longest piece of a JSON parser's message quoted back to the model.
       PARSER_MESSAGE_MAX = 120

@@ -4,12 +4,9 @@ require_relative "tool_call"
 
 module LlmFailover
   module Tools
-    # Which stored status a call's new state may be written over, for every store
-    # (MemoryStore and the ActiveRecord store take the same rule from here): one
-    # process wins a call (two jobs completing one chat never both run it), an
-    # approval never lands on a denied call, a denial never on one that runs, and
-    # nothing is written over a result. A result is taken over any state without one:
-    # the tool has run by then.
+    # Which stored status a call's new state may be written over, the one rule of
+    # every store: one process wins a call, an approval never lands on a denial nor a
+    # denial on a run, and nothing is written over a result.
     module StoreTransition
       PRIOR = { running: %w[pending approved], approved: %w[pending], pending: %w[pending],
                 succeeded: %w[pending approved running], failed: %w[pending approved running],
@@ -17,10 +14,9 @@ module LlmFailover
 
       module_function
 
-      # The stored statuses +call+ may be written over. A call the store read as
-      # running (the loop runs an idempotent! one again after a crash) is run again
-      # from running; any other run starts from pending or approved, so that of two
-      # processes that read it pending only one runs it.
+      # The stored statuses +call+ may be written over. A run starts from pending or
+      # approved (of two readers only one wins), or from running for a call this store
+      # read as running (an idempotent! rerun after a crash).
       # @param seen [String, nil] the status the store last read or wrote for the call
       # @return [Array<String>]
       def prior(call, seen:)

@@ -15,10 +15,8 @@ module LlmFailover
   #     def execute(city:, unit: "c") = { city: city, temp: 21, unit: unit }
   #   end
   #
-  # A chat takes the class (instantiated with no arguments) or an instance (a tool that
-  # needs state, e.g. the current user, gets it through its own initialize). Every
-  # mistake in the description raises ArgumentError on the line that made it; a class
-  # whose name cannot be a tool name is refused when the tool is resolved (Tool.resolve).
+  # A chat takes the class (made with no arguments) or an instance (a tool with state).
+  # A mistake in the description raises ArgumentError on the line that made it.
   class Tool
     class << self
       # Sets or reads the name the model calls the tool by. The default is the class

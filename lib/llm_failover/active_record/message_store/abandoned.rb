@@ -9,13 +9,10 @@ module LlmFailover
       # conversation and finish_assistant call settle_abandoned). Uses the store's
       # with_connection, proxy, messages, read and @columns.
       module Abandoned
-        # Assistant rows a process left "streaming" when it died mid-answer (SIGKILL, an
-        # OOM kill, a lost host) are settled: status "failed", the reason in
-        # failure_reason when the table has it, the partial text kept. A row is such a
-        # one when a later answer of its turn is complete (the turn was answered again,
-        # by a retried job or a complete), or when nothing was written to it for longer
-        # than a call can last. A row another process is still streaming is neither.
-        # A database failure here never fails the call (the rows stay for the next one).
+        # Settles failed the assistant rows a dead process left "streaming" (partial
+        # text kept, failure_reason when the table has it): those a later complete
+        # answer of their turn follows, or unwritten for longer than a call can last.
+        # A database failure here never fails the call.
         # @return [Integer] the rows settled
         def settle_abandoned(all = nil)
           # Given the rows just read, they say whether there is any; else one query does.

@@ -11,11 +11,8 @@ module LlmFailover
       module ReopenedRows
         private
 
-        # The chat's last row as this store last read or wrote it (its #messages, a row
-        # it made), or nil when it has neither: start_assistant needs no SELECT of its
-        # own right after a call read the conversation. A row another process added
-        # since is missed at worst: the new answer gets a row of its own, as it would
-        # have had before failed rows were reopened.
+        # The chat's last row as this store last read or wrote it (saves a SELECT); one
+        # another process added since is missed at worst, and the answer gets a new row.
         def known_tail
           @tail if integer_ids?
         end
@@ -30,10 +27,7 @@ module LlmFailover
         end
 
         # Claims a failed row for this call's answer: true for the one caller whose
-        # UPDATE found it still failed.
-        # With integer ids, only while it is still the chat's last row: the row may come
-        # from this store's earlier read (#known_tail), and another process may have added
-        # rows since.
+        # UPDATE found it still failed (and, with integer ids, still the chat's last row).
         def reopen(message)
           status = @columns[:status]
           claim = proxy.where(id: message.id, status => "failed")

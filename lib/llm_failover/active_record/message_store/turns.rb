@@ -31,12 +31,9 @@ module LlmFailover
           false
         end
 
-        # Claims the turn of +key+ for one call (Idempotency), across processes: one
-        # conditional UPDATE of the user row's status, which one writer wins. A claim
-        # whose updated_at (its last beat) is older than +stale_after+ seconds (nil:
-        # never) is a dead process's and can be taken, as can one held by +from+ (a
-        # holder the caller found dead). +owner+ goes to claimed_by. Without an
-        # updated_at column no claim could ever be told stale: every caller answers.
+        # Claims the turn of +key+ for one call across processes: a conditional UPDATE
+        # one writer wins. A claim whose last beat is older than +stale_after+, or held
+        # by +from+ (found dead), can be taken. Without updated_at every caller answers.
         def claim_turn(key, stale_after:, owner: nil, from: nil)
           return true unless @klass.column_names.include?("updated_at")
 

@@ -6,19 +6,10 @@ require_relative "../../active_record/schema"
 module LlmFailover
   class ActiveRecordIndex
     # The table's rows searched by PostgreSQL with pgvector: no process keeps a copy.
-    #
-    # A row holds the normalised vector in its embedding column (float4[]; the vector
-    # column stays empty). Rows a mirroring process wrote (no embedding) are not read. Schema::VectorSearch gives the table an HNSW index per common
-    # dimension, on the embedding cast to pgvector's type, beside the (partition_key,
-    # id) index the partition's rows are found by.
-    #
-    # How the approximate search squares with the threshold: the similarity of every
-    # candidate is computed exactly from its float32 embedding and checked here, so an
-    # entry below the threshold is never a hit. A partition of up to EXACT_UP_TO rows is
-    # read whole and ranked exactly, in one query; a larger one is searched through the
-    # HNSW index (pgvector 0.8's iterative scan, so a partition's rows are found however
-    # many others the table holds, ef_search EF), which may miss an entry (a miss costs
-    # one provider call; a wrong hit would serve another question's answer).
+    # Each row's normalised vector is in its embedding column (float4[]), under an HNSW
+    # index per common dimension. Every candidate's similarity is computed exactly and
+    # checked here, so a hit is never below the threshold; a partition up to EXACT_UP_TO
+    # rows is ranked exactly, a larger one through HNSW (which may miss).
     #
     # @api private: ActiveRecordIndex's engine when PostgreSQL searches
     class Pgvector

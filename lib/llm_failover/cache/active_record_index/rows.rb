@@ -4,14 +4,10 @@ require_relative "../mirrored_index"
 
 module LlmFailover
   class ActiveRecordIndex
-    # The table's rows mirrored in each process (MirroredIndex): for a database that
-    # cannot search vectors (SQLite, MySQL, PostgreSQL without pgvector 0.8).
-    #
-    # A row holds the vector as little-endian float32 in its vector column. A lookup
-    # costs one indexed query: the partition's rows after the last id this process
-    # mirrored (none, mostly), with the clear row, whose value is the epoch: a process
-    # that sees another value drops its mirror and reads the partition again. Deleted
-    # rows leave nothing a query for the rows after a cursor would see, hence the row.
+    # The table's rows mirrored in each process (MirroredIndex), for a database that
+    # cannot search vectors. A lookup is one indexed query: the partition's rows after
+    # this process's cursor, and the CLEARED row whose value is the epoch (deleted rows
+    # leave nothing such a query would see).
     #
     # @api private: ActiveRecordIndex's engine when it mirrors
     class Rows < MirroredIndex

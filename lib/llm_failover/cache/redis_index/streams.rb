@@ -5,19 +5,12 @@ require_relative "../mirrored_index"
 
 module LlmFailover
   class RedisIndex
-    # The vectors in Redis streams, mirrored in each process (MirroredIndex): for a
-    # Redis without vector sets.
-    #
-    # Keys:
-    #   NS:vindex:<sha256 of the partition, 32 hex>  a stream, one entry per add: v (the
-    #        vector as little-endian float32), x (the value). Trimmed to about
-    #        max_per_partition entries (XADD MAXLEN ~); expires ttl seconds after its
-    #        last add.
-    #   NS:vindex-epoch  moves on at each #clear, after the streams are gone: a process
-    #        that sees it move drops its mirror and mirrors again from the start.
-    # A lookup costs one round trip (the epoch and the partition's stream entries after
-    # the cursor, pipelined); the first lookup of a partition in a process reads the
-    # whole stream, in BATCH entries a round trip.
+    # The vectors in Redis streams, mirrored in each process (MirroredIndex), for a
+    # Redis without vector sets. Keys:
+    #   NS:vindex:<sha256 of the partition>  a stream, one entry per add: v (float32 LE),
+    #                                        x (the value); trimmed to ~max_per_partition
+    #   NS:vindex-epoch                      moves on at each #clear
+    # A lookup is one round trip (the epoch and the entries after the cursor).
     #
     # @api private: RedisIndex's engine when it mirrors
     class Streams < MirroredIndex

@@ -8,24 +8,14 @@ module LlmFailover
   class RedisIndex
     # The vectors in Redis 8's vector sets, searched by Redis: no process keeps a copy.
     #
-    # Keys (one hash tag per partition, so each script touches one slot: Redis Cluster):
-    #   NS:vset:{<sha256 of the partition, 32 hex>}         the vector set: one element per
-    #        distinct normalised vector (its SHA-256), float32 (NOQUANT)
-    #   NS:vset-values:{...}  a hash: element => value
-    #   NS:vset-order:{...}   a sorted set: element => when it was added (Redis's clock);
-    #        past max_per_partition the oldest go from all three
-    # The three expire ttl seconds after the partition's last add. An add and a lookup
-    # are one script each: one round trip.
+    # Keys (one hash tag per partition; all expire ttl after the partition's last add):
+    #   NS:vset:{<sha256 of the partition>}  the set: one float32 element per distinct vector
+    #   NS:vset-values:{...}                 element => value
+    #   NS:vset-order:{...}                  element => when added; past max_per_partition the oldest go
     #
-    # How the approximate search squares with the threshold: NOQUANT keeps every
-    # vector as float32, so the score VSIM gives a candidate is its exact cosine
-    # (score = (1 + cosine) / 2) and the threshold is checked on it here: an entry below
-    # the threshold is never a hit. A partition of up to EXACT_UP_TO entries is scanned
-    # whole (VSIM TRUTH), so it answers what MemoryIndex would; a larger one is searched
-    # through the HNSW graph with EF candidates kept, which may miss an entry (a miss
-    # costs one provider call; a wrong hit would serve another question's answer).
-    # In a script VSIM runs on Redis's main thread, not on a thread of its own: the
-    # price of one round trip and an atomic read of the set and its values.
+    # NOQUANT keeps VSIM's score an exact cosine, so the threshold is checked exactly
+    # and an entry below it is never a hit; a partition up to EXACT_UP_TO is scanned
+    # whole (TRUTH), a larger one through the graph, which may miss (a provider call).
     #
     # @api private: RedisIndex's engine when Redis searches
     class VectorSets
@@ -34,10 +24,8 @@ module LlmFailover
       # entry at 1,536 dimensions on a busy 2-core machine, about what the graph's
       # search costs at this size.
       EXACT_UP_TO = 500
-      # The graph search's breadth (VSIM EF) and the candidates it returns. At EF 50 the
-      # bench's graph found every near duplicate (cosine ~0.99) among 10,000 random
-      # vectors but 17 of 20 among 100,000 (pgvector: 14 of 20), so 200, at several
-      # times the cost (a miss is a provider call).
+      # The graph search's breadth (VSIM EF): at 50 the bench's graph missed 3 of 20 near
+      # duplicates among 100,000 vectors; 200 costs more, but a miss is a provider call.
       EF = 200
       CANDIDATES = 8
 

@@ -37,12 +37,14 @@ module LlmFailover
         @scrubbed = nil
         @attempt_offset = 0
         @reached = {}.compare_by_identity # Target => [tokens, cost] of the attempts that may have reached it
+        @sorted = nil # #to_a's answer until the next record
       end
 
       # @return [Array<AttemptRecord>] a frozen copy, for a Reply or an error, in attempt
-      #   order (a hedge's loser is recorded when it is cut, before the winner ends)
+      #   order (a hedge's loser is recorded when it is cut, before the winner ends); made
+      #   once per record added, since a call asks for it several times
       def to_a
-        @list.sort_by(&:attempt).freeze
+        @sorted ||= @list.sort_by(&:attempt).freeze
       end
 
       def size
@@ -185,6 +187,7 @@ module LlmFailover
       end
 
       def add(record)
+        @sorted = nil
         @list << record
         @usage_log.emit(record)
         record
@@ -208,6 +211,7 @@ module LlmFailover
         if attempt.cancelled
           record = AttemptRecord.new(**fields, error_message: CANCELLED, cancelled: true)
           @cancelled << record
+          @sorted = nil
           @list << record
         else
           add(AttemptRecord.new(**fields, error_class: AbortedError,

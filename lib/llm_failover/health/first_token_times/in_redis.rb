@@ -4,11 +4,8 @@ require_relative "../first_token_times"
 
 module LlmFailover
   module FirstTokenTimes
-    # RedisStateStore's samples: one list per target, NS:{KEY}:ttft (the circuit's hash
-    # tag: one Redis Cluster slot per target), newest first, trimmed to WINDOW. A call
-    # with hedge_after: :auto reads it once before it starts (LRANGE) and adds its
-    # samples once after (LPUSH and LTRIM in one round trip). While Redis cannot be
-    # reached, the store's in-process fallback keeps them.
+    # RedisStateStore's samples: a list per target, NS:{KEY}:ttft (the circuit's hash
+    # tag), newest first, trimmed to WINDOW; the fallback keeps them while Redis is down.
     module InRedis
       def record_first_tokens(key, seconds_list)
         return nil if seconds_list.empty?

@@ -5,11 +5,9 @@ require "llm_failover/llm_failover" # Circuit's route codes and RECOVERY_SHARE (
 
 module LlmFailover
   class RedisStateStore
-    # The Lua scripts that run lf_circuit.c's transitions inside Redis, on Redis's clock
-    # (TIME), one per operation, and their SHA1s for EVALSHA. Each touches the keys of
-    # one target (one hash tag), so it works on Redis Cluster. A restatement of the C
-    # core's rules, kept only because spec/circuit_transitions_spec.rb drives the C
-    # table and these scripts through one list of every transition.
+    # The Lua that runs lf_circuit.c's transitions inside Redis on Redis's clock, one
+    # script per operation, each on one target's keys. A restatement of the C rules,
+    # kept because spec/circuit_transitions_spec.rb drives both through one list.
     #
     # @api private: included by RedisStateStore
     module Scripts
@@ -94,14 +92,8 @@ module LlmFailover
 
       # Mirrors lf_circuit_record. KEYS: circuit, probe. ARGV: threshold, cooldown (s),
       # success (0/1), hold (s), error class, key ttl (ms), the caller's token, the first
-      # probe's wait (s). The wait before the next probe is lf_circuit_interval's: SHARE
-      # (Circuit::RECOVERY_SHARE, from the C core) of the incident's age, at least the
-      # first wait, at most the cooldown; the hash's `probes` counts failed probes. Returns
-      # {from, to, reason, failures, open_for (ms: while open, or while another call's
-      # probe is out; else 0)}. While half-open only
-      # the probe lock's holder's failure reopens; another call's is counted and leaves
-      # the lock alone.
-      # SHARE: lf_circuit.h's, so that the schedule's numbers have one owner.
+      # probe's wait (s). Returns {from, to, reason, failures, open_for (ms)}. SHARE is
+      # Circuit::RECOVERY_SHARE, the C core's, so the probe schedule has one owner.
       RECORD = <<~LUA.sub("SHARE", format("%.17g", Circuit::RECOVERY_SHARE)).freeze
         local st = redis.call('HMGET', KEYS[1], 'state', 'failures', 'until', 'opened_at', 'probes')
         local state = st[1] or 'closed'

@@ -6,28 +6,19 @@ require_relative "scripts"
 
 module LlmFailover
   class RedisStateStore
-    # How RedisStateStore reaches Redis: a pool of connections per process, the scripts
-    # loaded when Redis lacks them, a key the scripts cannot read reset, and an outage
-    # (one warning, one notice when it ends) during which every operation goes to this
-    # process's own MemoryStateStore (@fallback). Needs the store's @config, @pool_size,
-    # @fallback, @lock, @pid, @pool, @down_until, @down, @epoch, @said and @logger.
+    # How RedisStateStore reaches Redis: a connection pool per process, the scripts
+    # loaded on demand, and an outage during which every operation goes to the
+    # process's own MemoryStateStore (@fallback).
     #
     # @api private: included by RedisStateStore
     module Sharing
       private
 
-      # Runs the block with a connection, or the fallback's method of the same name when
-      # Redis is down or failed within the last RETRY_AFTER seconds. Only a connection
-      # that fails makes an outage: a value the scripts cannot read is its key's problem
-      # (+repair+: the keys to reset, then once more), and a command Redis refuses
-      # (out of memory, a read-only replica) sends this operation alone to the fallback.
-      #
-      # An outage is one warning and its end one notice, however many threads are in
-      # flight: each operation carries the epoch it began in, and only one that began
-      # while Redis was up declares it down, only one that began while it was down (a
-      # retry once the second is over) declares it back. An answer to a request sent
-      # before the outage does not end it; a failure of one sent before the recovery
-      # does not start another.
+      # Runs the block with a connection, or the fallback's method of the same name while
+      # Redis is down. Only a failing connection makes an outage: an unreadable key is
+      # reset (+repair+) and a refused command sends this operation alone to the fallback.
+      # Each operation carries the epoch it began in, so that however many threads are in
+      # flight an outage is one warning and its end one notice.
       def shared(name, *args, repair: nil, **keywords)
         return @fallback.public_send(name, *args, **keywords) if @down_until && monotonic < @down_until
 
