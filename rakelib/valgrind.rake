@@ -118,7 +118,7 @@ begin
       # without the threads that free them; the parent frees them. The C test
       # (test_vindex.c) runs the same fork under ASan.
       #
-      # A subset: SPEC='spec/{memory_index,embeddings}_spec.rb' (rspec's rake task
+      # A subset: SPEC='spec/{embeddings,hedge}_spec.rb' (rspec's rake task
       # reads SPEC, a glob).
       t.rspec_opts = ENV["SPEC_VALGRIND_OPTS"] || "--tag ~fiber_scheduler --tag ~timing --tag ~fork_beside_threads"
     end

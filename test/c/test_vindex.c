@@ -472,7 +472,7 @@ static int child_uses_index(lf_vindex *ix)
  * waits for ever on the allocator's mutex (seen in gdb: the child's free in
  * lf_vindex_clear blocked in SizeClassAllocator64::GetFromAllocator). That is
  * the sanitizer's, not the index's, so under ASan this case is left to
- * spec/memory_index_spec.rb, which forks beside scanning threads against the
+ * spec/llm_failover/cache/memory_index_spec.rb, which forks beside scanning threads against the
  * normal build in `rake spec`. */
 #if defined(__SANITIZE_ADDRESS__)
 #define LF_FORK_UNDER_ASAN 1
@@ -485,7 +485,7 @@ static int child_uses_index(lf_vindex *ix)
 static void test_fork_during_scans(void)
 {
 #ifdef LF_FORK_UNDER_ASAN
-    fprintf(stderr, "  fork beside threads: left to spec/memory_index_spec.rb under ASan\n");
+    fprintf(stderr, "  fork beside threads: left to spec/llm_failover/cache/memory_index_spec.rb under ASan\n");
     return;
 #endif
     lf_vindex *ix = lf_vindex_new(0, 0);

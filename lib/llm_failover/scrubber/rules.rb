@@ -12,7 +12,7 @@ module LlmFailover
     # (ext/llm_failover/core/lf_scrub.c), which finds in one pass every place where
     # their matches may start; the others name literals every match starts with. The
     # pattern is tried, anchored, only there. A pattern and its kind's test in
-    # lf_scrub.c change together (spec/scrubber_reference_spec.rb compares them
+    # lf_scrub.c change together (spec/llm_failover/scrubber/scrubber_reference_spec.rb compares them
     # with a pass of every pattern over generated texts).
     module Rules
       KEY_CHARS = "[A-Za-z0-9_-]"

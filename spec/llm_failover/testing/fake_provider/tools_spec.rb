@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+$LOAD_PATH.unshift File.expand_path("../../../../lib", __dir__)
 require "llm_failover/testing"
-require_relative "support/tool_wire"
+require "support/tool_wire"
 
 # The FakeProvider's tool calls, over real HTTP (Net::HTTP): every shape a tool loop
 # must survive, in both protocols, streamed and not, held against the recordings of

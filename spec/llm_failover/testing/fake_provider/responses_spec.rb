@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+$LOAD_PATH.unshift File.expand_path("../../../../lib", __dir__)
 require "llm_failover/testing"
 require "json"
 require "net/http"
@@ -10,7 +10,7 @@ require "net/http"
 # only: the gem cannot call these protocols before the seam carries them (issue 35, phase 2).
 RSpec.describe LlmFailover::Testing::FakeProvider, "Responses API and Azure", :ruby_only do
   let(:fp) { described_class.start }
-  let(:recorded) { File.expand_path("fixtures/recorded/responses", __dir__) }
+  let(:recorded) { File.expand_path("../../../fixtures/recorded/responses", __dir__) }
 
   after { fp.stop }
 

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
-require_relative "support/redis_server"
+require "support/redis_server"
 
 # The quota part of the state-store protocol (LlmFailover::QuotaCounters), one contract
 # for both stores.

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
-$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+$LOAD_PATH.unshift File.expand_path("../../../lib", __dir__)
 require "llm_failover/tools/runner"
 require "llm_failover/testing"
-require_relative "support/tool_wire"
+require "support/tool_wire"
 
 # Tool calls as a FakeProvider sends them over HTTP, in both protocols, streamed and
 # not, checked and run by the Runner; their results go back in the next request to a

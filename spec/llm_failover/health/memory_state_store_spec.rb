@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
-require_relative "support/redis_server"
+require "support/redis_server"
 
 # The state-store protocol, held to one contract for both stores: MemoryStateStore runs
 # the C core's transitions (lf_circuit.c), RedisStateStore runs its Lua copy of them.

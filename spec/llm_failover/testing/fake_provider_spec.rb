@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+$LOAD_PATH.unshift File.expand_path("../../../lib", __dir__)
 require "llm_failover/testing"
 require "json"
 require "net/http"
@@ -10,7 +10,7 @@ require "stringio"
 # Talks to the FakeProvider with plain Ruby only (Net::HTTP and raw sockets), so these specs
 # neither need nor exercise the compiled extension.
 module FakeProviderSpecSupport
-  FIXTURES = File.expand_path("fixtures/recorded", __dir__)
+  FIXTURES = File.expand_path("../../fixtures/recorded", __dir__)
 
   # A raw HTTP/1.1 client over one TCP connection, with its own read buffer so that
   # "nothing arrived" can be checked with IO.select without Ruby's IO buffer hiding bytes.

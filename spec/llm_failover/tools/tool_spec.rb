@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+$LOAD_PATH.unshift File.expand_path("../../../lib", __dir__)
 require "llm_failover/tools/toolbox"
-require_relative "support/tool_wire"
+require "support/tool_wire"
 
 # The Tool class DSL and the schema it produces, held against the schemas real
 # providers accepted in the recordings.

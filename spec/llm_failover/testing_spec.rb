@@ -8,7 +8,7 @@ require "net/http"
 # LlmFailover::Testing for apps' own suites (issue 27, doc/testing.md): per-provider
 # scripts on the FakeProvider, and each test isolated from the others.
 RSpec.describe LlmFailover::Testing, :ruby_only do
-  root = File.expand_path("..", __dir__)
+  root = File.expand_path("../..", __dir__)
   clean_env = { "OPENAI_API_KEY" => nil, "ANTHROPIC_API_KEY" => nil, "LLM_FAILOVER_LIVE" => nil,
                 "LLM_FAILOVER_FAKE" => nil }
 

@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
 require "spec_helper"
-require_relative "support/redis_server"
-require_relative "support/shared_index_examples"
+require "support/redis_server"
+require "support/shared_index_examples"
 
 # RedisIndex on a real redis-server: searched by Redis where it has vector sets
 # (Redis 8), mirrored in each process otherwise (and wherever search: :mirror says).

@@ -236,7 +236,7 @@ RSpec.describe LlmFailover::Engine do
 
   it "loads the error classes it maps to by itself, whatever was required first" do
     require "open3"
-    lib = File.expand_path("../lib", __dir__)
+    lib = File.expand_path("../../lib", __dir__)
     out, status = Open3.capture2e(RbConfig.ruby, "-I", lib, "-e", <<~RUBY)
       require "llm_failover/llm_failover"
       puts LlmFailover::TimeoutError.ancestors.include?(LlmFailover::Error)

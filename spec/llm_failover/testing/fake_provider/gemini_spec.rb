@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+$LOAD_PATH.unshift File.expand_path("../../../../lib", __dir__)
 require "llm_failover/testing"
 require "json"
 require "net/http"
@@ -10,7 +10,7 @@ require "net/http"
 # (Net::HTTP), as fake_provider_spec.rb: the gem itself speaks these protocols only from
 # phase 2 of issue 35.
 module FakeProviderGeminiSupport
-  FIXTURES = File.expand_path("fixtures/recorded/gemini", __dir__)
+  FIXTURES = File.expand_path("../../../fixtures/recorded/gemini", __dir__)
   GEMINI = "/v1beta/models/gemini-2.5-flash"
   VERTEX = "/v1/projects/my-project/locations/global/publishers/google/models/gemini-2.5-pro"
   CLAUDE = "/v1/projects/my-project/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929"

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+$LOAD_PATH.unshift File.expand_path("../../../../lib", __dir__)
 require "llm_failover/testing"
 require "json"
 require "net/http"
@@ -14,7 +14,7 @@ module FakeProviderBedrockSupport
   MODEL = "us.amazon.nova-2-lite-v1:0"
   PATH = "/model/us.amazon.nova-2-lite-v1%3A0/converse"
   STREAM_PATH = "#{PATH}-stream".freeze
-  RECORDED = File.expand_path("fixtures/recorded/bedrock", __dir__)
+  RECORDED = File.expand_path("../../../fixtures/recorded/bedrock", __dir__)
 
   # One event-stream message: its string headers and its payload.
   Frame = Struct.new(:headers, :payload, :crc_ok) do

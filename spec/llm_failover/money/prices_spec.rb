@@ -6,7 +6,7 @@ require "tempfile"
 # LlmFailover::Price, Prices (the default table and LiteLLM's price file) and how a
 # target finds its price (Pricing).
 RSpec.describe LlmFailover::Prices do
-  let(:sample) { File.expand_path("fixtures/prices/litellm_sample.json", __dir__) }
+  let(:sample) { File.expand_path("../../fixtures/prices/litellm_sample.json", __dir__) }
 
   def usd(text)
     BigDecimal(text)
