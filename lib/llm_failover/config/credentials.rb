@@ -277,9 +277,9 @@ module LlmFailover
       path = ENV.fetch("GOOGLE_APPLICATION_CREDENTIALS", "")
       return ServiceAccount.source(name, path, option: :environment) unless path.empty?
 
-      Host.refuse!(name, "no credential: give access_token: or credentials: (a service account file), set " \
-                         "GOOGLE_APPLICATION_CREDENTIALS, or load googleauth (require \"googleauth\") for its " \
-                         "application default credentials")
+      Host.refuse!(name, "access_token or credentials is missing: give access_token: or credentials: (a service " \
+                         "account file), set GOOGLE_APPLICATION_CREDENTIALS, or load googleauth (require " \
+                         "\"googleauth\") for its application default credentials")
     end
 
     # credentials: a Hash checked now, or a source asked when a call needs it.
