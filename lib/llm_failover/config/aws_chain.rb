@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
+require_relative "../errors"
 require_relative "../safe_inspect"
+require_relative "host"
 
 module LlmFailover
   module Credentials
@@ -20,7 +22,9 @@ module LlmFailover
         defined?(::Aws::CredentialProviderChain) ? true : false
       end
 
-      def initialize
+      # @param name [Symbol] the provider's, for the error
+      def initialize(name)
+        @name = name
         @provider = nil # asked under AwsSource's lock only
       end
 
@@ -30,8 +34,8 @@ module LlmFailover
       def call
         @provider ||= ::Aws::CredentialProviderChain.new.resolve
         unless @provider
-          raise ConfigurationError, "#{NAMED} found no credentials (no AWS_* variables, shared files, SSO, " \
-                                    "web identity or instance role): give credentials:"
+          Host.refuse!(@name, "#{NAMED} found no credentials (no AWS_* variables, shared files, SSO, web identity " \
+                              "or instance role): give credentials:")
         end
 
         keys = @provider.credentials

@@ -268,7 +268,7 @@ module LlmFailover
     def ambient(host)
       name = host.name
       if host.api == :bedrock
-        return AwsSource.new(name, AwsChain.new, option: :aws_sdk, named: AwsChain::NAMED) if AwsChain.loaded?
+        return AwsSource.new(name, AwsChain.new(name), option: :aws_sdk, named: AwsChain::NAMED) if AwsChain.loaded?
 
         return AwsSource.new(name, AwsSource::ENV_SOURCE, option: :environment, named: "the environment's AWS credentials")
       end
