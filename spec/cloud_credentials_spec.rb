@@ -1,9 +1,8 @@
 # frozen_string_literal: true
 
 require "spec_helper"
-require "open3"
-require "openssl"
 require "tmpdir"
+require_relative "support/cloud_credentials"
 
 # The credentials users already hold for Bedrock and Vertex AI, taken without being
 # given: aws-sdk-core's provider chain and googleauth's application default credentials
@@ -13,37 +12,18 @@ require "tmpdir"
 # checks SigV4 signatures, the service account's signed JWT, and that Vertex AI is sent
 # the token it issued.
 RSpec.describe "Cloud credentials" do
-  let(:runner) { File.expand_path("support/cloud_credentials_runner.rb", __dir__) }
-  let(:email) { "llm-failover@spec-project.iam.gserviceaccount.com" }
-  keys = {}
-  # RSA keys take a moment to make: one per name for the whole file.
-  define_method(:rsa) { |name = :sa| keys[name] ||= OpenSSL::PKey::RSA.new(2048) }
-
   let(:dir) { Dir.mktmpdir("cloud_credentials") }
+  let(:email) { CloudCredentials::EMAIL }
   after { FileUtils.rm_rf(dir) }
 
-  # A service account key file as Google makes them, its token_uri this spec's endpoint.
-  def service_account_file(fp, key: rsa, name: "sa.json", type: "service_account")
-    path = File.join(dir, name)
-    File.write(path, JSON.generate("type" => type, "project_id" => "spec-project", "private_key_id" => "0123abcd",
-                                   "private_key" => key.to_pem, "client_email" => email,
-                                   "token_uri" => fp.token_url))
-    path
+  def rsa(name = :sa) = CloudCredentials.rsa(name)
+
+  def service_account_file(fp, **options)
+    CloudCredentials.service_account_file(fp, dir: dir, **options)
   end
 
-  # Runs the plan in a process of its own; returns its lines, the last one the provider's
-  # #inspect and the credential gems loaded.
-  def run_apart(env: {}, **plan)
-    file = File.join(dir, "plan.json")
-    File.write(file, JSON.generate(plan))
-    clean = %w[AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION
-               AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE GOOGLE_APPLICATION_CREDENTIALS].to_h { |k| [k, nil] }
-    out, status = Open3.capture2e(clean.merge("HOME" => dir, "AWS_EC2_METADATA_DISABLED" => "true").merge(env),
-                                  RbConfig.ruby, runner, file)
-    lines = out.lines.grep(/\A\{/).map { |l| JSON.parse(l) }
-    expect(status).to be_success, out
-    expect(lines.last).to include("loaded"), out
-    lines
+  def run_apart(**plan)
+    CloudCredentials.run_apart(dir: dir, **plan).first
   end
 
   describe "Vertex AI's service account file, signed by the gem" do

@@ -5,10 +5,12 @@
 # source by what is loaded, and the spec process itself never loads them.
 #   ruby spec/support/cloud_credentials_runner.rb PLAN.json
 # PLAN: { "require": [...], "provider": { options }, "model": "...", "calls": 2 }.
-# Prints one JSON line per call: { "provider": ... } or { "error": class, "message": ... },
-# then { "inspect": the provider's #inspect, "loaded": the credential gems loaded }.
+# Prints one JSON line per call: { "provider": ... } or { "error": class, "message": ...,
+# "full_message": with its causes }, then { "inspect": the configuration and the provider
+# as #inspect and pp show them, "loaded": the credential gems loaded }.
 $LOAD_PATH.unshift(File.expand_path("../../lib", __dir__))
 require "json"
+require "pp"
 
 plan = JSON.parse(File.read(ARGV.fetch(0)))
 plan.fetch("require", []).each { |lib| require lib }
@@ -31,10 +33,15 @@ begin
     reply = LlmFailover.chat(model: plan.fetch("model"), provider: :cloud).ask("Hi")
     puts JSON.generate(provider: reply.provider, content: reply.content)
   rescue LlmFailover::Error, LlmFailover::ConfigurationError => e
-    puts JSON.generate(error: e.class.name, message: e.message, cause: e.cause&.class&.name)
+    puts JSON.generate(error: e.class.name, message: e.message, cause: e.cause&.class&.name,
+                       full_message: e.full_message(highlight: false))
   end
 rescue LlmFailover::ConfigurationError => e
-  puts JSON.generate(error: e.class.name, message: e.message, cause: e.cause&.class&.name)
+  puts JSON.generate(error: e.class.name, message: e.message, cause: e.cause&.class&.name,
+                     full_message: e.full_message(highlight: false))
 end
-puts JSON.generate(inspect: LlmFailover.configuration.providers[:cloud].inspect,
+provider = LlmFailover.configuration.providers[:cloud]
+shown = [LlmFailover.configuration.inspect, provider.inspect, provider&.credential.inspect,
+         PP.pp(LlmFailover.configuration, +"")].join("\n")
+puts JSON.generate(inspect: shown,
                    loaded: $LOADED_FEATURES.grep(%r{/(aws-sdk-core|googleauth)\.rb\z}).map { |f| File.basename(f, ".rb") })
