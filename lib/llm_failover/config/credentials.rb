@@ -13,8 +13,8 @@ module LlmFailover
   # callable; Vertex AI's service account file, credentials:), or AWS credentials
   # (credentials:, a Hash or a callable). Given none, the ambient ones a user already
   # holds: aws-sdk-core's provider chain or googleauth's application default credentials
-  # when that gem is loaded, else the environment's. Credentials.for picks it from the options the host takes
-  # (Host#credentials). #current is what a call sends; its identity changes only when the
+  # when that gem is loaded, else the environment's. Credentials.for picks it from the
+  # options the host takes (Host#credentials). #current is what a call sends; its identity changes only when the
   # credential does, so that ProviderConfig rebuilds a target's Engine::Target then, and
   # only then; #engine_fields says which Engine::Target members carry it.
   #
@@ -63,8 +63,9 @@ module LlmFailover
     # A token is asked again REFRESH_BEFORE seconds before it expires, once, under a lock
     # (the threads of a process share it). A source that raises, returns nil, an empty token
     # or another shape is a ConfigurationError for its provider: raised by the call before
-    # any request, never a failover (a working backup would hide it). googleauth's
-    # credentials and an Entra ID client fit it in a line: an adapter is such a callable.
+    # any request, never a failover (a working backup would hide it). An Entra ID client
+    # fits it in a line; googleauth (GoogleDefault) and a service account file
+    # (ServiceAccount) are such callables.
     class TokenSource
       include SafeInspect
 
@@ -175,7 +176,7 @@ module LlmFailover
     # credentials, expires_at: (a Time; aws-sdk-core's expiration: too) or expires_in:
     # seconds; without an expiry they are asked again after UNKNOWN_LIFETIME seconds. A
     # source that raises or returns another shape is a ConfigurationError for its provider.
-    # aws-sdk-core's provider chain fits in a line: an adapter is such a callable.
+    # aws-sdk-core's provider chain (AwsChain) is such a callable.
     class AwsSource < TokenSource
       # The environment's, when credentials: is not given (read when a call needs them).
       ENV_SOURCE = lambda do

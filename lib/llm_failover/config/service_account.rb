@@ -34,7 +34,9 @@ module LlmFailover
       # @param option [Symbol] :credentials (given), or :environment (GOOGLE_APPLICATION_CREDENTIALS)
       # @raise [ConfigurationError] a file that is missing, not a service account key or broken
       def self.source(provider, path, option:)
-        named = option == :environment ? "the service account file GOOGLE_APPLICATION_CREDENTIALS names" : "the credentials: service account file"
+        named = if option == :environment then "the service account file GOOGLE_APPLICATION_CREDENTIALS names"
+                else "the credentials: service account file"
+                end
         TokenSource.new(provider, new(provider, path, named: named), option: option, named: named)
       end
 
@@ -59,7 +61,8 @@ module LlmFailover
         token = answer["access_token"] if answer.is_a?(Hash)
         refuse!("#{@named}: its token_uri answered #{status}#{oauth_error(answer)}") unless status == 200 && token.is_a?(String)
 
-        { token: token, expires_in: answer["expires_in"].is_a?(Numeric) ? answer["expires_in"] : TokenSource::UNKNOWN_LIFETIME }
+        lifetime = answer["expires_in"]
+        { token: token, expires_in: lifetime.is_a?(Numeric) ? lifetime : TokenSource::UNKNOWN_LIFETIME }
       end
 
       def inspect
@@ -83,8 +86,9 @@ module LlmFailover
           refuse!("#{@named} is not a service account key (type #{json['type'].inspect if json.is_a?(Hash)}); " \
                   "for other application default credentials, load googleauth")
         end
-        [json.fetch("client_email") { refuse!("#{@named} has no client_email") }, json["private_key_id"],
-         token_uri(json["token_uri"]), private_key(json["private_key"])]
+        email = json["client_email"]
+        refuse!("#{@named} has no client_email") unless email.is_a?(String) && !email.empty?
+        [email.dup.freeze, json["private_key_id"], token_uri(json["token_uri"]), private_key(json["private_key"])]
       end
 
       def parse(text)
