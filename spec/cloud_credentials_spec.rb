@@ -75,6 +75,14 @@ RSpec.describe "Cloud credentials" do
       expect(fp.on(:vertex).requests.map(&:bearer_token).uniq.size).to eq(2)
     end
 
+    it "exchanges once when many threads need a token while the exchange is under way" do
+      fp.enqueue_tokens({ delay_headers: 0.3 }) # long enough for every thread to find no token
+      vertex(credentials: service_account_file(fp))
+      threads = Array.new(4) { Thread.new { LlmFailover.chat(model: "gemini-2.5-pro", provider: :vertex).ask("Hi").provider } }
+      expect(threads.map(&:value)).to eq([:vertex] * 4)
+      expect(fp.token_requests.size).to eq(1)
+    end
+
     it "prefers a credential given over the file GOOGLE_APPLICATION_CREDENTIALS names" do
       ENV["GOOGLE_APPLICATION_CREDENTIALS"] = service_account_file(fp)
       vertex(access_token: -> { { token: LlmFailover::Testing::FakeProvider::TokenAnswer.issue, expires_in: 3000 } })
