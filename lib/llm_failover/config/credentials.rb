@@ -271,9 +271,12 @@ module LlmFailover
       if host.api == :bedrock
         return AwsSource.new(name, AwsChain.new(name), option: :aws_sdk, named: AwsChain::NAMED) if AwsChain.loaded?
 
-        return AwsSource.new(name, AwsSource::ENV_SOURCE, option: :environment, named: "the environment's AWS credentials")
+        return AwsSource.new(name, AwsSource::ENV_SOURCE, option: :environment,
+                                   named: "the environment's AWS credentials")
       end
-      return TokenSource.new(name, GoogleDefault.new, option: :googleauth, named: GoogleDefault::NAMED) if GoogleDefault.loaded?
+      if GoogleDefault.loaded?
+        return TokenSource.new(name, GoogleDefault.new, option: :googleauth, named: GoogleDefault::NAMED)
+      end
 
       path = ENV.fetch("GOOGLE_APPLICATION_CREDENTIALS", "")
       return ServiceAccount.source(name, path, option: :environment) unless path.empty?
@@ -309,7 +312,9 @@ module LlmFailover
         Host.refuse!(name, "the environment's AWS credentials are missing: set AWS_ACCESS_KEY_ID and " \
                            "AWS_SECRET_ACCESS_KEY, or give credentials:")
       end
-      Host.refuse!(name, "#{named} gave AWS credentials that are missing or broken (#{shape(answer)})") unless option == :credentials
+      unless option == :credentials
+        Host.refuse!(name, "#{named} gave AWS credentials that are missing or broken (#{shape(answer)})")
+      end
       Host.refuse!(name, "the credentials: AWS credentials are missing or broken (#{shape(answer)}): give " \
                          "{ access_key_id:, secret_access_key:, session_token: (optional) }")
     end

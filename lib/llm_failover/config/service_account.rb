@@ -59,7 +59,9 @@ module LlmFailover
         status, body = exchange(URI.encode_www_form("grant_type" => GRANT, "assertion" => assertion))
         answer = parse(body)
         token = answer["access_token"] if answer.is_a?(Hash)
-        refuse!("#{@named}: its token_uri answered #{status}#{oauth_error(answer)}") unless status == 200 && token.is_a?(String)
+        unless status == 200 && token.is_a?(String)
+          refuse!("#{@named}: its token_uri answered #{status}#{oauth_error(answer)}")
+        end
 
         lifetime = answer["expires_in"]
         { token: token, expires_in: lifetime.is_a?(Numeric) ? lifetime : TokenSource::UNKNOWN_LIFETIME }
