@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "tmpdir"
+require_relative "support/cloud_credentials"
 
 # API keys never leave: no record, reply, chat, configuration, exception or log line
 # shows them, whole or in part.
@@ -227,6 +229,131 @@ RSpec.describe "Secrets" do
           expect(texts.flat_map { |t| leaks(t) }).to eq([])
         end
       end
+    end
+  end
+
+  # The ambient sources (the gem's own service account signer, aws-sdk-core's chain,
+  # googleauth's application default credentials): no token, private key, signed JWT or
+  # AWS secret in what a call, a failure or an inspection shows.
+  describe "the cloud credential sources" do
+    let(:dir) { Dir.mktmpdir("secrets") }
+    let(:key) { CloudCredentials.rsa }
+    # Pieces of the private key's PEM body (never the armour lines).
+    let(:key_pieces) { key.to_pem.lines[1..-2].map(&:chomp).values_at(0, 10, -1) }
+    after { FileUtils.rm_rf(dir) }
+
+    def shown(*more)
+      out = StringIO.new
+      PP.pp(LlmFailover.configuration, out)
+      [out.string, LlmFailover.configuration.inspect, LlmFailover.configuration.providers.inspect, log.string,
+       JSON.generate(records.map(&:to_h)), records.map(&:inspect).join, *more]
+    end
+
+    def found(texts, secrets)
+      secrets.select { |secret| texts.any? { |t| t.to_s.include?(secret) } }
+    end
+
+    describe "a service account file, signed by the gem" do
+      let(:fp) { start_fake_provider(check_tokens: true, service_accounts: { CloudCredentials::EMAIL => key.public_key }) }
+
+      def vertex(path)
+        LlmFailover.configure do |c|
+          c.provider :vertex, api: :vertex, project: "secrets", location: "us-east5", credentials: path,
+                              base_url: fp.on(:vertex).base_url(:vertex)
+          c.provider :backup, api: :anthropic, api_key: "sk-ant-SECRET456", base_url: fp.on(:backup).base_url(:anthropic)
+        end
+      end
+
+      it "keeps the token, the key and the signed JWT out of a failover and a quoted-back 401" do
+        token = "ya29.fake--#{Time.now.to_i + 3600}-5ec2e7789abcdef012345678" # one check_tokens takes
+        fp.enqueue_tokens({ access_token: token })
+        vertex(CloudCredentials.service_account_file(fp, dir: dir))
+        fp.on(:vertex).enqueue({ error: :server },
+                               { status: 401, headers: { "content-type" => "application/json" },
+                                 body: { error: { message: "Bad credential: #{token}", code: 401 } } })
+        chat = LlmFailover.chat(model: "gemini-2.5-pro", provider: :vertex, backup_model: "claude-sonnet-4-6",
+                                backup_provider: :backup, max_retries: 0)
+        reply = chat.ask("Hi")
+        error = begin
+          chat.ask("Again")
+        rescue LlmFailover::Error => e
+          e
+        end
+        expect([reply.provider, error.class]).to eq([:backup, LlmFailover::UnauthorizedError])
+        assertion = URI.decode_www_form(fp.token_requests.first.body).to_h.fetch("assertion")
+        secrets = [token, assertion, assertion.split(".").last, *key_pieces]
+        texts = shown(reply.inspect, chat.inspect, chat.messages.map(&:inspect).join, error.message, error.inspect,
+                      error.full_message, error.body.to_s, LlmFailover.configuration.providers[:vertex].credential.inspect)
+        expect(found(texts, secrets)).to eq([])
+        expect(fp.on(:vertex).requests.map(&:bearer_token).uniq).to eq([token]) # what was checked was sent
+      end
+
+      it "keeps the signed JWT and the key out of the endpoint's refusal" do
+        vertex(CloudCredentials.service_account_file(fp, dir: dir, key: CloudCredentials.rsa(:stranger)))
+        error = begin
+          LlmFailover.chat(model: "gemini-2.5-pro", provider: :vertex).ask("Hi")
+        rescue LlmFailover::ConfigurationError => e
+          e
+        end
+        expect(error.message).to include("Invalid JWT Signature")
+        assertion = URI.decode_www_form(fp.token_requests.first.body).to_h.fetch("assertion")
+        stranger = CloudCredentials.rsa(:stranger).to_pem.lines[1..-2].map(&:chomp).values_at(0, -1)
+        expect(found(shown(error.message, error.full_message, error.inspect), [assertion, assertion.split(".").last, *stranger]))
+          .to eq([])
+      end
+
+      it "keeps the key out of the error about a file that is no JSON, causes included" do
+        path = File.join(dir, "sa.json")
+        File.write(path, "{ \"private_key\": #{key.to_pem.inspect}, oops }")
+        error = begin
+          vertex(path)
+        rescue LlmFailover::ConfigurationError => e
+          e
+        end
+        expect(error.message).to end_with("is not JSON")
+        causes = []
+        cause = error
+        causes << cause.message while (cause = cause.cause)
+        expect(found([error.message, error.full_message, *causes], key_pieces)).to eq([])
+      end
+    end
+
+    it "keeps aws-sdk-core's credentials out of what the provider shows, and out of a refusal" do
+      fp = start_fake_provider(aws_credentials: { "AKIDSHAREDSECRET1" => "shared/SECRET456-right" })
+      File.write(File.join(dir, "credentials"),
+                 "[default]\naws_access_key_id = AKIDSHAREDSECRET1\naws_secret_access_key = shared/SECRET456-wrong\n" \
+                 "aws_session_token = FwoG-SECRET789-session\n")
+      lines, out = CloudCredentials.run_apart(
+        dir: dir, require: ["aws-sdk-core"], model: "amazon.nova-lite-v1:0",
+        provider: { "api" => "bedrock", "region" => "eu-central-1", "base_url" => fp.base_url(:bedrock) },
+        env: { "AWS_SHARED_CREDENTIALS_FILE" => File.join(dir, "credentials") }
+      )
+      expect(lines.first).to include("error" => "LlmFailover::UnauthorizedError") # signed, with the wrong secret
+      signature = fp.requests.first.headers["authorization"][/Signature=(\h+)/, 1]
+      expect(found([out], ["SECRET456", "SECRET789", signature])).to eq([])
+    end
+
+    it "keeps googleauth's token out of what the provider shows, and out of a quoted-back 401" do
+      token = "ya29.SECRET789-from-googleauth"
+      fp = start_fake_provider
+      fp.enqueue_tokens({ access_token: token })
+      fp.enqueue({ status: 401, headers: { "content-type" => "application/json" },
+                   body: { error: { message: "Bad credential: #{token}", code: 401 } } })
+      File.write(File.join(dir, "subject"), "SECRET123-subject-token")
+      File.write(File.join(dir, "external.json"), JSON.generate(
+                                                    "type" => "external_account", "audience" => "//iam.googleapis.com/x",
+                                                    "subject_token_type" => "urn:ietf:params:oauth:token-type:jwt",
+                                                    "token_url" => fp.token_url,
+                                                    "credential_source" => { "file" => File.join(dir, "subject") }
+                                                  ))
+      lines, out = CloudCredentials.run_apart(
+        dir: dir, require: ["googleauth"], model: "gemini-2.5-pro",
+        provider: { "api" => "vertex", "project" => "secrets", "location" => "us-east5", "base_url" => fp.base_url(:vertex) },
+        env: { "GOOGLE_APPLICATION_CREDENTIALS" => File.join(dir, "external.json") }
+      )
+      expect(lines.first).to include("error" => "LlmFailover::UnauthorizedError")
+      expect(fp.requests.reject(&:token?).map(&:bearer_token)).to eq([token]) # it was sent, where it belongs
+      expect(found([out], %w[SECRET789 SECRET123])).to eq([])
     end
   end
 

@@ -7,6 +7,12 @@ require "logger"
 require "stringio"
 require "pp"
 require_relative "support/gem_warnings"
+
+# The machine's cloud credentials never reach a spec: a Vertex AI or Bedrock provider
+# configured without one takes the ambient ones (GOOGLE_APPLICATION_CREDENTIALS, AWS_*),
+# and aws-sdk-core's chain, where a spec loads it, never asks the EC2 metadata endpoint.
+ENV.delete("GOOGLE_APPLICATION_CREDENTIALS")
+ENV["AWS_EC2_METADATA_DISABLED"] = "true"
 require "llm_failover"
 require "llm_failover/testing"
 require_relative "support/list_store"

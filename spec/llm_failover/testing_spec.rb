@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "tmpdir"
+require_relative "support/cloud_credentials"
 require "open3"
 require "tmpdir"
 require "net/http"
@@ -104,6 +106,17 @@ RSpec.describe LlmFailover::Testing, :ruby_only do
       expect(described_class.fake.request_count).to eq(0)
     end
 
+    let(:sa_dir) { Dir.mktmpdir("testing_helpers") }
+    after { FileUtils.rm_rf(sa_dir) }
+
+    def service_account_file
+      path = File.join(sa_dir, "sa.json")
+      File.write(path, JSON.generate("type" => "service_account", "client_email" => "app@app-project.iam.gserviceaccount.com",
+                                     "private_key" => CloudCredentials.rsa.to_pem,
+                                     "token_uri" => "https://oauth2.googleapis.com/token"))
+      path
+    end
+
     it "points every host at the fake at its own paths, never asking a credential source" do
       asked = 0
       LlmFailover.configure do |c|
@@ -116,10 +129,13 @@ RSpec.describe LlmFailover::Testing, :ruby_only do
         c.provider :vertex, api: :vertex, project: "app-project", location: "europe-west4",
                             access_token: -> { asked += 1 }, models: { "claude" => "claude-sonnet-4-5@20250929" }
         c.provider :bedrock, api: :bedrock, region: "us-east-1", credentials: -> { asked += 1 }
+        # a service account whose token endpoint would be Google's: never asked either
+        c.provider :vertex_sa, api: :vertex, project: "app-project", location: "europe-west4",
+                               credentials: service_account_file
       end
       paths = described_class.isolate do |fake|
         { openai: "gpt-5", azure: "gpt-4o", foundry: "Mistral-Large-2411", google: "gemini-2.5-flash",
-          vertex: "claude", bedrock: "amazon.nova-lite-v1:0" }
+          vertex: "claude", bedrock: "amazon.nova-lite-v1:0", vertex_sa: "gemini-2.5-pro" }
           .each { |provider, model| LlmFailover.chat(model: model, provider: provider).ask("Hi") }
         fake.requests.map { |r| [r.lane, r.path, r.headers["authorization"] || r.headers["api-key"] || r.headers["x-goog-api-key"]] }
       end
@@ -133,7 +149,9 @@ RSpec.describe LlmFailover::Testing, :ruby_only do
                    "claude-sonnet-4-5@20250929:rawPredict", token],
          [:bedrock, "/providers/bedrock/model/amazon.nova-lite-v1%3A0/converse",
           a_string_starting_with("AWS4-HMAC-SHA256 Credential=" \
-                                 "#{described_class::OFFLINE_AWS_CREDENTIALS[:access_key_id]}/")]]
+                                 "#{described_class::OFFLINE_AWS_CREDENTIALS[:access_key_id]}/")],
+         [:vertex_sa, "/providers/vertex_sa/v1/projects/app-project/locations/europe-west4/publishers/google/models/" \
+                      "gemini-2.5-pro:generateContent", token]]
       )
       expect(asked).to eq(0)
       expect(LlmFailover.configuration.provider_config(:vertex).base_url)

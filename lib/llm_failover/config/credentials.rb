@@ -3,13 +3,18 @@
 require_relative "../errors"
 require_relative "../safe_inspect"
 require_relative "host"
+require_relative "aws_chain"
+require_relative "google_default"
+require_relative "service_account"
 
 module LlmFailover
   # One provider's credential, as its host takes it, and where it comes from: a key
   # given once (api_key:), a source asked for a token that expires (access_token:, a
-  # callable), or AWS credentials (credentials:, a Hash or a callable, else the
-  # environment). Credentials.for picks it from the options the host takes
-  # (Host#credentials). #current is what a call sends; its identity changes only when the
+  # callable; Vertex AI's service account file, credentials:), or AWS credentials
+  # (credentials:, a Hash or a callable). Given none, the ambient ones a user already
+  # holds: aws-sdk-core's provider chain or googleauth's application default credentials
+  # when that gem is loaded, else the environment's. Credentials.for picks it from the
+  # options the host takes (Host#credentials). #current is what a call sends; its identity changes only when the
   # credential does, so that ProviderConfig rebuilds a target's Engine::Target then, and
   # only then; #engine_fields says which Engine::Target members carry it.
   #
@@ -58,8 +63,9 @@ module LlmFailover
     # A token is asked again REFRESH_BEFORE seconds before it expires, once, under a lock
     # (the threads of a process share it). A source that raises, returns nil, an empty token
     # or another shape is a ConfigurationError for its provider: raised by the call before
-    # any request, never a failover (a working backup would hide it). googleauth's
-    # credentials and an Entra ID client fit it in a line: an adapter is such a callable.
+    # any request, never a failover (a working backup would hide it). An Entra ID client
+    # fits it in a line; googleauth (GoogleDefault) and a service account file
+    # (ServiceAccount) are such callables.
     class TokenSource
       include SafeInspect
 
@@ -73,11 +79,14 @@ module LlmFailover
 
       # @param provider [Symbol] the provider's name, for the error
       # @param source [#call]
-      # @param option [Symbol] the option that gave it, for the error
-      def initialize(provider, source, option:)
+      # @param option [Symbol] the option that gave it (:environment, :aws_sdk, :googleauth
+      #   for an ambient source)
+      # @param named [String] what the errors call the source
+      def initialize(provider, source, option:, named: "the #{option}: source")
         @provider = provider
         @source = source
         @option = option
+        @named = named
         @held = nil # [value, monotonic time to ask again], frozen: read in one step
         @lock = Mutex.new
       end
@@ -112,7 +121,7 @@ module LlmFailover
         rescue ConfigurationError
           raise
         rescue StandardError => e
-          Host.refuse!(@provider, "the #{@option}: source raised #{e.class} (see the cause): no #{what}, no request")
+          Host.refuse!(@provider, "#{@named} raised #{e.class} (see the cause): no #{what}, no request")
         end
         value, expires_at = read(answer)
         [value.frozen? ? value : value.dup.freeze, now + [expires_at - Time.now - REFRESH_BEFORE, 0].max].freeze
@@ -127,7 +136,7 @@ module LlmFailover
       def read(answer)
         token, expires_at = answer.is_a?(Hash) ? from_hash(answer) : [answer, Time.now + UNKNOWN_LIFETIME]
         unless token.is_a?(String) && !token.strip.empty? && !token.match?(/[\r\n\0]/)
-          Host.refuse!(@provider, "the #{@option}: source gave no token (#{Credentials.shape(answer)}); it must " \
+          Host.refuse!(@provider, "#{@named} gave no token (#{Credentials.shape(answer)}); it must " \
                                   "return a String or { token:, expires_at: } (or expires_in:)")
         end
         [token, expires_at]
@@ -138,7 +147,7 @@ module LlmFailover
         expires_at = h[:expires_at]
         expires_at = Time.now + h[:expires_in] if expires_at.nil? && h[:expires_in].is_a?(Numeric)
         unless expires_at.is_a?(Time)
-          Host.refuse!(@provider, "the #{@option}: source gave no expiry: { token:, expires_at: Time } or " \
+          Host.refuse!(@provider, "#{@named} gave no expiry: { token:, expires_at: Time } or " \
                                   "{ token:, expires_in: seconds }")
         end
         [h[:token], expires_at]
@@ -159,14 +168,15 @@ module LlmFailover
     end
 
     # Bedrock's AWS credentials (credentials:): a Hash given once, a callable asked as a
-    # TokenSource is (once, again shortly before they expire), or the environment.
+    # TokenSource is (once, again shortly before they expire), aws-sdk-core's provider
+    # chain (AwsChain) or the environment.
     #
     # The contract of a credentials source: #call, with no argument, returns a Hash
     # { access_key_id:, secret_access_key:, session_token: (optional) } and, for temporary
     # credentials, expires_at: (a Time; aws-sdk-core's expiration: too) or expires_in:
     # seconds; without an expiry they are asked again after UNKNOWN_LIFETIME seconds. A
     # source that raises or returns another shape is a ConfigurationError for its provider.
-    # aws-sdk-core's provider chain fits in a line: an adapter is such a callable.
+    # aws-sdk-core's provider chain (AwsChain) is such a callable.
     class AwsSource < TokenSource
       # The environment's, when credentials: is not given (read when a call needs them).
       ENV_SOURCE = lambda do
@@ -187,7 +197,7 @@ module LlmFailover
 
       # @return [Array(AwsKeys, Time)]
       def read(answer)
-        keys = Credentials.aws_keys(@provider, answer, @option)
+        keys = Credentials.aws_keys(@provider, answer, @option, named: @named)
         h = answer.transform_keys(&:to_sym)
         expires_at = h[:expires_at] || h[:expiration]
         expires_at = Time.now + h[:expires_in] if expires_at.nil? && h[:expires_in].is_a?(Numeric)
@@ -227,6 +237,8 @@ module LlmFailover
     # @param host [Host]
     # @param given [Hash{Symbol => Object}] api_key:, access_token:, credentials: as configured
     #   (nil: not given)
+    # A credential given always wins over an ambient one (an explicit choice is never
+    # overridden by what the machine happens to hold).
     # @return [Key, TokenSource, AwsSource, AwsKeysGiven]
     # @raise [ConfigurationError] none given, two given, one the host does not take, a bad value
     def for(host, given)
@@ -237,16 +249,41 @@ module LlmFailover
         Host.refuse!(name, "#{option}: is not how api: #{host.api.inspect} is authenticated (it takes " \
                            "#{takes.map { |t| "#{t}:" }.join(' or ')})")
       end
-      # Bedrock without either: the environment's AWS credentials, read when a call needs them.
-      return AwsSource.new(name, AwsSource::ENV_SOURCE, option: :environment) if present.empty? && takes.include?(:credentials)
+      return ambient(host) if present.empty? && %i[bedrock vertex].include?(host.api)
       Host.refuse!(name, "#{takes.join(' or ')} is missing (nil); is its environment variable set?") if present.empty?
       Host.refuse!(name, "give one of #{present.keys.map { |t| "#{t}:" }.join(' and ')}, not both") if present.size > 1
 
       option, value = present.first
+      return ServiceAccount.source(name, value, option: :credentials) if option == :credentials && host.api == :vertex
       return aws(name, value) if option == :credentials
       return TokenSource.new(name, value, option: option) if option == :access_token && value.respond_to?(:call)
 
       Key.new(checked_key(name, option, value), option: option, bearer: option == :access_token || host.bearer_key?)
+    end
+
+    # The credential of a Bedrock or Vertex AI provider configured with none: what the
+    # machine holds, asked when a call first needs it. Bedrock: aws-sdk-core's provider
+    # chain when that gem is loaded, else AWS_* variables. Vertex AI: googleauth's
+    # application default credentials when that gem is loaded, else the service account
+    # file GOOGLE_APPLICATION_CREDENTIALS names (read now).
+    def ambient(host)
+      name = host.name
+      if host.api == :bedrock
+        return AwsSource.new(name, AwsChain.new(name), option: :aws_sdk, named: AwsChain::NAMED) if AwsChain.loaded?
+
+        return AwsSource.new(name, AwsSource::ENV_SOURCE, option: :environment,
+                                   named: "the environment's AWS credentials")
+      end
+      if GoogleDefault.loaded?
+        return TokenSource.new(name, GoogleDefault.new, option: :googleauth, named: GoogleDefault::NAMED)
+      end
+
+      path = ENV.fetch("GOOGLE_APPLICATION_CREDENTIALS", "")
+      return ServiceAccount.source(name, path, option: :environment) unless path.empty?
+
+      Host.refuse!(name, "access_token or credentials is missing: give access_token: or credentials: (a service " \
+                         "account file), set GOOGLE_APPLICATION_CREDENTIALS, or load googleauth (require " \
+                         "\"googleauth\") for its application default credentials")
     end
 
     # credentials: a Hash checked now, or a source asked when a call needs it.
@@ -263,7 +300,7 @@ module LlmFailover
     # @param answer [Object] what credentials: is, or what its source returned
     # @return [AwsKeys] frozen
     # @raise [ConfigurationError] no access key id or secret, or a broken value
-    def aws_keys(name, answer, option)
+    def aws_keys(name, answer, option, named: nil)
       h = answer.is_a?(Hash) ? answer.transform_keys(&:to_sym) : {}
       keys = AwsKeys.new(*h.values_at(:access_key_id, :secret_access_key, :session_token))
       usable = ->(v) { v.is_a?(String) && !v.strip.empty? && !v.match?(/[\r\n\0]/) }
@@ -275,7 +312,10 @@ module LlmFailover
         Host.refuse!(name, "the environment's AWS credentials are missing: set AWS_ACCESS_KEY_ID and " \
                            "AWS_SECRET_ACCESS_KEY, or give credentials:")
       end
-      Host.refuse!(name, "the #{option}: AWS credentials are missing or broken (#{shape(answer)}): give " \
+      unless option == :credentials
+        Host.refuse!(name, "#{named} gave AWS credentials that are missing or broken (#{shape(answer)})")
+      end
+      Host.refuse!(name, "the credentials: AWS credentials are missing or broken (#{shape(answer)}): give " \
                          "{ access_key_id:, secret_access_key:, session_token: (optional) }")
     end
 

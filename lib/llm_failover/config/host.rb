@@ -39,7 +39,9 @@ module LlmFailover
 
     # The credential each api takes (Credentials.for reads it): a key, a token source, or
     # AWS credentials (a Bedrock API key, api_key:, is a bearer token instead).
-    CREDENTIALS = { azure: %i[api_key access_token], vertex: %i[access_token], bedrock: %i[credentials api_key] }.freeze
+    # Vertex AI's credentials: is a service account key file.
+    CREDENTIALS = { azure: %i[api_key access_token], vertex: %i[access_token credentials],
+                    bedrock: %i[credentials api_key] }.freeze
 
     # An AWS region, or a Vertex AI location: a host name's label.
     LABEL = /\A[a-z0-9-]+\z/.freeze

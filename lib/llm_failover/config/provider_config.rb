@@ -70,8 +70,8 @@ module LlmFailover
     # Where and how (Host): api:, base_url: (a default per api), Azure's azure_api: and
     # api_version:, Vertex AI's project: and location:, Bedrock's region:. The credential
     # (Credentials): api_key:, or where the host takes one, access_token: (a String or a
-    # token source) or Bedrock's credentials: (AWS's, a Hash or a source; the environment's
-    # without).
+    # token source), Vertex AI's credentials: (a service account file) or Bedrock's
+    # credentials: (AWS's, a Hash or a source); without, the ambient ones (Credentials.ambient).
     # models: a logical model name => this host's id (reply.model and the records say
     # the logical one). encrypted_reasoning: the Responses API's reasoning items asked for
     # and sent back (true, false, or the models that reason: names or Regexps; a model that

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "openssl"
 require "socket"
 require_relative "gate"
 require_relative "step"
@@ -100,7 +101,10 @@ module LlmFailover
     # token endpoint (POST .../token) answers from a queue of its own:
     #   fp.enqueue_tokens({ expires_in: 1 }, { error: :unauthorized })   # a short token, then invalid_grant
     # With `FakeProvider.start(check_tokens: true)` a Vertex AI request whose bearer token the
-    # server did not issue, or saw expire, gets Vertex AI's 401.
+    # server did not issue, or saw expire, gets Vertex AI's 401. With
+    # `FakeProvider.start(service_accounts: { email => public_key })` a service account's
+    # token request (a signed JWT) is first checked as Google checks it (JwtGrant): one
+    # whose signature, issuer, audience or lifetime does not hold gets its 400 invalid_grant.
     #
     # Bedrock (`base_url(:bedrock)`, BedrockAnswer): the same steps give Converse answers and
     # ConverseStream's event stream; an error step answers with the status and the
@@ -119,8 +123,8 @@ module LlmFailover
     #
     # Its parts by job, beside it: Script (fake_provider/script.rb), Connections
     # (fake_provider/connections.rb), the hosts that are not a protocol's own: Azure
-    # (fake_provider/azure.rb), Vertex AI (fake_provider/vertex.rb), and AWS's signature
-    # check (sig_v4.rb).
+    # (fake_provider/azure.rb), Vertex AI (fake_provider/vertex.rb), AWS's signature
+    # check (sig_v4.rb) and Google's service account assertions (jwt_grant.rb).
     class FakeProvider
       include Connections
       include Script
@@ -165,8 +169,11 @@ module LlmFailover
       # @param aws_credentials [Hash, nil] access key id => secret access key (or
       #   { secret_access_key:, session_token: }): Bedrock requests must be signed with one
       #   of them (SigV4), as AWS wants; nil checks no signature
+      # @param service_accounts [Hash, nil] a service account's client_email => its public
+      #   key (an OpenSSL::PKey::RSA or PEM): a jwt-bearer token request must carry an
+      #   assertion one of them signed (JwtGrant), as Google wants; nil checks none
       def initialize(host: "127.0.0.1", port: 0, reset_idle_after: nil, strict_transcript: false, check_tokens: false,
-                     aws_credentials: nil)
+                     aws_credentials: nil, service_accounts: nil)
         unless reset_idle_after.nil? || (reset_idle_after.is_a?(Numeric) && reset_idle_after.positive?)
           raise ArgumentError, "reset_idle_after must be nil or a positive number, got #{reset_idle_after.inspect}"
         end
@@ -181,6 +188,9 @@ module LlmFailover
         end
 
         @aws_credentials = aws_credentials&.transform_keys(&:to_s)&.freeze
+        @service_accounts = service_accounts&.to_h do |email, key|
+          [email.to_s, key.is_a?(OpenSSL::PKey::PKey) ? key : OpenSSL::PKey::RSA.new(key)]
+        end&.freeze
         @mutex = Mutex.new
         @queue = []
         @embed_queue = []

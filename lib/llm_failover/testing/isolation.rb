@@ -113,15 +113,17 @@ module LlmFailover
 
       # @api private: declares every provider of +config+ again, the same but for its
       # base_url: its own lane of +fp+, at the path its host takes (the one rule of the
-      # test helpers and offline mode), and a source's credential: OFFLINE_TOKEN, or
-      # OFFLINE_AWS_CREDENTIALS for Bedrock's (a source's, or the environment's)
+      # test helpers and offline mode), and a source's credential: OFFLINE_TOKEN (Vertex
+      # AI's service account and googleauth's too), or OFFLINE_AWS_CREDENTIALS for Bedrock's
+      # (a source's, aws-sdk-core's chain or the environment's)
       # @return [void]
       def point_providers(config, fp)
         config.providers.each_value do |p|
           options = p.options
-          options = options.merge(access_token: OFFLINE_TOKEN) if options[:access_token].respond_to?(:call)
           if p.credential.is_a?(Credentials::AwsSource)
             options = options.merge(credentials: OFFLINE_AWS_CREDENTIALS)
+          elsif p.credential.is_a?(Credentials::TokenSource) # a callable, a service account, googleauth's
+            options = options.merge(access_token: OFFLINE_TOKEN, credentials: nil)
           end
           config.provider(p.name, **options, base_url: fp.on(p.name).base_url(fake_api(p)))
         end

@@ -48,7 +48,7 @@ module LlmFailover
           end
 
           if @step.key?(:fixture) then serve_fixture
-          elsif @request.token? then serve_token
+          elsif @request.token? && !@step.key?(:body) then serve_token # a refusal (JwtGrant) has its body
           elsif @step.key?(:raw) then serve_raw
           elsif @step.key?(:error) then serve_error
           elsif @step.key?(:status) || @step.key?(:body) then serve_exact

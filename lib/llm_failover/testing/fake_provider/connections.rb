@@ -5,6 +5,7 @@ require "socket"
 require_relative "../http_io"
 require_relative "../request"
 require_relative "../responder"
+require_relative "../jwt_grant"
 require_relative "../sig_v4"
 require_relative "../step"
 require_relative "../transcript"
@@ -104,10 +105,14 @@ module LlmFailover
         # What answers a request before any step, in its host's own shape: Azure's 401
         # without a credential or 404 without an api-version, Vertex AI's 401 for a token
         # this server did not issue (check_tokens), AWS's 403 for a SigV4 signature that
-        # does not hold (aws_credentials), a strict provider's 400 for a broken transcript
+        # does not hold (aws_credentials), Google's 400 for a service account's assertion
+        # that does not (service_accounts), a strict provider's 400 for a broken transcript
         # (strict_transcript).
         def refusal_of(request)
-          return nil if request.api.nil? || request.token?
+          return nil if request.api.nil?
+          if request.token?
+            return JwtGrant.refusal(request, accounts: @service_accounts, audience: "#{url}#{request.path.split('?', 2).first}")
+          end
 
           refusal = Azure.refusal(request) || Vertex.refusal(request, check_tokens: @check_tokens) ||
                     SigV4.refusal(request, credentials: @aws_credentials)

@@ -442,5 +442,44 @@ RSpec.describe LlmFailover::Testing::FakeProvider, "as Google's hosts", :ruby_on
         server.stop
       end
     end
+
+    it "with service_accounts: checks a service account's signed JWT as Google does" do
+      key = OpenSSL::PKey::RSA.new(2048)
+      email = "app@p.iam.gserviceaccount.com"
+      server = described_class.start(service_accounts: { email => key.public_key.to_pem })
+      begin
+        b64 = ->(s) { Base64.urlsafe_encode64(s, padding: false) }
+        jwt = lambda do |signer: key, alg: "RS256", **claims|
+          now = Time.now.to_i
+          input = [{ "alg" => alg, "typ" => "JWT" }, { "iss" => email, "aud" => server.token_url, "scope" => "s",
+                                                        "iat" => now, "exp" => now + 3600 }.merge(claims.transform_keys(&:to_s))]
+                  .map { |part| b64.call(JSON.generate(part)) }.join(".")
+          "#{input}.#{b64.call(signer.sign(OpenSSL::Digest.new('SHA256'), input))}"
+        end
+        grant = lambda do |assertion|
+          res = Net::HTTP.post(URI(server.token_url), URI.encode_www_form("grant_type" => "urn:ietf:params:oauth:grant-type:jwt-bearer",
+                                                                           "assertion" => assertion))
+          [res.code, JSON.parse(res.body).values_at("error", "error_description", "token_type")]
+        end
+        expect(grant.call(jwt.call)).to eq(["200", [nil, nil, "Bearer"]])
+        refused = { "another key" => jwt.call(signer: OpenSSL::PKey::RSA.new(2048)),
+                    "another account" => jwt.call(iss: "else@p.iam.gserviceaccount.com"),
+                    "another endpoint" => jwt.call(aud: "https://oauth2.googleapis.com/token"),
+                    "an expired one" => jwt.call(iat: Time.now.to_i - 7200, exp: Time.now.to_i - 3600),
+                    "a day long" => jwt.call(exp: Time.now.to_i + 86_400),
+                    "HS256" => jwt.call(alg: "HS256"), "no JWT" => "not.a-jwt" }
+        expect(refused.transform_values { |assertion| grant.call(assertion)[1][1] })
+          .to match("another key" => "Invalid JWT Signature.", "another account" => "Invalid grant: account not found",
+                 "another endpoint" => "Invalid JWT: Failed audience check.",
+                 "an expired one" => a_string_starting_with("Invalid JWT: Token must be a short-lived token"),
+                 "a day long" => a_string_starting_with("Invalid JWT: Token must be a short-lived token"),
+                 "HS256" => "Invalid JWT: Unsupported algorithm.", "no JWT" => "Invalid JWT: Malformed.")
+        expect(refused.values.map { |assertion| grant.call(assertion)[0] }.uniq).to eq(["400"])
+        # Other grants (an external account's token exchange) are not checked.
+        expect(Net::HTTP.post(URI(server.token_url), "grant_type=urn:ietf:params:oauth:grant-type:token-exchange").code).to eq("200")
+      ensure
+        server.stop
+      end
+    end
   end
 end
