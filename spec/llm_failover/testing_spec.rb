@@ -2,7 +2,7 @@
 
 require "spec_helper"
 require "tmpdir"
-require_relative "support/cloud_credentials"
+require "support/cloud_credentials"
 require "open3"
 require "tmpdir"
 require "net/http"
