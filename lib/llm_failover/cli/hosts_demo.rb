@@ -20,9 +20,8 @@ module LlmFailover
     BACKUP_TEXT = "Because hosts fail on their own. When Bedrock cuts a stream, the backup on OpenAI's " \
                   "Responses API answers the same question in its own protocol, and the partial answer " \
                   "is reset, not welded onto the new one."
-    # Made up, as AWS's documentation makes its examples up: the FakeProvider knows them.
-    AWS = { access_key_id: "AKIAIOSFODNN7EXAMPLE",
-            secret_access_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" }.freeze
+    # The gem's test credentials, no AWS account's: the FakeProvider checks signatures made with them.
+    AWS = Testing::OFFLINE_AWS_CREDENTIALS
 
     private
 
