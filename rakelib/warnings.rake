@@ -9,7 +9,7 @@ require "rbconfig"
 # - warnings:compile builds the extension afresh in tmp/warnings, with the flags of a
 #   normal build, and fails on any compiler warning (the core's C tests build with
 #   -Wextra -Werror already);
-# - warnings:deprecated parses every Ruby file of the gem and runs both demos with
+# - warnings:deprecated parses every Ruby file of the gem and runs the demos with
 #   -W:deprecated, and fails when a warning names one of the gem's files. The spec suite
 #   does the same for every path it takes (spec/support/gem_warnings.rb).
 module LfWarnings
@@ -50,7 +50,8 @@ namespace :warnings do
     runs = [
       [RbConfig.ruby, "-W:deprecated", "-e", parse],
       [RbConfig.ruby, "-W:deprecated", "-Ilib", "exe/llm_failover", "demo"],
-      [RbConfig.ruby, "-W:deprecated", "-Ilib", "exe/llm_failover", "demo", "--tools"]
+      [RbConfig.ruby, "-W:deprecated", "-Ilib", "exe/llm_failover", "demo", "--tools"],
+      [RbConfig.ruby, "-W:deprecated", "-Ilib", "exe/llm_failover", "demo", "--hosts"]
     ]
     lines = runs.flat_map do |argv|
       out, status = Open3.capture2e(*argv)

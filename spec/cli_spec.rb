@@ -6,6 +6,7 @@ require "pty"
 require "rbconfig"
 require "llm_failover/cli/demo"
 require "llm_failover/cli/tools_demo"
+require "llm_failover/cli/hosts_demo"
 
 # The command, run as a subprocess. Chat talks to FakeProviders started in this
 # process through --base-url: no key of a real provider, no network.
@@ -80,28 +81,42 @@ RSpec.describe "exe/llm_failover", :ruby_only do
   end
 
   describe "demo" do
-    it "streams a partial answer, the reset, the backup's answer, then three attempts of one call" do
-      out, err, status = Open3.capture3(clean_env, "bundle", "exec", "exe/llm_failover", "demo", chdir: root)
+    # Its output, run as the README and CI run it; it must exit 0 with nothing on stderr.
+    define_method(:demo) do |*args|
+      out, err, status = Open3.capture3(clean_env, "bundle", "exec", "exe/llm_failover", "demo", *args, chdir: root)
       expect(status.exitstatus).to eq(0), err
       expect(err).to eq("")
-      expect(out).not_to include("\e[") # not a terminal: no colors
+      out
+    end
 
+    # The primary's partial words, one reset, then the backup's answer alone: nothing of
+    # the primary's welded onto it.
+    def expect_reset(out, scene)
       marker = "\n#{LlmFailover::CLI::RESET_MARKER}\n"
       expect(out.scan(marker).size).to eq(1)
       before, after = out.split(marker, 2)
-
       partial = before.lines.last
       expect(partial).not_to be_empty
-      expect(LlmFailover::Demo::PRIMARY_TEXT).to start_with(partial)
-      expect(partial.length).to be < LlmFailover::Demo::PRIMARY_TEXT.length
-      expect(after.split("\n\n", 2).first).to eq(LlmFailover::Demo::BACKUP_TEXT)
+      expect(scene::PRIMARY_TEXT).to start_with(partial)
+      expect(partial.length).to be < scene::PRIMARY_TEXT.length
+      expect(after.split("\n\n", 2).first).to eq(scene::BACKUP_TEXT)
+    end
 
+    # @return [Array] the attempts table's header cells, and its rows split on spaces
+    def attempts_table(out)
       lines = out.lines.map(&:chomp)
       header = lines.index { |l| l.start_with?("request_id") }
       expect(header).not_to be_nil
-      expect(lines[header].split(/\s{2,}/)).to eq(["request_id", "attempt", "provider", "model", "success",
-                                                   "error", "latency ms"])
-      rows = lines[(header + 1)..].take_while { |l| !l.empty? }.map(&:split)
+      [lines[header].split(/\s{2,}/), lines[(header + 1)..].take_while { |l| !l.empty? }.map(&:split)]
+    end
+
+    it "streams a partial answer, the reset, the backup's answer, then three attempts of one call" do
+      out = demo
+      expect(out).not_to include("\e[") # not a terminal: no colors
+      expect_reset(out, LlmFailover::Demo)
+
+      header, rows = attempts_table(out)
+      expect(header).to eq(["request_id", "attempt", "provider", "model", "success", "error", "latency ms"])
       expect(rows.size).to eq(3)
       expect(rows.map(&:first).uniq.size).to eq(1)
       expect(rows.map { |r| r[1..4] }).to eq([%w[1 openai gpt-4o no], %w[2 openai gpt-4o no],
@@ -113,21 +128,46 @@ RSpec.describe "exe/llm_failover", :ruby_only do
     end
 
     it "--tools: the tool runs once, the primary dies on the next turn, the backup finishes the loop" do
-      out, err, status = Open3.capture3(clean_env, "bundle", "exec", "exe/llm_failover", "demo", "--tools", chdir: root)
-      expect(status.exitstatus).to eq(0), err
-      expect(err).to eq("")
+      out = demo("--tools")
       expect(out).to include("#{LlmFailover::ToolsDemo::PRIMARY_TEXT}\n[running weather({\"city\":\"Lisbon\"})]\n" \
                              "[weather returned {\"city\":\"Lisbon\",\"temp_c\":17,\"wind\":\"strong\"}]\n")
       expect(out).to include("\n#{LlmFailover::ToolsDemo::BACKUP_TEXT}\n")
       expect(out).to include("answered by anthropic/claude-sonnet-4-6 after 6 attempts, failover: yes")
       expect(out).to include("tool calls: weather (asked by openai, succeeded); the weather tool ran 1 time(s)")
       # One request: its attempts numbered on across the turns, in the order they were made.
-      lines = out.lines.map(&:chomp)
-      header = lines.index { |l| l.start_with?("request_id") }
-      rows = lines[(header + 1)..].take_while { |l| !l.empty? }.map(&:split)
+      _, rows = attempts_table(out)
       expect(rows.map(&:first).uniq.size).to eq(1)
       expect(rows.map { |r| r[1..2] + [r[4]] })
         .to eq([%w[1 openai yes]] + (2..5).map { |n| [n.to_s, "openai", "no"] } + [%w[6 anthropic yes]])
+    end
+
+    it "--hosts: a signed Bedrock stream cut mid-answer, reset, answered on the Responses API, both attempts priced" do
+      out = demo("--hosts")
+      expect_reset(out, LlmFailover::HostsDemo)
+
+      header, rows = attempts_table(out)
+      expect(header).to eq(["request_id", "attempt", "provider", "model", "protocol", "success", "error", "latency ms",
+                            "cost"])
+      expect(rows.map(&:first).uniq.size).to eq(1)
+      expect(rows.map { |r| r[1..5] }).to eq([%w[1 bedrock claude-sonnet-4-5 bedrock no],
+                                              %w[2 openai gpt-5 responses yes]])
+      expect(rows[0][6]).to eq("StreamInterruptedError")
+      expect(rows[0].last).to eq("$0.000000") # the cut stream reported no tokens
+
+      # The backup's cost: its tokens at the default table's price for gpt-5 on OpenAI.
+      input, output = out[/tokens: (\d+) in, (\d+) out/].scan(/\d+/).map(&:to_i)
+      price = LlmFailover::Prices.default[:openai, "gpt-5"]
+      expect(rows[1].last).to eq(format("$%.6f", (price.input * input + price.output * output) / 1_000_000))
+      expect(out).to include("answered by openai/gpt-5 after 2 attempts, failover: yes")
+
+      aws = LlmFailover::HostsDemo::AWS
+      expect(out).not_to include(aws[:secret_access_key], aws[:access_key_id], "Signature=")
+    end
+
+    it "plays one scene at a time" do
+      out, err, code = cli("demo", "--tools", "--hosts")
+      expect([out, code]).to eq(["", 2])
+      expect(err).to eq("llm_failover demo: demo plays one scene: --tools or --hosts (see `llm_failover help demo`)\n")
     end
 
     it "colors a terminal, and honours NO_COLOR" do

@@ -43,7 +43,7 @@ module LlmFailover
 
     # @return [Integer] the exit code: 0 answered, 1 the call failed
     def run
-      @primary = Testing::FakeProvider.start
+      @primary = Testing::FakeProvider.start(**primary_server)
       @backup = Testing::FakeProvider.start
       script
       configure
@@ -62,6 +62,11 @@ module LlmFailover
 
     private
 
+    # The primary FakeProvider's options (HostsDemo: the AWS credentials it checks).
+    def primary_server
+      {}
+    end
+
     def script
       @primary.enqueue({ error: :unavailable },
                        { text: PRIMARY_TEXT, cut_after: CUT_AFTER, chunk_delay: @chunk_delay,
@@ -72,9 +77,7 @@ module LlmFailover
 
     def configure
       LlmFailover.configure do |c|
-        # FakeProviders take any key; these are not secrets.
-        c.provider PRIMARY[:provider], api: :openai, api_key: "demo-key", base_url: @primary.base_url(:openai)
-        c.provider BACKUP[:provider], api: :anthropic, api_key: "demo-key", base_url: @backup.base_url(:anthropic)
+        providers(c)
         c.max_retries = 3
         c.retry_interval = @retry_interval
         c.retry_interval_randomness = 0
@@ -84,6 +87,12 @@ module LlmFailover
         c.request_timeout = 30
         c.usage_log = ->(record) { live_note(record) }
       end
+    end
+
+    def providers(config)
+      # FakeProviders take any key; these are not secrets.
+      config.provider PRIMARY[:provider], api: :openai, api_key: "demo-key", base_url: @primary.base_url(:openai)
+      config.provider BACKUP[:provider], api: :anthropic, api_key: "demo-key", base_url: @backup.base_url(:anthropic)
     end
 
     def intro
@@ -112,8 +121,10 @@ module LlmFailover
 
     def ask
       @answer_started = false
-      chat = LlmFailover.chat(model: PRIMARY[:model], provider: PRIMARY[:provider],
-                              backup_model: BACKUP[:model], backup_provider: BACKUP[:provider], feature: "demo")
+      primary = self.class::PRIMARY
+      backup = self.class::BACKUP
+      chat = LlmFailover.chat(model: primary[:model], provider: primary[:provider],
+                              backup_model: backup[:model], backup_provider: backup[:provider], feature: "demo")
       reply = prepare(chat).ask(self.class::PROMPT) { |chunk| show(chunk) }
       @out.puts
       reply
@@ -153,12 +164,21 @@ module LlmFailover
       @out.puts(paint("answered by #{Target.label(reply.provider, reply.model)} after #{reply.attempts.size} attempts, " \
                       "failover: #{reply.failover? ? 'yes' : 'no'} " \
                       "(tokens: #{reply.input_tokens} in, #{reply.output_tokens} out)", :bold))
-      @out.puts(paint("For real: llm_failover chat --model gpt-4o --provider openai " \
-                      "--backup-model claude-sonnet-4-6 --backup-provider anthropic \"Hello\"", :dim))
+      @out.puts(paint(for_real, :dim))
+    end
+
+    def for_real
+      "For real: llm_failover chat --model gpt-4o --provider openai " \
+        "--backup-model claude-sonnet-4-6 --backup-provider anthropic \"Hello\""
     end
 
     def table(records)
-      CLI::AttemptsTable.new(Array(records), color: @color).lines.each { |line| @out.puts(line) }
+      CLI::AttemptsTable.new(Array(records), color: @color, **table_columns).lines.each { |line| @out.puts(line) }
+    end
+
+    # AttemptsTable's optional columns (HostsDemo: protocols and costs).
+    def table_columns
+      {}
     end
 
     def label(target)

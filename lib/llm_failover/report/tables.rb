@@ -191,9 +191,14 @@ module LlmFailover
       end
 
       # @return [String] "$0.004200": dollars to the millionth (a token can cost less)
-      def usd(amount)
+      def self.usd(amount)
         text = format("%.6f", amount.abs)
         amount.negative? ? "-$#{text}" : "$#{text}"
+      end
+
+      # @return [String] Tables.usd's
+      def usd(amount)
+        self.class.usd(amount)
       end
 
       # @return [String] "66.7%"
