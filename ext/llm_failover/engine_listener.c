@@ -70,10 +70,20 @@ lf_headroom lf_headroom_from(VALUE v)
     return h;
 }
 
+/* The exception in errinfo, or nil: a throw or a break leaves an internal
+ * object there (Ruby 3.3's THROW_DATA), which must not be asked its class. */
+static VALUE lf_errinfo_exception(void)
+{
+    VALUE err = rb_errinfo();
+
+    if (RB_SPECIAL_CONST_P(err) || RB_BUILTIN_TYPE(err) != T_OBJECT) return Qnil;
+    return rb_obj_is_kind_of(err, rb_eException) ? err : Qnil;
+}
+
 int lf_ruby_stop(int *state)
 {
     if (!*state) return 0;
-    if (rb_obj_is_kind_of(rb_errinfo(), lf_cancel_class())) {
+    if (rb_obj_is_kind_of(lf_errinfo_exception(), lf_cancel_class())) {
         rb_set_errinfo(Qnil);
         *state = 0;
         return LF_CANCEL;
@@ -198,7 +208,7 @@ void lf_ruby_listener_unwind(lf_ruby_listener *rl)
     err = rb_errinfo();
     /* What stopped the call: the exception on its way up, or nil (a
      * Thread#kill, a throw or break out of the block). */
-    if (rb_obj_is_kind_of(err, rb_eException)) a.cause = rb_obj_class(err);
+    if (!NIL_P(lf_errinfo_exception())) a.cause = rb_obj_class(err);
     /* In rb_ensure's cleanup $! still holds that exception (a Ruby ensure
      * clause sees nil there), and C code under the listener may take it for
      * one of its own: the sqlite3 gem's Statement#step raises whatever $!
