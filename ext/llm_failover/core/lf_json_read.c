@@ -419,13 +419,24 @@ int lf_json_append_written(lf_buf *out, json_object *v)
 
 /* ------------------------------------------- walking a checked document */
 
+/* The end of the string at s[i] of a checked text: its first quote that no
+ * backslash escapes. */
+static size_t lf_json_checked_string_end(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (s[i] == '\\') i++;
+        else if (s[i] == '"') return i + 1;
+    }
+    return n;
+}
+
 /* The end of the value at s[i] of a checked text: strings and brackets are
  * standard there, so only strings need reading to match the brackets. */
 static size_t lf_json_value_end(const char *s, size_t n, size_t i)
 {
     int depth = 0;
 
-    if (s[i] == '"') return lf_json_string_end(s, n, i, 0);
+    if (s[i] == '"') return lf_json_checked_string_end(s, n, i);
     if (s[i] != '{' && s[i] != '[') {
         while (i < n && !lf_wire_is_ws(s[i]) && s[i] != ',' && s[i] != '}' && s[i] != ']') i++;
         return i;
@@ -434,7 +445,7 @@ static size_t lf_json_value_end(const char *s, size_t n, size_t i)
         char c = s[i];
 
         if (c == '"') {
-            i = lf_json_string_end(s, n, i, 0);
+            i = lf_json_checked_string_end(s, n, i);
             continue;
         }
         if (c == '{' || c == '[') depth++;
@@ -475,7 +486,7 @@ int lf_json_walk_next(lf_json_walk *w, lf_json_span *key, lf_json_span *value)
     if (i < w->n && w->s[i] == ',') i = lf_json_skip_ws(w->s, w->n, i + 1);
     if (i >= w->n || w->s[i] == w->close) return 0;
     if (w->close == '}') {
-        end = lf_json_string_end(w->s, w->n, i, 0);
+        end = lf_json_checked_string_end(w->s, w->n, i);
         key->s = w->s + i;
         key->n = end - i;
         if (memchr(key->s, '\\', key->n)) return -1;
