@@ -62,7 +62,8 @@ int lf_json_walk_start(lf_json_walk *w, lf_json_span v, char open);
 int lf_json_walk_next(lf_json_walk *w, lf_json_span *key, lf_json_span *value);
 /* Exact bytes: lf_json_span_is(key, "\"text\"") matches no escaped spelling. */
 int lf_json_span_is(lf_json_span v, const char *text);
-/* 1 with *out when v is a plain integer of 0 to 18 digits; 0 otherwise. */
+/* 1 with *out when v is a plain integer of 1 to 18 digits (no sign, fraction
+ * or exponent); 0 otherwise. */
 int lf_json_span_count(lf_json_span v, long *out);
 /* A string span's value, decoded as json-c decodes it, appended sanitized
  * to out: 0, or -1 when out of memory. */

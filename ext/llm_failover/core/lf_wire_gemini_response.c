@@ -288,7 +288,7 @@ static int lf_gemini_plain_part(lf_json_span part, lf_json_span *text)
     return more == 0 && (!text->n || text->s[0] == '"');
 }
 
-/* The one candidate's content.parts, when it is not finished. */
+/* The one candidate's text parts; 0 when it is finished or holds more. */
 static int lf_gemini_plain_candidate(lf_json_span cand, lf_gemini_plain *p)
 {
     lf_json_walk w;
@@ -338,6 +338,7 @@ static int lf_gemini_plain_event(lf_json_span root, lf_gemini_plain *p)
     return lf_json_walk_next(&w, &k, &v) == 0 && lf_gemini_plain_candidate(cands, p);
 }
 
+/* As lf_json_take_string: out is left alone when the member was not there. */
 static int lf_gemini_take_span(lf_json_span v, lf_buf *out)
 {
     if (!v.n) return 0;
