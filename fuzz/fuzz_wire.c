@@ -3,7 +3,8 @@
  * an error body, single SSE events (with and without an event
  * name) and a sequence of events for both APIs, and message content for the
  * request builder; the same again for Gemini (fuzz_gemini), whose model
- * also goes into a path. Besides the sanitizers, it checks what the parsers
+ * also goes into a path, and each event read without json-c's tree against
+ * the tree. Besides the sanitizers, it checks what the parsers
  * promise: valid UTF-8 out, text equal to the deltas handed out, nothing
  * left over on failure, a built request that is strict JSON holding the
  * content it was given.
@@ -335,6 +336,41 @@ static void fuzz_build_params(const uint8_t *data, size_t size)
 
 /* ------------------------------------------------------------- Gemini */
 
+static int same_bytes(const lf_buf *x, const lf_buf *y)
+{
+    return x->len == y->len && (!x->len || memcmp(x->ptr, y->ptr, x->len) == 0);
+}
+
+/* An event of text and counts is read from its text, every other from
+ * json-c's tree: the same outcome. An empty promptFeedback blocks nothing
+ * and sends the event to the tree reader. */
+static void fuzz_gemini_same_as_tree(const char *text, size_t size)
+{
+    stream_check plain, tree;
+    lf_buf forced;
+    size_t open = 0, next;
+
+    while (open < size && lf_wire_is_ws(text[open])) open++;
+    for (next = open + 1; next < size && lf_wire_is_ws(text[next]); next++) continue;
+    if (next >= size || text[open] != '{' || text[next] != '"') return;
+    lf_buf_init(&forced);
+    CHECK(lf_buf_append(&forced, text, open + 1) == 0 && lf_buf_append_str(&forced, "\"promptFeedback\":{},") == 0 &&
+          lf_buf_append(&forced, text + open + 1, size - open - 1) == 0);
+    stream_check_init(&plain, LF_API_GEMINI);
+    stream_check_init(&tree, LF_API_GEMINI);
+    stream_check_event(&plain, "", 0, text, size);
+    stream_check_event(&tree, "", 0, forced.ptr, forced.len);
+    CHECK(same_bytes(&plain.deltas, &tree.deltas) && same_bytes(&plain.st.answer.model, &tree.st.answer.model) &&
+          same_bytes(&plain.st.answer.id, &tree.st.answer.id));
+    CHECK(plain.st.answer.input_tokens == tree.st.answer.input_tokens &&
+          plain.st.answer.output_tokens == tree.st.answer.output_tokens &&
+          plain.st.answer.cached_input_tokens == tree.st.answer.cached_input_tokens &&
+          plain.st.has_usage == tree.st.has_usage && plain.st.finished == tree.st.finished);
+    stream_check_free(&plain);
+    stream_check_free(&tree);
+    lf_buf_free(&forced);
+}
+
 /* The input as a Gemini answer (plain, embeddings), as one stream event and
  * as a stream of lines: the same promises as the other protocols'. */
 static void fuzz_gemini_parse(const char *text, size_t size)
@@ -364,6 +400,7 @@ static void fuzz_gemini_parse(const char *text, size_t size)
     stream_check_init(&c, LF_API_GEMINI);
     stream_lines(&c, text, size, "", 0);
     stream_check_free(&c);
+    fuzz_gemini_same_as_tree(text, size);
 }
 
 /* The input (up to its first NUL) as every string of a Gemini request: texts,

@@ -153,6 +153,47 @@ static void test_depth(void)
     LF_CHECK(lf_json_parse(deep, 130) == NULL);
 }
 
+/* A walk of a checked text finds each member and element as json-c's tree
+ * has them, and takes a string out as lf_json_take_string does. */
+static void test_walk(void)
+{
+    static const char doc[] = " {\"a\" : [1, {\"b\":\"}]\\\\\"}, [] ,\"x\\\"]\"] , \"s\":\"\\u00e9\\ud83d\\ude00\\ud800\\u0000\\n\","
+                              "\"n\":18446744073709551616,\"e\\u0061\":0 } ";
+    static const char *const elements[] = { "1", "{\"b\":\"}]\\\\\"}", "[]", "\"x\\\"]\"" };
+    json_object *tree = lf_json_parse(doc, sizeof doc - 1);
+    lf_json_walk w, list;
+    lf_json_span k, v, e;
+    lf_buf got, want;
+    long count = 0;
+    size_t i = 0;
+
+    lf_buf_init(&got);
+    lf_buf_init(&want);
+    LF_CHECK(tree && lf_json_nonstandard_at(doc, sizeof doc - 1, 0) == 0);
+    LF_CHECK(lf_json_walk_start(&w, lf_json_span_of(doc, sizeof doc - 1), '{'));
+    LF_CHECK(!lf_json_walk_start(&list, lf_json_span_of(doc, sizeof doc - 1), '['));
+    LF_CHECK_INT(lf_json_walk_next(&w, &k, &v), 1);
+    LF_CHECK(lf_json_span_is(k, "\"a\"") && lf_json_walk_start(&list, v, '['));
+    while (lf_json_walk_next(&list, &k, &e) == 1) {
+        LF_CHECK(i < 4 && lf_bytes_are(e.s, e.n, elements[i]));
+        i++;
+    }
+    LF_CHECK_INT(i, 4);
+    LF_CHECK_INT(lf_json_walk_next(&w, &k, &v), 1);
+    LF_CHECK(lf_json_span_is(k, "\"s\"") && lf_json_span_append_string(v, &got) == 0);
+    LF_CHECK(lf_json_take_string(tree, "s", &want) == 0 && got.len == want.len &&
+             memcmp(got.ptr, want.ptr, got.len) == 0);
+    LF_CHECK_INT(lf_json_walk_next(&w, &k, &v), 1);
+    LF_CHECK(lf_json_span_is(k, "\"n\"") && !lf_json_span_count(v, &count));
+    /* A key spelled with an escape: matching it by its bytes would miss it. */
+    LF_CHECK_INT(lf_json_walk_next(&w, &k, &v), -1);
+    LF_CHECK(lf_json_span_count(lf_json_span_of(" 999999999999999999 ", 20), &count) && count == 999999999999999999L);
+    LF_CHECK(!lf_json_span_count(lf_json_span_of("1.0", 3), &count) && !lf_json_span_count(lf_json_span_of("-1", 2), &count));
+    json_object_put(tree);
+    lf_buf_free(&got);
+    lf_buf_free(&want);
+}
+
 int main(void)
 {
     LF_RUN(test_text_comes_out_exact);
@@ -160,5 +201,6 @@ int main(void)
     LF_RUN(test_refused);
     LF_RUN(test_shapes_taken);
     LF_RUN(test_depth);
+    LF_RUN(test_walk);
     return lf_test_summary("json_read");
 }

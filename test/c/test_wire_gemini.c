@@ -5,7 +5,8 @@
  * rebuilt from the transcript it holds with the same meaning, the recorded
  * errors classified; then hand-written cases: paths and hosts, reasoning
  * state across hosts and protocols, tools, JSON, attachments, blocked
- * answers, error bodies, embeddings, Vertex's Claude. */
+ * answers, stream events read without a tree against the tree, error bodies,
+ * embeddings, Vertex's Claude. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1355,6 +1356,111 @@ static void test_streams(void)
     stream_run_free(&r);
 }
 
+/* What an event does to a stream is the same whether it is read from its
+ * text (an event of text and counts) or from json-c's tree (every other):
+ * each event goes as it is to one stream, and to another with an empty
+ * promptFeedback, which blocks nothing and sends it to the tree reader. */
+static int same_bytes(const lf_buf *x, const lf_buf *y)
+{
+    return x->len == y->len && (!x->len || memcmp(x->ptr, y->ptr, x->len) == 0);
+}
+
+static void same_as_tree(const char *const *events, size_t n)
+{
+    stream_run text, tree;
+    lf_buf forced;
+    size_t i;
+
+    stream_start(&text);
+    stream_start(&tree);
+    lf_buf_init(&forced);
+    for (i = 0; i < n; i++) {
+        const char *open = strchr(events[i], '{');
+        int rc;
+
+        lf_buf_clear(&forced);
+        lf_buf_append(&forced, events[i], (size_t)(open + 1 - events[i]));
+        lf_buf_append_str(&forced, "\"promptFeedback\":{},");
+        lf_buf_append_str(&forced, open + 1);
+        rc = feed(&text, events[i]);
+        LF_CHECK_INT(rc, feed(&tree, lf_buf_cstr(&forced)));
+        if (!same_bytes(&text.st.answer.text, &tree.st.answer.text) ||
+            !same_bytes(&text.st.answer.model, &tree.st.answer.model) ||
+            !same_bytes(&text.st.answer.id, &tree.st.answer.id) || !same_bytes(&text.deltas, &tree.deltas) ||
+            text.st.answer.input_tokens != tree.st.answer.input_tokens ||
+            text.st.answer.output_tokens != tree.st.answer.output_tokens ||
+            text.st.answer.cached_input_tokens != tree.st.answer.cached_input_tokens ||
+            text.st.has_usage != tree.st.has_usage || text.st.finished != tree.st.finished) {
+            fprintf(stderr, "event %zu read apart from the tree: %s\n", i, events[i]);
+            lf_test_current_failed = 1;
+        }
+    }
+    CHECK_BUF(text.st.answer.finish_reason, "stop");
+    lf_buf_free(&forced);
+    stream_run_free(&text);
+    stream_run_free(&tree);
+}
+
+static void test_plain_events(void)
+{
+    static const char *const events[] = {
+        /* The common event, escapes of every kind. */
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\\n\\\"b\\\"\\\\ \\/ \\b\\f\\r\\t \\u00e9 \\u20ac \\u0041\"}],"
+        "\"role\":\"model\"},\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":13,\"candidatesTokenCount\":2,"
+        "\"promptTokensDetails\":[{\"modality\":\"TEXT\",\"tokenCount\":13}],\"thoughtsTokenCount\":137},"
+        "\"modelVersion\":\"gemini-2.5-flash\",\"responseId\":\"r\\u00e9\"}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\\ud83d\\ude00 \\ud800 x \\udc00 \\u0000 end\"}]}}]}",
+        /* A character split across events, a stray byte. */
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"euro \xE2\x82\"}]}}]}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\xAC, \xFF.\"}]}}]}",
+        /* Repeated keys: the last counts. */
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"first\"}]}}],\"candidates\":[{\"content\":"
+        "{\"parts\":[{\"text\":\"one\",\"text\":\"two\"}]}}],\"usageMetadata\":{\"promptTokenCount\":1,\"promptTokenCount\":2}}",
+        /* Counts that are no plain integers, big ones, partial ones. */
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"d\"}]}}],\"usageMetadata\":{\"promptTokenCount\":13.0,"
+        "\"candidatesTokenCount\":1e1}}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"b\"}]}}],\"usageMetadata\":{\"promptTokenCount\":"
+        "99999999999999999999,\"candidatesTokenCount\":-1}}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"c\"}]}}],\"usageMetadata\":{\"promptTokenCount\":"
+        "999999999999999999,\"candidatesTokenCount\":9223372036854775807,\"cachedContentTokenCount\":4,"
+        "\"toolUsePromptTokenCount\":3}}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"t\"}]}}],\"usageMetadata\":{\"thoughtsTokenCount\":5}}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"u\"}]}}],\"usageMetadata\":null}",
+        /* Keys spelled with escapes. */
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"te\\u0078t\":\"esc\"}]}}]}",
+        "{\"candid\\u0061tes\":[{\"content\":{\"parts\":[{\"text\":\"esc2\"}]}}]}",
+        /* Members read nowhere, with look-alikes inside. */
+        "{\"createTime\":\"x\",\"candidates\":[{\"safetyRatings\":[{\"text\":\"no\",\"finishReason\":\"SAFETY\"}],"
+        "\"content\":{\"role\":\"model\",\"parts\":[{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"AA\"}},"
+        "{\"text\":\"yes\"}]},\"citationMetadata\":{\"citations\":[{\"text\":\"no\"}]}}],\"sdk\":{\"error\":[1,{}]}}",
+        /* Thoughts and signatures; several candidates; odd types. */
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"think\",\"thought\":true},{\"text\":\"said\","
+        "\"thoughtSignature\":\"sig\"},{\"text\":\"t\",\"thought\":false}]}}]}",
+        "{\"candidates\":[{\"index\":1,\"content\":{\"parts\":[{\"text\":\"c1\"}]}},{\"index\":0,\"content\":"
+        "{\"parts\":[{\"text\":\"c0\"}]}}]}",
+        "{\"candidates\":[{\"index\":1,\"content\":{\"parts\":[{\"text\":\"only\"}]}}]}",
+        "{\"candidates\":[5]}",
+        "{\"candidates\":[]}",
+        "{\"candidates\":[{}]}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":null},{\"text\":5},{\"text\":\"ok\"},{\"text\":\"\"}]}}],"
+        "\"modelVersion\":null,\"responseId\":7}",
+        "{\"candidates\":[{\"content\":{\"parts\":{\"text\":\"not a list\"}}}]}",
+        "{\"candidates\":[{\"content\":\"str\"}]}",
+        "{\"candidates\":[{\"content\":{\"parts\":[]}}]}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"1\"},{\"text\":\"2\"},{\"text\":\"3\"},{\"text\":\"4\"},"
+        "{\"text\":\"5\"},{\"text\":\"6\"},{\"text\":\"7\"},{\"text\":\"8\"},{\"text\":\"9\"}]}}]}",
+        "{\"error\":null,\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"e\"}]}}]}",
+        "  \r\n {\"candidates\" : [ { \"content\" : { \"parts\" : [ { \"text\" : \"sp\" } ] } } ] ,"
+        " \"usageMetadata\" : { \"promptTokenCount\" : 3 } }  ",
+        "{\"candidates\":[",
+        /* The finish, and counts after it. */
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"end\"}]},\"finishReason\":\"STOP\"}]}",
+        "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"late\"}]}}],\"usageMetadata\":{\"promptTokenCount\":21}}",
+    };
+
+    same_as_tree(events, sizeof events / sizeof *events);
+}
+
 static void check_google_error(const char *body, long status, const char *type, const char *code, double retry_after,
                                lf_kind kind)
 {
@@ -1477,6 +1583,7 @@ int main(void)
     LF_RUN(test_attachments);
     LF_RUN(test_blocked);
     LF_RUN(test_streams);
+    LF_RUN(test_plain_events);
     LF_RUN(test_errors);
     LF_RUN(test_embeddings);
     return lf_test_summary("test_wire_gemini");

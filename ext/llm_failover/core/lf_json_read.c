@@ -416,3 +416,168 @@ int lf_json_append_written(lf_buf *out, json_object *v)
 
     return s ? lf_utf8_append_sanitized(out, s, n) : -1;
 }
+
+/* ------------------------------------------- walking a checked document */
+
+/* The end of the string at s[i] of a checked text: its first quote that no
+ * backslash escapes. */
+static size_t lf_json_checked_string_end(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (s[i] == '\\') i++;
+        else if (s[i] == '"') return i + 1;
+    }
+    return n;
+}
+
+/* The end of the value at s[i] of a checked text: strings and brackets are
+ * standard there, so only strings need reading to match the brackets. */
+static size_t lf_json_value_end(const char *s, size_t n, size_t i)
+{
+    int depth = 0;
+
+    if (s[i] == '"') return lf_json_checked_string_end(s, n, i);
+    if (s[i] != '{' && s[i] != '[') {
+        while (i < n && !lf_wire_is_ws(s[i]) && s[i] != ',' && s[i] != '}' && s[i] != ']') i++;
+        return i;
+    }
+    while (i < n) {
+        char c = s[i];
+
+        if (c == '"') {
+            i = lf_json_checked_string_end(s, n, i);
+            continue;
+        }
+        if (c == '{' || c == '[') depth++;
+        else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+        i++;
+    }
+    return n;
+}
+
+lf_json_span lf_json_span_of(const char *s, size_t n)
+{
+    lf_json_span v;
+
+    while (n && lf_wire_is_ws(s[0])) {
+        s++;
+        n--;
+    }
+    while (n && lf_wire_is_ws(s[n - 1])) n--;
+    v.s = s;
+    v.n = n;
+    return v;
+}
+
+int lf_json_walk_start(lf_json_walk *w, lf_json_span v, char open)
+{
+    if (!v.n || v.s[0] != open || (open != '{' && open != '[')) return 0;
+    w->s = v.s;
+    w->n = v.n;
+    w->at = 1;
+    w->close = open == '{' ? '}' : ']';
+    return 1;
+}
+
+int lf_json_walk_next(lf_json_walk *w, lf_json_span *key, lf_json_span *value)
+{
+    size_t i = lf_json_skip_ws(w->s, w->n, w->at), end;
+
+    if (i < w->n && w->s[i] == ',') i = lf_json_skip_ws(w->s, w->n, i + 1);
+    if (i >= w->n || w->s[i] == w->close) return 0;
+    if (w->close == '}') {
+        end = lf_json_checked_string_end(w->s, w->n, i);
+        key->s = w->s + i;
+        key->n = end - i;
+        if (memchr(key->s, '\\', key->n)) return -1;
+        i = lf_json_skip_ws(w->s, w->n, lf_json_skip_ws(w->s, w->n, end) + 1);   /* past the colon */
+    }
+    end = lf_json_value_end(w->s, w->n, i);
+    value->s = w->s + i;
+    value->n = end - i;
+    w->at = end;
+    return 1;
+}
+
+int lf_json_span_is(lf_json_span v, const char *text)
+{
+    return lf_bytes_are(v.s, v.n, text);
+}
+
+int lf_json_span_count(lf_json_span v, long *out)
+{
+    size_t i;
+    long c = 0;
+
+    if (!v.n || v.n > 18) return 0;   /* 18 digits fit a long */
+    for (i = 0; i < v.n; i++) {
+        if (!lf_json_is_digit(v.s[i])) return 0;
+        c = c * 10 + (v.s[i] - '0');
+    }
+    *out = c;
+    return 1;
+}
+
+/* UTF-8 of a code point below U+10000 that is no surrogate. */
+static size_t lf_json_utf8_bmp(unsigned cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    out[0] = (char)(0xE0 | (cp >> 12));
+    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+}
+
+/* The string s (quotes included) decoded onto out: 1, 0 when it escapes a
+ * surrogate or NUL (left to json-c, whose way with a lone one is its own),
+ * -1 when out of memory. */
+static int lf_json_unescape(const char *s, size_t n, lf_buf *out)
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    size_t i = 1, run;
+    unsigned cp;
+    char utf8[3];
+
+    while (i < n - 1) {
+        for (run = i; run < n - 1 && s[run] != '\\'; run++) continue;
+        if (lf_buf_append(out, s + i, run - i) != 0) return -1;
+        if (run == n - 1) break;
+        i = run + 1;
+        if (s[i] == 'u') {
+            (void)lf_json_hex4(s, n, i + 1, &cp);
+            if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+            if (lf_buf_append(out, utf8, lf_json_utf8_bmp(cp, utf8)) != 0) return -1;
+            i += 5;
+        } else {
+            if (lf_buf_append(out, &to[strchr(from, s[i]) - from], 1) != 0) return -1;
+            i++;
+        }
+    }
+    return 1;
+}
+
+int lf_json_span_append_string(lf_json_span v, lf_buf *out)
+{
+    lf_buf plain;
+    json_object *str = NULL;
+    int rc;
+
+    if (!memchr(v.s, '\\', v.n)) return lf_utf8_append_sanitized(out, v.s + 1, v.n - 2);
+    lf_buf_init(&plain);
+    rc = lf_json_unescape(v.s, v.n, &plain);
+    if (rc == 1) rc = lf_utf8_append_sanitized(out, lf_buf_cstr(&plain), plain.len);
+    else if (rc == 0 && (str = lf_json_build(v.s, v.n)))
+        rc = lf_utf8_append_sanitized(out, json_object_get_string(str), (size_t)json_object_get_string_len(str));
+    else rc = -1;
+    json_object_put(str);
+    lf_buf_free(&plain);
+    return rc;
+}

@@ -38,4 +38,35 @@ int lf_json_value_text(json_object *v, lf_buf *out);
  * value goes back into text or a body. 0, or -1 when out of memory. */
 int lf_json_append_written(lf_buf *out, json_object *v);
 
+/* Walking a document lf_json_nonstandard_at accepted, without a tree: for a
+ * reader that takes a few members of every event of a stream. Each span is
+ * one value's text (a string's with its quotes), within the checked text. */
+typedef struct lf_json_span {
+    const char *s;
+    size_t n;
+} lf_json_span;
+typedef struct lf_json_walk {
+    const char *s;
+    size_t n, at;
+    char close;
+} lf_json_walk;
+/* The text without the whitespace around it. */
+lf_json_span lf_json_span_of(const char *s, size_t n);
+/* 1 with w at the first member or element when v opens with open ('{' or
+ * '['); 0 when it is not such a value. */
+int lf_json_walk_start(lf_json_walk *w, lf_json_span v, char open);
+/* 1 with the next member (its key's span, quotes included, into *key) or
+ * element; 0 after the last; -1 at a key spelled with an escape, which
+ * matching by bytes would miss. A key that occurs twice comes twice (json-c
+ * keeps the last). */
+int lf_json_walk_next(lf_json_walk *w, lf_json_span *key, lf_json_span *value);
+/* Exact bytes: lf_json_span_is(key, "\"text\"") matches no escaped spelling. */
+int lf_json_span_is(lf_json_span v, const char *text);
+/* 1 with *out when v is a plain integer of 1 to 18 digits (no sign, fraction
+ * or exponent); 0 otherwise. */
+int lf_json_span_count(lf_json_span v, long *out);
+/* A string span's value, decoded as json-c decodes it, appended sanitized
+ * to out: 0, or -1 when out of memory. */
+int lf_json_span_append_string(lf_json_span v, lf_buf *out);
+
 #endif

@@ -38,24 +38,37 @@ static json_object *lf_gemini_candidate(json_object *root)
                : NULL;
 }
 
-/* usageMetadata into a; 1 when it held counts. Every input token is
+/* usageMetadata's counts, each with whether it was there. */
+typedef struct lf_gemini_counts {
+    long prompt, tools, out, thoughts, cached;
+    int has_in, has_tools, has_out, has_thoughts, has_cached;
+} lf_gemini_counts;
+
+/* The counts into a; 1 when there were any. Every input token is
  * promptTokenCount (cached ones included) and toolUsePromptTokenCount; the
  * output is candidatesTokenCount and thoughtsTokenCount, which Gemini counts
  * apart and bills alike. */
+static int lf_gemini_count_usage(const lf_gemini_counts *c, lf_answer *a)
+{
+    if (c->has_cached) a->cached_input_tokens = c->cached;
+    if (c->has_in) a->input_tokens = c->prompt + (c->has_tools ? c->tools : 0);
+    if (c->has_out || c->has_thoughts) a->output_tokens = (c->has_out ? c->out : 0) + (c->has_thoughts ? c->thoughts : 0);
+    return c->has_in || c->has_out || c->has_thoughts;
+}
+
+/* usageMetadata into a; 1 when it held counts. */
 static int lf_gemini_usage(json_object *u, lf_answer *a)
 {
-    long prompt = 0, tools = 0, out = 0, thoughts = 0;
-    int has_in, has_out, has_thoughts;
+    lf_gemini_counts c;
 
     if (!u || !json_object_is_type(u, json_type_object)) return 0;
-    has_in = lf_json_take_count(u, "promptTokenCount", &prompt);
-    has_out = lf_json_take_count(u, "candidatesTokenCount", &out);
-    has_thoughts = lf_json_take_count(u, "thoughtsTokenCount", &thoughts);
-    lf_json_take_count(u, "toolUsePromptTokenCount", &tools);
-    lf_json_take_count(u, "cachedContentTokenCount", &a->cached_input_tokens);
-    if (has_in) a->input_tokens = prompt + tools;
-    if (has_out || has_thoughts) a->output_tokens = out + thoughts;
-    return has_in || has_out || has_thoughts;
+    memset(&c, 0, sizeof c);
+    c.has_in = lf_json_take_count(u, "promptTokenCount", &c.prompt);
+    c.has_out = lf_json_take_count(u, "candidatesTokenCount", &c.out);
+    c.has_thoughts = lf_json_take_count(u, "thoughtsTokenCount", &c.thoughts);
+    c.has_tools = lf_json_take_count(u, "toolUsePromptTokenCount", &c.tools);
+    c.has_cached = lf_json_take_count(u, "cachedContentTokenCount", &c.cached);
+    return lf_gemini_count_usage(&c, a);
 }
 
 /* Google's filters: a finishReason or blockReason that withheld the answer. */
@@ -219,11 +232,146 @@ static int lf_gemini_stream_data(lf_stream_state *s, json_object *root)
     return LF_STREAM_CONTINUE;
 }
 
+/* ------------------------------------------- the common stream event, without a tree */
+
+/* Text parts one event may hold and still be read here. */
+#define LF_GEMINI_PLAIN_PARTS 8
+
+/* An event that only adds text and counts, as spans of its text. */
+typedef struct lf_gemini_plain {
+    lf_json_span model, id, text[LF_GEMINI_PLAIN_PARTS];
+    size_t n_text;
+    int has_usage;
+    lf_gemini_counts counts;
+} lf_gemini_plain;
+
+/* usageMetadata's counts; 0 when one is no plain integer. */
+static int lf_gemini_plain_usage(lf_json_span u, lf_gemini_counts *c)
+{
+    static const char *const keys[] = { "\"promptTokenCount\"", "\"candidatesTokenCount\"",
+                                        "\"thoughtsTokenCount\"", "\"toolUsePromptTokenCount\"",
+                                        "\"cachedContentTokenCount\"" };
+    long *const counts[] = { &c->prompt, &c->out, &c->thoughts, &c->tools, &c->cached };
+    int *const has[] = { &c->has_in, &c->has_out, &c->has_thoughts, &c->has_tools, &c->has_cached };
+    lf_json_walk w;
+    lf_json_span k, v;
+    size_t i;
+    int more;
+
+    memset(c, 0, sizeof *c);
+    if (!lf_json_walk_start(&w, u, '{')) return 0;
+    while ((more = lf_json_walk_next(&w, &k, &v)) > 0)
+        for (i = 0; i < sizeof keys / sizeof *keys; i++)
+            if (lf_json_span_is(k, keys[i])) {
+                if (!lf_json_span_count(v, counts[i])) return 0;
+                *has[i] = 1;
+            }
+    return more == 0;
+}
+
+/* A part that is text (its span into *text) or something ignored (text
+ * left empty); 0 for a call, a thought or a signature. */
+static int lf_gemini_plain_part(lf_json_span part, lf_json_span *text)
+{
+    lf_json_walk w;
+    lf_json_span k, v;
+    int more;
+
+    text->n = 0;
+    if (!lf_json_walk_start(&w, part, '{')) return 0;
+    while ((more = lf_json_walk_next(&w, &k, &v)) > 0) {
+        if (lf_json_span_is(k, "\"text\"")) *text = v;
+        else if (lf_json_span_is(k, "\"functionCall\"") || lf_json_span_is(k, "\"thought\"") ||
+                 lf_json_span_is(k, "\"thoughtSignature\""))
+            return 0;
+    }
+    return more == 0 && (!text->n || text->s[0] == '"');
+}
+
+/* The one candidate's text parts; 0 when it is finished or holds more. */
+static int lf_gemini_plain_candidate(lf_json_span cand, lf_gemini_plain *p)
+{
+    lf_json_walk w;
+    lf_json_span k, v, content = { NULL, 0 }, parts = { NULL, 0 };
+    int more;
+
+    if (!lf_json_walk_start(&w, cand, '{')) return 0;
+    while ((more = lf_json_walk_next(&w, &k, &v)) > 0) {
+        if (lf_json_span_is(k, "\"finishReason\"")) return 0;
+        if (lf_json_span_is(k, "\"content\"")) content = v;
+    }
+    if (more < 0 || !lf_json_walk_start(&w, content, '{')) return 0;
+    while ((more = lf_json_walk_next(&w, &k, &v)) > 0)
+        if (lf_json_span_is(k, "\"parts\"")) parts = v;
+    if (more < 0 || !lf_json_walk_start(&w, parts, '[')) return 0;
+    while ((more = lf_json_walk_next(&w, &k, &v)) > 0) {
+        if (p->n_text == LF_GEMINI_PLAIN_PARTS || !lf_gemini_plain_part(v, &p->text[p->n_text])) return 0;
+        if (p->text[p->n_text].n) p->n_text++;
+    }
+    return 1;
+}
+
+/* The event as spans; 0 when it holds more than text and counts: an error,
+ * a filter's verdict, a finish, a call, a thought, a signature, several
+ * candidates, a count that is no plain integer. Members read nowhere are
+ * skipped; of a repeated one, the last counts, as in json-c's tree. */
+static int lf_gemini_plain_event(lf_json_span root, lf_gemini_plain *p)
+{
+    lf_json_walk w;
+    lf_json_span k, v, cands = { NULL, 0 }, usage = { NULL, 0 };
+    int more;
+
+    memset(p, 0, sizeof *p);
+    if (!lf_json_walk_start(&w, root, '{')) return 0;
+    while ((more = lf_json_walk_next(&w, &k, &v)) > 0) {
+        if (lf_json_span_is(k, "\"candidates\"")) cands = v;
+        else if (lf_json_span_is(k, "\"usageMetadata\"")) usage = v;
+        else if (lf_json_span_is(k, "\"modelVersion\"")) p->model = v;
+        else if (lf_json_span_is(k, "\"responseId\"")) p->id = v;
+        else if (lf_json_span_is(k, "\"error\"") || lf_json_span_is(k, "\"promptFeedback\"")) return 0;
+    }
+    if (more < 0 || (p->model.n && p->model.s[0] != '"') || (p->id.n && p->id.s[0] != '"')) return 0;
+    if (usage.n && !(p->has_usage = lf_gemini_plain_usage(usage, &p->counts))) return 0;
+    /* Exactly one candidate: the one the tree reader would pick. */
+    if (!lf_json_walk_start(&w, cands, '[') || lf_json_walk_next(&w, &k, &v) != 1) return 0;
+    cands = v;
+    return lf_json_walk_next(&w, &k, &v) == 0 && lf_gemini_plain_candidate(cands, p);
+}
+
+/* As lf_json_take_string: out is left alone when the member was not there. */
+static int lf_gemini_take_span(lf_json_span v, lf_buf *out)
+{
+    if (!v.n) return 0;
+    lf_buf_clear(out);
+    return lf_json_span_append_string(v, out);
+}
+
+/* What lf_gemini_stream_data does with such an event, in its order. */
+static int lf_gemini_stream_plain(lf_stream_state *s, const lf_gemini_plain *p)
+{
+    size_t i;
+
+    if (lf_gemini_take_span(p->model, &s->answer.model) != 0 || lf_gemini_take_span(p->id, &s->answer.id) != 0)
+        return LF_STREAM_INVALID;
+    if (p->has_usage && lf_gemini_count_usage(&p->counts, &s->answer)) s->has_usage = 1;
+    for (i = 0; i < p->n_text; i++)
+        if (lf_json_span_append_string(p->text[i], &s->answer.text) != 0) return LF_STREAM_INVALID;
+    return LF_STREAM_CONTINUE;
+}
+
+/* Each event is a whole response: most only add text and counts, and are
+ * read from their text; json-c's tree of every event was most of a chunk's
+ * cost (bench/README.md). The others are read from the tree. */
 int lf_wire_gemini_stream_event(lf_stream_state *s, const lf_sse_event *ev)
 {
-    json_object *root = lf_json_parse(ev->data, ev->data_len);
+    lf_gemini_plain plain;
+    json_object *root;
     int rc;
 
+    if (lf_json_nonstandard_at(ev->data, ev->data_len, 0) != 0) return LF_STREAM_INVALID;
+    if (!s->finished && lf_gemini_plain_event(lf_json_span_of(ev->data, ev->data_len), &plain))
+        return lf_gemini_stream_plain(s, &plain);
+    root = lf_json_parse(ev->data, ev->data_len);
     if (!root) return LF_STREAM_INVALID;
     rc = lf_gemini_stream_data(s, root);
     json_object_put(root);
