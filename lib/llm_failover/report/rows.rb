@@ -102,6 +102,32 @@ module LlmFailover
         Arel::Nodes::Sum.new([Arel::Nodes::Case.new.when(condition).then(table[column])])
       end
 
+      # Dollars a column's sum counts in on SQLite: its decimals are floats, added as
+      # floats (differently since SQLite 3.43), so there each row counts as an integer of
+      # the column's scale (1e-10 dollars) and the sum is exact. Elsewhere SUM is exact.
+      MONEY_SCALE = 10**10
+
+      # SUM of a money column (of its rows matching +condition+, if given); read it with #money.
+      def money_sum(column, condition = nil)
+        value = condition ? Arel::Nodes::Case.new.when(condition).then(table[column]) : table[column]
+        return Arel::Nodes::Sum.new([value]) unless sqlite?
+
+        scaled = Arel::Nodes::NamedFunction.new("ROUND", [Arel::Nodes::Multiplication.new(value, MONEY_SCALE)])
+        Arel::Nodes::Sum.new([Arel::Nodes::NamedFunction.new("CAST", [scaled.as(Arel.sql("INTEGER"))])])
+      end
+
+      # @return [BigDecimal] a #money_sum's value (0 when no row matched)
+      def money(value)
+        return BigDecimal("0") if value.nil?
+
+        sqlite? ? BigDecimal(value.to_i) / MONEY_SCALE : BigDecimal(value.to_s)
+      end
+
+      def sqlite?
+        @sqlite = @model.connection.adapter_name.match?(/sqlite/i) if @sqlite.nil?
+        @sqlite
+      end
+
       # MAX(CASE WHEN condition THEN 1 ELSE 0 END): whether any row of a group matched.
       def any(condition)
         Arel::Nodes::Max.new([Arel::Nodes::Case.new.when(condition).then(1).else(0)])

@@ -64,12 +64,12 @@ module LlmFailover
           start = Time.at(first.to_i - (first.to_i % 86_400)).utc
           count = (((@to || Time.now) - start) / 86_400).ceil.clamp(1, nil)
           keys = count == 1 ? [:provider] : [rows.bucket_of_started_at(start, 86_400, 0, count - 1), :provider]
-          rows.scan.where(rows.table[:cost].not_eq(nil)).group(*keys).pluck(*keys, rows.table[:cost].sum)
+          rows.scan.where(rows.table[:cost].not_eq(nil)).group(*keys).pluck(*keys, rows.money_sum(:cost))
               .map do |values|
                 values.unshift(0) if count == 1
                 index, provider, cost = values
                 DaySpend.new(day: start + (index.to_i * 86_400), provider: provider,
-                             cost: BigDecimal(cost.to_s))
+                             cost: rows.money(cost))
               end.reject { |d| d.cost.zero? }.sort_by { |d| [d.day, d.provider.to_s] }
         end
       end

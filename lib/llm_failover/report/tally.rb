@@ -62,23 +62,18 @@ module LlmFailover
 
       def money
         r = @rows
-        t = r.table
-        { cost: t[:cost].sum, failed_cost: r.sum_if(r.unanswered, :cost), saved: t[:cost_saved].sum,
+        { cost: r.money_sum(:cost), failed_cost: r.money_sum(:cost, r.unanswered), saved: r.money_sum(:cost_saved),
           unpriced: r.count_if(r.unpriced) }
       end
 
-      # Sums come back as Integer, BigDecimal (MySQL), Float or text (SQLite's decimals)
-      # or nil (no row to add).
+      # Sums come back as Integer, BigDecimal, Float or text, or nil (no row to add);
+      # money as Rows#money reads it.
       def integers(group, names)
-        names.each { |name| group[name] = DECIMALS.include?(name) ? decimal(group[name]) : group[name].to_i }
+        names.each { |name| group[name] = DECIMALS.include?(name) ? @rows.money(group[name]) : group[name].to_i }
         group.cached ||= 0
         group.semantic ||= 0
         DECIMALS.each { |name| group[name] ||= BigDecimal("0") }
         group.unpriced ||= 0
-      end
-
-      def decimal(value)
-        value.nil? ? BigDecimal("0") : BigDecimal(value.to_s)
       end
 
       DECIMALS = %i[cost failed_cost saved].freeze
