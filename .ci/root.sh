@@ -32,6 +32,9 @@ root_overlay() {
 
 root_enter() {
   local dir="$1"
+  # The root a mount of its own, as an installed system's is: `unshare --mount-proc`
+  # inside it (rerun_after_kill_spec's process "elsewhere") needs one.
+  mountpoint -q "$dir" || mount --bind "$dir" "$dir"
   # What an installed Debian has: the release, its updates and its security fixes.
   cat >"$dir/etc/apt/sources.list" <<EOF
 deb $ROOT_MIRROR $ROOT_RELEASE main

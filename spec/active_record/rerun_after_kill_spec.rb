@@ -17,7 +17,8 @@ ArSpec.describe "a rerun of an ask whose process was killed mid-answer" do
   heartbeat = LlmFailover::Idempotency::Heartbeat
   # Another PID namespace stands for another host: a process this one cannot see.
   elsewhere_missing = if !Process.uid.zero? then "needs root (unshare --pid)"
-                      elsif !system("unshare --version", out: File::NULL, err: File::NULL) then "no unshare"
+                      elsif !system("unshare --pid --fork --mount-proc true", out: File::NULL, err: File::NULL)
+                        "unshare --pid --mount-proc fails here"
                       end
 
   let(:chat) { Chat.create!(model: "gpt-4o", provider: "openai") }
