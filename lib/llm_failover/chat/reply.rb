@@ -3,6 +3,7 @@
 require "bigdecimal"
 
 require_relative "target"
+require_relative "../money/pricing"
 
 module LlmFailover
   # The answer to one logical call, and who really gave it.
@@ -80,7 +81,7 @@ module LlmFailover
     # @param records [Array<AttemptRecord>]
     # @return [BigDecimal, nil] their costs summed; nil when one is nil
     def self.cost_of(records)
-      records.sum(BigDecimal("0")) { |record| record.cost || (return nil) }
+      records.sum(Pricing::ZERO) { |record| record.cost || (return nil) }
     end
 
     # Whether the answer came from the response cache: no request was made, and

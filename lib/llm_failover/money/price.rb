@@ -15,10 +15,13 @@ module LlmFailover
   #
   # @example
   #   price = LlmFailover::Price.new(input: 2.50, output: 10.00, cached_input: 1.25)
-  #   price.cost(input_tokens: 1_000, output_tokens: 200, cached_input_tokens: 400).to_s("F")  # => "0.0040"
+  #   price.cost(input_tokens: 1_000, output_tokens: 200, cached_input_tokens: 400).to_s("F")  # => "0.004"
   class Price
-    MILLION = BigDecimal("1000000")
-    private_constant :MILLION
+    # Rates are counted in whole 1e-12 USD per million tokens (a millionth of a
+    # millionth of a cent per token), so a cost is summed in Integers and divided once.
+    UNITS = 10**12
+    PER_UNIT_TOKEN = BigDecimal(UNITS * 1_000_000)
+    private_constant :UNITS, :PER_UNIT_TOKEN
 
     RATES = %i[input output cached_input cache_write].freeze
 
@@ -45,6 +48,7 @@ module LlmFailover
       @output = rate(:output, output)
       @cached_input = cached_input.nil? ? @input : rate(:cached_input, cached_input)
       @cache_write = cache_write.nil? ? @input : rate(:cache_write, cache_write)
+      @units = [@input, @output, @cached_input, @cache_write].map { |rate| (rate * UNITS).round }.freeze
       @above, @long_context = tier(long_context)
       unless max_output.nil? || (max_output.is_a?(Integer) && max_output.positive?)
         raise ConfigurationError, "max_output must be a positive Integer or nil, got #{max_output.inspect}"
@@ -69,7 +73,9 @@ module LlmFailover
       cached = cached_input_tokens.to_i.clamp(0, input)
       written = cache_write_tokens.to_i.clamp(0, input - cached)
       plain = input - cached - written
-      ((@input * plain) + (@cached_input * cached) + (@cache_write * written) + (@output * output_tokens.to_i)) / MILLION
+      input_rate, output_rate, cached_rate, write_rate = @units
+      BigDecimal((input_rate * plain) + (cached_rate * cached) + (write_rate * written) +
+                 (output_rate * output_tokens.to_i)) / PER_UNIT_TOKEN
     end
 
     # @return [Hash] the rates as Floats and the rest as given: what #inspect and specs compare

@@ -59,9 +59,10 @@ module LlmFailover
       # (a pool's host, or the target itself): the record names both, and its cost is
       # the host's price.
       def engine_attempt(attempt, target, host = target)
-        reach(attempt, target, host)
-        return hedge_loser(attempt, target, host) if attempt.lost
-        return cut(attempt, target, host) if attempt.cancelled || attempt.stopped
+        cost = cost_of(attempt, host)
+        reach(attempt, target, cost)
+        return hedge_loser(attempt, target, host, cost) if attempt.lost
+        return cut(attempt, target, host, cost) if attempt.cancelled || attempt.stopped
 
         unless attempt.success
           # No request: the target's circuit was open, or it cannot take the message's
@@ -81,7 +82,7 @@ module LlmFailover
                                                       retry_after: attempt.retry_after,
                                                       latency_ms: attempt.latency_ms,
                                                       first_token_ms: attempt.first_token_ms,
-                                                      **billed(attempt, host),
+                                                      **billed(attempt, cost),
                                                 started_at: attempt.started_at,
                                                 provider_request_id: attempt.provider_request_id,
                                                 skipped: attempt.skipped, hedged: attempt.hedge))
@@ -150,12 +151,12 @@ module LlmFailover
       # The loser of a hedged request: cut by the call when the other attempt produced
       # its first token first. Not a failure of its target's: no error class, nothing
       # for the breaker, only what it cost (its tokens, if any reached the gem).
-      def hedge_loser(attempt, target, host)
+      def hedge_loser(attempt, target, host, cost)
         add(AttemptRecord.new(**fields(target, host), attempt: attempt.attempt + @attempt_offset, success: false,
                                                       error_message: attempt.error_message,
                                                       http_status: attempt.http_status,
                                                       latency_ms: attempt.latency_ms,
-                                                      first_token_ms: attempt.first_token_ms, **billed(attempt, host),
+                                                      first_token_ms: attempt.first_token_ms, **billed(attempt, cost),
                                                 started_at: attempt.started_at,
                                                 provider_request_id: attempt.provider_request_id,
                                                 cancelled: true, hedged: true))
@@ -163,21 +164,20 @@ module LlmFailover
 
       # What an attempt's target owes a shared quota (its tokens, by target): every
       # attempt whose request may have reached it, which the engine knows (a skip, a
-      # refused connection or a connect timeout did not).
-      def reach(attempt, target, host)
+      # refused connection or a connect timeout did not). +spent+: the attempt's cost.
+      def reach(attempt, target, spent)
         return unless attempt.reached
 
         tokens, cost = @reached.fetch(target, [0, Pricing::ZERO])
-        spent = cost_of(attempt, host)
         tokens += attempt.input_tokens.to_i + attempt.output_tokens.to_i
         @reached[target] = [tokens, cost && spent && cost + spent]
       end
 
-      # The attempt's billed tokens and what they cost.
-      def billed(attempt, target)
+      # The attempt's billed tokens and +cost+, what they cost.
+      def billed(attempt, cost)
         { input_tokens: attempt.input_tokens, output_tokens: attempt.output_tokens,
           cached_input_tokens: attempt.cached_input_tokens, cache_write_tokens: attempt.cache_write_tokens,
-          cost: cost_of(attempt, target) }
+          cost: cost }
       end
 
       def cost_of(attempt, target)
@@ -202,11 +202,11 @@ module LlmFailover
       # is kept for #cancelled, which emits it after the store's write. One an exception
       # cut (Engine::Attempt#stopped_by: its class, nil for Thread#kill or a throw)
       # failed with AbortedError, nobody's fault.
-      def cut(attempt, target, host)
+      def cut(attempt, target, host, cost)
         fields = fields(target, host).merge(attempt: attempt.attempt + @attempt_offset, success: false,
                                             http_status: attempt.http_status,
                                             latency_ms: attempt.latency_ms, first_token_ms: attempt.first_token_ms,
-                                            **billed(attempt, host), started_at: attempt.started_at,
+                                            **billed(attempt, cost), started_at: attempt.started_at,
                                             provider_request_id: attempt.provider_request_id, hedged: attempt.hedge)
         if attempt.cancelled
           record = AttemptRecord.new(**fields, error_message: CANCELLED, cancelled: true)
