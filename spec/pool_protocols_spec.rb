@@ -281,9 +281,10 @@ RSpec.describe "A pool mixing protocols" do
                           access_token: -> { raise IOError, "metadata server unreachable" },
                           base_url: fp.on(:vertex).base_url(:vertex), models: { "frontier" => ids[:vertex] }
     end
-    expect { pool_chat.ask("hello") }
+    expect { first(:vertex).ask("hello") }
       .to raise_error(LlmFailover::ConfigurationError, /provider :vertex: the access_token: source raised IOError/)
     expect(requests_to(hosts + [:backup])).to eq(0)
+    expect(first(:bedrock).ask("hello").host).to eq(:bedrock) # a call the broken host is not asked for
   end
 
   it "asks the Vertex host's token source once for many calls, and once more when its token is renewed" do

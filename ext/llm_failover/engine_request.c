@@ -73,12 +73,14 @@ enum {
     LF_TG_REGION,              /* Bedrock: the AWS region it signs for */
     LF_TG_AWS_CREDENTIALS,     /* Bedrock, signed: [access_key_id, secret_access_key, session_token
                                   or nil] (api_key is then nil) */
+    LF_TG_UNUSABLE,            /* nil, or why nothing can be sent to it (a pool's host whose
+                                  credential source failed); api_key and aws_credentials nil */
     LF_TG_COUNT
 };
 static const char *const lf_target_members[LF_TG_COUNT] = {
     "key", "api", "base_url", "api_key", "model", "headers", "images", "documents", "attachment_urls",
     "max_attachment_bytes", "max_attachments", "layout", "api_version", "vertex", "bearer", "origin",
-    "encrypted_reasoning", "region", "aws_credentials",
+    "encrypted_reasoning", "region", "aws_credentials", "unusable",
 };
 
 /* Engine::Pool: one target served by several hosts, each an Engine::Target
@@ -285,7 +287,7 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
 {
     lf_target *target = &r->targets[i];
     lf_request_params traits = {0};
-    VALUE headers, vertex, api_version, origin, aws, region;
+    VALUE headers, vertex, api_version, origin, aws, region, unusable;
 
     lf_engine_target_traits(t, &traits);
     target->api = traits.api;
@@ -298,7 +300,9 @@ static void lf_fill_target(lf_engine_request *r, size_t i, VALUE t)
     r->keys[i] = lf_copy(lf_required(t, LF_TG_KEY, lf_target_members, "target"), "target key");
     target->base_url = lf_copy(lf_required(t, LF_TG_BASE_URL, lf_target_members, "target"), "base_url");
     aws = LF_FIELD(t, LF_TG_AWS_CREDENTIALS);
-    if (NIL_P(aws)) target->api_key = lf_copy(lf_required(t, LF_TG_API_KEY, lf_target_members, "target"), "api_key");
+    unusable = LF_FIELD(t, LF_TG_UNUSABLE);
+    if (!NIL_P(unusable)) target->unusable = lf_copy(unusable, "unusable");
+    else if (NIL_P(aws)) target->api_key = lf_copy(lf_required(t, LF_TG_API_KEY, lf_target_members, "target"), "api_key");
     else lf_fill_aws(target, aws);
     region = LF_FIELD(t, LF_TG_REGION);
     if (!NIL_P(region)) target->region = lf_copy(region, "region");
@@ -647,6 +651,7 @@ void lf_engine_request_free(lf_engine_request *r)
         free((void *)r->targets[i].vertex.location);
         free((void *)r->targets[i].origin);
         free((void *)r->targets[i].region);
+        free((void *)r->targets[i].unusable);
         lf_free_secret(r->targets[i].aws_access_key_id);
         lf_free_secret(r->targets[i].aws_secret_access_key);
         lf_free_secret(r->targets[i].aws_session_token);

@@ -322,6 +322,7 @@ static void test_kind_names(void)
         { LF_E_OTHER, "Error" },
         { LF_E_ABORTED, "AbortedError" },
         { LF_E_ATTACHMENTS, "AttachmentRefusedError" },
+        { LF_E_CONFIGURATION, "ConfigurationError" },
     };
     LF_CHECK_INT(sizeof want / sizeof want[0], LF_KIND_COUNT - 1);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)

@@ -380,6 +380,50 @@ static void test_sibling_before_backup_and_bad_key_raised(void)
     pool_stop(&p);
 }
 
+/* A host whose credential source failed (unusable) is picked as any host:
+ * a call that goes to it fails there with LF_E_CONFIGURATION, nothing sent,
+ * no sibling or backup answering; a call picked elsewhere is answered, and a
+ * sibling's failure that moves the call to it ends the call there too. */
+static void test_unusable_host_fails_its_calls_only(void)
+{
+    pool_run p;
+    int i, failed = 0, answered = 0;
+
+    pool_start(&p, OK);
+    p.targets[1].api_key = NULL;
+    p.targets[1].unusable = "provider :b: the access_token: source raised IOError";
+    for (i = 0; i < 200; i++) {
+        LF_CHECK_INT(pool_call(&p, 2), 0);
+        if (p.o.ok) {
+            answered++;
+            LF_CHECK(p.o.target != 1);
+            continue;
+        }
+        failed++;
+        LF_CHECK_INT(p.o.kind, LF_E_CONFIGURATION);
+        LF_CHECK_INT(p.o.target, 1);
+        LF_CHECK_INT(p.o.retryable, 0);
+        LF_CHECK_STR(lf_buf_cstr(&p.o.message), "provider :b: the access_token: source raised IOError");
+        LF_CHECK_STR(p.log, "h1:skip|");
+    }
+    LF_CHECK(failed > 0.13 * 200 && failed < 0.37 * 200); /* its weight's quarter */
+    LF_CHECK_INT(answered + failed, 200);
+    LF_CHECK_INT(served(&p, 1), 0);
+    LF_CHECK_INT(served(&p, 3), 0);
+
+    p.hosts[0].reply = BUSY;
+    p.hosts[2].reply = BUSY;
+    p.stay = &p.targets[0];
+    for (i = 0; i < 3; i++) { /* under the circuits' threshold: h0 stays the first */
+        LF_CHECK_INT(pool_call(&p, 2), 0);
+        LF_CHECK_INT(p.o.ok, 0);
+        LF_CHECK_INT(p.o.kind, LF_E_CONFIGURATION);
+        LF_CHECK(strncmp(p.log, "h0:fail|", 8) == 0 && strstr(p.log, "h1:skip|"));
+    }
+    LF_CHECK_INT(served(&p, 1) + served(&p, 3), 0);
+    pool_stop(&p);
+}
+
 /* Every host failing: each tried once, then the backup; without one, the
  * pool's attempts are its hosts' (or max_retries + 1, when it has fewer). */
 static void test_every_host_fails_then_backup(void)
@@ -503,6 +547,7 @@ int main(void)
     LF_RUN(test_pick_when_all_are_cooling);
     LF_RUN(test_split_by_weight);
     LF_RUN(test_sibling_before_backup_and_bad_key_raised);
+    LF_RUN(test_unusable_host_fails_its_calls_only);
     LF_RUN(test_every_host_fails_then_backup);
     LF_RUN(test_no_requests_left_gets_none);
     LF_RUN(test_every_host_cooling);

@@ -237,6 +237,7 @@ int lf_exchange_begin(lf_call *c, lf_attempt *a, lf_conn *lead)
 
     a->started_mono = lf_now_monotonic();
     a->started_wall = lf_now_wall();
+    if (a->target->unusable) return -1; /* judged by lf_attempt_judge: no request */
     if (lf_transfer_start(a->conn, &req, &a->resp) != 0) {
         a->transfer = LF_T_OTHER;
         lf_buf_setf(&a->message, "could not start the transfer");
@@ -582,6 +583,12 @@ static void lf_read_headroom(lf_attempt *a)
 
 void lf_attempt_judge(lf_call *c, lf_attempt *a)
 {
+    if (a->target->unusable) {
+        /* Like a 401 from it: the call's error, neither retried nor failed over. */
+        a->verdict = (lf_verdict){ .kind = LF_E_CONFIGURATION };
+        lf_buf_setf(&a->message, "%s", a->target->unusable);
+        return;
+    }
     lf_judge(c, a);
     lf_read_headroom(a);
     /* JSON mode and schemas judge the final answer: a turn that asks for

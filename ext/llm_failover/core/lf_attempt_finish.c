@@ -25,7 +25,8 @@ static void lf_attempt_record_fill(const lf_call *c, const lf_attempt *a, lf_att
     rec->hedge = a->hedge;
     rec->lost = a->lost;
     rec->cancelled = c->cancelled && !a->success && !a->lost;
-    rec->reached = lf_transfer_reached(a->transfer);
+    rec->skipped = a->target->unusable != NULL; /* nothing sent (lf_exchange_begin) */
+    rec->reached = !rec->skipped && lf_transfer_reached(a->transfer);
     rec->success = a->success;
     rec->kind = a->success ? LF_OK : a->verdict.kind;
     rec->phase = a->success ? LF_PHASE_NONE : a->verdict.phase;

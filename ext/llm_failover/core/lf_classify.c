@@ -481,6 +481,7 @@ const char *lf_kind_name(lf_kind k)
         [LF_E_OTHER] = "Error",
         [LF_E_ABORTED] = "AbortedError",
         [LF_E_ATTACHMENTS] = "AttachmentRefusedError",
+        [LF_E_CONFIGURATION] = "ConfigurationError",
     };
     if ((int)k < 0 || k >= LF_KIND_COUNT)
         return NULL;

@@ -33,6 +33,8 @@ typedef enum lf_kind {
     LF_E_ABORTED,              /* not a provider failure: the host stopped the call */
     LF_E_ATTACHMENTS,          /* AttachmentRefusedError < BadRequestError: no target of the call
                                   can take the message's attachments (no request sent) */
+    LF_E_CONFIGURATION,        /* ConfigurationError: the target picked is unusable (its
+                                  credential's source failed: lf_target.unusable), no request sent */
     LF_KIND_COUNT
 } lf_kind;
 

@@ -253,6 +253,8 @@ int lf_prepare_target(lf_prepared_call *p, size_t i, const lf_target *t, const l
         lf_buf_setf(err, "target %zu: at most %d targets", i, LF_MAX_TARGETS);
         return -1;
     }
+    /* Nothing is built for a target nothing can be sent to (lf_exchange_begin). */
+    if (t->unusable) return 0;
     return lf_prepare_one(&p->target[i], t, params, p->schema, err);
 }
 

@@ -61,6 +61,12 @@ typedef struct lf_target {
     const char *aws_access_key_id;
     const char *aws_secret_access_key;
     const char *aws_session_token;   /* NULL: none */
+    /* NULL, or why nothing can be sent to it (a pool's host whose credential
+     * source failed in the host, its message free of secrets): a call that
+     * goes to it fails there with LF_E_CONFIGURATION, sending nothing, as a
+     * 401 from it would; it is weighed in the pick as any host, never
+     * passed over. */
+    const char *unusable;
 } lf_target;
 
 /* One tier of a call: the targets[first .. first + n_hosts) of the call's

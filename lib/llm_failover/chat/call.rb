@@ -267,6 +267,10 @@ module LlmFailover
       settle_quota(answered: false) # billed failures count against tokens and dollars
       @delivery.mark_failed(target)
       error = failure.error
+      unless error.is_a?(Error) # a pool's host without a credential: the configuration's, raised as it is
+        log(:warn, "failed on #{Target.host_of(@targets, result.target).label}: #{error.class}: #{error.message}")
+        raise error
+      end
       later = Later.new(config: @config, targets: @targets, breaker: !@circuits.nil?, log: method(:log))
       error.retry_at, reason = later.at(error)
       log(:warn, "failed on #{target.label}: #{error.class}: #{error.message}")

@@ -8,21 +8,24 @@ module LlmFailover
   # description of it (an Engine::Target, ProviderConfig#engine_target); or a model
   # asked of a pool (PoolConfig#target): an Engine::Pool, and its hosts, each the
   # Target of that model asked of one host's provider entry. Built and frozen once per
-  # provider (or pool), model and credential.
+  # provider (or pool), model and credential. A pool's host whose credential source
+  # failed is one too, for that call only: its #credential_error is what a call that
+  # goes to it raises (its engine sends nothing there).
   #
   # Public: Target.label only, the one "provider/model" form, for an app's own log
   # lines (the guides' examples use it on a Reply, an AttemptRecord or an error).
   # Everything else here is the gem's own (@api private).
-  Target = Struct.new(:model, :provider, :engine, :circuit_key, :pool_hosts) do
+  Target = Struct.new(:model, :provider, :engine, :circuit_key, :pool_hosts, :credential_error) do
     include SafeInspect
 
     # @api private
     # @param engine [Engine::Target, Engine::Pool] the engine's description of it (its
     #   key is #circuit_key)
     # @param hosts [Array<Target>, nil] a pool's
+    # @param credential_error [ConfigurationError, nil] its credential source's failure
     # @return [Target] frozen
-    def self.build(model, provider, engine, hosts: nil)
-      new(model, provider, engine, engine.key, hosts).freeze
+    def self.build(model, provider, engine, hosts: nil, credential_error: nil)
+      new(model, provider, engine, engine.key, hosts, credential_error).freeze
     end
 
     # @api private

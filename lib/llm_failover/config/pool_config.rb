@@ -65,13 +65,19 @@ module LlmFailover
 
     # @api private: +model+ asked of the pool, as a frozen Target whose hosts are
     #   +model+ asked of each host's entry, with the credential each sends now (a new
-    #   Target when a host's token was renewed, as ProviderConfig#target)
-    # @raise [ConfigurationError] a host's credential source failed
+    #   Target when a host's token was renewed, as ProviderConfig#target). A host whose
+    #   credential source fails is that host's failure, not the pool's: it stays in the
+    #   pick, unusable (ProviderConfig#unusable_target), and only a call that goes to it
+    #   raises its ConfigurationError; such a Target is this call's only, never kept.
     def target(model)
       kept = @per_model[model]
       return kept if kept && current?(kept, model)
 
-      per_model(model, @hosts.map { |h| h.provider.target(model) })
+      hosts = @hosts.map { |h| host_target(h.provider, model) }
+      return per_model(model, hosts) unless hosts.any?(&:credential_error)
+
+      @per_model.delete(model) # the next call asks the failed source once, not twice
+      build(model, hosts)
     end
 
     def inspect
@@ -92,15 +98,27 @@ module LlmFailover
         i += 1
       end
       true
+    rescue ConfigurationError
+      false # #target asks again, host by host
+    end
+
+    def host_target(provider, model)
+      provider.target(model)
+    rescue ConfigurationError => e
+      provider.unusable_target(model, e)
     end
 
     def per_model(model, hosts)
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
+      @per_model[model] = build(model, hosts)
+    end
+
+    def build(model, hosts)
       hosts = hosts.freeze
       engine = Engine::Pool.new(key: Target.key(name, model), hosts: hosts.map(&:engine).freeze,
                                 weights: @hosts.map { |h| h.weight.to_f }.freeze).freeze
-      @per_model[model] = Target.build(model, self, engine, hosts: hosts)
+      Target.build(model, self, engine, hosts: hosts)
     end
 
     def fail!(message)

@@ -157,6 +157,17 @@ module LlmFailover
       @per_model_lock.synchronize { per_model(model, credential) }
     end
 
+    # @api private: +model+ asked of this provider when its credential source failed with
+    #   +error+ (a pool's host, PoolConfig#target): a Target whose engine sends nothing
+    #   and fails a call that goes to it with +error+'s message (its Engine::Target's
+    #   unusable), built anew for each call so that the source is asked again
+    # @param error [ConfigurationError] naming this provider, free of secrets
+    # @return [Target]
+    def unusable_target(model, error)
+      model = model.dup.freeze unless model.frozen?
+      build_target(model, error, api_key: nil, bearer: false, unusable: error.message.dup.freeze)
+    end
+
     def inspect
       shown = headers.keys.map { |k| "#{k}: #{REDACTED}" }.join(", ")
       aliases = @models.empty? ? "" : " models=#{@models.keys.inspect}"
@@ -176,6 +187,13 @@ module LlmFailover
 
       @per_model.clear if @per_model.size >= MODELS_KEPT
       model = model.dup.freeze unless model.frozen?
+      target = build_target(model, nil, **@credential.engine_fields(credential))
+      @per_model[model] = [credential, target].freeze
+      target
+    end
+
+    # The frozen Target of +model+, its engine's credential members +credential_fields+.
+    def build_target(model, credential_error, **credential_fields)
       host_model = host_model(model)
       engine = Engine::Target.new(key: Target.key(name, model), api: @host.protocol(host_model), base_url: base_url,
                                   model: host_model, headers: headers,
@@ -184,10 +202,8 @@ module LlmFailover
                                   max_attachments: @attachments[:max_count], layout: @host.layout,
                                   api_version: @host.api_version, vertex: @host.vertex, region: @host.region,
                                   origin: name.to_s.freeze, encrypted_reasoning: encrypted_reasoning?(model, host_model),
-                                  **@credential.engine_fields(credential)).freeze
-      target = Target.build(model, self, engine)
-      @per_model[model] = [credential, target].freeze
-      target
+                                  **credential_fields).freeze
+      Target.build(model, self, engine, credential_error: credential_error)
     end
 
     # Whether the Responses API is asked for +model+'s reasoning items (the logical name

@@ -129,8 +129,9 @@ module LlmFailover
     def failed(result)
       failure = Call::Failure.new(result: result, targets: @targets, records: @records, request_id: @request_id,
                                   restore: ->(text) { text })
-      cause = failure.cause
-      cause ? raise(failure.error, cause: cause) : raise(failure.error)
+      error = failure.error
+      cause = error.is_a?(Error) && failure.cause # a ConfigurationError keeps its source's
+      cause ? raise(error, cause: cause) : raise(error)
     end
   end
 end

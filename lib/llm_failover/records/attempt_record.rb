@@ -134,7 +134,8 @@ module LlmFailover
     # Whether no request was sent to the target: its circuit was open (error_class
     # "LlmFailover::CircuitOpenError"), or it cannot take the message's attachments
     # (error_class "LlmFailover::AttachmentRefusedError", the message naming the file
-    # and the limit). No status, latency 0.
+    # and the limit), or it is a pool's host whose credential source failed (error_class
+    # "LlmFailover::ConfigurationError", the call's error). No status, latency 0.
     def skipped?
       @skipped
     end

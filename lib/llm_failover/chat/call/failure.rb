@@ -29,9 +29,15 @@ module LlmFailover
         @target ||= Target.of(@targets, @result.target)
       end
 
-      # @return [Error]
+      # @return [Error, ConfigurationError] the latter when the call went to a pool's host
+      #   whose credential source failed: that source's error, as it was raised
       def error
         r = @result
+        if r.error_class == ConfigurationError
+          host = Target.host_of(@targets, r.target)
+          return host.credential_error if host.credential_error
+        end
+
         build(r.error_class, r.message, target,
               status: r.http_status, body: r.body, retry_after: r.retry_after, retryable: r.retryable,
               partial_content: @restore.call(r.partial_content), provider_request_id: r.provider_request_id,

@@ -65,8 +65,9 @@ module LlmFailover
         return cut(attempt, target, host, cost) if attempt.cancelled || attempt.stopped
 
         unless attempt.success
-          # No request: the target's circuit was open, or it cannot take the message's
-          # attachments (the engine's AttachmentRefusedError, its reason in the message).
+          # No request: the target's circuit was open, it cannot take the message's
+          # attachments (the engine's AttachmentRefusedError, its reason in the message), or
+          # it is a pool's host whose credential source failed (ConfigurationError).
           if attempt.skipped
             attempt = attempt.dup
             attempt.error_class = skip_class(attempt)
@@ -145,7 +146,7 @@ module LlmFailover
       private_constant :CANCELLED
 
       def skip_class(attempt)
-        attempt.error_class == AttachmentRefusedError ? AttachmentRefusedError : CircuitOpenError
+        [AttachmentRefusedError, ConfigurationError].include?(attempt.error_class) ? attempt.error_class : CircuitOpenError
       end
 
       # The loser of a hedged request: cut by the call when the other attempt produced
