@@ -235,7 +235,8 @@ def shared_row(engine, way, n)
     { "first" => first, "hit" => median(times["hit"]), "miss" => median(times["miss"]), "found" => found,
       "rss" => (rss_kb - rss0) * 1024, "search" => index.search.to_s }
   end
-  stall = main_thread_stall(engine, search, n, partition, queries) if way == :server && engine.respond_to?(:pings_meanwhile)
+  searching_redis = way == :server && engine.respond_to?(:pings_meanwhile)
+  stall = main_thread_stall(engine, search, n, partition, queries) if searching_redis
   loader.clear
   { way: way, n: n, add: add_s, server: server, hits: queries.count { |_, want| want }, stall: stall }
     .merge(result.transform_keys(&:to_sym))
