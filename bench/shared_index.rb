@@ -83,6 +83,32 @@ class SharedEngine
       client { |c| c.call("INFO", "memory")[/used_memory:(\d+)/, 1].to_i }
     end
 
+    # CPU seconds Redis's main thread has used: what every other client waits behind.
+    def main_thread_seconds
+      client { |c| c.call("INFO", "cpu").scan(/used_cpu_(?:user|sys)_main_thread:([\d.]+)/).sum { |(x)| Float(x) } }
+    end
+
+    # Runs the block while another client PINGs every millisecond; returns the PINGs'
+    # round trips (seconds).
+    def pings_meanwhile
+      stop = false
+      pinger = Thread.new do
+        client do |c|
+          times = []
+          until stop
+            t = now
+            c.call("PING")
+            times << now - t
+            sleep 0.001
+          end
+          times
+        end
+      end
+      yield
+      stop = true
+      pinger.value
+    end
+
     def reconnect; end
 
     def stop
@@ -209,9 +235,29 @@ def shared_row(engine, way, n)
     { "first" => first, "hit" => median(times["hit"]), "miss" => median(times["miss"]), "found" => found,
       "rss" => (rss_kb - rss0) * 1024, "search" => index.search.to_s }
   end
+  searching_redis = way == :server && engine.respond_to?(:pings_meanwhile)
+  stall = main_thread_stall(engine, search, n, partition, queries) if searching_redis
   loader.clear
-  { way: way, n: n, add: add_s, server: server, hits: queries.count { |_, want| want } }
+  { way: way, n: n, add: add_s, server: server, hits: queries.count { |_, want| want }, stall: stall }
     .merge(result.transform_keys(&:to_sym))
+end
+
+# What a searching lookup costs every other client of the server: the main thread's CPU
+# per lookup (the lookups alone, in a forked process), then the same lookups again
+# while another client PINGs: the PINGs' median and worst round trip.
+def main_thread_stall(engine, search, n, partition, queries)
+  lookups = lambda do
+    in_child do
+      index = engine.index(search, n, nil)
+      queries.each { |q, _| index.nearest(partition: partition, vector: q, threshold: THRESHOLD) }
+      nil
+    end
+  end
+  before = engine.main_thread_seconds
+  lookups.call
+  cpu = (engine.main_thread_seconds - before) / queries.size
+  pings = engine.pings_meanwhile(&lookups)
+  { cpu: cpu, ping: median(pings), worst: pings.max }
 end
 
 puts
@@ -236,6 +282,10 @@ SHARED_ENGINES.each do |name|
                   "process RSS +%.1f MB; add %s; server %d B/entry",
                   r[:engine], r[:search], n, fmt_ms(r[:first]), fmt_ms(r[:hit]), fmt_ms(r[:miss]), r[:found], r[:hits],
                   r[:rss] / 1e6, fmt_ms(r[:add]), r[:server])
+      next unless (stall = r[:stall])
+
+      puts format("  Redis's main thread per lookup %s CPU; another client's PING meanwhile: median %s, worst %s",
+                  fmt_ms(stall[:cpu]), fmt_ms(stall[:ping]), fmt_ms(stall[:worst]))
     end
   end
 ensure

@@ -3,6 +3,7 @@
 require "spec_helper"
 require "support/redis_server"
 require "support/shared_index_examples"
+require "support/holding_proxy"
 
 # RedisIndex on a real redis-server: searched by Redis where it has vector sets
 # (Redis 8), mirrored in each process otherwise (and wherever search: :mirror says).
@@ -150,6 +151,44 @@ RSpec.describe "LlmFailover::RedisIndex" do
       expect(here.nearest(partition: "t", vector: [1.0, 7.0], threshold: 0.99999)&.first).to eq("entry 7")
       expect(here.nearest(partition: "t", vector: [1.0, 11.0], threshold: 0.99999)&.first).to eq("entry 11 again")
       expect(here.nearest(partition: "u", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("u")
+    end
+
+    # A lookup is VSIM, then the values in a round trip of their own: a proxy holds the
+    # index's HMGET while the spec changes the store in between.
+    def held_lookup(partition:, vector:, threshold:)
+      proxy = HoldingProxy.new(port: @redis.port, command: "HMGET")
+      index = LlmFailover::RedisIndex.new(url: proxy.url, namespace: namespace, logger: logger)
+      lookup = Thread.new { index.nearest(partition: partition, vector: vector, threshold: threshold) }
+      expect(proxy.wait_until_held).to be(true)
+      yield
+      proxy.release
+      lookup.value
+    ensure
+      proxy&.close
+      lookup&.join
+    end
+
+    it "misses an entry cleared between VSIM and reading its value, though another partition has the same vector" do
+      here = new_index
+      here.add(partition: "t", vector: [1.0, 0.0], value: "before the clear")
+      found = held_lookup(partition: "t", vector: [1.0, 0.0], threshold: 0.9) do
+        here.clear
+        here.add(partition: "u", vector: [1.0, 0.0], value: "another partition's")
+      end
+      expect(found).to be_nil
+      expect(here.nearest(partition: "u", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("another partition's")
+      expect(log.string).not_to include("store failed")
+    end
+
+    it "answers the next candidate when the best one was trimmed between VSIM and reading its value" do
+      here = new_index(max_per_partition: 2)
+      here.add(partition: "t", vector: [1.0, 0.0], value: "best")
+      here.add(partition: "t", vector: [1.0, 0.2], value: "next") # cosine 0.98 to the query
+      found = held_lookup(partition: "t", vector: [1.0, 0.0], threshold: 0.95) do
+        here.add(partition: "t", vector: [0.0, 1.0], value: "newest") # the oldest, "best", goes
+      end
+      expect(found.first).to eq("next")
+      expect(found.last).to be_within(1e-6).of(1 / Math.sqrt(1.04))
     end
 
     it "misses while Redis is down, with one warning, and searches again once it is back" do

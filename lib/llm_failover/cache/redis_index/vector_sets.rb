@@ -13,6 +13,9 @@ module LlmFailover
     #   NS:vset-values:{...}                 element => value
     #   NS:vset-order:{...}                  element => when added; past max_per_partition the oldest go
     #
+    # An add is one script (the three keys move together); a lookup is VCARD, VSIM and
+    # HMGET, called directly, so that VSIM runs off Redis's main thread.
+    #
     # NOQUANT keeps VSIM's score an exact cosine, so the threshold is checked exactly
     # and an entry below it is never a hit; a partition up to EXACT_UP_TO is scanned
     # whole (TRUTH), a larger one through the graph, which may miss (a provider call).
@@ -50,30 +53,7 @@ module LlmFailover
         return added
       LUA
 
-      # KEYS: the set, its values. ARGV: the vector (FP32), candidates, EF, the size up
-      # to which the scan is exact, the least score worth returning. Returns score,
-      # value, score, value ... best first, or VSIM's error.
-      NEAREST = <<~LUA
-        local n = redis.call('VCARD', KEYS[1])
-        if n == 0 then return {} end
-        local ask = {'VSIM', KEYS[1], 'FP32', ARGV[1], 'WITHSCORES', 'COUNT', ARGV[2], 'EF', ARGV[3]}
-        if n <= tonumber(ARGV[4]) then ask[#ask + 1] = 'TRUTH' end
-        local found = redis.pcall(unpack(ask))
-        if found.err then return found end
-        local out = {}
-        for i = 1, #found, 2 do
-          if tonumber(found[i + 1]) >= tonumber(ARGV[5]) then
-            local value = redis.call('HGET', KEYS[2], found[i])
-            if value then
-              out[#out + 1] = found[i + 1]
-              out[#out + 1] = value
-            end
-          end
-        end
-        return out
-      LUA
-
-      SCRIPTS = { add: ADD, nearest: NEAREST }.freeze
+      SCRIPTS = { add: ADD }.freeze
       SHAS = SCRIPTS.transform_values { |src| Digest::SHA1.hexdigest(src) }.freeze
 
       # @param redis [RedisIndex] the connections, the namespace and the bounds
@@ -110,11 +90,11 @@ module LlmFailover
         # A little below the threshold's score: the exact check is the one below.
         least = ((1 + threshold) / 2.0) - 1e-6
         found = @outage.guard(meanwhile: MEANWHILE) do
-          script(:nearest, keys(partition).first(2), [blob, CANDIDATES, EF, EXACT_UP_TO, least])
+          @redis.pool.with { |r| look_up(r, keys(partition), blob, least) }
         end
         return nil unless found
 
-        found.each_slice(2).map { |score, value| [value.force_encoding(Encoding::UTF_8), (2 * Float(score)) - 1] }
+        found.map { |value, score| [value.force_encoding(Encoding::UTF_8), (2 * score) - 1] }
              .select { |_, similarity| similarity >= threshold }.max_by(&:last)
       end
 
@@ -144,12 +124,28 @@ module LlmFailover
         ["#{@namespace}:vset:#{tag}", "#{@namespace}:vset-values:#{tag}", "#{@namespace}:vset-order:#{tag}"]
       end
 
-      # EVALSHA, loading the script when Redis lacks it (new or restarted). A vector of
-      # another dimension than the set's is the caller's ArgumentError, not an outage.
+      # [[value, VSIM's score], ...] for the candidates scoring at least +least+. No
+      # script: Redis runs VSIM on a thread of its own only when it is called directly (in
+      # a script it holds the main thread, and every other client waits). So the values
+      # come in a round trip of their own, and an element gone meanwhile (cleared,
+      # trimmed, expired) has none: it is left out, never an error.
+      def look_up(redis, (set, values), blob, least)
+        size = redis.call("VCARD", set)
+        return [] if size.zero?
+
+        ask = ["VSIM", set, "FP32", blob, "WITHSCORES", "COUNT", CANDIDATES, "EF", EF]
+        ask << "TRUTH" if size <= EXACT_UP_TO
+        scores = checking_dimension { redis.call(*ask) }.select { |_, score| score >= least } # RESP3: a Hash
+        return [] if scores.empty?
+
+        redis.call("HMGET", values, *scores.keys).zip(scores.values).select(&:first)
+      end
+
+      # EVALSHA, loading the script when Redis lacks it (new or restarted).
       def script(name, keys, args)
         @redis.pool.with do |r|
           command = ["EVALSHA", SHAS.fetch(name), keys.size, *keys, *args]
-          begin
+          checking_dimension do
             r.call(*command)
           rescue RedisClient::CommandError => e
             raise unless e.message.start_with?("NOSCRIPT")
@@ -158,6 +154,11 @@ module LlmFailover
             r.call(*command)
           end
         end
+      end
+
+      # A vector of another dimension than the set's is the caller's ArgumentError, not an outage.
+      def checking_dimension
+        yield
       rescue RedisClient::CommandError => e
         raise ArgumentError, "the partition holds vectors of another dimension (#{e.message})" if e.message.include?("dimension")
 
