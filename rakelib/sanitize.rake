@@ -86,8 +86,8 @@ namespace :sanitize do
     files += %w[--tag ~fiber_scheduler] unless ENV["SPEC"]
     # GCC 12's ASan takes no allocator locks around fork(2): a child forked while
     # another thread is in malloc waits for ever on the allocator's mutex. The examples
-    # that fork while other threads work (MemoryIndex's scans and adds, the stress
-    # spec's streaming workers) run against the normal build instead.
+    # that fork while other threads work (MemoryIndex's scans and adds, the streaming
+    # workers of threads_kills_and_forks_spec.rb) run against the normal build instead.
     files += %w[--tag ~fork_beside_threads] unless ENV["SPEC"]
     # The examples tagged :timing check which calls fall inside a short circuit cooldown;
     # the sanitizers slow every call, and on a loaded machine the calls outlast it (as

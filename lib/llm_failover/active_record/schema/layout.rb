@@ -7,7 +7,7 @@ module LlmFailover
       # the comments a migration carries. Schema.define applies it to a connection;
       # the llm_failover:install generator writes it as a migration, and
       # llm_failover:upgrade writes the parts of it ADDED lists that an app lacks
-      # (spec/active_record/schema_owner_spec.rb checks the three end alike).
+      # (spec/llm_failover/active_record/schema_spec.rb checks the three end alike).
       #
       # A feature that adds a column writes it in its table's block below and appends
       # [role, column] to ADDED; one that adds a table appends a Table to TABLES and

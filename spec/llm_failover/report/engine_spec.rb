@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
-require_relative "report_rows"
+require_relative "../../active_record/ar_spec_helper"
+require_relative "../../active_record/report_rows"
 require "rack/mock"
 require "nokogiri" # in the bundle through railties
 require "llm_failover/report/engine"

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
-require_relative "../support/redis_server"
+require_relative "../../active_record/ar_spec_helper"
+require "support/redis_server"
 require "llm_failover/report"
 
 # Circuit changes persisted by CircuitLog, and the report's open -> closed windows read

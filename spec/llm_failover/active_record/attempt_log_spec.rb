@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
+require_relative "../../active_record/ar_spec_helper"
 require "llm_failover/report"
 
 ArSpec.describe LlmFailover::ActiveRecord::AttemptLog do

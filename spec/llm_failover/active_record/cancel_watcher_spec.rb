@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
+require_relative "../../active_record/ar_spec_helper"
 require "support/engine_helpers"
 
 # cancel! from another process reaches a chat record's running call through one

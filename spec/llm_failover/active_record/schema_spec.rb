@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "generator_helper"
+require_relative "../../active_record/generator_helper"
 require "generators/llm_failover/install/install_generator"
 
 # Schema::TABLES is the one description of the gem's tables: Schema.define

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
+require_relative "../../active_record/ar_spec_helper"
 
 # Attachments in a messages table's attachments_data column (issue 28): stored once
 # with the user row, read back for every call, resent by complete from a freshly

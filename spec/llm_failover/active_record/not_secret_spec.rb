@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
+require_relative "../../active_record/ar_spec_helper"
 require "open3"
 
 RSpec.describe LlmFailover::ActiveRecord::NotSecret, :active_record do
@@ -49,7 +49,7 @@ RSpec.describe LlmFailover::ActiveRecord::NotSecret, :active_record do
   end
 
   it "is loaded with the integration without loading ActiveRecord::Base" do
-    lib = File.expand_path("../../lib", __dir__)
+    lib = File.expand_path("../../../lib", __dir__)
     script = <<~RUBY
       require "llm_failover/active_record"
       LlmFailover::ActiveRecord::AttemptLog.new

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
+require_relative "../../active_record/ar_spec_helper"
 
 ArSpec.describe "acts_as_llm_chat" do
   include_context "with fake providers"
@@ -441,7 +441,7 @@ ArSpec.describe "acts_as_llm_chat" do
   end
 
   describe "loading" do
-    let(:ruby) { [RbConfig.ruby, "-I", File.expand_path("../../lib", __dir__)] }
+    let(:ruby) { [RbConfig.ruby, "-I", File.expand_path("../../../lib", __dir__)] }
 
     it "keeps ActiveRecord out of a plain script, and the Rails generator out of the integration" do
       plain = IO.popen([*ruby, "-e", 'require "llm_failover"; print defined?(ActiveRecord).inspect'], &:read)

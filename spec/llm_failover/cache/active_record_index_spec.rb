@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require_relative "ar_spec_helper"
-require_relative "../support/shared_index_examples"
+require_relative "../../active_record/ar_spec_helper"
+require "support/shared_index_examples"
 
 # ActiveRecordIndex on a real SQLite file and a real PostgreSQL server: mirrored in
 # each process on both (search: :mirror), and searched by PostgreSQL where it has
