@@ -236,10 +236,14 @@ def shared_row(engine, way, n)
       "rss" => (rss_kb - rss0) * 1024, "search" => index.search.to_s }
   end
   searching_redis = way == :server && engine.respond_to?(:pings_meanwhile)
-  stall = main_thread_stall(engine, search, n, partition, queries) if searching_redis
+  if searching_redis
+    stall = main_thread_stall(engine, search, n, partition, queries)
+    add_stalls = { full: add_stall(engine, search, partition, limit: n, first: n),
+                   growing: add_stall(engine, search, partition, limit: n + (4 * QUERIES), first: n + (2 * QUERIES)) }
+  end
   loader.clear
-  { way: way, n: n, add: add_s, server: server, hits: queries.count { |_, want| want }, stall: stall }
-    .merge(result.transform_keys(&:to_sym))
+  { way: way, n: n, add: add_s, server: server, hits: queries.count { |_, want| want }, stall: stall,
+    add_stalls: add_stalls }.merge(result.transform_keys(&:to_sym))
 end
 
 # What a searching lookup costs every other client of the server: the main thread's CPU
@@ -257,6 +261,24 @@ def main_thread_stall(engine, search, n, partition, queries)
   lookups.call
   cpu = (engine.main_thread_seconds - before) / queries.size
   pings = engine.pings_meanwhile(&lookups)
+  { cpu: cpu, ping: median(pings), worst: pings.max }
+end
+
+# The same for adds: QUERIES new entries (from entry +first+ on) added in a forked process,
+# the CPU per add, then QUERIES more while another client PINGs. At a limit of the
+# partition's size every add removes the oldest entry as well (a full partition).
+def add_stall(engine, search, partition, limit:, first:)
+  adds = lambda do |from|
+    in_child do
+      index = engine.index(search, limit, nil)
+      (from...(from + QUERIES)).each { |i| index.add(partition: partition, vector: entry_vector(i), value: i.to_s) }
+      nil
+    end
+  end
+  before = engine.main_thread_seconds
+  adds.call(first)
+  cpu = (engine.main_thread_seconds - before) / QUERIES
+  pings = engine.pings_meanwhile { adds.call(first + QUERIES) }
   { cpu: cpu, ping: median(pings), worst: pings.max }
 end
 
@@ -286,6 +308,10 @@ SHARED_ENGINES.each do |name|
 
       puts format("  Redis's main thread per lookup %s CPU; another client's PING meanwhile: median %s, worst %s",
                   fmt_ms(stall[:cpu]), fmt_ms(stall[:ping]), fmt_ms(stall[:worst]))
+      r[:add_stalls].each do |kind, a|
+        puts format("  per add (%s partition) %s CPU; another client's PING meanwhile: median %s, worst %s",
+                    kind, fmt_ms(a[:cpu]), fmt_ms(a[:ping]), fmt_ms(a[:worst]))
+      end
     end
   end
 ensure

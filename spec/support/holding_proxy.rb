@@ -3,12 +3,13 @@
 require "socket"
 
 # A loopback TCP proxy in front of a Redis that holds one command: the first write
-# naming +command+ (as RESP sends it) waits until #release, so that a spec can change
-# the store between a client's two round trips without touching the client.
+# sending +command+ (as RESP sends it: the array's first string, so not COMMAND INFO
+# naming it) waits until #release, so that a spec can change the store between a
+# client's two round trips without touching the client.
 class HoldingProxy
   def initialize(port:, command:)
     @upstream = port
-    @needle = "\r\n#{command}\r\n"
+    @needle = /(?:\A|\r\n)\*\d+\r\n\$\d+\r\n#{Regexp.escape(command)}\r\n/n
     @listener = TCPServer.new("127.0.0.1", 0)
     @lock = Mutex.new
     @changed = ConditionVariable.new
@@ -68,7 +69,7 @@ class HoldingProxy
 
   def hold_if_named(data)
     @lock.synchronize do
-      return unless @state == :waiting && data.include?(@needle)
+      return unless @state == :waiting && data.match?(@needle)
 
       @state = :holding
       @changed.broadcast

@@ -153,19 +153,28 @@ RSpec.describe "LlmFailover::RedisIndex" do
       expect(here.nearest(partition: "u", vector: [1.0, 0.0], threshold: 0.9)&.first).to eq("u")
     end
 
-    # A lookup is VSIM, then the values in a round trip of their own: a proxy holds the
-    # index's HMGET while the spec changes the store in between.
-    def held_lookup(partition:, vector:, threshold:)
-      proxy = HoldingProxy.new(port: @redis.port, command: "HMGET")
-      index = LlmFailover::RedisIndex.new(url: proxy.url, namespace: namespace, logger: logger)
-      lookup = Thread.new { index.nearest(partition: partition, vector: vector, threshold: threshold) }
+    # Runs +call+ with an index behind a proxy that holds the index's +command+, yields
+    # while it is held (the spec changes the store), then returns what +call+ returned.
+    def while_held(command, call, **options)
+      proxy = HoldingProxy.new(port: @redis.port, command: command)
+      index = LlmFailover::RedisIndex.new(url: proxy.url, namespace: namespace, logger: logger, **options)
+      held = Thread.new do
+        Thread.current.report_on_exception = false # its error is the spec's, through #value
+        call.call(index)
+      end
       expect(proxy.wait_until_held).to be(true)
       yield
       proxy.release
-      lookup.value
+      held.value
     ensure
       proxy&.close
-      lookup&.join
+      held&.join
+    end
+
+    # A lookup is VSIM, then the values in a round trip of their own: held at the HMGET.
+    def held_lookup(partition:, vector:, threshold:, &meanwhile)
+      lookup = ->(index) { index.nearest(partition: partition, vector: vector, threshold: threshold) }
+      while_held("HMGET", lookup, &meanwhile)
     end
 
     it "misses an entry cleared between VSIM and reading its value, though another partition has the same vector" do
@@ -189,6 +198,57 @@ RSpec.describe "LlmFailover::RedisIndex" do
       end
       expect(found.first).to eq("next")
       expect(found.last).to be_within(1e-6).of(1 / Math.sqrt(1.04))
+    end
+
+    # An add writes the value, then calls VADD itself: held at that VADD.
+    def held_add(partition:, vector:, value:, **options, &meanwhile)
+      add = ->(index) { index.add(partition: partition, vector: vector, value: value) }
+      while_held("VADD", add, **options, &meanwhile)
+    end
+
+    def keys_and_ttls
+      client do |c|
+        c.call("SCAN", "0", "MATCH", "#{namespace}:*", "COUNT", 1000)[1].to_h { |k| [k, c.call("TTL", k)] }
+      end
+    end
+
+    it "leaves nothing behind, nor a key without a TTL, when a clear comes between an add's value and its vector" do
+      here = new_index(ttl: 600)
+      here.add(partition: "t", vector: [0.0, 1.0], value: "before the clear")
+      held_add(partition: "t", vector: [1.0, 0.0], value: "added across the clear", ttl: 600) { here.clear }
+      expect(here.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)).to be_nil
+      expect(here.size).to eq(0)
+      expect(keys_and_ttls.values).to all(be_between(1, 600))
+      expect(log.string).not_to include("store failed")
+    end
+
+    it "takes the vector back out when its value was trimmed before the vector went in" do
+      here = new_index(max_per_partition: 1)
+      here.add(partition: "t", vector: [0.0, 1.0], value: "oldest")
+      held_add(partition: "t", vector: [1.0, 0.0], value: "trimmed while held", max_per_partition: 1) do
+        here.add(partition: "t", vector: [0.6, 0.8], value: "newest") # the held add's entry is the oldest now
+      end
+      expect(here.size).to eq(1)
+      expect(here.nearest(partition: "t", vector: [0.6, 0.8], threshold: 0.99)&.first).to eq("newest")
+      expect(here.nearest(partition: "t", vector: [1.0, 0.0], threshold: 0.9)).to be_nil
+      expect(keys_and_ttls.values).to all(be > 0)
+    end
+
+    it "refuses an add whose partition was cleared and made again with another dimension before its vector went in" do
+      here = new_index
+      here.add(partition: "t", vector: [0.0, 1.0], value: "two dimensions")
+      expect do
+        held_add(partition: "t", vector: [1.0, 0.0], value: "refused") do
+          here.clear
+          here.add(partition: "t", vector: [1.0, 0.0, 0.0], value: "three dimensions")
+        end
+      end.to raise_error(ArgumentError, /dimension/)
+      client do |c|
+        tag = "{#{Digest::SHA256.hexdigest('t')[0, 32]}}"
+        expect(c.call("HVALS", "#{namespace}:vset-values:#{tag}")).to eq(["three dimensions"])
+        expect(c.call("ZCARD", "#{namespace}:vset-order:#{tag}")).to eq(1)
+      end
+      expect(here.nearest(partition: "t", vector: [1.0, 0.0, 0.0], threshold: 0.9)&.first).to eq("three dimensions")
     end
 
     it "misses while Redis is down, with one warning, and searches again once it is back" do

@@ -13,8 +13,8 @@ module LlmFailover
     #   NS:vset-values:{...}                 element => value
     #   NS:vset-order:{...}                  element => when added; past max_per_partition the oldest go
     #
-    # An add is one script (the three keys move together); a lookup is VCARD, VSIM and
-    # HMGET, called directly, so that VSIM runs off Redis's main thread.
+    # Neither an add's neighbour search (VADD ... CAS) nor a lookup's (VSIM) runs in a
+    # script: called directly, Redis runs them on a thread beside its main thread.
     #
     # NOQUANT keeps VSIM's score an exact cosine, so the threshold is checked exactly
     # and an entry below it is never a hit; a partition up to EXACT_UP_TO is scanned
@@ -32,12 +32,30 @@ module LlmFailover
       EF = 200
       CANDIDATES = 8
 
+      # An add is three steps, so that the VADD that searches the graph is called directly
+      # (CAS: Redis finds its neighbours on a thread, not on its main thread):
+      #   WRITE   the value, its order (trimming the oldest) and the TTLs; a new set's first
+      #           vector too (it links nothing). Returns 1 when the set still lacks the vector.
+      #   VADD    ... CAS, directly.
+      #   SETTLE  a vector whose value went meanwhile (a clear, a trim) is taken out again.
+      # The value comes first: a lookup finds the vector with it, or (a clear or a trim came
+      # between) without and passes over it. Every WRITE sets the TTL of a set that exists;
+      # only a VADD after a clear makes one without, whose vectors' values are gone: SETTLE
+      # takes them out, and the key with them.
+      #
       # KEYS: the set, its values, its order. ARGV: the vector (FP32), the element, the
-      # value, max_per_partition, ttl. Returns VADD's answer, or its error (a dimension
-      # other than the set's).
-      ADD = <<~LUA
-        local added = redis.pcall('VADD', KEYS[1], 'FP32', ARGV[1], ARGV[2], 'NOQUANT')
-        if type(added) == 'table' and added.err then return added end
+      # value, max_per_partition, ttl.
+      WRITE = <<~LUA
+        local fresh = 0
+        if redis.call('EXISTS', KEYS[1]) == 0 then
+          redis.call('VADD', KEYS[1], 'FP32', ARGV[1], ARGV[2], 'NOQUANT')
+        else
+          local dim, got = redis.call('VDIM', KEYS[1]), #ARGV[1] / 4
+          if dim ~= got then
+            return redis.error_reply('ERR Vector dimension mismatch - got ' .. got .. ' but set has ' .. dim)
+          end
+          fresh = redis.call('VISMEMBER', KEYS[1], ARGV[2]) == 0 and 1 or 0
+        end
         redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
         local t = redis.call('TIME')
         redis.call('ZADD', KEYS[3], t[1] .. string.format('%06d', t[2]), ARGV[2])
@@ -50,10 +68,16 @@ module LlmFailover
           end
         end
         for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
-        return added
+        return fresh
       LUA
 
-      SCRIPTS = { add: ADD }.freeze
+      # KEYS: the set, its values. ARGV: the element.
+      SETTLE = <<~LUA
+        if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then redis.call('VREM', KEYS[1], ARGV[1]) end
+        return 0
+      LUA
+
+      SCRIPTS = { write: WRITE, settle: SETTLE }.freeze
       SHAS = SCRIPTS.transform_values { |src| Digest::SHA1.hexdigest(src) }.freeze
 
       # @param redis [RedisIndex] the connections, the namespace and the bounds
@@ -78,8 +102,13 @@ module LlmFailover
       def add(partition:, vector:, value:)
         blob = MemoryIndex.normalise(vector)
         element = Digest::SHA256.hexdigest(blob)[0, 32]
+        set, values, order = keys(partition)
         @outage.guard(meanwhile: MEANWHILE) do
-          script(:add, keys(partition), [blob, element, value, @redis.max_per_partition, @redis.ttl])
+          @redis.pool.with do |r|
+            bounds = [@redis.max_per_partition, @redis.ttl]
+            fresh = script(r, :write, [set, values, order], [blob, element, value, *bounds])
+            link(r, set, values, blob, element) if fresh == 1
+          end
         end
         nil
       end
@@ -141,18 +170,24 @@ module LlmFailover
         redis.call("HMGET", values, *scores.keys).zip(scores.values).select(&:first)
       end
 
-      # EVALSHA, loading the script when Redis lacks it (new or restarted).
-      def script(name, keys, args)
-        @redis.pool.with do |r|
-          command = ["EVALSHA", SHAS.fetch(name), keys.size, *keys, *args]
-          checking_dimension do
-            r.call(*command)
-          rescue RedisClient::CommandError => e
-            raise unless e.message.start_with?("NOSCRIPT")
+      # The vector into a set that WRITE found, its neighbours searched off the main thread.
+      # A set made again since (after a clear) with another dimension: an ArgumentError,
+      # as if the add came after the clear (the clear took the value).
+      def link(redis, set, values, blob, element)
+        checking_dimension { redis.call("VADD", set, "FP32", blob, element, "NOQUANT", "CAS") }
+        script(redis, :settle, [set, values], [element])
+      end
 
-            r.call("SCRIPT", "LOAD", SCRIPTS.fetch(name))
-            r.call(*command)
-          end
+      # EVALSHA, loading the script when Redis lacks it (new or restarted).
+      def script(redis, name, keys, args)
+        command = ["EVALSHA", SHAS.fetch(name), keys.size, *keys, *args]
+        checking_dimension do
+          redis.call(*command)
+        rescue RedisClient::CommandError => e
+          raise unless e.message.start_with?("NOSCRIPT")
+
+          redis.call("SCRIPT", "LOAD", SCRIPTS.fetch(name))
+          redis.call(*command)
         end
       end
 
