@@ -9,7 +9,8 @@
 # apart), what its RSS grew by, the hits found (recall against the entry each hit
 # query was made from), the add time and the server's bytes per entry. PostgreSQL's
 # partitions of BULK_FROM entries or more are written in bulk instead of through
-# #add (the add time is then "-").
+# #add (the add time is then "-"). For Redis searched by the server: what a lookup and an
+# add cost its other clients (Redis's main thread per call, another client's PING).
 #
 #   SHARED=redis,postgresql SHARED_SIZES=10000,100000 (the defaults; an engine whose
 #   server is not installed is left out, saying so)
