@@ -216,9 +216,9 @@ module LlmFailover
                                input_tokens: result.input_tokens, output_tokens: result.output_tokens,
                                tool_calls: calls, reasoning: Reasoning.of(result))
       json_text = result.json
-      # What a cache hit of this answer saves: the answering attempt's cost.
       attempts = @records.to_a
-      cost = attempts.reverse_each.find(&:success?)&.cost
+      # What a cache hit of this answer saves: the answering attempt's cost.
+      cost = attempts.reverse_each.find(&:success?)&.cost if @response_cache || @semantic_cache
       @response_cache&.write(target, content: sent, model: model, finish_reason: result.finish_reason,
                                      provider_request_id: result.provider_request_id, json_text: json_text,
                                      cost: cost)

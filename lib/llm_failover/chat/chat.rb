@@ -219,8 +219,7 @@ module LlmFailover
         end
         call.scrubbing = scrubbing
         call.quota_reservation = reservation
-        cancellation = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
-                                        logger: @config.logger)
+        cancellation = new_cancellation
         call.cancellation = cancellation
         @running_lock.synchronize { @running << cancellation }
         running = true
@@ -242,6 +241,15 @@ module LlmFailover
       texts = tools.flatten.grep(String) + (format&.engine_fields || {}).values.grep(String)
       CallCeiling.new(messages: messages, attachments: Attachment::Selection.engine_list(attachments), texts: texts,
                       tools: tools.size, max_tokens: max_tokens)
+    end
+
+    # What Chat#cancel! stops a call (or a tool loop) through. The poll interval and the
+    # logger serve a cancel check only, which most chats have not.
+    def new_cancellation
+      check = @options.cancel_check
+      return Cancellation.new unless check
+
+      Cancellation.new(check: check, interval: @config.cancel_poll_interval, logger: @config.logger)
     end
 
     # The turn a call answers: the last user message, as the store names it

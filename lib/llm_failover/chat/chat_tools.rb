@@ -135,8 +135,7 @@ module LlmFailover
       # Runs an ask (or complete) with tools: every turn through #answer_turn. Chat#cancel!
       # reaches the loop between turns through its own Cancellation.
       def answer_with_tools(temperature, max_tokens, block, cache, format)
-        between = Cancellation.new(check: @options.cancel_check, interval: @config.cancel_poll_interval,
-                                   logger: @config.logger)
+        between = new_cancellation
         tool_loop = ToolLoop.new(store: store, toolbox: @toolbox, fields: tool_fields, concurrency: @tool_concurrency,
                                  max_rounds: @config.max_tool_rounds, block: block, scrubbing: scrub_session,
                                  cancellation: between, target: @primary_target, on_run: method(:tool_ran))

@@ -54,14 +54,26 @@ module LlmFailover
     # @param engine_target [Engine::Target] one the engine named (a callback, a result)
     # @return [Target] the one of +targets+ it describes, or whose host it is
     def self.of(targets, engine_target)
-      targets.find { |t| t.hosts.any? { |h| h.engine.equal?(engine_target) } } || targets.first
+      targets.find { |t| t.host_for(engine_target) } || targets.first
     end
 
     # @api private
     # @return [Target] the host of +targets+ (a plain target is its own) +engine_target+ is
     def self.host_of(targets, engine_target)
-      targets.each { |t| t.hosts.each { |h| return h if h.engine.equal?(engine_target) } }
+      targets.each do |t|
+        host = t.host_for(engine_target)
+        return host if host
+      end
       targets.first.hosts.first
+    end
+
+    # @api private
+    # @return [Target, nil] its host (itself, when it is no pool) that +engine_target+ is.
+    #   Asked on every engine event, so it does not build #hosts' list.
+    def host_for(engine_target)
+      return (self if engine.equal?(engine_target)) unless pool_hosts
+
+      pool_hosts.find { |h| h.engine.equal?(engine_target) }
     end
 
     # @api private

@@ -56,8 +56,7 @@ module LlmFailover
       # failover sees the same history; reasoning state, made for the calls, stays out.
       # @return [Array<Array>] [role, content] only
       def as_text(conversation)
-        results = {}
-        conversation.each { |m| results[m.tool_call_id.to_s] = m if m.role.to_s == "tool" }
+        results = nil # the tool results by call id, once a message with calls needs them
         conversation.filter_map do |m|
           role = m.role.to_s
           next if role == "tool"
@@ -65,6 +64,7 @@ module LlmFailover
           calls = role == "assistant" && m.respond_to?(:tool_calls) ? m.tool_calls : []
           next [role, m.content.to_s] if calls.empty?
 
+          results ||= conversation.select { |r| r.role.to_s == "tool" }.to_h { |r| [r.tool_call_id.to_s, r] }
           lines = calls.map { |c| call_line(c, results[c.id.to_s]) }
           ["assistant", [m.content.to_s, *lines].reject(&:empty?).join("\n")]
         end

@@ -18,10 +18,11 @@ module LlmFailover
   #   price.cost(input_tokens: 1_000, output_tokens: 200, cached_input_tokens: 400).to_s("F")  # => "0.004"
   class Price
     # Rates are counted in whole 1e-12 USD per million tokens (a millionth of a
-    # millionth of a cent per token), so a cost is summed in Integers and divided once.
+    # millionth of a cent per token), so a cost is summed in Integers and scaled once
+    # (by a power of ten: exact, and cheaper than BigDecimal's division).
     UNITS = 10**12
-    PER_UNIT_TOKEN = BigDecimal(UNITS * 1_000_000)
-    private_constant :UNITS, :PER_UNIT_TOKEN
+    USD_PER_UNIT_TOKEN = BigDecimal(1) / (UNITS * 1_000_000) # 1e-18, exactly
+    private_constant :UNITS, :USD_PER_UNIT_TOKEN
 
     RATES = %i[input output cached_input cache_write].freeze
 
@@ -75,7 +76,7 @@ module LlmFailover
       plain = input - cached - written
       input_rate, output_rate, cached_rate, write_rate = @units
       BigDecimal((input_rate * plain) + (cached_rate * cached) + (write_rate * written) +
-                 (output_rate * output_tokens.to_i)) / PER_UNIT_TOKEN
+                 (output_rate * output_tokens.to_i)) * USD_PER_UNIT_TOKEN
     end
 
     # @return [Hash] the rates as Floats and the rest as given: what #inspect and specs compare

@@ -143,7 +143,8 @@ module LlmFailover
       private
 
       CANCELLED = "cancelled by Chat#cancel!"
-      private_constant :CANCELLED
+      NOTHING_REACHED = [0, Pricing::ZERO].freeze
+      private_constant :CANCELLED, :NOTHING_REACHED
 
       def skip_class(attempt)
         [AttachmentRefusedError, ConfigurationError].include?(attempt.error_class) ? attempt.error_class : CircuitOpenError
@@ -169,7 +170,7 @@ module LlmFailover
       def reach(attempt, target, spent)
         return unless attempt.reached
 
-        tokens, cost = @reached.fetch(target, [0, Pricing::ZERO])
+        tokens, cost = @reached.fetch(target, NOTHING_REACHED)
         tokens += attempt.input_tokens.to_i + attempt.output_tokens.to_i
         @reached[target] = [tokens, cost && spent && cost + spent]
       end
