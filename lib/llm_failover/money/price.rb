@@ -17,9 +17,9 @@ module LlmFailover
   #   price = LlmFailover::Price.new(input: 2.50, output: 10.00, cached_input: 1.25)
   #   price.cost(input_tokens: 1_000, output_tokens: 200, cached_input_tokens: 400).to_s("F")  # => "0.004"
   class Price
-    # Rates are counted in whole 1e-12 USD per million tokens (a millionth of a
-    # millionth of a cent per token), so a cost is summed in Integers and scaled once
-    # (by a power of ten: exact, and cheaper than BigDecimal's division).
+    # Rates are counted in whole 1e-12 USD per million tokens (1e-18 USD per token),
+    # so a cost is summed in Integers and scaled once (by a power of ten: exact, and
+    # cheaper than BigDecimal's division).
     UNITS = 10**12
     USD_PER_UNIT_TOKEN = BigDecimal(1) / (UNITS * 1_000_000) # 1e-18, exactly
     private_constant :UNITS, :USD_PER_UNIT_TOKEN
